@@ -1,0 +1,21 @@
+/*  vl_env: the table of built-in environments. */
+#include "vl_env.h"
+
+#include <string.h>
+
+static const vl_env_ops_t *s_envs[] = {&vl_cartpole_ops};
+
+#define S_NENVS ((int)(sizeof(s_envs) / sizeof(s_envs[0])))
+
+const vl_env_ops_t *vl_env_find(const char *name)
+{
+    for (int i = 0; name && i < S_NENVS; i++)
+        if (strcmp(s_envs[i]->name, name) == 0)
+            return s_envs[i];
+    return NULL;
+}
+
+const vl_env_ops_t *vl_env_at(int i)
+{
+    return i >= 0 && i < S_NENVS ? s_envs[i] : NULL;
+}

@@ -1,0 +1,28 @@
+/*  vl_log: one-line log records on stderr, "HH:MM:SS.mmm role[pid] level: text".
+    Standard output stays for what a command reports (progress, results). */
+#ifndef VL_LOG_H
+#define VL_LOG_H
+
+#include <stdint.h>
+
+typedef enum { VL_LOG_DEBUG, VL_LOG_INFO, VL_LOG_WARN, VL_LOG_ERROR } vl_log_level_t;
+
+/* Names this process in log records ("broker", "actor 3", ...) and sets the
+   lowest level printed. */
+void vl_log_init(const char *role, vl_log_level_t min_level);
+
+/* Writes one record if level is at or above the minimum. */
+void vl_log(vl_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define vl_debug(...) vl_log(VL_LOG_DEBUG, __VA_ARGS__)
+#define vl_info(...)  vl_log(VL_LOG_INFO, __VA_ARGS__)
+#define vl_warn(...)  vl_log(VL_LOG_WARN, __VA_ARGS__)
+#define vl_error(...) vl_log(VL_LOG_ERROR, __VA_ARGS__)
+
+/* Returns monotonic time in nanoseconds. */
+int64_t vl_now_ns(void);
+
+/* Returns wall-clock (CLOCK_REALTIME) time in nanoseconds. */
+int64_t vl_wall_ns(void);
+
+#endif

@@ -1,0 +1,101 @@
+/*  vl_opts: checked parsing of command-line values and broker addresses. */
+#include "vl_opts.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, long hi,
+                long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = text ? strtol(text, &end, 10) : 0;
+    if (!text || !*text || *end || errno || v < lo || v > hi) {
+        fprintf(stderr, "volley %s: --%s wants a whole number in [%ld, %ld], not '%s'\n", cmd,
+                name, lo, hi, text ? text : "");
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int vl_opt_float(const char *cmd, const char *name, const char *text, double lo, double hi,
+                 float *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = text ? strtod(text, &end) : 0;
+    if (!text || !*text || *end || errno || !isfinite(v) || v < lo || v > hi) {
+        fprintf(stderr, "volley %s: --%s wants a number in [%g, %g], not '%s'\n", cmd, name, lo,
+                hi, text ? text : "");
+        return -1;
+    }
+    *out = (float)v;
+    return 0;
+}
+
+int vl_opt_endpoint(const char *cmd, const char *host_port, int offset, char *out, size_t size)
+{
+    char host[256];
+    long port = VL_DEFAULT_PORT;
+    const char *colon = host_port ? strrchr(host_port, ':') : NULL;
+    size_t hlen = host_port ? (colon ? (size_t)(colon - host_port) : strlen(host_port)) : 0;
+    if (hlen == 0 || hlen >= sizeof host) {
+        fprintf(stderr, "volley %s: --broker wants HOST[:PORT], not '%s'\n", cmd,
+                host_port ? host_port : "");
+        return -1;
+    }
+    memcpy(host, host_port, hlen);
+    host[hlen] = 0;
+    if (colon && vl_opt_long(cmd, "broker port", colon + 1, 1, 65535 - VL_PORT_COUNT, &port))
+        return -1;
+    int n = snprintf(out, size, "tcp://%s:%ld", host, port + offset);
+    return n > 0 && (size_t)n < size ? 0 : -1;
+}
+
+int vl_opt_policy(const char *cmd, const char *policy)
+{
+    size_t n = policy ? strlen(policy) : 0;
+    int ok = n > 0 && n < 64 && policy[0] != '~';
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isgraph((unsigned char)policy[i]);
+    if (!ok)
+        fprintf(stderr,
+                "volley %s: --policy wants 1 to 63 printable characters without spaces, "
+                "not starting with '~'\n",
+                cmd);
+    return ok ? 0 : -1;
+}
+
+/* Returns 1 if a TCP port on 127.0.0.1 can be bound right now. */
+static int s_port_free(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+int vl_free_base_port(int from)
+{
+    for (int base = from; base + VL_PORT_COUNT < 65535; base += VL_PORT_COUNT) {
+        int ok = 1;
+        for (int i = 0; ok && i < VL_PORT_COUNT; i++)
+            ok = s_port_free(base + i);
+        if (ok)
+            return base;
+    }
+    return -1;
+}

@@ -1,0 +1,79 @@
+/*  vl_proc: signals and children. */
+#include "vl_proc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+volatile sig_atomic_t vl_interrupted = 0;
+
+static void s_on_signal(int sig)
+{
+    vl_interrupted = sig;
+}
+
+void vl_proc_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+pid_t vl_proc_spawn(char *const argv[])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        execv("/proc/self/exe", argv);
+        fprintf(stderr, "volley: cannot start %s: %s\n", argv[1], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+int vl_proc_reap(pid_t *pids, int n, int *status)
+{
+    for (int i = 0; i < n; i++) {
+        if (pids[i] > 0 && waitpid(pids[i], status, WNOHANG) == pids[i]) {
+            pids[i] = 0;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Returns how many of the n children are still running, reaping the rest. */
+static int s_running(pid_t *pids, int n)
+{
+    int status, running = 0;
+    while (vl_proc_reap(pids, n, &status) >= 0)
+        ;
+    for (int i = 0; i < n; i++)
+        running += pids[i] > 0;
+    return running;
+}
+
+void vl_proc_stop(pid_t *pids, int n, int grace_ms)
+{
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0)
+            kill(pids[i], SIGTERM);
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    for (int waited = 0; waited < grace_ms && s_running(pids, n); waited += 10)
+        nanosleep(&tick, NULL);
+    for (int i = 0; i < n; i++) {
+        if (pids[i] > 0) {
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+            pids[i] = 0;
+        }
+    }
+}

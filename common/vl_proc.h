@@ -1,0 +1,30 @@
+/*  vl_proc: process plumbing every volley command shares: a SIGINT/SIGTERM
+    flag instead of dying mid-write, and starting and stopping children. */
+#ifndef VL_PROC_H
+#define VL_PROC_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+/* Set to the signal number by SIGINT or SIGTERM once vl_proc_catch_signals
+   ran; long-running loops check it and wind down. */
+extern volatile sig_atomic_t vl_interrupted;
+
+/* Installs the SIGINT/SIGTERM handler (without SA_RESTART, so blocking
+   calls return EINTR) and ignores SIGPIPE. */
+void vl_proc_catch_signals(void);
+
+/* Starts this executable again with argv (argv[0] is ignored; NULL-ended).
+   Returns the child's pid, or -1. */
+pid_t vl_proc_spawn(char *const argv[]);
+
+/* Sends SIGTERM to each running child in order, waits up to grace_ms for
+   all, then SIGKILLs the rest and reaps them. Entries are set to 0 once
+   reaped. */
+void vl_proc_stop(pid_t *pids, int n, int grace_ms);
+
+/* Reaps any child that exited. Returns the index in pids of one that did
+   (its entry set to 0 and *status set), or -1 if none has. */
+int vl_proc_reap(pid_t *pids, int n, int *status);
+
+#endif

@@ -1,0 +1,86 @@
+/*  vl_policy: volley's actor-critic network. Two MLPs with tanh hidden
+    layers: a policy net obs_dim -> hidden -> hidden -> num_actions (logits) and
+    a value net obs_dim -> hidden -> hidden -> 1. Forward for acting, loss and
+    hand-written backward for learning, Adam, and its parameters as named
+    tensors for the wire. One object is used by one thread at a time. */
+#ifndef VL_POLICY_H
+#define VL_POLICY_H
+
+#include <stdint.h>
+
+#include "../messages/vl_codec.h"
+
+typedef struct vl_policy_s vl_policy_t;
+
+typedef struct {
+    float clip;     // PPO ratio clip, e.g. 0.2
+    float vf_coef;  // weight of the value loss, e.g. 0.5
+    float ent_coef; // weight of the entropy bonus, e.g. 0.01
+} vl_loss_params_t;
+
+typedef struct {
+    float policy_loss; // clipped-surrogate term (mean)
+    float value_loss;  // 0.5 * mean (v - v_target)^2
+    float entropy;     // mean policy entropy
+    float approx_kl;   // mean (ratio - 1) - log ratio
+    float clip_frac;   // fraction of samples whose ratio was clipped
+} vl_loss_stats_t;
+
+/* Creates a policy with deterministic initial weights from seed. Returns
+   NULL on sizes of 0 or no memory. Caller destroys. */
+vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidden, uint64_t seed);
+
+/* Frees the policy and nulls the pointer; safe on NULL and twice. */
+void vl_policy_destroy(vl_policy_t **self_p);
+
+/* Returns the observation size the policy takes. */
+uint32_t vl_policy_obs_dim(const vl_policy_t *self);
+
+/* Returns the number of discrete actions. */
+uint32_t vl_policy_num_actions(const vl_policy_t *self);
+
+/* Forward pass over n observations [n][obs_dim]: writes logits [n][A] and
+   values [n]; either output may be NULL to skip that net. Returns 0, or -1 on
+   no memory. */
+int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits,
+                      float *values);
+
+/* Writes the log-softmax of A logits into logp [A] (numerically stable). */
+void vl_log_softmax(const float *logits, uint32_t A, float *logp);
+
+/* Sets the accumulated gradient to zero. */
+void vl_policy_zero_grad(vl_policy_t *self);
+
+/* Loss over a minibatch of n samples, its gradient added (+=) to the
+   accumulated gradient:
+     ratio = exp(logp(actions) - old_logp)
+     loss = -mean(w * min(ratio * adv, clamp(ratio, 1-clip, 1+clip) * adv))
+            + vf_coef * 0.5 * mean(w * (v - v_target)^2)
+            - ent_coef * mean(w * entropy)
+   w (importance weights) may be NULL for all ones. Fills stats if not NULL.
+   Returns the loss, or NAN on no memory. */
+float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
+                          const float *obs, const int32_t *actions, const float *old_logp,
+                          const float *adv, const float *v_target, const float *w,
+                          vl_loss_stats_t *stats);
+
+/* Scales the accumulated gradient so its global L2 norm is at most max_norm
+   (no clipping when max_norm <= 0), then takes one Adam step (beta1 0.9,
+   beta2 0.999, eps 1e-5) with learning rate lr. Returns the norm before
+   clipping. */
+float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm);
+
+/* Returns how many parameter tensors the policy has. */
+uint32_t vl_policy_tensor_count(const vl_policy_t *self);
+
+/* Fills t with the i-th parameter tensor: its name ("pi.0.weight" [out][in],
+   "pi.0.bias" [out], ..., "v.2.bias"), shape, and data pointing into the
+   policy's own parameters (valid for the policy's life). i < tensor_count. */
+void vl_policy_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
+
+/* Copies weights into the policy. Every tensor of the policy must be present
+   in w with the same name and shape; otherwise nothing changes and -1 is
+   returned. Returns 0 on success. */
+int vl_policy_load(vl_policy_t *self, const vl_weights_t *w);
+
+#endif

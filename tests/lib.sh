@@ -1,0 +1,35 @@
+# Shared helpers of volley's integration tests (sourced, not run).
+# Each test gets the volley executable as $1, runs real processes over
+# loopback sockets and kills everything it started on exit.
+set -u
+VOLLEY=${1:?usage: $0 path/to/volley}
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done
+    sleep 0.3
+    for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
+pass() { echo "ok   $*"; }
+# A base port with four free ports after it, away from the default 7600.
+free_port() {
+    local p
+    for _ in $(seq 50); do
+        p=$((20000 + (RANDOM % 9000) * 4))
+        if ! (ss -ltn 2>/dev/null | grep -qE ":($p|$((p+1))|$((p+2))|$((p+3))) "); then echo $p; return; fi
+    done
+    echo 27600
+}
+# Waits up to $2 seconds for file $1 to contain pattern $3.
+wait_for() {
+    local file=$1 secs=$2 pattern=$3
+    for _ in $(seq $((secs * 10))); do
+        grep -qE "$pattern" "$file" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
