@@ -1,0 +1,368 @@
+/*  vl_broker: routing segments to learners and weights to actors. */
+#include "vl_broker.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "../common/vl_log.h"
+#include "../common/vl_opts.h"
+#include "../common/vl_proc.h"
+#include "../messages/vl_codec.h"
+
+#define S_MAX_LEARNERS 64
+#define S_MAX_TOPICS   256           // last-value cache entries (policies + stats)
+#define S_IDENTITY_MAX 256           // libzmq routing ids are at most 255 bytes
+#define S_LEARNER_TIMEOUT_NS 5000000000LL // a learner says hello every second
+#define S_BATCH 256                  // messages taken per socket per poll wake-up
+
+/* Why a segment was dropped: the codec's reasons, then the broker's own. */
+enum { S_DROP_NO_LEARNER = VL_EREASONS, S_DROP_QUEUE_FULL, S_DROP_REASONS };
+
+typedef struct {
+    char policy[VL_POLICY_ID_MAX];
+    uint8_t id[S_IDENTITY_MAX];
+    size_t id_len;
+    int64_t seen_ns;  // monotonic, last hello
+} s_learner_t;
+
+typedef struct {
+    zmq_msg_t topic;
+    zmq_msg_t body;
+} s_cached_t;
+
+struct vl_broker_s {
+    void *ctx;
+    void *pull;   // segments from actors
+    void *router; // learners: hellos in, segments out
+    void *xsub;   // weights and stats from learners
+    void *xpub;   // weights and stats to actors and monitors
+    vl_limits_t limits;
+    s_learner_t learners[S_MAX_LEARNERS];
+    int n_learners;
+    s_cached_t cache[S_MAX_TOPICS];
+    int n_cached;
+    uint64_t received;
+    uint64_t routed;
+    uint64_t dropped[S_DROP_REASONS];
+};
+
+vl_broker_config_t vl_broker_config_default(void)
+{
+    return (vl_broker_config_t){.bind_host = "*", .port = 7600, .max_msg = 64 << 20,
+                                .sndhwm = 1000};
+}
+
+static const char *s_drop_str(int reason)
+{
+    if (reason == S_DROP_NO_LEARNER)
+        return "no learner serves its policy";
+    if (reason == S_DROP_QUEUE_FULL)
+        return "learner queue full";
+    return vl_reason_str((vl_reason_t)reason);
+}
+
+/* Counts a dropped segment; the first drop of each reason is logged. */
+static void s_drop(vl_broker_t *self, int reason, const char *policy)
+{
+    if (self->dropped[reason]++ == 0)
+        vl_warn("dropping segments: %s (policy '%s'); logged once, counted after", s_drop_str(reason),
+                policy ? policy : "?");
+}
+
+/* Creates a socket of the type and binds it at base + offset. NULL on error. */
+static void *s_bind(vl_broker_t *self, const vl_broker_config_t *c, int type, int offset)
+{
+    char ep[300];
+    snprintf(ep, sizeof ep, "tcp://%s:%d", c->bind_host, c->port + offset);
+    void *s = zmq_socket(self->ctx, type);
+    int zero = 0;
+    if (s) {
+        zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &c->max_msg, sizeof c->max_msg);
+    }
+    if (!s || zmq_bind(s, ep) != 0) {
+        vl_error("cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
+        if (s)
+            zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
+{
+    vl_broker_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->limits = vl_limits_default();
+    self->ctx = zmq_ctx_new();
+    if (!self->ctx)
+        goto err;
+    self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS);
+    self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS);
+    self->xsub = s_bind(self, c, ZMQ_XSUB, VL_PORT_WEIGHTS_IN);
+    self->xpub = s_bind(self, c, ZMQ_XPUB, VL_PORT_WEIGHTS_OUT);
+    if (!self->pull || !self->router || !self->xsub || !self->xpub)
+        goto err;
+    int one = 1;
+    zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(self->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
+    // Every subscription reaches us, repeats included: each is a late joiner to serve from the cache.
+    zmq_setsockopt(self->xpub, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+    // Take everything learners publish, so the cache is filled whoever subscribes.
+    uint8_t all = 1;
+    zmq_send(self->xsub, &all, 1, 0);
+    vl_info("listening on ports %d (segments) %d (learners) %d (weights in) %d (weights out)",
+            c->port, c->port + 1, c->port + 2, c->port + 3);
+    return self;
+err:
+    vl_broker_destroy(&self);
+    return NULL;
+}
+
+/* Returns the learner serving policy, or NULL. */
+static s_learner_t *s_learner_find(vl_broker_t *self, const char *policy)
+{
+    for (int i = 0; i < self->n_learners; i++)
+        if (strcmp(self->learners[i].policy, policy) == 0)
+            return &self->learners[i];
+    return NULL;
+}
+
+static void s_learner_remove(vl_broker_t *self, s_learner_t *l, const char *why)
+{
+    vl_warn("learner for policy '%s' %s; its segments are dropped until it says hello", l->policy,
+            why);
+    *l = self->learners[--self->n_learners];
+}
+
+/* Registers (or refreshes) the learner that sent a hello. */
+static void s_on_hello(vl_broker_t *self, const uint8_t *id, size_t id_len, const uint8_t *data,
+                       size_t size)
+{
+    char policy[VL_POLICY_ID_MAX];
+    vl_reason_t r = vl_hello_decode(data, size, policy);
+    if (r != VL_OK || id_len > S_IDENTITY_MAX) {
+        vl_warn("ignoring a bad hello from a learner: %s", vl_reason_str(r));
+        return;
+    }
+    s_learner_t *l = s_learner_find(self, policy);
+    if (!l) {
+        if (self->n_learners == S_MAX_LEARNERS) {
+            vl_warn("ignoring learner for '%s': %d learners already", policy, S_MAX_LEARNERS);
+            return;
+        }
+        l = &self->learners[self->n_learners++];
+        snprintf(l->policy, sizeof l->policy, "%s", policy);
+        vl_info("learner for policy '%s' joined", policy);
+    } else if (l->id_len != id_len || memcmp(l->id, id, id_len) != 0) {
+        vl_info("learner for policy '%s' replaced by a new connection", policy);
+    }
+    memcpy(l->id, id, id_len);
+    l->id_len = id_len;
+    l->seen_ns = vl_now_ns();
+}
+
+/* Reads one [identity][hello] from the router. Returns 0, or -1 when empty. */
+static int s_recv_router(vl_broker_t *self)
+{
+    zmq_msg_t id, body;
+    zmq_msg_init(&id);
+    zmq_msg_init(&body);
+    int rc = -1;
+    if (zmq_msg_recv(&id, self->router, ZMQ_DONTWAIT) >= 0) {
+        rc = 0;
+        if (zmq_msg_more(&id) && zmq_msg_recv(&body, self->router, 0) >= 0)
+            s_on_hello(self, zmq_msg_data(&id), zmq_msg_size(&id), zmq_msg_data(&body),
+                       zmq_msg_size(&body));
+        while (zmq_msg_more(&body) && zmq_msg_recv(&body, self->router, 0) >= 0)
+            ; // discard extra frames
+    }
+    zmq_msg_close(&id);
+    zmq_msg_close(&body);
+    return rc;
+}
+
+/* Sends a segment to the learner of its policy, or counts why not. */
+static void s_route(vl_broker_t *self, zmq_msg_t *msg)
+{
+    vl_segment_t seg;
+    vl_reason_t r = vl_segment_peek(zmq_msg_data(msg), zmq_msg_size(msg), &self->limits, &seg);
+    if (r != VL_OK) {
+        s_drop(self, r, NULL);
+        return;
+    }
+    s_learner_t *l = s_learner_find(self, seg.policy_id);
+    if (!l) {
+        s_drop(self, S_DROP_NO_LEARNER, seg.policy_id);
+        return;
+    }
+    if (zmq_send(self->router, l->id, l->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        if (zmq_errno() == EHOSTUNREACH)
+            s_learner_remove(self, l, "disconnected");
+        s_drop(self, zmq_errno() == EAGAIN ? S_DROP_QUEUE_FULL : S_DROP_NO_LEARNER, seg.policy_id);
+        return;
+    }
+    zmq_msg_send(msg, self->router, 0);
+    self->routed++;
+}
+
+/* Takes one segment from the actors. Returns 0, or -1 when none is waiting. */
+static int s_recv_segment(vl_broker_t *self)
+{
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    int rc = zmq_msg_recv(&msg, self->pull, ZMQ_DONTWAIT) >= 0 ? 0 : -1;
+    if (rc == 0) {
+        self->received++;
+        if (zmq_msg_more(&msg)) {
+            s_drop(self, VL_EPROTO, NULL);
+            while (zmq_msg_more(&msg) && zmq_msg_recv(&msg, self->pull, 0) >= 0)
+                ;
+        } else {
+            s_route(self, &msg);
+        }
+    }
+    zmq_msg_close(&msg);
+    return rc;
+}
+
+/* Returns the cache entry for a topic, creating it if there is room. */
+static s_cached_t *s_cache_slot(vl_broker_t *self, const void *topic, size_t len)
+{
+    for (int i = 0; i < self->n_cached; i++) {
+        zmq_msg_t *t = &self->cache[i].topic;
+        if (zmq_msg_size(t) == len && memcmp(zmq_msg_data(t), topic, len) == 0)
+            return &self->cache[i];
+    }
+    if (self->n_cached == S_MAX_TOPICS)
+        return NULL;
+    s_cached_t *c = &self->cache[self->n_cached++];
+    zmq_msg_init_size(&c->topic, len);
+    memcpy(zmq_msg_data(&c->topic), topic, len);
+    zmq_msg_init(&c->body);
+    return c;
+}
+
+/* Forwards one [topic][body] publication and keeps it as the topic's last
+   value. Returns 0, or -1 when none is waiting. */
+static int s_recv_publication(vl_broker_t *self)
+{
+    zmq_msg_t topic, body;
+    zmq_msg_init(&topic);
+    zmq_msg_init(&body);
+    int rc = zmq_msg_recv(&topic, self->xsub, ZMQ_DONTWAIT) >= 0 ? 0 : -1;
+    if (rc == 0 && zmq_msg_more(&topic) && zmq_msg_recv(&body, self->xsub, 0) >= 0 &&
+        !zmq_msg_more(&body)) {
+        s_cached_t *c = s_cache_slot(self, zmq_msg_data(&topic), zmq_msg_size(&topic));
+        if (c)
+            zmq_msg_copy(&c->body, &body);
+        zmq_msg_send(&topic, self->xpub, ZMQ_SNDMORE);
+        zmq_msg_send(&body, self->xpub, 0);
+    }
+    while (rc == 0 && zmq_msg_more(&body) && zmq_msg_recv(&body, self->xsub, 0) >= 0)
+        ; // not [topic][body]: dropped whole
+    zmq_msg_close(&topic);
+    zmq_msg_close(&body);
+    return rc;
+}
+
+/* Sends the cached last value of every topic the subscription prefix covers. */
+static void s_serve_late_joiner(vl_broker_t *self, const uint8_t *prefix, size_t len)
+{
+    for (int i = 0; i < self->n_cached; i++) {
+        s_cached_t *c = &self->cache[i];
+        if (zmq_msg_size(&c->topic) < len || memcmp(zmq_msg_data(&c->topic), prefix, len) != 0 ||
+            zmq_msg_size(&c->body) == 0)
+            continue;
+        zmq_msg_t t, b;
+        zmq_msg_init(&t);
+        zmq_msg_init(&b);
+        zmq_msg_copy(&t, &c->topic);
+        zmq_msg_copy(&b, &c->body);
+        zmq_msg_send(&t, self->xpub, ZMQ_SNDMORE);
+        zmq_msg_send(&b, self->xpub, 0);
+    }
+}
+
+/* Reads one subscription event from the XPUB. Returns 0, or -1 when none. */
+static int s_recv_subscription(vl_broker_t *self)
+{
+    uint8_t buf[VL_POLICY_ID_MAX + 1];
+    int n = zmq_recv(self->xpub, buf, sizeof buf, ZMQ_DONTWAIT);
+    if (n < 0)
+        return -1;
+    if (n >= 1 && n <= (int)sizeof buf && buf[0] == 1)
+        s_serve_late_joiner(self, buf + 1, (size_t)n - 1);
+    return 0;
+}
+
+/* Forgets learners that stopped saying hello. */
+static void s_expire_learners(vl_broker_t *self)
+{
+    int64_t now = vl_now_ns();
+    for (int i = self->n_learners - 1; i >= 0; i--)
+        if (now - self->learners[i].seen_ns > S_LEARNER_TIMEOUT_NS)
+            s_learner_remove(self, &self->learners[i], "went silent");
+}
+
+int vl_broker_run(vl_broker_t *self)
+{
+    zmq_pollitem_t items[] = {{self->pull, 0, ZMQ_POLLIN, 0},
+                              {self->router, 0, ZMQ_POLLIN, 0},
+                              {self->xsub, 0, ZMQ_POLLIN, 0},
+                              {self->xpub, 0, ZMQ_POLLIN, 0}};
+    int (*handlers[])(vl_broker_t *) = {s_recv_segment, s_recv_router, s_recv_publication,
+                                        s_recv_subscription};
+    while (!vl_interrupted) {
+        if (zmq_poll(items, 4, 1000) < 0) {
+            if (zmq_errno() == EINTR)
+                continue;
+            vl_error("poll failed: %s", zmq_strerror(zmq_errno()));
+            return -1;
+        }
+        // Hellos and weights first: control is never queued behind bulk data.
+        for (int k = 1; k <= 4; k++) {
+            int i = k % 4;
+            for (int b = 0; (items[i].revents & ZMQ_POLLIN) && b < S_BATCH; b++)
+                if (handlers[i](self) < 0)
+                    break;
+        }
+        s_expire_learners(self);
+    }
+    return 0;
+}
+
+void vl_broker_log_counters(const vl_broker_t *self)
+{
+    uint64_t dropped = 0;
+    for (int r = 0; r < S_DROP_REASONS; r++)
+        dropped += self->dropped[r];
+    vl_info("segments received=%llu routed=%llu dropped=%llu", (unsigned long long)self->received,
+            (unsigned long long)self->routed, (unsigned long long)dropped);
+    for (int r = 1; r < S_DROP_REASONS; r++)
+        if (self->dropped[r])
+            vl_info("  dropped %llu: %s", (unsigned long long)self->dropped[r], s_drop_str(r));
+}
+
+void vl_broker_destroy(vl_broker_t **self_p)
+{
+    vl_broker_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    for (int i = 0; i < self->n_cached; i++) {
+        zmq_msg_close(&self->cache[i].topic);
+        zmq_msg_close(&self->cache[i].body);
+    }
+    void *socks[] = {self->pull, self->router, self->xsub, self->xpub};
+    for (int i = 0; i < 4; i++)
+        if (socks[i])
+            zmq_close(socks[i]);
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    free(self);
+    *self_p = NULL;
+}

@@ -1,0 +1,39 @@
+/*  vl_broker: the one address every actor and learner knows. It pulls
+    segments from actors, checks their headers and routes each to the learner
+    that serves its policy; it carries weights and stats from learners to
+    subscribers (XSUB/XPUB) and keeps the last message of every topic, so a
+    late subscriber gets the newest weights at once. */
+#ifndef VL_BROKER_H
+#define VL_BROKER_H
+
+#include <stdint.h>
+
+typedef struct vl_broker_s vl_broker_t;
+
+typedef struct {
+    const char *bind_host; // interface to listen on, "*" for all
+    int port;              // base port; the broker uses port .. port + 3
+    int64_t max_msg;       // bytes; larger messages are refused by libzmq
+    int sndhwm;            // messages queued per learner before drops
+} vl_broker_config_t;
+
+/* Returns the defaults: all interfaces, port 7600, 64 MiB, 1000 messages. */
+vl_broker_config_t vl_broker_config_default(void);
+
+/* Creates a broker and binds its sockets. Returns NULL after logging why
+   (e.g. a port in use). Caller destroys. */
+vl_broker_t *vl_broker_new(const vl_broker_config_t *config);
+
+/* Serves until vl_interrupted is set. Returns 0, or -1 on a socket error. */
+int vl_broker_run(vl_broker_t *self);
+
+/* Logs the broker's counters: received, routed, dropped by reason. */
+void vl_broker_log_counters(const vl_broker_t *self);
+
+/* Closes the sockets, frees the broker and nulls the pointer; safe twice. */
+void vl_broker_destroy(vl_broker_t **self_p);
+
+/* The `volley broker` command. Returns the process exit code. */
+int vl_broker_main(int argc, char **argv);
+
+#endif

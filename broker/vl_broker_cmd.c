@@ -1,0 +1,79 @@
+/*  `volley broker`: flags, start, serve until SIGINT/SIGTERM, stop. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/vl_log.h"
+#include "../common/vl_opts.h"
+#include "../common/vl_proc.h"
+#include "vl_broker.h"
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
+            "                     [--quiet|--verbose]\n"
+            "\n"
+            "Routes segments from actors to the learner serving each policy, and weights from\n"
+            "learners to actors, keeping the newest weights for actors that join late.\n"
+            "\n"
+            "  --port N         base port (default 7600); listens on N (actor segments),\n"
+            "                   N+1 (learners), N+2 (weights from learners), N+3 (weights to\n"
+            "                   actors and monitors)\n"
+            "  --bind HOST      interface to listen on (default *, all)\n"
+            "  --max-msg BYTES  refuse larger messages (default 67108864)\n"
+            "  --hwm N          segments queued per learner before drops (default 1000)\n"
+            "  --quiet          warnings and errors only\n"
+            "  --verbose        debug logging\n"
+            "  -h, --help       this text\n");
+}
+
+int vl_broker_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"port", required_argument, 0, 'p'},   {"bind", required_argument, 0, 'b'},
+        {"max-msg", required_argument, 0, 'm'}, {"hwm", required_argument, 0, 'w'},
+        {"quiet", no_argument, 0, 'q'},         {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    vl_broker_config_t c = vl_broker_config_default();
+    vl_log_level_t level = VL_LOG_INFO;
+    long v;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'p':
+            if (vl_opt_long("broker", "port", optarg, 1, 65535 - VL_PORT_COUNT, &v))
+                return 2;
+            c.port = (int)v;
+            break;
+        case 'b': c.bind_host = optarg; break;
+        case 'm':
+            if (vl_opt_long("broker", "max-msg", optarg, 1024, 1L << 31, &v))
+                return 2;
+            c.max_msg = v;
+            break;
+        case 'w':
+            if (vl_opt_long("broker", "hwm", optarg, 1, 1000000, &v))
+                return 2;
+            c.sndhwm = (int)v;
+            break;
+        case 'q': level = VL_LOG_WARN; break;
+        case 'v': level = VL_LOG_DEBUG; break;
+        case 'h': s_usage(stdout); return 0;
+        default: s_usage(stderr); return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "volley broker: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    vl_log_init("broker", level);
+    vl_proc_catch_signals();
+    vl_broker_t *broker = vl_broker_new(&c);
+    if (!broker)
+        return 1;
+    int rc = vl_broker_run(broker);
+    vl_broker_log_counters(broker);
+    vl_broker_destroy(&broker);
+    return rc == 0 ? 0 : 1;
+}
