@@ -1,0 +1,346 @@
+/*  vl_actor: stepping environments, acting, cutting and pushing segments. */
+#include "vl_actor.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "../common/vl_log.h"
+#include "../common/vl_opts.h"
+#include "../common/vl_proc.h"
+#include "../common/vl_rng.h"
+#include "../learner/vl_policy.h"
+#include "../messages/vl_codec.h"
+
+#define S_MAX_WEIGHTS_BYTES (256 << 20)
+
+struct vl_actor_s {
+    vl_actor_config_t c;
+    uint32_t D, A;            // observation size, actions
+    void *ctx, *push, *sub;
+    vl_policy_t *policy;
+    uint64_t version;         // weights version acting now
+    int have_weights;
+    uint32_t rounds_on_version; // segments per env cut since those weights came
+    void **envs;              // [n_envs] environment states
+    float *obs;               // [n_envs][D] current observations
+    float *obs_next;          // [D] scratch
+    float *logits;            // [n_envs][A]
+    float *logp_row;          // [A]
+    float *ep_return;         // [n_envs] running episode return
+    uint32_t *ep_len;         // [n_envs]
+    vl_segment_t *segs;       // [n_envs], arrays bound into `arrays`
+    uint8_t *arrays;
+    size_t arrays_size;       // per env
+    uint64_t seq;
+    vl_rng_t rng;
+    vl_limits_t limits;
+    uint64_t steps, sent;
+    int warned_load;
+};
+
+vl_actor_config_t vl_actor_config_default(void)
+{
+    return (vl_actor_config_t){.broker = "127.0.0.1", .policy = "default",
+                               .env = &vl_cartpole_ops, .n_envs = 8, .horizon = 64,
+                               .hidden = 64, .seed = 1, .max_ahead = 1, .wait_ms = 500};
+}
+
+/* Creates and connects a socket to broker port + offset. NULL on error. */
+static void *s_connect(vl_actor_t *self, int type, int offset)
+{
+    char ep[300];
+    if (vl_opt_endpoint("actor", self->c.broker, offset, ep, sizeof ep))
+        return NULL;
+    void *s = zmq_socket(self->ctx, type);
+    int linger = 1000;  // on exit, give queued segments a second to leave
+    int64_t max = S_MAX_WEIGHTS_BYTES;
+    if (s) {
+        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    }
+    if (!s || zmq_connect(s, ep) != 0) {
+        vl_error("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
+        if (s)
+            zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Allocates the per-env state. Returns 0 or -1. */
+static int s_alloc(vl_actor_t *self)
+{
+    uint32_t N = self->c.n_envs, D = self->D;
+    self->envs = calloc(N, sizeof *self->envs);
+    self->obs = calloc((size_t)N * D, sizeof(float));
+    self->obs_next = calloc(D, sizeof(float));
+    self->logits = calloc((size_t)N * self->A, sizeof(float));
+    self->logp_row = calloc(self->A, sizeof(float));
+    self->ep_return = calloc(N, sizeof(float));
+    self->ep_len = calloc(N, sizeof(uint32_t));
+    self->segs = calloc(N, sizeof *self->segs);
+    self->arrays_size = vl_segment_arrays_size(self->c.horizon, D);
+    self->arrays = calloc(N, self->arrays_size);
+    if (!self->envs || !self->obs || !self->obs_next || !self->logits || !self->logp_row ||
+        !self->ep_return || !self->ep_len || !self->segs || !self->arrays)
+        return -1;
+    for (uint32_t i = 0; i < N; i++) {
+        self->envs[i] = self->c.env->create();
+        if (!self->envs[i])
+            return -1;
+        self->c.env->seed(self->envs[i], self->c.seed * 1000003ULL + i);
+        self->c.env->reset(self->envs[i], self->obs + (size_t)i * D);
+        vl_segment_t *s = &self->segs[i];
+        s->actor_id = self->c.actor_id;
+        s->env_id = i;
+        snprintf(s->policy_id, sizeof s->policy_id, "%s", self->c.policy);
+        s->horizon = self->c.horizon;
+        s->obs_ndim = 1;
+        s->obs_shape[0] = D;
+        s->obs_dim = D;
+        s->num_actions = self->A;
+        vl_segment_bind(s, self->arrays + (size_t)i * self->arrays_size);
+    }
+    return 0;
+}
+
+vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
+{
+    vl_actor_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->c = *c;
+    self->D = c->env->obs_dim;
+    self->A = c->env->num_actions;
+    self->limits = vl_limits_default();
+    vl_rng_seed(&self->rng, c->seed ^ ((uint64_t)c->actor_id << 32));
+    self->policy = vl_policy_new(self->D, self->A, c->hidden, c->seed);
+    self->ctx = zmq_ctx_new();
+    if (!self->policy || !self->ctx || s_alloc(self) != 0)
+        goto err;
+    self->push = s_connect(self, ZMQ_PUSH, VL_PORT_SEGMENTS);
+    self->sub = s_connect(self, ZMQ_SUB, VL_PORT_WEIGHTS_OUT);
+    if (!self->push || !self->sub)
+        goto err;
+    zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, c->policy, strlen(c->policy));
+    return self;
+err:
+    vl_error("cannot start the actor");
+    vl_actor_destroy(&self);
+    return NULL;
+}
+
+/* Applies one weights message if it is for our policy and new. */
+static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
+{
+    vl_weights_t *w = NULL;
+    vl_reason_t r = vl_weights_decode(data, size, &self->limits, &w);
+    if (r != VL_OK) {
+        vl_warn("ignoring weights: %s", vl_reason_str(r));
+        return;
+    }
+    if (strcmp(w->policy_id, self->c.policy) == 0 &&
+        (!self->have_weights || w->version != self->version)) {
+        if (vl_policy_load(self->policy, w) == 0) {
+            self->version = w->version;
+            self->have_weights = 1;
+            self->rounds_on_version = 0;
+        } else if (!self->warned_load++) {
+            vl_error("weights for '%s' do not fit this actor's network (is --hidden the "
+                     "learner's?); ignoring them",
+                     w->policy_id);
+        }
+    }
+    vl_weights_destroy(&w);
+}
+
+/* Receives every waiting weights message, waiting up to timeout_ms for the
+   first. Returns 1 if new weights were applied, 0 if not, -1 on error. */
+static int s_poll_weights(vl_actor_t *self, int timeout_ms)
+{
+    uint64_t before = self->version;
+    int had = self->have_weights;
+    zmq_pollitem_t item = {self->sub, 0, ZMQ_POLLIN, 0};
+    int rc = zmq_poll(&item, 1, timeout_ms);
+    if (rc < 0)
+        return zmq_errno() == EINTR ? 0 : -1;
+    while (rc > 0) {
+        zmq_msg_t topic, body;
+        zmq_msg_init(&topic);
+        zmq_msg_init(&body);
+        if (zmq_msg_recv(&topic, self->sub, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&topic);
+            zmq_msg_close(&body);
+            break;
+        }
+        if (zmq_msg_more(&topic) && zmq_msg_recv(&body, self->sub, 0) >= 0 && !zmq_msg_more(&body))
+            s_apply_weights(self, zmq_msg_data(&body), zmq_msg_size(&body));
+        while (zmq_msg_more(&body) && zmq_msg_recv(&body, self->sub, 0) >= 0)
+            ;
+        zmq_msg_close(&topic);
+        zmq_msg_close(&body);
+    }
+    return self->have_weights && (!had || self->version != before);
+}
+
+/* Samples an action from one env's logits; returns it and sets *logp. */
+static int32_t s_sample(vl_actor_t *self, const float *logits, float *logp)
+{
+    vl_log_softmax(logits, self->A, self->logp_row);
+    double u = vl_rng_uniform(&self->rng), acc = 0;
+    uint32_t a = 0;
+    for (; a + 1 < self->A; a++) {
+        acc += exp(self->logp_row[a]);
+        if (u < acc)
+            break;
+    }
+    *logp = self->logp_row[a];
+    return (int32_t)a;
+}
+
+/* Steps env i with its action at segment step t, recording the transition. */
+static void s_step_env(vl_actor_t *self, uint32_t i, uint32_t t)
+{
+    const vl_env_ops_t *env = self->c.env;
+    vl_segment_t *s = &self->segs[i];
+    float *obs = self->obs + (size_t)i * self->D;
+    memcpy(s->obs + (size_t)t * self->D, obs, self->D * sizeof(float));
+    s->actions[t] = s_sample(self, self->logits + (size_t)i * self->A, &s->logp[t]);
+    int term = 0, trunc = 0;
+    s->rewards[t] = env->step(self->envs[i], s->actions[t], self->obs_next, &term, &trunc);
+    s->dones[t] = (term || trunc) ? 1.0f : 0.0f;
+    self->ep_return[i] += s->rewards[t];
+    self->ep_len[i]++;
+    if (term || trunc) {
+        s->episode_returns[s->n_episodes] = self->ep_return[i];
+        s->episode_lengths[s->n_episodes++] = self->ep_len[i];
+        self->ep_return[i] = 0;
+        self->ep_len[i] = 0;
+        env->reset(self->envs[i], obs);
+    } else {
+        memcpy(obs, self->obs_next, self->D * sizeof(float));
+    }
+}
+
+static void s_free_buf(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+/* Finishes every env's segment with its bootstrap observation and pushes it.
+   Returns 0, or -1 when interrupted or on a socket error. */
+static int s_send_segments(vl_actor_t *self, uint64_t version)
+{
+    for (uint32_t i = 0; i < self->c.n_envs; i++) {
+        vl_segment_t *s = &self->segs[i];
+        memcpy(s->obs + (size_t)self->c.horizon * self->D, self->obs + (size_t)i * self->D,
+               self->D * sizeof(float));
+        s->seq = self->seq++;
+        s->policy_version = version;
+        s->send_ns = vl_wall_ns();
+        uint8_t *buf;
+        size_t size;
+        if (vl_segment_encode(s, &buf, &size) != 0)
+            return -1;
+        zmq_msg_t msg;
+        zmq_msg_init_data(&msg, buf, size, s_free_buf, NULL);
+        if (zmq_msg_send(&msg, self->push, 0) < 0) {
+            zmq_msg_close(&msg);
+            return -1;  // EINTR on shutdown, else a real error
+        }
+        s->n_episodes = 0;
+        self->sent++;
+    }
+    return 0;
+}
+
+/* Blocks until the first weights arrive. Returns 0, or -1 if interrupted. */
+static int s_wait_first_weights(vl_actor_t *self)
+{
+    int64_t start = vl_now_ns(), next_note = start + 5000000000LL;
+    while (!vl_interrupted && !self->have_weights) {
+        if (s_poll_weights(self, 200) < 0)
+            return -1;
+        if (vl_now_ns() > next_note) {
+            vl_info("waiting for weights of policy '%s' from %s", self->c.policy, self->c.broker);
+            next_note += 5000000000LL;
+        }
+    }
+    return self->have_weights ? 0 : -1;
+}
+
+/* When the actor is max_ahead segments ahead of its weights, waits a while
+   for newer ones, so that the learner trains on fresh data. */
+static void s_throttle(vl_actor_t *self)
+{
+    if (!self->c.max_ahead || self->rounds_on_version < self->c.max_ahead)
+        return;
+    int64_t deadline = vl_now_ns() + (int64_t)self->c.wait_ms * 1000000;
+    while (!vl_interrupted && self->rounds_on_version >= self->c.max_ahead) {
+        int64_t left_ms = (deadline - vl_now_ns()) / 1000000;
+        if (left_ms <= 0 || s_poll_weights(self, (int)left_ms) < 0)
+            break;
+    }
+}
+
+int vl_actor_run(vl_actor_t *self)
+{
+    if (s_wait_first_weights(self) != 0)
+        return vl_interrupted ? 0 : -1;
+    vl_info("acting for policy '%s' with %u %s envs from weights version %llu", self->c.policy,
+            self->c.n_envs, self->c.env->name, (unsigned long long)self->version);
+    uint32_t t = 0;
+    uint64_t seg_version = self->version;
+    while (!vl_interrupted) {
+        if (s_poll_weights(self, 0) < 0)
+            return -1;
+        if (t == 0)
+            seg_version = self->version;
+        if (vl_policy_forward(self->policy, self->c.n_envs, self->obs, self->logits, NULL) != 0)
+            return -1;
+        for (uint32_t i = 0; i < self->c.n_envs; i++)
+            s_step_env(self, i, t);
+        self->steps += self->c.n_envs;
+        if (++t < self->c.horizon)
+            continue;
+        t = 0;
+        if (s_send_segments(self, seg_version) != 0)
+            return vl_interrupted ? 0 : -1;
+        self->rounds_on_version++;
+        s_throttle(self);
+    }
+    return 0;
+}
+
+void vl_actor_destroy(vl_actor_t **self_p)
+{
+    vl_actor_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    if (self->envs)
+        for (uint32_t i = 0; i < self->c.n_envs; i++)
+            self->c.env->destroy(self->envs[i]);
+    if (self->push)
+        zmq_close(self->push);
+    if (self->sub)
+        zmq_close(self->sub);
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    vl_policy_destroy(&self->policy);
+    free(self->envs);
+    free(self->obs);
+    free(self->obs_next);
+    free(self->logits);
+    free(self->logp_row);
+    free(self->ep_return);
+    free(self->ep_len);
+    free(self->segs);
+    free(self->arrays);
+    free(self);
+    *self_p = NULL;
+}

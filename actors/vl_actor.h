@@ -1,0 +1,44 @@
+/*  vl_actor: an actor process's engine. It steps a vector of environments,
+    runs the policy's forward pass on the whole batch, samples actions, cuts
+    one segment per environment every `horizon` steps and pushes it to the
+    broker; between steps it applies the newest weights from its SUB socket. */
+#ifndef VL_ACTOR_H
+#define VL_ACTOR_H
+
+#include <stdint.h>
+
+#include "vl_env.h"
+
+typedef struct vl_actor_s vl_actor_t;
+
+typedef struct {
+    const char *broker;       // HOST[:PORT] of the broker
+    const char *policy;       // policy id this actor acts for
+    const vl_env_ops_t *env;  // environment to step
+    uint32_t n_envs;          // environments stepped together
+    uint32_t horizon;         // steps per segment
+    uint32_t hidden;          // hidden units; must match the learner's
+    uint32_t actor_id;
+    uint64_t seed;
+    uint32_t max_ahead;       // segments per env on one weights version before
+                              // waiting for newer ones (0: never wait)
+    int wait_ms;              // longest such wait, then act on what it has
+} vl_actor_config_t;
+
+/* Returns defaults: cartpole, policy "default", 8 envs, horizon 64, hidden 64. */
+vl_actor_config_t vl_actor_config_default(void);
+
+/* Creates an actor and connects it to the broker. Returns NULL after logging
+   why. Caller destroys. */
+vl_actor_t *vl_actor_new(const vl_actor_config_t *config);
+
+/* Acts until vl_interrupted is set. Returns 0, or -1 on a socket error. */
+int vl_actor_run(vl_actor_t *self);
+
+/* Frees the actor and nulls the pointer; safe on NULL and twice. */
+void vl_actor_destroy(vl_actor_t **self_p);
+
+/* The `volley actor` command. Returns the process exit code. */
+int vl_actor_main(int argc, char **argv);
+
+#endif
