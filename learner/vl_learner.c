@@ -1,0 +1,363 @@
+/*  vl_learner: ingest thread, train loop, publishing weights and progress. */
+#include "vl_learner.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "../common/vl_log.h"
+#include "../common/vl_opts.h"
+#include "../common/vl_proc.h"
+#include "../messages/vl_codec.h"
+#include "vl_buffer.h"
+#include "vl_trainer.h"
+
+#define S_WINDOW 100                 // episodes in the reported mean return
+#define S_HELLO_NS 1000000000LL      // hello to the broker every second
+#define S_REPORT_NS 1000000000LL     // weights heartbeat and stats every second
+#define S_MAX_MSG (64 << 20)         // largest segment accepted from the broker
+
+/* What the ingest thread counts; the train thread reads it under the lock. */
+typedef struct {
+    pthread_mutex_t lock;
+    uint64_t env_steps, episodes, accepted;
+    uint64_t refused[VL_EREASONS];   // by reason
+    float returns[S_WINDOW];         // ring of the last episodes' returns
+    uint32_t n_returns, next_return;
+} s_ingest_stats_t;
+
+struct vl_learner_s {
+    vl_learner_config_t c;
+    uint32_t D, A;
+    void *ctx;
+    void *pub;                 // train thread: weights and stats to the broker
+    vl_buffer_t *buf;
+    vl_trainer_t *trainer;
+    pthread_t ingest;
+    int ingest_started;
+    atomic_int stop;
+    vl_limits_t limits;
+    s_ingest_stats_t in;
+    // train thread only
+    uint64_t version, trained, stale;
+    uint32_t lag_max;
+    float lag_mean;
+    vl_update_stats_t last;
+    int64_t start_ns;
+};
+
+vl_learner_config_t vl_learner_config_default(void)
+{
+    return (vl_learner_config_t){.broker = "127.0.0.1", .policy = "default",
+                                 .env = &vl_cartpole_ops, .horizon = 64, .hidden = 64,
+                                 .batch_segments = 16, .capacity = 64, .epochs = 4,
+                                 .minibatch = 256, .max_lag = 4, .lr = 1e-3f, .gamma = 0.99f,
+                                 .lambda = 0.95f, .clip = 0.2f, .ent_coef = 0.01f,
+                                 .vf_coef = 0.5f, .max_grad_norm = 0.5f, .rho_bar = 1.0f,
+                                 .c_bar = 1.0f, .seed = 1};
+}
+
+/* Creates and connects a socket to broker port + offset. NULL on error. */
+static void *s_connect(vl_learner_t *self, int type, int offset)
+{
+    char ep[300];
+    if (vl_opt_endpoint("learner", self->c.broker, offset, ep, sizeof ep))
+        return NULL;
+    void *s = zmq_socket(self->ctx, type);
+    int zero = 0;
+    int64_t max = S_MAX_MSG;
+    if (s) {
+        zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
+        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    }
+    if (!s || zmq_connect(s, ep) != 0) {
+        vl_error("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
+        if (s)
+            zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* Counts a refused segment; the first of each reason is logged. */
+static void s_refuse(vl_learner_t *self, vl_reason_t r)
+{
+    pthread_mutex_lock(&self->in.lock);
+    uint64_t before = self->in.refused[r]++;
+    pthread_mutex_unlock(&self->in.lock);
+    if (before == 0)
+        vl_warn("refusing segments: %s; logged once, counted after", vl_reason_str(r));
+}
+
+/* Returns VL_OK if a valid segment is one this learner trains on. */
+static vl_reason_t s_check_fit(const vl_learner_t *self, const vl_segment_t *s)
+{
+    if (s->horizon != self->c.horizon || s->obs_dim != self->D || s->num_actions != self->A ||
+        strcmp(s->policy_id, self->c.policy) != 0)
+        return VL_EMISMATCH;
+    return VL_OK;
+}
+
+/* Adds an accepted segment's steps and finished episodes to the counters. */
+static void s_count(vl_learner_t *self, const vl_segment_t *s)
+{
+    s_ingest_stats_t *in = &self->in;
+    pthread_mutex_lock(&in->lock);
+    in->accepted++;
+    in->env_steps += s->horizon;
+    in->episodes += s->n_episodes;
+    for (uint32_t e = 0; e < s->n_episodes; e++) {
+        in->returns[in->next_return] = s->episode_returns[e];
+        in->next_return = (in->next_return + 1) % S_WINDOW;
+        if (in->n_returns < S_WINDOW)
+            in->n_returns++;
+    }
+    pthread_mutex_unlock(&in->lock);
+}
+
+/* Decodes one received segment into a buffer slot, or refuses it. */
+static void s_ingest_one(vl_learner_t *self, const uint8_t *data, size_t size)
+{
+    void *arrays;
+    size_t cap;
+    int slot = vl_buffer_claim(self->buf, &arrays, &cap);
+    if (slot < 0) {
+        s_refuse(self, VL_ETOOBIG); // every slot busy: cannot happen with capacity >= 2 batches
+        return;
+    }
+    vl_segment_t seg;
+    vl_reason_t r = vl_segment_decode(data, size, &self->limits, &seg, arrays, cap);
+    if (r == VL_OK)
+        r = s_check_fit(self, &seg);
+    if (r != VL_OK) {
+        vl_buffer_abandon(self->buf, slot);
+        s_refuse(self, r);
+        return;
+    }
+    s_count(self, &seg);
+    vl_buffer_commit(self->buf, slot, &seg);
+}
+
+/* Says hello to the broker so it routes this policy's segments here. */
+static void s_hello(vl_learner_t *self, void *dealer)
+{
+    uint8_t *buf;
+    size_t size;
+    if (vl_hello_encode(self->c.policy, &buf, &size) == 0) {
+        zmq_send(dealer, buf, size, ZMQ_DONTWAIT);
+        free(buf);
+    }
+}
+
+/* The ingest thread: receives segments, says hello every second. */
+static void *s_ingest_main(void *arg)
+{
+    vl_learner_t *self = arg;
+    void *dealer = s_connect(self, ZMQ_DEALER, VL_PORT_LEARNERS);
+    if (!dealer) {
+        atomic_store(&self->stop, 1);
+        return NULL;
+    }
+    int64_t next_hello = 0;
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    while (!atomic_load(&self->stop) && !vl_interrupted) {
+        if (vl_now_ns() >= next_hello) {
+            s_hello(self, dealer);
+            next_hello = vl_now_ns() + S_HELLO_NS;
+        }
+        zmq_pollitem_t item = {dealer, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&item, 1, 200) <= 0)
+            continue;
+        while (zmq_msg_recv(&msg, dealer, ZMQ_DONTWAIT) >= 0) {
+            if (zmq_msg_more(&msg))
+                s_refuse(self, VL_EPROTO); // frames of a multi-frame message each refused
+            else
+                s_ingest_one(self, zmq_msg_data(&msg), zmq_msg_size(&msg));
+        }
+    }
+    zmq_msg_close(&msg);
+    zmq_close(dealer);
+    return NULL;
+}
+
+/* Publishes [topic][body] on the weights stream. */
+static void s_publish(vl_learner_t *self, const char *topic, uint8_t *body, size_t size)
+{
+    zmq_send(self->pub, topic, strlen(topic), ZMQ_SNDMORE);
+    zmq_send(self->pub, body, size, 0);
+    free(body);
+}
+
+/* Publishes the current weights as self->version. */
+static void s_publish_weights(vl_learner_t *self)
+{
+    vl_policy_t *p = vl_trainer_policy(self->trainer);
+    uint32_t n = vl_policy_tensor_count(p);
+    vl_tensor_t tensors[64];
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        vl_policy_tensor(p, i, &tensors[i]);
+    uint8_t *buf;
+    size_t size;
+    if (vl_weights_encode(self->c.policy, self->version, tensors, n, &buf, &size) == 0)
+        s_publish(self, self->c.policy, buf, size);
+}
+
+/* Fills a progress report from the ingest counters and the last update. */
+static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    snprintf(st->policy_id, sizeof st->policy_id, "%s", self->c.policy);
+    s_ingest_stats_t *in = &self->in;
+    pthread_mutex_lock(&in->lock);
+    st->env_steps = in->env_steps;
+    st->episodes = in->episodes;
+    st->window = in->n_returns;
+    double sum = 0;
+    for (uint32_t i = 0; i < in->n_returns; i++)
+        sum += in->returns[i];
+    st->mean_return = in->n_returns ? (float)(sum / in->n_returns) : 0;
+    uint64_t refused = 0;
+    for (int r = 0; r < VL_EREASONS; r++)
+        refused += in->refused[r];
+    pthread_mutex_unlock(&in->lock);
+    st->version = self->version;
+    st->lag_mean = self->lag_mean;
+    st->lag_max = self->lag_max;
+    st->policy_loss = self->last.policy_loss;
+    st->value_loss = self->last.value_loss;
+    st->entropy = self->last.entropy;
+    st->segments_trained = self->trained;
+    st->segments_dropped = refused + self->stale + vl_buffer_evicted(self->buf);
+    st->uptime_s = (double)(vl_now_ns() - self->start_ns) / 1e9;
+}
+
+/* Publishes progress on VL_STATS_TOPIC and logs it at debug level. */
+static void s_publish_stats(vl_learner_t *self)
+{
+    vl_stats_t st;
+    s_fill_stats(self, &st);
+    vl_debug("version=%llu steps=%llu episodes=%llu return=%.1f lag=%.2f/%u dropped=%llu",
+             (unsigned long long)st.version, (unsigned long long)st.env_steps,
+             (unsigned long long)st.episodes, st.mean_return, st.lag_mean, st.lag_max,
+             (unsigned long long)st.segments_dropped);
+    uint8_t *buf;
+    size_t size;
+    if (vl_stats_encode(&st, &buf, &size) == 0)
+        s_publish(self, VL_STATS_TOPIC, buf, size);
+}
+
+vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
+{
+    vl_learner_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->c = *c;
+    self->D = c->env->obs_dim;
+    self->A = c->env->num_actions;
+    self->limits = vl_limits_default();
+    self->start_ns = vl_now_ns();
+    pthread_mutex_init(&self->in.lock, NULL);
+    self->ctx = zmq_ctx_new();
+    self->buf = vl_buffer_new(c->capacity, c->horizon, self->D);
+    self->trainer = vl_trainer_new(c, self->D, self->A);
+    if (!self->ctx || !self->buf || !self->trainer)
+        goto err;
+    self->pub = s_connect(self, ZMQ_PUB, VL_PORT_WEIGHTS_IN);
+    if (!self->pub || pthread_create(&self->ingest, NULL, s_ingest_main, self) != 0)
+        goto err;
+    self->ingest_started = 1;
+    return self;
+err:
+    vl_error("cannot start the learner");
+    vl_learner_destroy(&self);
+    return NULL;
+}
+
+/* Drops segments more than max_lag versions behind; returns how many remain
+   in segs[] and records the lag of those kept. */
+static int s_drop_stale(vl_learner_t *self, const int *slots, int n, const vl_segment_t **segs)
+{
+    int kept = 0;
+    uint64_t lag_sum = 0;
+    self->lag_max = 0;
+    for (int i = 0; i < n; i++) {
+        const vl_segment_t *s = vl_buffer_segment(self->buf, slots[i]);
+        uint64_t lag = self->version > s->policy_version ? self->version - s->policy_version : 0;
+        if (lag > self->c.max_lag) {
+            self->stale++;
+            continue;
+        }
+        lag_sum += lag;
+        if (lag > self->lag_max)
+            self->lag_max = (uint32_t)lag;
+        segs[kept++] = s;
+    }
+    self->lag_mean = kept ? (float)lag_sum / (float)kept : 0;
+    return kept;
+}
+
+/* Takes a batch if one is ready within 200 ms and trains on it. Returns 1 if
+   the weights changed, 0 if not, -1 on error. */
+static int s_train_once(vl_learner_t *self)
+{
+    int slots[self->c.batch_segments];
+    const vl_segment_t *segs[self->c.batch_segments];
+    int n = vl_buffer_take(self->buf, (int)self->c.batch_segments, 200, slots);
+    if (n == 0)
+        return 0;
+    int kept = s_drop_stale(self, slots, n, segs), rc = 0;
+    if (kept > 0) {
+        rc = vl_trainer_update(self->trainer, segs, kept, &self->last) == 0 ? 1 : -1;
+        self->trained += (uint64_t)kept;
+    }
+    vl_buffer_release(self->buf, slots, n);
+    return rc;
+}
+
+int vl_learner_run(vl_learner_t *self)
+{
+    vl_info("training policy '%s' on %s: %u segments x %u steps per update", self->c.policy,
+            self->c.env->name, self->c.batch_segments, self->c.horizon);
+    int64_t next_report = 0;
+    while (!vl_interrupted && !atomic_load(&self->stop)) {
+        int rc = s_train_once(self);
+        if (rc < 0) {
+            vl_error("update failed (out of memory or diverged); stopping");
+            return -1;
+        }
+        if (rc > 0) {
+            self->version++;
+            s_publish_weights(self);
+        }
+        if (vl_now_ns() >= next_report) {
+            s_publish_weights(self); // heartbeat: reaches a broker that restarted
+            s_publish_stats(self);
+            next_report = vl_now_ns() + S_REPORT_NS;
+        }
+    }
+    return atomic_load(&self->stop) && !vl_interrupted ? -1 : 0;
+}
+
+void vl_learner_destroy(vl_learner_t **self_p)
+{
+    vl_learner_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    atomic_store(&self->stop, 1);
+    if (self->ingest_started)
+        pthread_join(self->ingest, NULL);
+    if (self->pub)
+        zmq_close(self->pub);
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    vl_trainer_destroy(&self->trainer);
+    vl_buffer_destroy(&self->buf);
+    pthread_mutex_destroy(&self->in.lock);
+    free(self);
+    *self_p = NULL;
+}

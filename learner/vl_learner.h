@@ -1,0 +1,49 @@
+/*  vl_learner: a learner process's engine. An ingest thread receives segments
+    from the broker, validates them and decodes them straight into the
+    segmented buffer; the train thread waits for a batch, recomputes values
+    and log-probs with the current weights, computes V-trace targets and
+    advantages, takes clipped-surrogate PPO steps with Adam on minibatches,
+    and publishes the new weights version and its progress. */
+#ifndef VL_LEARNER_H
+#define VL_LEARNER_H
+
+#include <stdint.h>
+
+#include "../actors/vl_env.h"
+
+typedef struct vl_learner_s vl_learner_t;
+
+typedef struct {
+    const char *broker;      // HOST[:PORT]
+    const char *policy;      // policy id served
+    const vl_env_ops_t *env; // gives observation size and actions
+    uint32_t horizon;        // steps per segment; others are refused
+    uint32_t hidden;         // hidden units per layer
+    uint32_t batch_segments; // segments per update
+    uint32_t capacity;       // buffer slots, >= 2 * batch_segments
+    uint32_t epochs;         // passes over each batch
+    uint32_t minibatch;      // samples per Adam step
+    uint32_t max_lag;        // segments older than this many versions are dropped
+    float lr, gamma, lambda, clip, ent_coef, vf_coef, max_grad_norm;
+    float rho_bar, c_bar;    // V-trace clips (pg clip = rho_bar)
+    uint64_t seed;
+} vl_learner_config_t;
+
+/* Returns defaults tuned for CartPole on a small machine. */
+vl_learner_config_t vl_learner_config_default(void);
+
+/* Creates a learner, connects it and starts its ingest thread. Returns NULL
+   after logging why. Caller destroys. */
+vl_learner_t *vl_learner_new(const vl_learner_config_t *config);
+
+/* Trains until vl_interrupted is set. Returns 0, or -1 on error. */
+int vl_learner_run(vl_learner_t *self);
+
+/* Stops the ingest thread, frees the learner and nulls the pointer; safe on
+   NULL and twice. */
+void vl_learner_destroy(vl_learner_t **self_p);
+
+/* The `volley learner` command. Returns the process exit code. */
+int vl_learner_main(int argc, char **argv);
+
+#endif

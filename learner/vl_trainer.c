@@ -1,0 +1,204 @@
+/*  vl_trainer: recompute, V-trace, PPO minibatches. */
+#include "vl_trainer.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vl_rng.h"
+#include "vtrace.h"
+
+struct vl_trainer_s {
+    vl_learner_config_t c;
+    uint32_t D, A, T;
+    vl_policy_t *policy;
+    vl_rng_t rng;              // minibatch shuffling
+    float *obs;                // [n][T+1][D]
+    float *logits;             // [n][T+1][A]
+    float *values;             // [n][T+1]
+    float *logp_row;           // [A]
+    float *rewards, *dones;    // [n][T]
+    float *log_rhos, *old_logp, *vs, *adv;  // [n][T]
+    int32_t *actions;          // [n][T]
+    uint32_t *perm;            // [n*T]
+    float *mb_obs;             // [minibatch][D]
+    float *mb_old_logp, *mb_adv, *mb_vs;    // [minibatch]
+    int32_t *mb_actions;       // [minibatch]
+};
+
+vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t A)
+{
+    vl_trainer_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->c = *c;
+    self->D = D;
+    self->A = A;
+    self->T = c->horizon;
+    size_t n = c->batch_segments, T = c->horizon, rows = n * (T + 1), N = n * T,
+           M = c->minibatch;
+    vl_rng_seed(&self->rng, c->seed ^ 0x5eed5eedULL);
+    self->policy = vl_policy_new(D, A, c->hidden, c->seed);
+    self->obs = malloc(rows * D * sizeof(float));
+    self->logits = malloc(rows * A * sizeof(float));
+    self->values = malloc(rows * sizeof(float));
+    self->logp_row = malloc(A * sizeof(float));
+    float **arrays[] = {&self->rewards, &self->dones, &self->log_rhos,
+                        &self->old_logp, &self->vs, &self->adv};
+    int ok = self->policy && self->obs && self->logits && self->values && self->logp_row;
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
+        ok &= (*arrays[i] = malloc(N * sizeof(float))) != NULL;
+    self->actions = malloc(N * sizeof(int32_t));
+    self->perm = malloc(N * sizeof(uint32_t));
+    self->mb_obs = malloc(M * D * sizeof(float));
+    self->mb_old_logp = malloc(M * sizeof(float));
+    self->mb_adv = malloc(M * sizeof(float));
+    self->mb_vs = malloc(M * sizeof(float));
+    self->mb_actions = malloc(M * sizeof(int32_t));
+    if (!ok || !self->actions || !self->perm || !self->mb_obs || !self->mb_old_logp ||
+        !self->mb_adv || !self->mb_vs || !self->mb_actions)
+        vl_trainer_destroy(&self);
+    return self;
+}
+
+void vl_trainer_destroy(vl_trainer_t **self_p)
+{
+    vl_trainer_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    vl_policy_destroy(&self->policy);
+    void *bufs[] = {self->obs,      self->logits,  self->values,     self->logp_row,
+                    self->rewards,  self->dones,   self->log_rhos,   self->old_logp,
+                    self->vs,       self->adv,     self->actions,    self->perm,
+                    self->mb_obs,   self->mb_adv,  self->mb_old_logp, self->mb_vs,
+                    self->mb_actions};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
+    free(self);
+    *self_p = NULL;
+}
+
+vl_policy_t *vl_trainer_policy(vl_trainer_t *self)
+{
+    return self->policy;
+}
+
+/* Copies n segments into the contiguous batch arrays. */
+static void s_gather_batch(vl_trainer_t *self, const vl_segment_t *const *segs, int n)
+{
+    size_t T = self->T, D = self->D;
+    for (int i = 0; i < n; i++) {
+        const vl_segment_t *s = segs[i];
+        memcpy(self->obs + i * (T + 1) * D, s->obs, (T + 1) * D * sizeof(float));
+        memcpy(self->rewards + i * T, s->rewards, T * sizeof(float));
+        memcpy(self->dones + i * T, s->dones, T * sizeof(float));
+        memcpy(self->actions + i * T, s->actions, T * sizeof(int32_t));
+        memcpy(self->log_rhos + i * T, s->logp, T * sizeof(float)); // behaviour, for now
+    }
+}
+
+/* Recomputes values and log-probs with the current weights, then V-trace.
+   Returns the mean |advantage|, or -1 on no memory. */
+static float s_targets(vl_trainer_t *self, int n)
+{
+    size_t T = self->T, A = self->A, rows = (size_t)n * (T + 1);
+    if (vl_policy_forward(self->policy, (uint32_t)rows, self->obs, self->logits, self->values))
+        return -1;
+    for (int i = 0; i < n; i++) {
+        for (size_t t = 0; t < T; t++) {
+            size_t k = i * T + t;
+            vl_log_softmax(self->logits + (i * (T + 1) + t) * A, (uint32_t)A, self->logp_row);
+            self->old_logp[k] = self->logp_row[self->actions[k]];
+            self->log_rhos[k] = self->old_logp[k] - self->log_rhos[k];
+        }
+    }
+    vl_vtrace_params_t p = {.gamma = self->c.gamma, .lambda = self->c.lambda,
+                            .rho_bar = self->c.rho_bar, .c_bar = self->c.c_bar,
+                            .pg_rho_bar = self->c.rho_bar};
+    vl_vtrace(&p, n, (int)T, self->values, self->rewards, self->dones, self->log_rhos, self->vs,
+              self->adv);
+    double sum = 0;
+    for (size_t k = 0; k < (size_t)n * T; k++)
+        sum += fabsf(self->adv[k]);
+    return (float)(sum / ((double)n * T));
+}
+
+/* Fisher-Yates shuffle of 0 .. N-1 into perm. */
+static void s_shuffle(vl_trainer_t *self, uint32_t N)
+{
+    for (uint32_t i = 0; i < N; i++)
+        self->perm[i] = i;
+    for (uint32_t i = N - 1; i > 0; i--) {
+        uint32_t j = vl_rng_below(&self->rng, i + 1), tmp = self->perm[i];
+        self->perm[i] = self->perm[j];
+        self->perm[j] = tmp;
+    }
+}
+
+/* Gathers minibatch samples perm[from .. from+m) and normalises their
+   advantages to zero mean and unit variance. */
+static void s_gather_minibatch(vl_trainer_t *self, uint32_t from, uint32_t m)
+{
+    size_t T = self->T, D = self->D;
+    double sum = 0, sq = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        uint32_t k = self->perm[from + j];
+        size_t row = (k / T) * (T + 1) + k % T; // skip each segment's bootstrap row
+        memcpy(self->mb_obs + j * D, self->obs + row * D, D * sizeof(float));
+        self->mb_actions[j] = self->actions[k];
+        self->mb_old_logp[j] = self->old_logp[k];
+        self->mb_vs[j] = self->vs[k];
+        self->mb_adv[j] = self->adv[k];
+        sum += self->adv[k];
+        sq += (double)self->adv[k] * self->adv[k];
+    }
+    double mean = sum / m, var = sq / m - mean * mean;
+    float inv = (float)(1.0 / (sqrt(var > 0 ? var : 0) + 1e-8));
+    for (uint32_t j = 0; j < m; j++)
+        self->mb_adv[j] = (self->mb_adv[j] - (float)mean) * inv;
+}
+
+int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n,
+                      vl_update_stats_t *stats)
+{
+    if (n <= 0 || (uint32_t)n > self->c.batch_segments)
+        return -1;
+    s_gather_batch(self, segs, n);
+    float mean_abs_adv = s_targets(self, n);
+    if (mean_abs_adv < 0)
+        return -1;
+    uint32_t N = (uint32_t)n * self->T, M = self->c.minibatch;
+    vl_loss_params_t lp = {.clip = self->c.clip, .vf_coef = self->c.vf_coef,
+                           .ent_coef = self->c.ent_coef};
+    vl_update_stats_t acc = {0};
+    int steps = 0;
+    for (uint32_t e = 0; e < self->c.epochs; e++) {
+        s_shuffle(self, N);
+        memset(&acc, 0, sizeof acc);
+        steps = 0;
+        for (uint32_t from = 0; from < N; from += M) {
+            uint32_t m = N - from < M ? N - from : M;
+            s_gather_minibatch(self, from, m);
+            vl_loss_stats_t ls;
+            vl_policy_zero_grad(self->policy);
+            float loss = vl_policy_loss_grad(self->policy, &lp, m, self->mb_obs,
+                                             self->mb_actions, self->mb_old_logp, self->mb_adv,
+                                             self->mb_vs, NULL, &ls);
+            if (isnan(loss))
+                return -1;
+            vl_policy_adam_step(self->policy, self->c.lr, self->c.max_grad_norm);
+            acc.policy_loss += ls.policy_loss;
+            acc.value_loss += ls.value_loss;
+            acc.entropy += ls.entropy;
+            acc.approx_kl += ls.approx_kl;
+            acc.clip_frac += ls.clip_frac;
+            steps++;
+        }
+    }
+    if (stats) {
+        float k = steps ? 1.0f / (float)steps : 0;
+        *stats = (vl_update_stats_t){acc.policy_loss * k, acc.value_loss * k, acc.entropy * k,
+                                     acc.approx_kl * k,   acc.clip_frac * k,  mean_abs_adv};
+    }
+    return 0;
+}

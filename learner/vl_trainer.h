@@ -1,0 +1,35 @@
+/*  vl_trainer: one learner update, the arithmetic only (no sockets, no
+    threads, no clocks): given a batch of segments it recomputes values and
+    log-probs with the current weights, computes V-trace targets and
+    advantages, and takes clipped-surrogate PPO steps with Adam over shuffled
+    minibatches. The same batches in the same order give the same weights. */
+#ifndef VL_TRAINER_H
+#define VL_TRAINER_H
+
+#include "../messages/vl_codec.h"
+#include "vl_learner.h"
+#include "vl_policy.h"
+
+typedef struct vl_trainer_s vl_trainer_t;
+
+typedef struct {
+    float policy_loss, value_loss, entropy, approx_kl, clip_frac; // means over the last epoch
+    float mean_abs_adv;                                           // before normalisation
+} vl_update_stats_t;
+
+/* Creates a trainer for observation size D and A actions with the config's
+   network, optimiser and batch sizes. Returns NULL on no memory. */
+vl_trainer_t *vl_trainer_new(const vl_learner_config_t *config, uint32_t D, uint32_t A);
+
+/* Frees the trainer and nulls the pointer; safe on NULL and twice. */
+void vl_trainer_destroy(vl_trainer_t **self_p);
+
+/* Returns the policy being trained (owned by the trainer). */
+vl_policy_t *vl_trainer_policy(vl_trainer_t *self);
+
+/* One update on n (1 .. batch_segments) validated segments of the config's
+   horizon. Fills stats if not NULL. Returns 0, or -1 on no memory. */
+int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n,
+                      vl_update_stats_t *stats);
+
+#endif
