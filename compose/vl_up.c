@@ -1,0 +1,313 @@
+/*  vl_up: start, watch, stop. */
+#include "vl_up.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "../actors/vl_env.h"
+#include "../common/vl_log.h"
+#include "../common/vl_opts.h"
+#include "../common/vl_proc.h"
+#include "../messages/vl_codec.h"
+
+#define S_MAX_ACTORS 64
+#define S_MAX_ARGS 40
+
+typedef struct {
+    const vl_env_ops_t *env;
+    long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch;
+    const char *lr;      // passed through to the learner when set
+    int verbose;
+} s_up_config_t;
+
+/* What a run has seen of the learner's reports. */
+typedef struct {
+    vl_stats_t last;
+    int have;
+    uint64_t prev_steps;  // env steps at the previous progress line
+    int64_t prev_ns;
+} s_watch_t;
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: volley up [--env NAME] [--actors N] [--envs N] [--port N] [--max-steps N]\n"
+            "                 [--max-seconds S] [--seed N] [--horizon T] [--hidden H]\n"
+            "                 [--batch N] [--lr X] [--verbose]\n"
+            "\n"
+            "Trains on this box: starts a broker, a learner and N actors over loopback\n"
+            "sockets, prints progress every second, and stops them all when the environment\n"
+            "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
+            "when the budget is spent (exit 1) or on Ctrl-C (exit 130).\n"
+            "\n"
+            "  --env NAME       environment (default cartpole); built in:\n");
+    for (int i = 0; vl_env_at(i); i++)
+        fprintf(out, "                     %-10s %s\n", vl_env_at(i)->name, vl_env_at(i)->summary);
+    fprintf(out,
+            "  --actors N       actor processes (default 2)\n"
+            "  --envs N         environments per actor (default 8)\n"
+            "  --port N         broker base port (default 7600; 0 picks free ports)\n"
+            "  --max-steps N    environment-step budget (default 3000000)\n"
+            "  --max-seconds S  wall-clock budget, 0 for none (default 0)\n"
+            "  --seed N         seeds the learner and, offset, each actor (default 1)\n"
+            "  --horizon T      steps per segment (default 64)\n"
+            "  --hidden H       hidden units per layer (default 64)\n"
+            "  --batch N        segments per update (default: actors x envs)\n"
+            "  --lr X           learning rate (default: the learner's)\n"
+            "  --verbose        let the processes log what they do\n"
+            "  -h, --help       this text\n");
+}
+
+/* Parses flags into c. Returns 0, 1 after --help, or -1 on bad input. */
+static int s_parse(int argc, char **argv, s_up_config_t *c)
+{
+    static const struct option opts[] = {
+        {"env", required_argument, 0, 'e'},     {"actors", required_argument, 0, 'a'},
+        {"envs", required_argument, 0, 'n'},    {"port", required_argument, 0, 'p'},
+        {"max-steps", required_argument, 0, 'S'}, {"max-seconds", required_argument, 0, 'X'},
+        {"seed", required_argument, 0, 's'},    {"horizon", required_argument, 0, 'T'},
+        {"hidden", required_argument, 0, 'H'},  {"batch", required_argument, 0, 'B'},
+        {"lr", required_argument, 0, 'l'},      {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    int opt, bad = 0;
+    float lr;
+    while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'e':
+            c->env = vl_env_find(optarg);
+            if (!c->env)
+                fprintf(stderr, "volley up: unknown --env '%s' (see --help)\n", optarg);
+            bad = !c->env;
+            break;
+        case 'a': bad = vl_opt_long("up", "actors", optarg, 1, S_MAX_ACTORS, &c->actors); break;
+        case 'n': bad = vl_opt_long("up", "envs", optarg, 1, 4096, &c->envs); break;
+        case 'p': bad = vl_opt_long("up", "port", optarg, 0, 65535 - VL_PORT_COUNT, &c->port); break;
+        case 'S': bad = vl_opt_long("up", "max-steps", optarg, 1, 1L << 50, &c->max_steps); break;
+        case 'X': bad = vl_opt_long("up", "max-seconds", optarg, 0, 1L << 30, &c->max_seconds); break;
+        case 's': bad = vl_opt_long("up", "seed", optarg, 0, 1L << 40, &c->seed); break;
+        case 'T': bad = vl_opt_long("up", "horizon", optarg, 1, 4096, &c->horizon); break;
+        case 'H': bad = vl_opt_long("up", "hidden", optarg, 1, 4096, &c->hidden); break;
+        case 'B': bad = vl_opt_long("up", "batch", optarg, 1, 65536, &c->batch); break;
+        case 'l': bad = vl_opt_float("up", "lr", optarg, 0, 1, &lr); c->lr = optarg; break;
+        case 'v': c->verbose = 1; break;
+        case 'h': s_usage(stdout); return 1;
+        default: s_usage(stderr); return -1;
+        }
+    }
+    if (!bad && optind < argc) {
+        fprintf(stderr, "volley up: unexpected argument '%s'\n", argv[optind]);
+        bad = 1;
+    }
+    return bad ? -1 : 0;
+}
+
+/* A child's command line under construction. */
+typedef struct {
+    char store[S_MAX_ARGS][64];
+    char *argv[S_MAX_ARGS + 1];
+    int argc;
+} s_args_t;
+
+/* Appends one argument (silently capped at S_MAX_ARGS: ours are fewer). */
+static void s_add(s_args_t *a, const char *text)
+{
+    if (a->argc == S_MAX_ARGS)
+        return;
+    snprintf(a->store[a->argc], sizeof a->store[0], "%s", text);
+    a->argv[a->argc] = a->store[a->argc];
+    a->argv[++a->argc] = NULL;
+}
+
+/* Appends a flag and its whole-number value. */
+static void s_add_long(s_args_t *a, const char *flag, long v)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%ld", v);
+    s_add(a, flag);
+    s_add(a, text);
+}
+
+/* Starts `volley <role> --broker 127.0.0.1:<port>` plus what is common to
+   every child; `a` holds the role's own flags. */
+static pid_t s_spawn(const s_up_config_t *c, const char *role, s_args_t *a)
+{
+    char broker[32];
+    snprintf(broker, sizeof broker, "127.0.0.1:%ld", c->port);
+    s_args_t full = {.argc = 0};
+    s_add(&full, "volley");
+    s_add(&full, role);
+    if (strcmp(role, "broker") != 0) {
+        s_add(&full, "--broker");
+        s_add(&full, broker);
+        s_add(&full, "--env");
+        s_add(&full, c->env->name);
+        s_add_long(&full, "--horizon", c->horizon);
+        s_add_long(&full, "--hidden", c->hidden);
+    }
+    for (int i = 0; i < a->argc; i++)
+        s_add(&full, a->argv[i]);
+    if (!c->verbose)
+        s_add(&full, "--quiet");
+    return vl_proc_spawn(full.argv);
+}
+
+/* Starts broker, learner and actors into pids (in that order). Returns how
+   many started; all of them unless fork failed. */
+static int s_start(const s_up_config_t *c, pid_t *pids)
+{
+    int n = 0;
+    s_args_t a = {.argc = 0};
+    s_add_long(&a, "--port", c->port);
+    s_add(&a, "--bind");
+    s_add(&a, "127.0.0.1");
+    if ((pids[n] = s_spawn(c, "broker", &a)) <= 0)
+        return n;
+    n++;
+    long batch = c->batch ? c->batch : c->actors * c->envs;
+    a.argc = 0;
+    s_add_long(&a, "--seed", c->seed);
+    s_add_long(&a, "--batch", batch);
+    s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs);
+    if (c->lr) {
+        s_add(&a, "--lr");
+        s_add(&a, c->lr);
+    }
+    if ((pids[n] = s_spawn(c, "learner", &a)) <= 0)
+        return n;
+    n++;
+    for (long i = 0; i < c->actors; i++) {
+        a.argc = 0;
+        s_add_long(&a, "--envs", c->envs);
+        s_add_long(&a, "--id", i);
+        s_add_long(&a, "--seed", c->seed * 1000 + i + 1);
+        if ((pids[n] = s_spawn(c, "actor", &a)) <= 0)
+            return n;
+        n++;
+    }
+    return n;
+}
+
+/* Receives every waiting report into w. Returns 0, or -1 on a socket error. */
+static int s_read_stats(void *sub, s_watch_t *w, int timeout_ms)
+{
+    zmq_pollitem_t item = {sub, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&item, 1, timeout_ms) < 0)
+        return zmq_errno() == EINTR ? 0 : -1;
+    char topic[16];
+    uint8_t body[4096];
+    for (;;) {
+        int t = zmq_recv(sub, topic, sizeof topic, ZMQ_DONTWAIT);
+        if (t < 0)
+            return 0;
+        int more = 0;
+        size_t ms = sizeof more;
+        zmq_getsockopt(sub, ZMQ_RCVMORE, &more, &ms);
+        if (!more)
+            continue;
+        int b = zmq_recv(sub, body, sizeof body, 0);
+        if (b > 0 && b <= (int)sizeof body && vl_stats_decode(body, (size_t)b, &w->last) == VL_OK)
+            w->have = 1;
+    }
+}
+
+/* Prints one progress line from the newest report. */
+static void s_progress(s_watch_t *w, int64_t now)
+{
+    const vl_stats_t *s = &w->last;
+    double dt = (double)(now - w->prev_ns) / 1e9;
+    double sps = dt > 0 ? (double)(s->env_steps - w->prev_steps) / dt : 0;
+    printf("steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%.1f/%u version=%llu "
+           "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%llu\n",
+           (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes,
+           s->mean_return, s->lag_mean, s->lag_max, (unsigned long long)s->version,
+           s->policy_loss, s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
+    fflush(stdout);
+    w->prev_steps = s->env_steps;
+    w->prev_ns = now;
+}
+
+/* Watches the run until solved (0), over budget or a child died (1), or
+   interrupted (130). */
+static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start)
+{
+    s_watch_t w = {.prev_ns = start};
+    int64_t next_line = start + 1000000000LL;
+    while (!vl_interrupted) {
+        if (s_read_stats(sub, &w, 100) < 0)
+            return 1;
+        int status, dead = vl_proc_reap(pids, n, &status);
+        if (dead >= 0) {
+            fprintf(stderr, "volley up: the %s process stopped (status %d); stopping the run\n",
+                    dead == 0 ? "broker" : dead == 1 ? "learner" : "actor", status);
+            return 1;
+        }
+        int64_t now = vl_now_ns();
+        double secs = (double)(now - start) / 1e9;
+        const vl_stats_t *s = &w.last;
+        if (w.have && s->window >= 100 && s->mean_return >= c->env->solved_return) {
+            s_progress(&w, now);
+            printf("solved: %llu steps in %.1f s (%.0f steps/s)\n",
+                   (unsigned long long)s->env_steps, secs, (double)s->env_steps / secs);
+            return 0;
+        }
+        if ((w.have && s->env_steps >= (uint64_t)c->max_steps) ||
+            (c->max_seconds && secs >= (double)c->max_seconds)) {
+            printf("not solved: budget spent after %llu steps in %.1f s "
+                   "(mean return %.1f over %u episodes, %s needs %.0f over 100)\n",
+                   (unsigned long long)s->env_steps, secs, s->mean_return, s->window,
+                   c->env->name, c->env->solved_return);
+            return 1;
+        }
+        if (now >= next_line) {
+            if (w.have)
+                s_progress(&w, now);
+            next_line += 1000000000LL;
+        }
+    }
+    return 130;
+}
+
+int vl_up_main(int argc, char **argv)
+{
+    s_up_config_t c = {.env = &vl_cartpole_ops, .actors = 2, .envs = 8, .port = VL_DEFAULT_PORT,
+                       .horizon = 64, .hidden = 64, .seed = 1, .max_steps = 3000000};
+    int rc = s_parse(argc, argv, &c);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    if (c.port == 0 && (c.port = vl_free_base_port(20000 + (getpid() % 5000) * 8)) < 0) {
+        fprintf(stderr, "volley up: no free ports found\n");
+        return 1;
+    }
+    vl_log_init("up", c.verbose ? VL_LOG_INFO : VL_LOG_WARN);
+    vl_proc_catch_signals();
+    int64_t start = vl_now_ns();
+    pid_t pids[2 + S_MAX_ACTORS] = {0};
+    int n = s_start(&c, pids);
+    void *ctx = zmq_ctx_new();
+    void *sub = zmq_socket(ctx, ZMQ_SUB);
+    char ep[64];
+    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%ld", c.port + VL_PORT_WEIGHTS_OUT);
+    int zero = 0;
+    zmq_setsockopt(sub, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
+    if (n < 2 + c.actors || zmq_connect(sub, ep) != 0) {
+        fprintf(stderr, "volley up: could not start the run\n");
+        rc = 1;
+    } else {
+        printf("volley up: %s, broker on 127.0.0.1:%ld, 1 learner, %ld actors x %ld envs\n",
+               c.env->name, c.port, c.actors, c.envs);
+        fflush(stdout);
+        rc = s_watch(&c, sub, pids, n, start);
+    }
+    // Stop in reverse order of start: actors, then the learner, then the broker.
+    for (int i = n - 1; i >= 0; i--)
+        vl_proc_stop(&pids[i], 1, 3000);
+    zmq_close(sub);
+    zmq_ctx_term(ctx);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/*  volley: one executable, one subcommand per role. */
+#include <stdio.h>
+#include <string.h>
+
+#include "../actors/vl_actor.h"
+#include "../broker/vl_broker.h"
+#include "../learner/vl_learner.h"
+#include "vl_up.h"
+
+typedef struct {
+    const char *name;
+    int (*main)(int argc, char **argv);
+    const char *summary;
+} s_command_t;
+
+static const s_command_t s_commands[] = {
+    {.name = "up", .main = vl_up_main, .summary = "train on this box: broker, learner, N actors"},
+    {.name = "broker", .main = vl_broker_main, .summary = "route segments and weights"},
+    {.name = "learner", .main = vl_learner_main, .summary = "train a policy, publish weights"},
+    {.name = "actor", .main = vl_actor_main, .summary = "step environments, push segments"},
+};
+
+static void s_usage(FILE *out)
+{
+    fprintf(out, "usage: volley <command> [options]   (volley <command> --help for its options)\n\n"
+                 "volley is an actor-learner framework for reinforcement learning on ZeroMQ.\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof s_commands / sizeof s_commands[0]; i++)
+        fprintf(out, "  %-9s %s\n", s_commands[i].name, s_commands[i].summary);
+    fprintf(out, "\nquick start: volley up    (learns CartPole on this machine)\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        s_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (size_t i = 0; i < sizeof s_commands / sizeof s_commands[0]; i++)
+        if (strcmp(argv[1], s_commands[i].name) == 0)
+            return s_commands[i].main(argc - 1, argv + 1);
+    fprintf(stderr, "volley: unknown command '%s'\n\n", argv[1]);
+    s_usage(stderr);
+    return 2;
+}
