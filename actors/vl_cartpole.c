@@ -1,0 +1,128 @@
+/*  vl_cartpole: CartPole-v1 exactly as Gymnasium defines it (classic_control/
+    cartpole.py under the TimeLimit of 500 steps): Euler integration in double,
+    observations handed out as float, as Gymnasium keeps float64 state and
+    returns float32. */
+#include "vl_cartpole.h"
+#include "vl_env.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../common/vl_rng.h"
+
+#define S_GRAVITY         9.8
+#define S_MASSCART        1.0
+#define S_MASSPOLE        0.1
+#define S_TOTAL_MASS      (S_MASSPOLE + S_MASSCART)
+#define S_LENGTH          0.5 // half the pole's length
+#define S_POLEMASS_LENGTH (S_MASSPOLE * S_LENGTH)
+#define S_FORCE_MAG       10.0
+#define S_TAU             0.02 // seconds between state updates
+// 12 degrees, written as Gymnasium writes it so the double is the same
+#define S_THETA_LIMIT (12 * 2 * 3.14159265358979323846 / 360)
+#define S_X_LIMIT     2.4
+#define S_MAX_STEPS   500 // gymnasium.register(max_episode_steps=500)
+#define S_RESET_BOUND 0.05
+
+typedef struct {
+    double s[4];    // x, x_dot, theta, theta_dot
+    vl_rng_t rng;   // draws the reset state
+    uint32_t steps; // steps since the last reset, for the time limit
+    int terminated; // the pole fell or the cart left; further steps pay 0
+} cartpole_t;
+
+static void *s_create(void)
+{
+    cartpole_t *self = calloc(1, sizeof(*self));
+    if (self) vl_rng_seed(&self->rng, 0);
+    return self;
+}
+
+static void s_destroy(void *state)
+{
+    free(state);
+}
+
+static void s_seed(void *state, uint64_t seed)
+{
+    vl_rng_seed(&((cartpole_t *)state)->rng, seed);
+}
+
+static void s_observe(const cartpole_t *self, float *obs)
+{
+    for (int i = 0; i < 4; i++)
+        obs[i] = (float)self->s[i];
+}
+
+/* Each variable uniform in [-0.05, 0.05), as np_random.uniform draws it. */
+static void s_reset(void *state, float *obs)
+{
+    cartpole_t *self = state;
+    for (int i = 0; i < 4; i++)
+        self->s[i] = -S_RESET_BOUND + 2 * S_RESET_BOUND * vl_rng_uniform(&self->rng);
+    self->steps = 0;
+    self->terminated = 0;
+    s_observe(self, obs);
+}
+
+/* One Euler step of the cart-pole dynamics; position updates use the old
+   velocities, as Gymnasium's "euler" integrator does. */
+static void s_integrate(double s[4], int32_t action)
+{
+    double x = s[0], x_dot = s[1], theta = s[2], theta_dot = s[3];
+    double force = action == 1 ? S_FORCE_MAG : -S_FORCE_MAG;
+    double costheta = cos(theta), sintheta = sin(theta);
+    double temp = (force + S_POLEMASS_LENGTH * theta_dot * theta_dot * sintheta) / S_TOTAL_MASS;
+    double thetaacc = (S_GRAVITY * sintheta - costheta * temp) /
+                      (S_LENGTH * (4.0 / 3.0 - S_MASSPOLE * costheta * costheta / S_TOTAL_MASS));
+    double xacc = temp - S_POLEMASS_LENGTH * thetaacc * costheta / S_TOTAL_MASS;
+    s[0] = x + S_TAU * x_dot;
+    s[1] = x_dot + S_TAU * xacc;
+    s[2] = theta + S_TAU * theta_dot;
+    s[3] = theta_dot + S_TAU * thetaacc;
+}
+
+/* Reward 1 on every step, the terminating one included; 0 on steps taken
+   after termination without a reset (Gymnasium warns and pays 0 there). */
+static float s_step(void *state, int32_t action, float *obs, int *terminated, int *truncated)
+{
+    cartpole_t *self = state;
+    float reward = self->terminated ? 0.0f : 1.0f;
+    s_integrate(self->s, action);
+    double x = self->s[0], theta = self->s[2];
+    int ended = x < -S_X_LIMIT || x > S_X_LIMIT || theta < -S_THETA_LIMIT || theta > S_THETA_LIMIT;
+    self->terminated |= ended;
+    self->steps++;
+    *terminated = ended;
+    *truncated = self->steps >= S_MAX_STEPS;
+    s_observe(self, obs);
+    return reward;
+}
+
+void vl_cartpole_set_state(void *state, const double s[4])
+{
+    cartpole_t *self = state;
+    for (int i = 0; i < 4; i++)
+        self->s[i] = s[i];
+    self->terminated = 0;
+}
+
+void vl_cartpole_get_state(const void *state, double s[4])
+{
+    const cartpole_t *self = state;
+    for (int i = 0; i < 4; i++)
+        s[i] = self->s[i];
+}
+
+const vl_env_ops_t vl_cartpole_ops = {
+    .name = "cartpole",
+    .summary = "CartPole-v1 as Gymnasium defines it (solved: mean return >= 475)",
+    .obs_dim = 4,
+    .num_actions = 2,
+    .solved_return = 475.0f,
+    .create = s_create,
+    .destroy = s_destroy,
+    .seed = s_seed,
+    .reset = s_reset,
+    .step = s_step,
+};

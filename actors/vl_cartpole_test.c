@@ -1,0 +1,317 @@
+/*  vl_cartpole_test: CartPole-v1's dynamics, resets, endings and lookup
+    against Gymnasium's definition. */
+#include "vl_cartpole.h"
+#include "vl_env.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../tests/vl_test.h"
+
+#define S_TOL 1e-6
+
+/* Gymnasium's Euler step, written the other way round from the code under
+   test: the equations of motion of Florian's note, then the integrator. */
+static void s_reference_step(const double s[4], int action, double out[4])
+{
+    double g = 9.8, m_cart = 1.0, m_pole = 0.1, half_len = 0.5, dt = 0.02;
+    double f = action ? 10.0 : -10.0, m = m_cart + m_pole;
+    double sn = sin(s[2]), cs = cos(s[2]), w = s[3];
+    double theta_acc = (g * sn + cs * (-f - m_pole * half_len * w * w * sn) / m) /
+                       (half_len * (4.0 / 3.0 - m_pole * cs * cs / m));
+    double x_acc = (f + m_pole * half_len * (w * w * sn - theta_acc * cs)) / m;
+    out[0] = s[0] + dt * s[1];
+    out[1] = s[1] + dt * x_acc;
+    out[2] = s[2] + dt * s[3];
+    out[3] = s[3] + dt * theta_acc;
+}
+
+/* Steps env once from s with action; checks the new state and observation
+   against want and the reference step, and that the episode goes on. */
+static int s_check_step(const double s[4], int action, const double want[4])
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *env = ops->create();
+    double got[4], ref[4];
+    float obs[4];
+    int term = -1, trunc = -1, ok = env != NULL;
+    if (!ok) return 0;
+    vl_cartpole_set_state(env, s);
+    float reward = ops->step(env, action, obs, &term, &trunc);
+    vl_cartpole_get_state(env, got);
+    s_reference_step(s, action, ref);
+    for (int i = 0; i < 4; i++) {
+        ok &= fabs(got[i] - want[i]) <= S_TOL && fabs(got[i] - ref[i]) <= S_TOL;
+        ok &= obs[i] == (float)got[i];
+    }
+    ok &= reward == 1.0f && term == 0 && trunc == 0;
+    ops->destroy(env);
+    return ok;
+}
+
+/* Expected states printed by Gymnasium's formulas in Python (float64). */
+static void test_step_upright_pole(void)
+{
+    double s[4] = {0, 0, 0.05, 0};
+    double left[4] = {0, -0.19580204225688186, 0.05, 0.30802988680046994};
+    double right[4] = {0, 0.19437054660530101, 0.05, -0.27649757528715507};
+    VL_CHECK(s_check_step(s, 0, left));
+    VL_CHECK(s_check_step(s, 1, right));
+}
+
+static void test_step_moving_cart(void)
+{
+    double s[4] = {0.1, -0.2, 0.03, 0.4};
+    double left[4] = {0.096, -0.3955343820057583, 0.038, 0.7019882742589485};
+    double right[4] = {0.096, -0.0053161691554136636, 0.038, 0.11692433252290102};
+    VL_CHECK(s_check_step(s, 0, left));
+    VL_CHECK(s_check_step(s, 1, right));
+}
+
+/* Positions move by the old velocities: one step from rest leaves x and
+   theta unchanged even though the accelerations are not zero. */
+static void test_step_euler_order(void)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *env = ops->create();
+    double s[4] = {0.5, 0, -0.1, 0}, got[4];
+    float obs[4];
+    int term, trunc;
+    VL_CHECK(env);
+    vl_cartpole_set_state(env, s);
+    ops->step(env, 1, obs, &term, &trunc);
+    vl_cartpole_get_state(env, got);
+    ops->destroy(env);
+    VL_CHECK(got[0] == 0.5 && got[2] == -0.1);
+    VL_CHECK(got[1] > 0.1 && got[3] != 0);
+}
+
+/* Resets n times into obs[n][4], checking each draw lies in [-0.05, 0.05). */
+static int s_resets(void *env, int n, float obs[][4])
+{
+    double s[4];
+    for (int k = 0; k < n; k++) {
+        vl_cartpole_ops.reset(env, obs[k]);
+        vl_cartpole_get_state(env, s);
+        for (int i = 0; i < 4; i++)
+            if (!(s[i] >= -0.05 && s[i] < 0.05) || obs[k][i] != (float)s[i]) return -1;
+    }
+    return 0;
+}
+
+static void test_reset_range_and_seeds(void)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *a = ops->create(), *b = ops->create(), *c = ops->create();
+    float oa[200][4], ob[200][4], oc[200][4];
+    int ok = a && b && c;
+    if (ok) {
+        ops->seed(a, 7);
+        ops->seed(b, 7);
+        ops->seed(c, 8);
+        ok = s_resets(a, 200, oa) == 0 && s_resets(b, 200, ob) == 0 && s_resets(c, 200, oc) == 0;
+    }
+    ops->destroy(a);
+    ops->destroy(b);
+    ops->destroy(c);
+    VL_CHECK(ok);
+    VL_CHECK(memcmp(oa, ob, sizeof(oa)) == 0);
+    VL_CHECK(memcmp(oa, oc, sizeof(oa)) != 0);
+    VL_CHECK(memcmp(oa[0], oa[1], sizeof(oa[0])) != 0);
+    float lo = 1, hi = -1; // 800 draws cover the whole interval
+    for (int k = 0; k < 200; k++)
+        for (int i = 0; i < 4; i++) {
+            lo = oa[k][i] < lo ? oa[k][i] : lo;
+            hi = oa[k][i] > hi ? oa[k][i] : hi;
+        }
+    VL_CHECK(lo < -0.045f && hi > 0.045f);
+}
+
+/* The unseeded state is seeded with 0, so runs reproduce without a seed. */
+static void test_reset_unseeded_is_seed_zero(void)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *a = ops->create(), *b = ops->create();
+    float oa[3][4], ob[3][4];
+    int ok = a && b;
+    if (ok) {
+        ops->seed(b, 0);
+        ok = s_resets(a, 3, oa) == 0 && s_resets(b, 3, ob) == 0;
+    }
+    ops->destroy(a);
+    ops->destroy(b);
+    VL_CHECK(ok);
+    VL_CHECK(memcmp(oa, ob, sizeof(oa)) == 0);
+}
+
+/* Sets s, steps with action and returns terminated, or -1 when the step
+   paid a reward other than 1 or set truncated. */
+static int s_terminates(const double s[4], int action)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *env = ops->create();
+    float obs[4];
+    int term = -1, trunc = -1;
+    if (!env) return -1;
+    ops->reset(env, obs);
+    vl_cartpole_set_state(env, s);
+    float reward = ops->step(env, action, obs, &term, &trunc);
+    ops->destroy(env);
+    return reward == 1.0f && trunc == 0 ? term : -1;
+}
+
+static void test_terminate_cart_position(void)
+{
+    double right_out[4] = {2.39, 1.0, 0, 0}, right_in[4] = {2.39, 0, 0, 0};
+    double left_out[4] = {-2.39, -1.0, 0, 0}, left_in[4] = {-2.39, 0, 0, 0};
+    double on_edge[4] = {2.4, 0, 0, 0}; // x > 2.4 ends it, x == 2.4 does not
+    VL_CHECK(s_terminates(right_out, 1) == 1);
+    VL_CHECK(s_terminates(right_in, 1) == 0);
+    VL_CHECK(s_terminates(left_out, 0) == 1);
+    VL_CHECK(s_terminates(left_in, 0) == 0);
+    VL_CHECK(s_terminates(on_edge, 1) == 0);
+}
+
+static void test_terminate_pole_angle(void)
+{
+    double limit = 12 * 2 * 3.14159265358979323846 / 360; // 0.2094 rad
+    double fwd_out[4] = {0, 0, 0.2, 1.0}, fwd_in[4] = {0, 0, 0.2, 0};
+    double back_out[4] = {0, 0, -0.2, -1.0}, back_in[4] = {0, 0, -0.2, 0};
+    double past[4] = {0, 0, limit + 1e-9, 0}, at[4] = {0, 0, -limit, 0};
+    VL_CHECK(s_terminates(fwd_out, 0) == 1);
+    VL_CHECK(s_terminates(fwd_in, 0) == 0);
+    VL_CHECK(s_terminates(back_out, 1) == 1);
+    VL_CHECK(s_terminates(back_in, 1) == 0);
+    VL_CHECK(s_terminates(past, 1) == 1);
+    VL_CHECK(s_terminates(at, 0) == 0);
+}
+
+/* Gymnasium pays 1 on the terminating step and 0 on steps taken after it,
+   until a reset (or, here, a new state) starts over. */
+static void test_reward_after_termination(void)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *env = ops->create();
+    double edge[4] = {2.39, 1.0, 0, 0}, rest[4] = {0, 0, 0, 0};
+    float obs[4], r1, r2, r3, r4;
+    int t1, t2, t3, t4, trunc;
+    VL_CHECK(env);
+    ops->reset(env, obs);
+    vl_cartpole_set_state(env, edge);
+    r1 = ops->step(env, 1, obs, &t1, &trunc);
+    r2 = ops->step(env, 1, obs, &t2, &trunc);
+    ops->reset(env, obs);
+    r3 = ops->step(env, 1, obs, &t3, &trunc);
+    vl_cartpole_set_state(env, edge);
+    ops->step(env, 1, obs, &t4, &trunc);
+    vl_cartpole_set_state(env, rest);
+    r4 = ops->step(env, 1, obs, &t4, &trunc);
+    ops->destroy(env);
+    VL_CHECK(r1 == 1.0f && t1 == 1);
+    VL_CHECK(r2 == 0.0f && t2 == 1);
+    VL_CHECK(r3 == 1.0f && t3 == 0);
+    VL_CHECK(r4 == 1.0f && t4 == 0);
+}
+
+/* A linear controller that holds the pole up for 500 steps from any reset. */
+static int s_balance(const float obs[4])
+{
+    return obs[2] + 0.5f * obs[3] + 0.01f * obs[0] + 0.1f * obs[1] > 0;
+}
+
+/* Runs up to n steps under s_balance; returns the number of the step that
+   ended the episode (n when none did), or -1 on a reward other than 1.
+   Leaves the flags of the last step in *term and *trunc. */
+static int s_run(void *env, float obs[4], int n, int *term, int *trunc)
+{
+    for (int t = 1; t <= n; t++) {
+        if (vl_cartpole_ops.step(env, s_balance(obs), obs, term, trunc) != 1.0f) return -1;
+        if (*term || *trunc) return t;
+    }
+    return n;
+}
+
+static void test_truncate_at_500(void)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *env = ops->create();
+    float obs[4];
+    int term = -1, trunc = -1, ok = 1;
+    VL_CHECK(env);
+    for (uint64_t seed = 0; seed < 20 && ok; seed++) {
+        ops->seed(env, seed);
+        ops->reset(env, obs);
+        ok = s_run(env, obs, 600, &term, &trunc) == 500 && trunc == 1 && term == 0;
+    }
+    ops->destroy(env);
+    VL_CHECK(ok);
+}
+
+static void test_reset_restarts_the_clock(void)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *env = ops->create();
+    float obs[4];
+    int term, trunc, first, second;
+    VL_CHECK(env);
+    ops->reset(env, obs);
+    first = s_run(env, obs, 300, &term, &trunc);
+    ops->reset(env, obs);
+    second = s_run(env, obs, 600, &term, &trunc);
+    ops->destroy(env);
+    VL_CHECK(first == 300 && second == 500);
+    VL_CHECK(trunc == 1 && term == 0);
+}
+
+/* Falling on the 500th step reports both endings. */
+static void test_terminate_and_truncate_together(void)
+{
+    const vl_env_ops_t *ops = &vl_cartpole_ops;
+    void *env = ops->create();
+    double edge[4] = {2.39, 1.0, 0, 0};
+    float obs[4];
+    int term = -1, trunc = -1, ran;
+    VL_CHECK(env);
+    ops->reset(env, obs);
+    ran = s_run(env, obs, 499, &term, &trunc);
+    vl_cartpole_set_state(env, edge);
+    float reward = ops->step(env, 1, obs, &term, &trunc);
+    ops->destroy(env);
+    VL_CHECK(ran == 499);
+    VL_CHECK(reward == 1.0f && term == 1 && trunc == 1);
+}
+
+static void test_find(void)
+{
+    const vl_env_ops_t *ops = vl_env_find("cartpole");
+    VL_CHECK(ops == &vl_cartpole_ops);
+    VL_CHECK(ops->obs_dim == 4 && ops->num_actions == 2 && ops->solved_return == 475.0f);
+    VL_CHECK(strcmp(ops->name, "cartpole") == 0 && ops->summary && ops->summary[0]);
+    VL_CHECK(vl_env_find("nope") == NULL);
+    VL_CHECK(vl_env_find(NULL) == NULL);
+    VL_CHECK(vl_env_at(0) == ops && vl_env_at(1) == NULL && vl_env_at(-1) == NULL);
+}
+
+static void test_destroy_null(void)
+{
+    vl_cartpole_ops.destroy(NULL);
+    VL_CHECK(1);
+}
+
+int main(void)
+{
+    VL_RUN(test_step_upright_pole);
+    VL_RUN(test_step_moving_cart);
+    VL_RUN(test_step_euler_order);
+    VL_RUN(test_reset_range_and_seeds);
+    VL_RUN(test_reset_unseeded_is_seed_zero);
+    VL_RUN(test_terminate_cart_position);
+    VL_RUN(test_terminate_pole_angle);
+    VL_RUN(test_reward_after_termination);
+    VL_RUN(test_truncate_at_500);
+    VL_RUN(test_reset_restarts_the_clock);
+    VL_RUN(test_terminate_and_truncate_together);
+    VL_RUN(test_find);
+    VL_RUN(test_destroy_null);
+    return VL_DONE();
+}

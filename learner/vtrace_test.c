@@ -1,0 +1,268 @@
+/*  vtrace_test: vl_vtrace against IMPALA's forward-sum definition, and its
+    reductions to GAE and n-step returns. */
+#include "vtrace.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "../common/vl_rng.h"
+#include "../tests/vl_test.h"
+
+#define S_N   7
+#define S_T   13
+#define S_TOL 1e-4
+
+typedef struct {
+    float values[S_N][S_T + 1];
+    float rewards[S_N][S_T];
+    float dones[S_N][S_T];
+    float log_rhos[S_N][S_T];
+    float vs[S_N][S_T];
+    float pg_adv[S_N][S_T];
+} batch_t;
+
+/* Random values and rewards, log ratios uniform in [-rho_range, rho_range],
+   and a done with probability done_prob. */
+static void s_fill(batch_t *b, uint64_t seed, float rho_range, double done_prob)
+{
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
+    for (int i = 0; i < S_N; i++) {
+        for (int t = 0; t <= S_T; t++)
+            b->values[i][t] = (float)vl_rng_normal(&rng);
+        for (int t = 0; t < S_T; t++) {
+            b->rewards[i][t] = (float)vl_rng_normal(&rng);
+            b->dones[i][t] = vl_rng_uniform(&rng) < done_prob ? 1.0f : 0.0f;
+            b->log_rhos[i][t] = rho_range * (float)(2 * vl_rng_uniform(&rng) - 1);
+        }
+    }
+}
+
+static void s_run(const vl_vtrace_params_t *p, batch_t *b)
+{
+    vl_vtrace(p, S_N, S_T, &b->values[0][0], &b->rewards[0][0], &b->dones[0][0], &b->log_rhos[0][0],
+              &b->vs[0][0], &b->pg_adv[0][0]);
+}
+
+/* The paper's definition, in double, one segment:
+   vs_t = V_t + sum_{s=t}^{T-1} (prod_{k=t}^{s-1} disc_k c_k) delta_s. */
+static void s_reference(const vl_vtrace_params_t *p, const float *v, const float *r,
+                        const float *done, const float *log_rho, double *vs, double *pg_adv)
+{
+    double disc[S_T], c[S_T], delta[S_T];
+    for (int t = 0; t < S_T; t++) {
+        double ratio = exp(log_rho[t]);
+        disc[t] = p->gamma * (1.0 - done[t]);
+        c[t] = p->lambda * fmin(p->c_bar, ratio);
+        delta[t] = fmin(p->rho_bar, ratio) * (r[t] + disc[t] * v[t + 1] - v[t]);
+    }
+    for (int t = 0; t < S_T; t++) {
+        double sum = 0, prod = 1;
+        for (int s = t; s < S_T; s++) {
+            sum += prod * delta[s];
+            prod *= disc[s] * c[s];
+        }
+        vs[t] = v[t] + sum;
+    }
+    for (int t = 0; t < S_T; t++) {
+        double next = t + 1 < S_T ? vs[t + 1] : v[S_T];
+        pg_adv[t] = fmin(p->pg_rho_bar, exp(log_rho[t])) * (r[t] + disc[t] * next - v[t]);
+    }
+}
+
+/* Returns the largest difference between b's outputs and the reference. */
+static double s_error(const vl_vtrace_params_t *p, const batch_t *b)
+{
+    double vs[S_T], pg[S_T], worst = 0;
+    for (int i = 0; i < S_N; i++) {
+        s_reference(p, b->values[i], b->rewards[i], b->dones[i], b->log_rhos[i], vs, pg);
+        for (int t = 0; t < S_T; t++) {
+            worst = fmax(worst, fabs(b->vs[i][t] - vs[t]));
+            worst = fmax(worst, fabs(b->pg_adv[i][t] - pg[t]));
+        }
+    }
+    return worst;
+}
+
+static void test_matches_paper_definition(void)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.99f, .lambda = 0.95f, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
+    static batch_t b;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        s_fill(&b, seed, 1.0f, 0.1);
+        s_run(&p, &b);
+        VL_CHECK_NEAR(s_error(&p, &b), 0, S_TOL);
+    }
+}
+
+/* Distinct clips, so a clip used in the wrong place shows. */
+static void test_matches_with_distinct_clips(void)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.9f, .lambda = 0.8f, .rho_bar = 1.5f, .c_bar = 0.7f, .pg_rho_bar = 1.2f};
+    static batch_t b;
+    for (uint64_t seed = 100; seed < 110; seed++) {
+        s_fill(&b, seed, 1.0f, 0.1);
+        s_run(&p, &b);
+        VL_CHECK_NEAR(s_error(&p, &b), 0, S_TOL);
+    }
+}
+
+/* On policy with no clipping, vs - V is GAE(gamma, lambda)'s advantage. */
+static void test_on_policy_is_gae(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.97f,
+                            .lambda = 0.9f,
+                            .rho_bar = INFINITY,
+                            .c_bar = INFINITY,
+                            .pg_rho_bar = INFINITY};
+    static batch_t b;
+    s_fill(&b, 42, 0.0f, 0.15);
+    s_run(&p, &b);
+    for (int i = 0; i < S_N; i++) {
+        const float *v = b.values[i], *r = b.rewards[i], *d = b.dones[i];
+        double gae = 0;
+        for (int t = S_T - 1; t >= 0; t--) {
+            double disc = p.gamma * (1.0 - d[t]);
+            gae = r[t] + disc * v[t + 1] - v[t] + disc * p.lambda * gae;
+            double next_vs = t + 1 < S_T ? b.vs[i][t + 1] : v[S_T];
+            VL_CHECK_NEAR(b.vs[i][t] - v[t], gae, S_TOL);
+            VL_CHECK_NEAR(b.pg_adv[i][t], r[t] + disc * next_vs - v[t], S_TOL);
+        }
+    }
+}
+
+/* With lambda = 1 and ratios 1, vs_t is the discounted return bootstrapped
+   at T: sum_{k=t}^{T-1} gamma^(k-t) r_k + gamma^(T-t) V_T. */
+static void test_lambda_one_is_nstep_return(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.95f, .lambda = 1, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
+    static batch_t b;
+    s_fill(&b, 7, 0.0f, 0.0);
+    s_run(&p, &b);
+    for (int i = 0; i < S_N; i++)
+        for (int t = 0; t < S_T; t++) {
+            double ret = pow(p.gamma, S_T - t) * b.values[i][S_T];
+            for (int k = t; k < S_T; k++)
+                ret += pow(p.gamma, k - t) * b.rewards[i][k];
+            VL_CHECK_NEAR(b.vs[i][t], ret, S_TOL);
+        }
+}
+
+/* A done at t cuts the trace: vs_0..vs_t and pg_adv_0..pg_adv_t do not move
+   when everything after t changes, and vs_t = V_t + rho_t (r_t - V_t). */
+static void test_done_cuts_trace(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.99f, .lambda = 1, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
+    static batch_t a, b;
+    const int cut = 5;
+    s_fill(&a, 3, 0.5f, 0.0);
+    for (int i = 0; i < S_N; i++)
+        a.dones[i][cut] = 1;
+    b = a;
+    for (int i = 0; i < S_N; i++) {
+        for (int t = cut + 1; t <= S_T; t++)
+            b.values[i][t] += 10.0f + t;
+        for (int t = cut + 1; t < S_T; t++)
+            b.rewards[i][t] -= 5.0f;
+    }
+    s_run(&p, &a);
+    s_run(&p, &b);
+    for (int i = 0; i < S_N; i++) {
+        VL_CHECK(memcmp(a.vs[i], b.vs[i], (cut + 1) * sizeof(float)) == 0);
+        VL_CHECK(memcmp(a.pg_adv[i], b.pg_adv[i], (cut + 1) * sizeof(float)) == 0);
+        VL_CHECK(a.vs[i][cut + 1] != b.vs[i][cut + 1]);
+        double rho = fmin(1.0, exp(a.log_rhos[i][cut])), v = a.values[i][cut];
+        VL_CHECK_NEAR(a.vs[i][cut], v + rho * (a.rewards[i][cut] - v), 1e-5);
+    }
+}
+
+/* Without the done, the same change does reach vs_0: the control for the
+   case above. */
+static void test_no_done_carries_trace(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.99f, .lambda = 1, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
+    static batch_t a, b;
+    s_fill(&a, 3, 0.5f, 0.0);
+    b = a;
+    for (int i = 0; i < S_N; i++)
+        b.values[i][S_T] += 10.0f;
+    s_run(&p, &a);
+    s_run(&p, &b);
+    for (int i = 0; i < S_N; i++)
+        VL_CHECK(fabsf(a.vs[i][0] - b.vs[i][0]) > 1e-3f);
+}
+
+/* One step, T = 1: vs_0 = V_0 + min(rho_bar, e^lr) (r + gamma V_1 - V_0). */
+static float s_one_step(const vl_vtrace_params_t *p, float log_rho, float *pg_adv)
+{
+    float v[2] = {0.5f, 2.0f}, r = 1.0f, done = 0, vs;
+    vl_vtrace(p, 1, 1, v, &r, &done, &log_rho, &vs, pg_adv);
+    return vs;
+}
+
+static void test_clipping(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.5f, .lambda = 1, .rho_bar = 2, .c_bar = 1, .pg_rho_bar = 3};
+    float pg, td = 1.0f + 0.5f * 2.0f - 0.5f;                     // r + gamma V_1 - V_0 = 1.5
+    VL_CHECK_NEAR(s_one_step(&p, 5.0f, &pg), 0.5 + 2 * td, 1e-5); // rho = 2, not e^5
+    VL_CHECK_NEAR(pg, 3 * td, 1e-5);
+    VL_CHECK_NEAR(s_one_step(&p, -1.0f, &pg), 0.5 + exp(-1.0) * td, 1e-5);
+    VL_CHECK_NEAR(pg, exp(-1.0) * td, 1e-5);
+    p.rho_bar = p.pg_rho_bar = INFINITY;
+    VL_CHECK_NEAR(s_one_step(&p, 5.0f, &pg), 0.5 + exp(5.0) * td, 1e-3);
+    VL_CHECK_NEAR(pg, exp(5.0) * td, 1e-3);
+}
+
+/* Large ratios over whole segments, clipped at 1, against the reference. */
+static void test_clipping_matches_reference(void)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.99f, .lambda = 0.95f, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
+    static batch_t b;
+    s_fill(&b, 9, 4.0f, 0.1);
+    for (int i = 0; i < S_N; i++)
+        b.log_rhos[i][S_T / 2] = 20.0f;
+    s_run(&p, &b);
+    VL_CHECK_NEAR(s_error(&p, &b), 0, S_TOL);
+}
+
+/* Infinite clips on ratios in [e^-1, e] against the reference. */
+static void test_infinite_clips(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.99f,
+                            .lambda = 0.95f,
+                            .rho_bar = INFINITY,
+                            .c_bar = INFINITY,
+                            .pg_rho_bar = INFINITY};
+    static batch_t b;
+    s_fill(&b, 11, 1.0f, 0.1);
+    s_run(&p, &b);
+    VL_CHECK_NEAR(s_error(&p, &b), 0, 1e-3); // ratios up to e grow the sums
+}
+
+/* n = 0 or T = 0 writes nothing. */
+static void test_empty(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.99f, .lambda = 1, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
+    float v[2] = {1, 2}, r = 1, d = 0, lr = 0, vs = -7, pg = -7;
+    vl_vtrace(&p, 0, 1, v, &r, &d, &lr, &vs, &pg);
+    vl_vtrace(&p, 1, 0, v, &r, &d, &lr, &vs, &pg);
+    VL_CHECK(vs == -7 && pg == -7);
+}
+
+int main(void)
+{
+    VL_RUN(test_matches_paper_definition);
+    VL_RUN(test_matches_with_distinct_clips);
+    VL_RUN(test_on_policy_is_gae);
+    VL_RUN(test_lambda_one_is_nstep_return);
+    VL_RUN(test_done_cuts_trace);
+    VL_RUN(test_no_done_carries_trace);
+    VL_RUN(test_clipping);
+    VL_RUN(test_clipping_matches_reference);
+    VL_RUN(test_infinite_clips);
+    VL_RUN(test_empty);
+    return VL_DONE();
+}
