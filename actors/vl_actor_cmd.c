@@ -96,6 +96,9 @@ int vl_actor_main(int argc, char **argv)
         c.seed = c.actor_id;
     char role[32];
     snprintf(role, sizeof role, "actor %u", c.actor_id);
+    char endpoint[300];
+    if (vl_opt_endpoint("actor", c.broker, 0, endpoint, sizeof endpoint))
+        return 2;
     vl_log_init(role, level);
     vl_proc_catch_signals();
     vl_actor_t *actor = vl_actor_new(&c);

@@ -132,6 +132,9 @@ int vl_learner_main(int argc, char **argv)
                 c.capacity, c.batch_segments);
         return 2;
     }
+    char endpoint[300];
+    if (vl_opt_endpoint("learner", c.broker, 0, endpoint, sizeof endpoint))
+        return 2;
     vl_log_init("learner", level);
     vl_proc_catch_signals();
     vl_learner_t *learner = vl_learner_new(&c);

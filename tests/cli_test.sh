@@ -15,7 +15,7 @@ expect_refusal() {  # $1: message pattern, rest: the command line
     "$VOLLEY" "$@" > "$TMP/out.txt" 2>&1
     local rc=$?
     [ $rc -eq 2 ] || fail "'volley $*' exited $rc, wanted 2"
-    grep -qE "$pattern" "$TMP/out.txt" || fail "'volley $*' said: $(cat "$TMP/out.txt")"
+    grep -qE -e "$pattern" "$TMP/out.txt" || fail "'volley $*' said: $(cat "$TMP/out.txt")"
 }
 expect_refusal "unknown command 'nope'" nope
 expect_refusal "--broker HOST\[:PORT\] is required" actor
