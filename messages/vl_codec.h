@@ -29,7 +29,7 @@ typedef enum {
     VL_EREASONS   // count of reasons, not a reason
 } vl_reason_t;
 
-/* Returns a short constant name for a reason ("truncated/garbage", ...). */
+/* Returns a short constant description of a reason ("malformed protobuf", ...). */
 const char *vl_reason_str(vl_reason_t reason);
 
 /* Limits a decoder enforces before allocating or decompressing anything. */
