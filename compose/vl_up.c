@@ -30,7 +30,7 @@ typedef struct {
     vl_stats_t last;
     int have;
     uint64_t prev_steps;  // env steps at the previous progress line
-    int64_t prev_ns;
+    double prev_uptime;   // the learner's uptime then, in seconds
 } s_watch_t;
 
 static void s_usage(FILE *out)
@@ -215,11 +215,12 @@ static int s_read_stats(void *sub, s_watch_t *w, int timeout_ms)
     }
 }
 
-/* Prints one progress line from the newest report. */
-static void s_progress(s_watch_t *w, int64_t now)
+/* Prints one progress line from the newest report; steps/s over the
+   learner's own clock, between the reports the last two lines came from. */
+static void s_progress(s_watch_t *w)
 {
     const vl_stats_t *s = &w->last;
-    double dt = (double)(now - w->prev_ns) / 1e9;
+    double dt = s->uptime_s - w->prev_uptime;
     double sps = dt > 0 ? (double)(s->env_steps - w->prev_steps) / dt : 0;
     printf("steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%.1f/%u version=%llu "
            "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%llu\n",
@@ -228,14 +229,14 @@ static void s_progress(s_watch_t *w, int64_t now)
            s->policy_loss, s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
     fflush(stdout);
     w->prev_steps = s->env_steps;
-    w->prev_ns = now;
+    w->prev_uptime = s->uptime_s;
 }
 
 /* Watches the run until solved (0), over budget or a child died (1), or
    interrupted (130). */
 static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start)
 {
-    s_watch_t w = {.prev_ns = start};
+    s_watch_t w = {.have = 0};
     int64_t next_line = start + 1000000000LL;
     while (!vl_interrupted) {
         if (s_read_stats(sub, &w, 100) < 0)
@@ -250,7 +251,7 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
         double secs = (double)(now - start) / 1e9;
         const vl_stats_t *s = &w.last;
         if (w.have && s->window >= 100 && s->mean_return >= c->env->solved_return) {
-            s_progress(&w, now);
+            s_progress(&w);
             printf("solved: %llu steps in %.1f s (%.0f steps/s)\n",
                    (unsigned long long)s->env_steps, secs, (double)s->env_steps / secs);
             return 0;
@@ -265,7 +266,7 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
         }
         if (now >= next_line) {
             if (w.have)
-                s_progress(&w, now);
+                s_progress(&w);
             next_line += 1000000000LL;
         }
     }

@@ -20,4 +20,24 @@ if pgrep -f "volley .*(--port $port|127.0.0.1:$port)( |$)" > /dev/null; then
     fail "processes of the run are still alive: $(pgrep -af "127.0.0.1:$port")"
 fi
 pass "every child process stopped"
-echo "2 passed, 0 failed"
+
+# Ctrl-C: the terminal sends SIGINT to the whole process group.
+setsid "$VOLLEY" up --port 0 > "$TMP/int.log" 2>&1 &
+UP=$!
+PIDS+=($UP)
+wait_for "$TMP/int.log" 30 "^steps=" || fail "no progress line before Ctrl-C"
+port=$(sed -n 's/.*broker on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/int.log")
+kill -INT -- -"$UP"
+wait "$UP"
+rc=$?
+[ $rc -eq 130 ] || fail "volley up exited $rc after Ctrl-C, wanted 130"
+sleep 0.5
+pgrep -f "127.0.0.1:$port( |$)" > /dev/null && fail "children alive after Ctrl-C: $(pgrep -af "127.0.0.1:$port")"
+pass "Ctrl-C stops the run and every child, exit 130"
+
+"$VOLLEY" up --port 0 --max-steps 3000 > "$TMP/budget.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "volley up exited $rc when its budget ran out, wanted 1"
+tail -n 1 "$TMP/budget.log" | grep -q "^not solved: budget spent after" || fail "no budget line: $(tail -n 1 "$TMP/budget.log")"
+pass "a spent budget ends the run with exit 1"
+echo "4 passed, 0 failed"
