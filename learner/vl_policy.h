@@ -78,6 +78,10 @@ uint32_t vl_policy_tensor_count(const vl_policy_t *self);
    policy's own parameters (valid for the policy's life). i < tensor_count. */
 void vl_policy_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
 
+/* Fills t like vl_policy_tensor, with data pointing into the accumulated
+   gradient instead of the parameters (for tests and diagnostics). */
+void vl_policy_grad_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
+
 /* Copies weights into the policy. Every tensor of the policy must be present
    in w with the same name and shape; otherwise nothing changes and -1 is
    returned. Returns 0 on success. */

@@ -1,0 +1,64 @@
+/*  vl_adam: Adam over a flat float array; see vl_adam.h. */
+#include "vl_adam.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#define S_BETA1 0.9   // first-moment decay, Adam's default
+#define S_BETA2 0.999 // second-moment decay, Adam's default
+#define S_EPS   1e-5  // CleanRL's PPO value; torch's default is 1e-8
+
+struct vl_adam_s {
+    size_t n;
+    uint64_t t; // steps taken
+    float *m;   // first moment [n]
+    float *v;   // second moment [n]
+};
+
+vl_adam_t *vl_adam_new(size_t n)
+{
+    if (n == 0)
+        return NULL;
+    vl_adam_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->n = n;
+    self->m = calloc(n, sizeof(float));
+    self->v = calloc(n, sizeof(float));
+    if (!self->m || !self->v)
+        vl_adam_destroy(&self);
+    return self;
+}
+
+void vl_adam_destroy(vl_adam_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    vl_adam_t *self = *self_p;
+    free(self->m);
+    free(self->v);
+    free(self);
+    *self_p = NULL;
+}
+
+void vl_adam_step(vl_adam_t *self, float *params, const float *grads, float lr)
+{
+    self->t++;
+    // torch's form: p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps).
+    double bc1 = 1.0 - pow(S_BETA1, (double)self->t);
+    double bc2 = 1.0 - pow(S_BETA2, (double)self->t);
+    float step = (float)(lr / bc1), inv_sqrt_bc2 = (float)(1.0 / sqrt(bc2));
+    const float b1 = (float)S_BETA1, b2 = (float)S_BETA2, eps = (float)S_EPS;
+    float *m = self->m, *v = self->v;
+    for (size_t i = 0; i < self->n; i++) {
+        float g = grads[i];
+        m[i] = b1 * m[i] + (1.0f - b1) * g;
+        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+        params[i] -= step * m[i] / (sqrtf(v[i]) * inv_sqrt_bc2 + eps);
+    }
+}
+
+uint64_t vl_adam_steps(const vl_adam_t *self)
+{
+    return self->t;
+}

@@ -1,0 +1,334 @@
+/*  vl_policy: volley's actor-critic network; see vl_policy.h.
+
+    Two vl_mlp nets with CleanRL's PPO initialization (orthogonal weights,
+    gain sqrt(2) on hidden layers, 0.01 on the policy output, 1 on the value
+    output, zero biases), each with its own Adam state: Adam works element by
+    element, so two states stepped together are one optimizer over both.
+
+    Stats are plain means over the minibatch (the header's stats formulas
+    carry no importance weight); the returned loss is weighted by w. With w
+    NULL, loss = policy_loss + vf_coef * value_loss - ent_coef * entropy. */
+#include "vl_policy.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vl_adam.h"
+#include "vl_mlp.h"
+
+#define S_LAYERS      3                       // linear layers per net: two hidden, one output
+#define S_NETS        2                       // policy, value
+#define S_TENSORS     (S_NETS * S_LAYERS * 2) // a weight and a bias per layer
+#define S_HIDDEN_GAIN 1.41421356f             // sqrt(2): keeps the tanh layers' scale
+#define S_PI_GAIN     0.01f                   // a near-uniform initial policy
+#define S_V_GAIN      1.0f                    // values start at the scale of the inputs
+#define S_CLIP_EPS    1e-6f                   // torch's clip_grad_norm_ guard
+
+enum { S_PI, S_V };
+
+static const char *const s_net_names[S_NETS] = {"pi", "v"};
+
+struct vl_policy_s {
+    uint32_t obs_dim;
+    uint32_t num_actions;
+    vl_mlp_t *net[S_NETS];
+    vl_adam_t *adam[S_NETS];
+    float *logits;  // [cap][A]
+    float *dlogits; // [cap][A], log-probs until turned into gradients
+    float *values;  // [cap]
+    float *dvalues; // [cap]
+    uint32_t cap;   // samples the scratch buffers hold
+};
+
+/* Sums over a minibatch, in double so that large n loses nothing. */
+typedef struct {
+    double loss;    // weighted total
+    double surr;    // unweighted clipped surrogate
+    double sq_err;  // unweighted (v - v_target)^2
+    double entropy; // unweighted
+    double kl;      // (ratio - 1) - log ratio
+    double clipped; // samples with |ratio - 1| > clip
+} s_sums_t;
+
+/* Creates one net obs_dim -> hidden -> hidden -> out and its Adam state,
+   initialized from rng. Returns 0, or -1 on no memory. */
+static int s_net_new(vl_policy_t *self, int which, uint32_t hidden, uint32_t out, float out_gain,
+                     vl_rng_t *rng)
+{
+    uint32_t sizes[S_LAYERS + 1] = {self->obs_dim, hidden, hidden, out};
+    self->net[which] = vl_mlp_new(S_LAYERS, sizes);
+    if (!self->net[which] || vl_mlp_init(self->net[which], rng, S_HIDDEN_GAIN, out_gain) != 0)
+        return -1;
+    self->adam[which] = vl_adam_new(vl_mlp_param_count(self->net[which]));
+    return self->adam[which] ? 0 : -1;
+}
+
+vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidden, uint64_t seed)
+{
+    if (obs_dim == 0 || num_actions == 0 || hidden == 0)
+        return NULL;
+    vl_policy_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->obs_dim = obs_dim;
+    self->num_actions = num_actions;
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
+    if (s_net_new(self, S_PI, hidden, num_actions, S_PI_GAIN, &rng) != 0 ||
+        s_net_new(self, S_V, hidden, 1, S_V_GAIN, &rng) != 0)
+        vl_policy_destroy(&self);
+    return self;
+}
+
+void vl_policy_destroy(vl_policy_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    vl_policy_t *self = *self_p;
+    for (int k = 0; k < S_NETS; k++) {
+        vl_mlp_destroy(&self->net[k]);
+        vl_adam_destroy(&self->adam[k]);
+    }
+    free(self->logits);
+    free(self->dlogits);
+    free(self->values);
+    free(self->dvalues);
+    free(self);
+    *self_p = NULL;
+}
+
+uint32_t vl_policy_obs_dim(const vl_policy_t *self)
+{
+    return self->obs_dim;
+}
+
+uint32_t vl_policy_num_actions(const vl_policy_t *self)
+{
+    return self->num_actions;
+}
+
+int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits, float *values)
+{
+    if (logits && vl_mlp_forward(self->net[S_PI], n, obs, logits) != 0)
+        return -1;
+    if (values && vl_mlp_forward(self->net[S_V], n, obs, values) != 0)
+        return -1;
+    return 0;
+}
+
+void vl_log_softmax(const float *logits, uint32_t A, float *logp)
+{
+    float max = logits[0];
+    for (uint32_t j = 1; j < A; j++)
+        if (logits[j] > max)
+            max = logits[j];
+    float sum = 0.0f;
+    for (uint32_t j = 0; j < A; j++)
+        sum += expf(logits[j] - max);
+    // Subtract max first: max + log(sum) would round away small logit gaps.
+    float log_sum = logf(sum);
+    for (uint32_t j = 0; j < A; j++)
+        logp[j] = (logits[j] - max) - log_sum;
+}
+
+void vl_policy_zero_grad(vl_policy_t *self)
+{
+    for (int k = 0; k < S_NETS; k++)
+        vl_mlp_zero_grad(self->net[k]);
+}
+
+/* Grows buf to hold count floats; on failure the old buffer stays. */
+static int s_grow(float **buf, size_t count)
+{
+    float *grown = realloc(*buf, count * sizeof(float));
+    if (!grown)
+        return -1;
+    *buf = grown;
+    return 0;
+}
+
+/* Makes the loss scratch hold n samples. Returns 0, or -1 on no memory. */
+static int s_reserve(vl_policy_t *self, uint32_t n)
+{
+    if (n <= self->cap)
+        return 0;
+    size_t A = self->num_actions;
+    if (s_grow(&self->logits, n * A) != 0 || s_grow(&self->dlogits, n * A) != 0 ||
+        s_grow(&self->values, n) != 0 || s_grow(&self->dvalues, n) != 0)
+        return -1;
+    self->cap = n;
+    return 0;
+}
+
+/* The policy part of one sample of weight wn (w / n): given its logits z
+   [A], writes d(loss)/d(z) into dz [A] and adds its terms into sums. The
+   surrogate min(ratio * adv, clamp(ratio) * adv) has gradient ratio * adv
+   with respect to log pi(a) where its first branch is the smaller (or equal)
+   one, and 0 where the clamped branch wins, as it is then constant. */
+static void s_policy_sample(const vl_loss_params_t *p, uint32_t A, const float *z, int32_t a,
+                            float old_logp, float adv, float wn, float *dz, s_sums_t *sums)
+{
+    vl_log_softmax(z, A, dz);
+    float entropy = 0.0f;
+    for (uint32_t j = 0; j < A; j++)
+        entropy -= expf(dz[j]) * dz[j];
+    float log_ratio = dz[a] - old_logp, ratio = expf(log_ratio);
+    float lo = 1.0f - p->clip, hi = 1.0f + p->clip;
+    float clamped = ratio < lo ? lo : ratio > hi ? hi : ratio;
+    float surr1 = ratio * adv, surr2 = clamped * adv;
+    float surr = surr1 <= surr2 ? surr1 : surr2;
+    float dsurr = surr1 <= surr2 ? surr1 : 0.0f; // d surr / d log pi(a)
+    for (uint32_t j = 0; j < A; j++) {
+        float pj = expf(dz[j]), onehot = (int32_t)j == a ? 1.0f : 0.0f;
+        // -surr through log pi(a); -ent_coef * H through dH/dz_j = -p_j (log p_j + H).
+        dz[j] = wn * (-dsurr * (onehot - pj) + p->ent_coef * pj * (dz[j] + entropy));
+    }
+    sums->loss += (double)wn * (-surr - p->ent_coef * entropy);
+    sums->surr += surr;
+    sums->entropy += entropy;
+    sums->kl += (ratio - 1.0f) - log_ratio;
+    sums->clipped += fabsf(ratio - 1.0f) > p->clip;
+}
+
+/* Turns the sums over n samples into stats. */
+static void s_fill_stats(const s_sums_t *sums, uint32_t n, vl_loss_stats_t *stats)
+{
+    stats->policy_loss = (float)(-sums->surr / n);
+    stats->value_loss = (float)(0.5 * sums->sq_err / n);
+    stats->entropy = (float)(sums->entropy / n);
+    stats->approx_kl = (float)(sums->kl / n);
+    stats->clip_frac = (float)(sums->clipped / n);
+}
+
+float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
+                          const float *obs, const int32_t *actions, const float *old_logp,
+                          const float *adv, const float *v_target, const float *w,
+                          vl_loss_stats_t *stats)
+{
+    s_sums_t sums = {0};
+    if (n == 0) {
+        if (stats)
+            memset(stats, 0, sizeof *stats);
+        return 0.0f;
+    }
+    if (s_reserve(self, n) != 0 || vl_policy_forward(self, n, obs, self->logits, self->values) != 0)
+        return NAN;
+    uint32_t A = self->num_actions;
+    for (uint32_t i = 0; i < n; i++) {
+        assert(actions[i] >= 0 && (uint32_t)actions[i] < A);
+        float wn = (w ? w[i] : 1.0f) / (float)n;
+        s_policy_sample(p, A, self->logits + (size_t)i * A, actions[i], old_logp[i], adv[i], wn,
+                        self->dlogits + (size_t)i * A, &sums);
+        float err = self->values[i] - v_target[i];
+        self->dvalues[i] = p->vf_coef * wn * err;
+        sums.loss += (double)wn * p->vf_coef * 0.5f * err * err;
+        sums.sq_err += (double)err * err;
+    }
+    vl_mlp_backward(self->net[S_PI], n, self->dlogits, NULL);
+    vl_mlp_backward(self->net[S_V], n, self->dvalues, NULL);
+    if (stats)
+        s_fill_stats(&sums, n, stats);
+    return (float)sums.loss;
+}
+
+/* Returns the global L2 norm of the accumulated gradient. */
+static double s_grad_norm(vl_policy_t *self)
+{
+    double sq = 0.0;
+    for (int k = 0; k < S_NETS; k++) {
+        const float *g = vl_mlp_grads(self->net[k]);
+        size_t count = vl_mlp_param_count(self->net[k]);
+        for (size_t i = 0; i < count; i++)
+            sq += (double)g[i] * g[i];
+    }
+    return sqrt(sq);
+}
+
+/* A NaN or infinite gradient would turn every weight into NaN through Adam's
+   moments for good, so such a step is skipped (the norm tells the caller). */
+float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm)
+{
+    double norm = s_grad_norm(self);
+    if (!isfinite(norm))
+        return (float)norm;
+    float scale = max_norm > 0.0f && norm > max_norm ? max_norm / (float)(norm + S_CLIP_EPS) : 1;
+    for (int k = 0; k < S_NETS; k++) {
+        float *g = vl_mlp_grads(self->net[k]);
+        size_t count = vl_mlp_param_count(self->net[k]);
+        if (scale != 1.0f)
+            for (size_t i = 0; i < count; i++)
+                g[i] *= scale;
+        vl_adam_step(self->adam[k], vl_mlp_params(self->net[k]), g, lr);
+    }
+    return (float)norm;
+}
+
+uint32_t vl_policy_tensor_count(const vl_policy_t *self)
+{
+    (void)self;
+    return S_TENSORS;
+}
+
+/* Fills t's name and shape for tensor i and points its data into base, the
+   flat parameter or gradient array of its net. */
+static void s_tensor(vl_policy_t *self, uint32_t i, int grads, vl_tensor_t *t)
+{
+    assert(i < S_TENSORS);
+    uint32_t which = i / (2 * S_LAYERS), layer = i % (2 * S_LAYERS) / 2, bias = i % 2;
+    vl_mlp_t *net = self->net[which];
+    uint32_t in = vl_mlp_size(net, layer), out = vl_mlp_size(net, layer + 1);
+    float *base = grads ? vl_mlp_grads(net) : vl_mlp_params(net);
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, "%s.%u.%s", s_net_names[which], layer,
+             bias ? "bias" : "weight");
+    t->rows = out;
+    t->cols = bias ? 1 : in;
+    t->ndim = bias ? 1 : 2;
+    t->data = base + vl_mlp_weight_offset(net, layer) + (bias ? (size_t)out * in : 0);
+}
+
+void vl_policy_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t)
+{
+    s_tensor(self, i, 0, t);
+}
+
+void vl_policy_grad_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t)
+{
+    s_tensor(self, i, 1, t);
+}
+
+/* Returns the tensor of w that has want's name, shape and data, or NULL.
+   Names from the wire may lack a NUL; strncmp stops at the field's end. */
+static const vl_tensor_t *s_find(const vl_weights_t *w, const vl_tensor_t *want)
+{
+    for (uint32_t k = 0; k < w->n_tensors; k++) {
+        const vl_tensor_t *t = &w->tensors[k];
+        if (strncmp(t->name, want->name, sizeof t->name) != 0)
+            continue;
+        if (t->ndim != want->ndim || t->rows != want->rows || t->cols != want->cols || !t->data)
+            return NULL;
+        return t;
+    }
+    return NULL;
+}
+
+int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
+{
+    if (!w || (w->n_tensors > 0 && !w->tensors))
+        return -1;
+    vl_tensor_t mine;
+    for (uint32_t i = 0; i < S_TENSORS; i++) {
+        vl_policy_tensor(self, i, &mine);
+        if (!s_find(w, &mine))
+            return -1;
+    }
+    for (uint32_t i = 0; i < S_TENSORS; i++) {
+        vl_policy_tensor(self, i, &mine);
+        const vl_tensor_t *t = s_find(w, &mine);
+        memmove(mine.data, t->data, (size_t)mine.rows * mine.cols * sizeof(float));
+    }
+    return 0;
+}
