@@ -19,22 +19,22 @@
 
 struct vl_actor_s {
     vl_actor_config_t c;
-    uint32_t D, A;            // observation size, actions
+    uint32_t D, A; // observation size, actions
     void *ctx, *push, *sub;
     vl_policy_t *policy;
-    uint64_t version;         // weights version acting now
+    uint64_t version; // weights version acting now
     int have_weights;
     uint32_t rounds_on_version; // segments per env cut since those weights came
-    void **envs;              // [n_envs] environment states
-    float *obs;               // [n_envs][D] current observations
-    float *obs_next;          // [D] scratch
-    float *logits;            // [n_envs][A]
-    float *logp_row;          // [A]
-    float *ep_return;         // [n_envs] running episode return
-    uint32_t *ep_len;         // [n_envs]
-    vl_segment_t *segs;       // [n_envs], arrays bound into `arrays`
+    void **envs;                // [n_envs] environment states
+    float *obs;                 // [n_envs][D] current observations
+    float *obs_next;            // [D] scratch
+    float *logits;              // [n_envs][A]
+    float *logp_row;            // [A]
+    float *ep_return;           // [n_envs] running episode return
+    uint32_t *ep_len;           // [n_envs]
+    vl_segment_t *segs;         // [n_envs], arrays bound into `arrays`
     uint8_t *arrays;
-    size_t arrays_size;       // per env
+    size_t arrays_size; // per env
     uint64_t seq;
     vl_rng_t rng;
     vl_limits_t limits;
@@ -44,9 +44,15 @@ struct vl_actor_s {
 
 vl_actor_config_t vl_actor_config_default(void)
 {
-    return (vl_actor_config_t){.broker = "127.0.0.1", .policy = "default",
-                               .env = &vl_cartpole_ops, .n_envs = 8, .horizon = 64,
-                               .hidden = 64, .seed = 1, .max_ahead = 1, .wait_ms = 500};
+    return (vl_actor_config_t){.broker = "127.0.0.1",
+                               .policy = "default",
+                               .env = &vl_cartpole_ops,
+                               .n_envs = 8,
+                               .horizon = 64,
+                               .hidden = 64,
+                               .seed = 1,
+                               .max_ahead = 1,
+                               .wait_ms = 500};
 }
 
 /* Creates and connects a socket to broker port + offset. NULL on error. */
@@ -56,7 +62,7 @@ static void *s_connect(vl_actor_t *self, int type, int offset)
     if (vl_opt_endpoint("actor", self->c.broker, offset, ep, sizeof ep))
         return NULL;
     void *s = zmq_socket(self->ctx, type);
-    int linger = 1000;  // on exit, give queued segments a second to leave
+    int linger = 1000; // on exit, give queued segments a second to leave
     int64_t max = S_MAX_WEIGHTS_BYTES;
     if (s) {
         zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
@@ -251,7 +257,7 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
         zmq_msg_init_data(&msg, buf, size, s_free_buf, NULL);
         if (zmq_msg_send(&msg, self->push, 0) < 0) {
             zmq_msg_close(&msg);
-            return -1;  // EINTR on shutdown, else a real error
+            return -1; // EINTR on shutdown, else a real error
         }
         s->n_episodes = 0;
         self->sent++;

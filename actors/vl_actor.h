@@ -12,17 +12,17 @@
 typedef struct vl_actor_s vl_actor_t;
 
 typedef struct {
-    const char *broker;       // HOST[:PORT] of the broker
-    const char *policy;       // policy id this actor acts for
-    const vl_env_ops_t *env;  // environment to step
-    uint32_t n_envs;          // environments stepped together
-    uint32_t horizon;         // steps per segment
-    uint32_t hidden;          // hidden units; must match the learner's
+    const char *broker;      // HOST[:PORT] of the broker
+    const char *policy;      // policy id this actor acts for
+    const vl_env_ops_t *env; // environment to step
+    uint32_t n_envs;         // environments stepped together
+    uint32_t horizon;        // steps per segment
+    uint32_t hidden;         // hidden units; must match the learner's
     uint32_t actor_id;
     uint64_t seed;
-    uint32_t max_ahead;       // segments per env on one weights version before
-                              // waiting for newer ones (0: never wait)
-    int wait_ms;              // longest such wait, then act on what it has
+    uint32_t max_ahead; // segments per env on one weights version before
+                        // waiting for newer ones (0: never wait)
+    int wait_ms;        // longest such wait, then act on what it has
 } vl_actor_config_t;
 
 /* Returns defaults: cartpole, policy "default", 8 envs, horizon 64, hidden 64. */

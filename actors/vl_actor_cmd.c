@@ -44,37 +44,82 @@ static int s_parse_opt(int opt, const char *arg, vl_actor_config_t *c, int *seed
 {
     long v;
     switch (opt) {
-    case 'b': c->broker = arg; return 0;
-    case 'P': c->policy = arg; return vl_opt_policy("actor", arg);
+    case 'b':
+        c->broker = arg;
+        return 0;
+    case 'P':
+        c->policy = arg;
+        return vl_opt_policy("actor", arg);
     case 'e':
         c->env = vl_env_find(arg);
         if (!c->env)
             fprintf(stderr, "volley actor: unknown --env '%s' (see --help)\n", arg);
         return c->env ? 0 : -1;
-    case 'n': if (vl_opt_long("actor", "envs", arg, 1, 4096, &v)) return -1; c->n_envs = (uint32_t)v; return 0;
-    case 'T': if (vl_opt_long("actor", "horizon", arg, 1, 4096, &v)) return -1; c->horizon = (uint32_t)v; return 0;
-    case 'H': if (vl_opt_long("actor", "hidden", arg, 1, 4096, &v)) return -1; c->hidden = (uint32_t)v; return 0;
-    case 'i': if (vl_opt_long("actor", "id", arg, 0, 0x7fffffff, &v)) return -1; c->actor_id = (uint32_t)v; return 0;
-    case 's': if (vl_opt_long("actor", "seed", arg, 0, 0x7fffffffffffffffL, &v)) return -1; c->seed = (uint64_t)v; *seeded = 1; return 0;
-    case 'k': if (vl_opt_long("actor", "max-ahead", arg, 0, 1000000, &v)) return -1; c->max_ahead = (uint32_t)v; return 0;
-    case 'w': if (vl_opt_long("actor", "wait-ms", arg, 0, 3600000, &v)) return -1; c->wait_ms = (int)v; return 0;
-    case 'q': *level = VL_LOG_WARN; return 0;
-    case 'v': *level = VL_LOG_DEBUG; return 0;
-    case 'h': return 1;
-    default: return -1;
+    case 'n':
+        if (vl_opt_long("actor", "envs", arg, 1, 4096, &v))
+            return -1;
+        c->n_envs = (uint32_t)v;
+        return 0;
+    case 'T':
+        if (vl_opt_long("actor", "horizon", arg, 1, 4096, &v))
+            return -1;
+        c->horizon = (uint32_t)v;
+        return 0;
+    case 'H':
+        if (vl_opt_long("actor", "hidden", arg, 1, 4096, &v))
+            return -1;
+        c->hidden = (uint32_t)v;
+        return 0;
+    case 'i':
+        if (vl_opt_long("actor", "id", arg, 0, 0x7fffffff, &v))
+            return -1;
+        c->actor_id = (uint32_t)v;
+        return 0;
+    case 's':
+        if (vl_opt_long("actor", "seed", arg, 0, 0x7fffffffffffffffL, &v))
+            return -1;
+        c->seed = (uint64_t)v;
+        *seeded = 1;
+        return 0;
+    case 'k':
+        if (vl_opt_long("actor", "max-ahead", arg, 0, 1000000, &v))
+            return -1;
+        c->max_ahead = (uint32_t)v;
+        return 0;
+    case 'w':
+        if (vl_opt_long("actor", "wait-ms", arg, 0, 3600000, &v))
+            return -1;
+        c->wait_ms = (int)v;
+        return 0;
+    case 'q':
+        *level = VL_LOG_WARN;
+        return 0;
+    case 'v':
+        *level = VL_LOG_DEBUG;
+        return 0;
+    case 'h':
+        return 1;
+    default:
+        return -1;
     }
 }
 
 int vl_actor_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"broker", required_argument, 0, 'b'}, {"policy", required_argument, 0, 'P'},
-        {"env", required_argument, 0, 'e'},    {"envs", required_argument, 0, 'n'},
-        {"horizon", required_argument, 0, 'T'}, {"hidden", required_argument, 0, 'H'},
-        {"id", required_argument, 0, 'i'},     {"seed", required_argument, 0, 's'},
-        {"max-ahead", required_argument, 0, 'k'}, {"wait-ms", required_argument, 0, 'w'},
-        {"quiet", no_argument, 0, 'q'},        {"verbose", no_argument, 0, 'v'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+    static const struct option opts[] = {{"broker", required_argument, 0, 'b'},
+                                         {"policy", required_argument, 0, 'P'},
+                                         {"env", required_argument, 0, 'e'},
+                                         {"envs", required_argument, 0, 'n'},
+                                         {"horizon", required_argument, 0, 'T'},
+                                         {"hidden", required_argument, 0, 'H'},
+                                         {"id", required_argument, 0, 'i'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"max-ahead", required_argument, 0, 'k'},
+                                         {"wait-ms", required_argument, 0, 'w'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"verbose", no_argument, 0, 'v'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     vl_actor_config_t c = vl_actor_config_default();
     c.broker = NULL;
     c.actor_id = (uint32_t)getpid();
@@ -87,8 +132,9 @@ int vl_actor_main(int argc, char **argv)
         }
     }
     if (optind < argc || !c.broker) {
-        fprintf(stderr, optind < argc ? "volley actor: unexpected argument '%s'\n"
-                                      : "volley actor: --broker HOST[:PORT] is required%s\n",
+        fprintf(stderr,
+                optind < argc ? "volley actor: unexpected argument '%s'\n"
+                              : "volley actor: --broker HOST[:PORT] is required%s\n",
                 optind < argc ? argv[optind] : "");
         return 2;
     }

@@ -34,7 +34,8 @@ typedef struct {
 static void *s_create(void)
 {
     cartpole_t *self = calloc(1, sizeof(*self));
-    if (self) vl_rng_seed(&self->rng, 0);
+    if (self)
+        vl_rng_seed(&self->rng, 0);
     return self;
 }
 

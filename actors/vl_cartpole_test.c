@@ -35,7 +35,8 @@ static int s_check_step(const double s[4], int action, const double want[4])
     double got[4], ref[4];
     float obs[4];
     int term = -1, trunc = -1, ok = env != NULL;
-    if (!ok) return 0;
+    if (!ok)
+        return 0;
     vl_cartpole_set_state(env, s);
     float reward = ops->step(env, action, obs, &term, &trunc);
     vl_cartpole_get_state(env, got);
@@ -94,7 +95,8 @@ static int s_resets(void *env, int n, float obs[][4])
         vl_cartpole_ops.reset(env, obs[k]);
         vl_cartpole_get_state(env, s);
         for (int i = 0; i < 4; i++)
-            if (!(s[i] >= -0.05 && s[i] < 0.05) || obs[k][i] != (float)s[i]) return -1;
+            if (!(s[i] >= -0.05 && s[i] < 0.05) || obs[k][i] != (float)s[i])
+                return -1;
     }
     return 0;
 }
@@ -152,7 +154,8 @@ static int s_terminates(const double s[4], int action)
     void *env = ops->create();
     float obs[4];
     int term = -1, trunc = -1;
-    if (!env) return -1;
+    if (!env)
+        return -1;
     ops->reset(env, obs);
     vl_cartpole_set_state(env, s);
     float reward = ops->step(env, action, obs, &term, &trunc);
@@ -225,8 +228,10 @@ static int s_balance(const float obs[4])
 static int s_run(void *env, float obs[4], int n, int *term, int *trunc)
 {
     for (int t = 1; t <= n; t++) {
-        if (vl_cartpole_ops.step(env, s_balance(obs), obs, term, trunc) != 1.0f) return -1;
-        if (*term || *trunc) return t;
+        if (vl_cartpole_ops.step(env, s_balance(obs), obs, term, trunc) != 1.0f)
+            return -1;
+        if (*term || *trunc)
+            return t;
     }
     return n;
 }

@@ -7,11 +7,11 @@
 #include <stdint.h>
 
 typedef struct {
-    const char *name;       // what --env takes, e.g. "cartpole"
-    const char *summary;    // one line for --help
-    uint32_t obs_dim;       // floats per observation
-    uint32_t num_actions;   // discrete actions 0 .. num_actions - 1
-    float solved_return;    // mean return over 100 episodes that counts as solved
+    const char *name;     // what --env takes, e.g. "cartpole"
+    const char *summary;  // one line for --help
+    uint32_t obs_dim;     // floats per observation
+    uint32_t num_actions; // discrete actions 0 .. num_actions - 1
+    float solved_return;  // mean return over 100 episodes that counts as solved
     /* Returns a new state, or NULL on no memory. Caller destroys. */
     void *(*create)(void);
     /* Frees the state; safe on NULL. */

@@ -12,11 +12,11 @@
 #include "../common/vl_proc.h"
 #include "../messages/vl_codec.h"
 
-#define S_MAX_LEARNERS 64
-#define S_MAX_TOPICS   256           // last-value cache entries (policies + stats)
-#define S_IDENTITY_MAX 256           // libzmq routing ids are at most 255 bytes
+#define S_MAX_LEARNERS       64
+#define S_MAX_TOPICS         256          // last-value cache entries (policies + stats)
+#define S_IDENTITY_MAX       256          // libzmq routing ids are at most 255 bytes
 #define S_LEARNER_TIMEOUT_NS 5000000000LL // a learner says hello every second
-#define S_BATCH 256                  // messages taken per socket per poll wake-up
+#define S_BATCH              256          // messages taken per socket per poll wake-up
 
 /* Why a segment was dropped: the codec's reasons, then the broker's own. */
 enum { S_DROP_NO_LEARNER = VL_EREASONS, S_DROP_QUEUE_FULL, S_DROP_REASONS };
@@ -25,7 +25,7 @@ typedef struct {
     char policy[VL_POLICY_ID_MAX];
     uint8_t id[S_IDENTITY_MAX];
     size_t id_len;
-    int64_t seen_ns;  // monotonic, last hello
+    int64_t seen_ns; // monotonic, last hello
 } s_learner_t;
 
 typedef struct {
@@ -51,8 +51,8 @@ struct vl_broker_s {
 
 vl_broker_config_t vl_broker_config_default(void)
 {
-    return (vl_broker_config_t){.bind_host = "*", .port = 7600, .max_msg = 64 << 20,
-                                .sndhwm = 1000};
+    return (vl_broker_config_t){
+        .bind_host = "*", .port = 7600, .max_msg = 64 << 20, .sndhwm = 1000};
 }
 
 static const char *s_drop_str(int reason)
@@ -68,8 +68,8 @@ static const char *s_drop_str(int reason)
 static void s_drop(vl_broker_t *self, int reason, const char *policy)
 {
     if (self->dropped[reason]++ == 0)
-        vl_warn("dropping segments: %s (policy '%s'); logged once, counted after", s_drop_str(reason),
-                policy ? policy : "?");
+        vl_warn("dropping segments: %s (policy '%s'); logged once, counted after",
+                s_drop_str(reason), policy ? policy : "?");
 }
 
 /* Creates a socket of the type and binds it at base + offset. NULL on error. */
@@ -110,7 +110,8 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     int one = 1;
     zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(self->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
-    // Every subscription reaches us, repeats included: each is a late joiner to serve from the cache.
+    // Every subscription reaches us, repeats included: each is a late joiner to serve from the
+    // cache.
     zmq_setsockopt(self->xpub, ZMQ_XPUB_VERBOSE, &one, sizeof one);
     // Take everything learners publish, so the cache is filled whoever subscribes.
     uint8_t all = 1;

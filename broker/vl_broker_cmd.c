@@ -31,7 +31,7 @@ static void s_usage(FILE *out)
 int vl_broker_main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"port", required_argument, 0, 'p'},   {"bind", required_argument, 0, 'b'},
+        {"port", required_argument, 0, 'p'},    {"bind", required_argument, 0, 'b'},
         {"max-msg", required_argument, 0, 'm'}, {"hwm", required_argument, 0, 'w'},
         {"quiet", no_argument, 0, 'q'},         {"verbose", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
@@ -46,7 +46,9 @@ int vl_broker_main(int argc, char **argv)
                 return 2;
             c.port = (int)v;
             break;
-        case 'b': c.bind_host = optarg; break;
+        case 'b':
+            c.bind_host = optarg;
+            break;
         case 'm':
             if (vl_opt_long("broker", "max-msg", optarg, 1024, 1L << 31, &v))
                 return 2;
@@ -57,10 +59,18 @@ int vl_broker_main(int argc, char **argv)
                 return 2;
             c.sndhwm = (int)v;
             break;
-        case 'q': level = VL_LOG_WARN; break;
-        case 'v': level = VL_LOG_DEBUG; break;
-        case 'h': s_usage(stdout); return 0;
-        default: s_usage(stderr); return 2;
+        case 'q':
+            level = VL_LOG_WARN;
+            break;
+        case 'v':
+            level = VL_LOG_DEBUG;
+            break;
+        case 'h':
+            s_usage(stdout);
+            return 0;
+        default:
+            s_usage(stderr);
+            return 2;
         }
     }
     if (optind < argc) {

@@ -33,7 +33,7 @@ void vl_log(vl_log_level_t level, const char *fmt, ...)
     if (n > 0 && (size_t)n < sizeof line)
         vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s\n", line);  // one write per record keeps processes' lines whole
+    fprintf(stderr, "%s\n", line); // one write per record keeps processes' lines whole
 }
 
 static int64_t s_clock_ns(clockid_t id)

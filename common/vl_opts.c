@@ -12,15 +12,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, long hi,
-                long *out)
+int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, long hi, long *out)
 {
     char *end = NULL;
     errno = 0;
     long v = text ? strtol(text, &end, 10) : 0;
     if (!text || !*text || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "volley %s: --%s wants a whole number in [%ld, %ld], not '%s'\n", cmd,
-                name, lo, hi, text ? text : "");
+        fprintf(stderr, "volley %s: --%s wants a whole number in [%ld, %ld], not '%s'\n", cmd, name,
+                lo, hi, text ? text : "");
         return -1;
     }
     *out = v;
@@ -34,8 +33,8 @@ int vl_opt_float(const char *cmd, const char *name, const char *text, double lo,
     errno = 0;
     double v = text ? strtod(text, &end) : 0;
     if (!text || !*text || *end || errno || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "volley %s: --%s wants a number in [%g, %g], not '%s'\n", cmd, name, lo,
-                hi, text ? text : "");
+        fprintf(stderr, "volley %s: --%s wants a number in [%g, %g], not '%s'\n", cmd, name, lo, hi,
+                text ? text : "");
         return -1;
     }
     *out = (float)v;

@@ -9,9 +9,9 @@
 
 /* Offsets from the broker's base port: what listens where. */
 enum {
-    VL_PORT_SEGMENTS = 0, // broker PULL, actors PUSH segments
-    VL_PORT_LEARNERS = 1, // broker ROUTER, learners DEALER (hello, segments)
-    VL_PORT_WEIGHTS_IN = 2, // broker XSUB, learners PUB weights and stats
+    VL_PORT_SEGMENTS = 0,    // broker PULL, actors PUSH segments
+    VL_PORT_LEARNERS = 1,    // broker ROUTER, learners DEALER (hello, segments)
+    VL_PORT_WEIGHTS_IN = 2,  // broker XSUB, learners PUB weights and stats
     VL_PORT_WEIGHTS_OUT = 3, // broker XPUB, actors and monitors SUB
     VL_PORT_COUNT = 4
 };
@@ -22,8 +22,7 @@ enum {
 
 /* Parses a whole decimal integer in [lo, hi] into *out. Returns 0, or -1
    after printing "volley <cmd>: --<name> ..." to stderr. */
-int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, long hi,
-                long *out);
+int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, long hi, long *out);
 
 /* Parses a finite float in [lo, hi] into *out. Returns 0, or -1 after
    printing why. */

@@ -16,12 +16,12 @@
 #include "../messages/vl_codec.h"
 
 #define S_MAX_ACTORS 64
-#define S_MAX_ARGS 40
+#define S_MAX_ARGS   40
 
 typedef struct {
     const vl_env_ops_t *env;
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch;
-    const char *lr;      // passed through to the learner when set
+    const char *lr; // passed through to the learner when set
     int verbose;
 } s_up_config_t;
 
@@ -29,8 +29,8 @@ typedef struct {
 typedef struct {
     vl_stats_t last;
     int have;
-    uint64_t prev_steps;  // env steps at the previous progress line
-    double prev_uptime;   // the learner's uptime then, in seconds
+    uint64_t prev_steps; // env steps at the previous progress line
+    double prev_uptime;  // the learner's uptime then, in seconds
 } s_watch_t;
 
 static void s_usage(FILE *out)
@@ -48,32 +48,37 @@ static void s_usage(FILE *out)
             "  --env NAME       environment (default cartpole); built in:\n");
     for (int i = 0; vl_env_at(i); i++)
         fprintf(out, "                     %-10s %s\n", vl_env_at(i)->name, vl_env_at(i)->summary);
-    fprintf(out,
-            "  --actors N       actor processes (default 2)\n"
-            "  --envs N         environments per actor (default 8)\n"
-            "  --port N         broker base port (default 7600; 0 picks free ports)\n"
-            "  --max-steps N    environment-step budget (default 3000000)\n"
-            "  --max-seconds S  wall-clock budget, 0 for none (default 0)\n"
-            "  --seed N         seeds the learner and, offset, each actor (default 1)\n"
-            "  --horizon T      steps per segment (default 64)\n"
-            "  --hidden H       hidden units per layer (default 64)\n"
-            "  --batch N        segments per update (default: actors x envs)\n"
-            "  --lr X           learning rate (default: the learner's)\n"
-            "  --verbose        let the processes log what they do\n"
-            "  -h, --help       this text\n");
+    fprintf(out, "  --actors N       actor processes (default 2)\n"
+                 "  --envs N         environments per actor (default 8)\n"
+                 "  --port N         broker base port (default 7600; 0 picks free ports)\n"
+                 "  --max-steps N    environment-step budget (default 3000000)\n"
+                 "  --max-seconds S  wall-clock budget, 0 for none (default 0)\n"
+                 "  --seed N         seeds the learner and, offset, each actor (default 1)\n"
+                 "  --horizon T      steps per segment (default 64)\n"
+                 "  --hidden H       hidden units per layer (default 64)\n"
+                 "  --batch N        segments per update (default: actors x envs)\n"
+                 "  --lr X           learning rate (default: the learner's)\n"
+                 "  --verbose        let the processes log what they do\n"
+                 "  -h, --help       this text\n");
 }
 
 /* Parses flags into c. Returns 0, 1 after --help, or -1 on bad input. */
 static int s_parse(int argc, char **argv, s_up_config_t *c)
 {
-    static const struct option opts[] = {
-        {"env", required_argument, 0, 'e'},     {"actors", required_argument, 0, 'a'},
-        {"envs", required_argument, 0, 'n'},    {"port", required_argument, 0, 'p'},
-        {"max-steps", required_argument, 0, 'S'}, {"max-seconds", required_argument, 0, 'X'},
-        {"seed", required_argument, 0, 's'},    {"horizon", required_argument, 0, 'T'},
-        {"hidden", required_argument, 0, 'H'},  {"batch", required_argument, 0, 'B'},
-        {"lr", required_argument, 0, 'l'},      {"verbose", no_argument, 0, 'v'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const struct option opts[] = {{"env", required_argument, 0, 'e'},
+                                         {"actors", required_argument, 0, 'a'},
+                                         {"envs", required_argument, 0, 'n'},
+                                         {"port", required_argument, 0, 'p'},
+                                         {"max-steps", required_argument, 0, 'S'},
+                                         {"max-seconds", required_argument, 0, 'X'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"horizon", required_argument, 0, 'T'},
+                                         {"hidden", required_argument, 0, 'H'},
+                                         {"batch", required_argument, 0, 'B'},
+                                         {"lr", required_argument, 0, 'l'},
+                                         {"verbose", no_argument, 0, 'v'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int opt, bad = 0;
     float lr;
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -84,19 +89,46 @@ static int s_parse(int argc, char **argv, s_up_config_t *c)
                 fprintf(stderr, "volley up: unknown --env '%s' (see --help)\n", optarg);
             bad = !c->env;
             break;
-        case 'a': bad = vl_opt_long("up", "actors", optarg, 1, S_MAX_ACTORS, &c->actors); break;
-        case 'n': bad = vl_opt_long("up", "envs", optarg, 1, 4096, &c->envs); break;
-        case 'p': bad = vl_opt_long("up", "port", optarg, 0, 65535 - VL_PORT_COUNT, &c->port); break;
-        case 'S': bad = vl_opt_long("up", "max-steps", optarg, 1, 1L << 50, &c->max_steps); break;
-        case 'X': bad = vl_opt_long("up", "max-seconds", optarg, 0, 1L << 30, &c->max_seconds); break;
-        case 's': bad = vl_opt_long("up", "seed", optarg, 0, 1L << 40, &c->seed); break;
-        case 'T': bad = vl_opt_long("up", "horizon", optarg, 1, 4096, &c->horizon); break;
-        case 'H': bad = vl_opt_long("up", "hidden", optarg, 1, 4096, &c->hidden); break;
-        case 'B': bad = vl_opt_long("up", "batch", optarg, 1, 65536, &c->batch); break;
-        case 'l': bad = vl_opt_float("up", "lr", optarg, 0, 1, &lr); c->lr = optarg; break;
-        case 'v': c->verbose = 1; break;
-        case 'h': s_usage(stdout); return 1;
-        default: s_usage(stderr); return -1;
+        case 'a':
+            bad = vl_opt_long("up", "actors", optarg, 1, S_MAX_ACTORS, &c->actors);
+            break;
+        case 'n':
+            bad = vl_opt_long("up", "envs", optarg, 1, 4096, &c->envs);
+            break;
+        case 'p':
+            bad = vl_opt_long("up", "port", optarg, 0, 65535 - VL_PORT_COUNT, &c->port);
+            break;
+        case 'S':
+            bad = vl_opt_long("up", "max-steps", optarg, 1, 1L << 50, &c->max_steps);
+            break;
+        case 'X':
+            bad = vl_opt_long("up", "max-seconds", optarg, 0, 1L << 30, &c->max_seconds);
+            break;
+        case 's':
+            bad = vl_opt_long("up", "seed", optarg, 0, 1L << 40, &c->seed);
+            break;
+        case 'T':
+            bad = vl_opt_long("up", "horizon", optarg, 1, 4096, &c->horizon);
+            break;
+        case 'H':
+            bad = vl_opt_long("up", "hidden", optarg, 1, 4096, &c->hidden);
+            break;
+        case 'B':
+            bad = vl_opt_long("up", "batch", optarg, 1, 65536, &c->batch);
+            break;
+        case 'l':
+            bad = vl_opt_float("up", "lr", optarg, 0, 1, &lr);
+            c->lr = optarg;
+            break;
+        case 'v':
+            c->verbose = 1;
+            break;
+        case 'h':
+            s_usage(stdout);
+            return 1;
+        default:
+            s_usage(stderr);
+            return -1;
         }
     }
     if (!bad && optind < argc) {
@@ -224,9 +256,9 @@ static void s_progress(s_watch_t *w)
     double sps = dt > 0 ? (double)(s->env_steps - w->prev_steps) / dt : 0;
     printf("steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%.1f/%u version=%llu "
            "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%llu\n",
-           (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes,
-           s->mean_return, s->lag_mean, s->lag_max, (unsigned long long)s->version,
-           s->policy_loss, s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
+           (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes, s->mean_return,
+           s->lag_mean, s->lag_max, (unsigned long long)s->version, s->policy_loss, s->value_loss,
+           s->entropy, (unsigned long long)s->segments_dropped);
     fflush(stdout);
     w->prev_steps = s->env_steps;
     w->prev_uptime = s->uptime_s;
@@ -244,7 +276,10 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
         int status, dead = vl_proc_reap(pids, n, &status);
         if (dead >= 0) {
             fprintf(stderr, "volley up: the %s process stopped (status %d); stopping the run\n",
-                    dead == 0 ? "broker" : dead == 1 ? "learner" : "actor", status);
+                    dead == 0   ? "broker"
+                    : dead == 1 ? "learner"
+                                : "actor",
+                    status);
             return 1;
         }
         int64_t now = vl_now_ns();
@@ -260,8 +295,8 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
             (c->max_seconds && secs >= (double)c->max_seconds)) {
             printf("not solved: budget spent after %llu steps in %.1f s "
                    "(mean return %.1f over %u episodes, %s needs %.0f over 100)\n",
-                   (unsigned long long)s->env_steps, secs, s->mean_return, s->window,
-                   c->env->name, c->env->solved_return);
+                   (unsigned long long)s->env_steps, secs, s->mean_return, s->window, c->env->name,
+                   c->env->solved_return);
             return 1;
         }
         if (now >= next_line) {
@@ -275,8 +310,14 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
 
 int vl_up_main(int argc, char **argv)
 {
-    s_up_config_t c = {.env = &vl_cartpole_ops, .actors = 2, .envs = 8, .port = VL_DEFAULT_PORT,
-                       .horizon = 64, .hidden = 64, .seed = 1, .max_steps = 3000000};
+    s_up_config_t c = {.env = &vl_cartpole_ops,
+                       .actors = 2,
+                       .envs = 8,
+                       .port = VL_DEFAULT_PORT,
+                       .horizon = 64,
+                       .hidden = 64,
+                       .seed = 1,
+                       .max_steps = 3000000};
     int rc = s_parse(argc, argv, &c);
     if (rc != 0)
         return rc > 0 ? 0 : 2;

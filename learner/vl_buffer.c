@@ -9,16 +9,16 @@
 
 struct vl_buffer_s {
     pthread_mutex_t lock;
-    pthread_cond_t ready;    // signalled when committed segments reach `want`
+    pthread_cond_t ready; // signalled when committed segments reach `want`
     uint32_t capacity;
-    size_t slot_size;        // bytes of array storage per slot
-    uint8_t *storage;        // [capacity][slot_size]
-    vl_segment_t *segs;      // [capacity] headers of committed segments
-    int *free_stack;         // [capacity] free slots
+    size_t slot_size;   // bytes of array storage per slot
+    uint8_t *storage;   // [capacity][slot_size]
+    vl_segment_t *segs; // [capacity] headers of committed segments
+    int *free_stack;    // [capacity] free slots
     int n_free;
-    int *fifo;               // [capacity] committed slots, oldest at head
+    int *fifo; // [capacity] committed slots, oldest at head
     int head, n_waiting;
-    int want;                // segments the trainer waits for, 0 if none waits
+    int want; // segments the trainer waits for, 0 if none waits
     int woken;
     uint64_t evicted;
 };

@@ -51,7 +51,7 @@ static void test_take_times_out_short(void)
     VL_CHECK(s_put(b, 1) >= 0);
     int slots[2];
     VL_CHECK(vl_buffer_take(b, 2, 20, slots) == 0);
-    VL_CHECK(vl_buffer_waiting(b) == 1);  // nothing taken on a timeout
+    VL_CHECK(vl_buffer_waiting(b) == 1); // nothing taken on a timeout
     vl_buffer_destroy(&b);
 }
 
@@ -63,7 +63,7 @@ static void test_full_evicts_oldest(void)
     VL_CHECK(vl_buffer_evicted(b) == 2);
     int slots[4];
     VL_CHECK(vl_buffer_take(b, 4, 0, slots) == 4);
-    VL_CHECK(vl_buffer_segment(b, slots[0])->obs[0] == 2.0f);  // 0 and 1 were evicted
+    VL_CHECK(vl_buffer_segment(b, slots[0])->obs[0] == 2.0f); // 0 and 1 were evicted
     VL_CHECK(vl_buffer_segment(b, slots[3])->obs[0] == 5.0f);
     vl_buffer_destroy(&b);
 }
@@ -75,7 +75,7 @@ static void test_taken_slots_are_never_claimed(void)
     VL_CHECK(s_put(b, 2) >= 0);
     int slots[2];
     VL_CHECK(vl_buffer_take(b, 2, 0, slots) == 2);
-    VL_CHECK(s_put(b, 3) == -1);  // both slots are being trained on
+    VL_CHECK(s_put(b, 3) == -1); // both slots are being trained on
     vl_buffer_release(b, slots, 2);
     VL_CHECK(s_put(b, 3) >= 0);
     vl_buffer_destroy(&b);

@@ -16,17 +16,17 @@
 #include "vl_buffer.h"
 #include "vl_trainer.h"
 
-#define S_WINDOW 100                 // episodes in the reported mean return
-#define S_HELLO_NS 1000000000LL      // hello to the broker every second
-#define S_REPORT_NS 1000000000LL     // weights heartbeat and stats every second
-#define S_MAX_MSG (64 << 20)         // largest segment accepted from the broker
+#define S_WINDOW    100          // episodes in the reported mean return
+#define S_HELLO_NS  1000000000LL // hello to the broker every second
+#define S_REPORT_NS 1000000000LL // weights heartbeat and stats every second
+#define S_MAX_MSG   (64 << 20)   // largest segment accepted from the broker
 
 /* What the ingest thread counts; the train thread reads it under the lock. */
 typedef struct {
     pthread_mutex_t lock;
     uint64_t env_steps, episodes, accepted;
-    uint64_t refused[VL_EREASONS];   // by reason
-    float returns[S_WINDOW];         // ring of the last episodes' returns
+    uint64_t refused[VL_EREASONS]; // by reason
+    float returns[S_WINDOW];       // ring of the last episodes' returns
     uint32_t n_returns, next_return;
 } s_ingest_stats_t;
 
@@ -34,7 +34,7 @@ struct vl_learner_s {
     vl_learner_config_t c;
     uint32_t D, A;
     void *ctx;
-    void *pub;                 // train thread: weights and stats to the broker
+    void *pub; // train thread: weights and stats to the broker
     vl_buffer_t *buf;
     vl_trainer_t *trainer;
     pthread_t ingest;
@@ -52,13 +52,26 @@ struct vl_learner_s {
 
 vl_learner_config_t vl_learner_config_default(void)
 {
-    return (vl_learner_config_t){.broker = "127.0.0.1", .policy = "default",
-                                 .env = &vl_cartpole_ops, .horizon = 64, .hidden = 64,
-                                 .batch_segments = 16, .capacity = 64, .epochs = 4,
-                                 .minibatch = 256, .max_lag = 4, .lr = 1e-3f, .gamma = 0.99f,
-                                 .lambda = 0.95f, .clip = 0.2f, .ent_coef = 0.01f,
-                                 .vf_coef = 0.5f, .max_grad_norm = 0.5f, .rho_bar = 1.0f,
-                                 .c_bar = 1.0f, .seed = 1};
+    return (vl_learner_config_t){.broker = "127.0.0.1",
+                                 .policy = "default",
+                                 .env = &vl_cartpole_ops,
+                                 .horizon = 64,
+                                 .hidden = 64,
+                                 .batch_segments = 16,
+                                 .capacity = 64,
+                                 .epochs = 4,
+                                 .minibatch = 256,
+                                 .max_lag = 4,
+                                 .lr = 1e-3f,
+                                 .gamma = 0.99f,
+                                 .lambda = 0.95f,
+                                 .clip = 0.2f,
+                                 .ent_coef = 0.01f,
+                                 .vf_coef = 0.5f,
+                                 .max_grad_norm = 0.5f,
+                                 .rho_bar = 1.0f,
+                                 .c_bar = 1.0f,
+                                 .seed = 1};
 }
 
 /* Creates and connects a socket to broker port + offset. NULL on error. */

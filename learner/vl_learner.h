@@ -25,7 +25,7 @@ typedef struct {
     uint32_t minibatch;      // samples per Adam step
     uint32_t max_lag;        // segments older than this many versions are dropped
     float lr, gamma, lambda, clip, ent_coef, vf_coef, max_grad_norm;
-    float rho_bar, c_bar;    // V-trace clips (pg clip = rho_bar)
+    float rho_bar, c_bar; // V-trace clips (pg clip = rho_bar)
     uint64_t seed;
 } vl_learner_config_t;
 

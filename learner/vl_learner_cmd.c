@@ -12,14 +12,16 @@
 /* A numeric flag: where it goes in the config and what it accepts. */
 typedef struct {
     const char *name;
-    size_t offset;   // into vl_learner_config_t
-    int is_float;    // else uint32_t (or uint64_t for seed)
+    size_t offset; // into vl_learner_config_t
+    int is_float;  // else uint32_t (or uint64_t for seed)
     double lo, hi;
     const char *help;
 } s_num_opt_t;
 
-#define S_OPT(name, field, is_float, lo, hi, help)                                            \
-    {name, offsetof(vl_learner_config_t, field), is_float, lo, hi, help}
+#define S_OPT(name, field, is_float, lo, hi, help)                                                 \
+    {                                                                                              \
+        name, offsetof(vl_learner_config_t, field), is_float, lo, hi, help                         \
+    }
 
 static const s_num_opt_t s_nums[] = {
     S_OPT("horizon", horizon, 0, 1, 4096, "steps per segment (64)"),

@@ -12,18 +12,18 @@ struct vl_trainer_s {
     vl_learner_config_t c;
     uint32_t D, A, T;
     vl_policy_t *policy;
-    vl_rng_t rng;              // minibatch shuffling
-    float *obs;                // [n][T+1][D]
-    float *logits;             // [n][T+1][A]
-    float *values;             // [n][T+1]
-    float *logp_row;           // [A]
-    float *rewards, *dones;    // [n][T]
-    float *log_rhos, *old_logp, *vs, *adv;  // [n][T]
-    int32_t *actions;          // [n][T]
-    uint32_t *perm;            // [n*T]
-    float *mb_obs;             // [minibatch][D]
-    float *mb_old_logp, *mb_adv, *mb_vs;    // [minibatch]
-    int32_t *mb_actions;       // [minibatch]
+    vl_rng_t rng;                          // minibatch shuffling
+    float *obs;                            // [n][T+1][D]
+    float *logits;                         // [n][T+1][A]
+    float *values;                         // [n][T+1]
+    float *logp_row;                       // [A]
+    float *rewards, *dones;                // [n][T]
+    float *log_rhos, *old_logp, *vs, *adv; // [n][T]
+    int32_t *actions;                      // [n][T]
+    uint32_t *perm;                        // [n*T]
+    float *mb_obs;                         // [minibatch][D]
+    float *mb_old_logp, *mb_adv, *mb_vs;   // [minibatch]
+    int32_t *mb_actions;                   // [minibatch]
 };
 
 vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t A)
@@ -35,16 +35,15 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t 
     self->D = D;
     self->A = A;
     self->T = c->horizon;
-    size_t n = c->batch_segments, T = c->horizon, rows = n * (T + 1), N = n * T,
-           M = c->minibatch;
+    size_t n = c->batch_segments, T = c->horizon, rows = n * (T + 1), N = n * T, M = c->minibatch;
     vl_rng_seed(&self->rng, c->seed ^ 0x5eed5eedULL);
     self->policy = vl_policy_new(D, A, c->hidden, c->seed);
     self->obs = malloc(rows * D * sizeof(float));
     self->logits = malloc(rows * A * sizeof(float));
     self->values = malloc(rows * sizeof(float));
     self->logp_row = malloc(A * sizeof(float));
-    float **arrays[] = {&self->rewards, &self->dones, &self->log_rhos,
-                        &self->old_logp, &self->vs, &self->adv};
+    float **arrays[] = {&self->rewards,  &self->dones, &self->log_rhos,
+                        &self->old_logp, &self->vs,    &self->adv};
     int ok = self->policy && self->obs && self->logits && self->values && self->logp_row;
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ok &= (*arrays[i] = malloc(N * sizeof(float))) != NULL;
@@ -67,10 +66,10 @@ void vl_trainer_destroy(vl_trainer_t **self_p)
     if (!self)
         return;
     vl_policy_destroy(&self->policy);
-    void *bufs[] = {self->obs,      self->logits,  self->values,     self->logp_row,
-                    self->rewards,  self->dones,   self->log_rhos,   self->old_logp,
-                    self->vs,       self->adv,     self->actions,    self->perm,
-                    self->mb_obs,   self->mb_adv,  self->mb_old_logp, self->mb_vs,
+    void *bufs[] = {self->obs,       self->logits, self->values,      self->logp_row,
+                    self->rewards,   self->dones,  self->log_rhos,    self->old_logp,
+                    self->vs,        self->adv,    self->actions,     self->perm,
+                    self->mb_obs,    self->mb_adv, self->mb_old_logp, self->mb_vs,
                     self->mb_actions};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
@@ -112,8 +111,10 @@ static float s_targets(vl_trainer_t *self, int n)
             self->log_rhos[k] = self->old_logp[k] - self->log_rhos[k];
         }
     }
-    vl_vtrace_params_t p = {.gamma = self->c.gamma, .lambda = self->c.lambda,
-                            .rho_bar = self->c.rho_bar, .c_bar = self->c.c_bar,
+    vl_vtrace_params_t p = {.gamma = self->c.gamma,
+                            .lambda = self->c.lambda,
+                            .rho_bar = self->c.rho_bar,
+                            .c_bar = self->c.c_bar,
                             .pg_rho_bar = self->c.rho_bar};
     vl_vtrace(&p, n, (int)T, self->values, self->rewards, self->dones, self->log_rhos, self->vs,
               self->adv);
@@ -168,8 +169,8 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
     if (mean_abs_adv < 0)
         return -1;
     uint32_t N = (uint32_t)n * self->T, M = self->c.minibatch;
-    vl_loss_params_t lp = {.clip = self->c.clip, .vf_coef = self->c.vf_coef,
-                           .ent_coef = self->c.ent_coef};
+    vl_loss_params_t lp = {
+        .clip = self->c.clip, .vf_coef = self->c.vf_coef, .ent_coef = self->c.ent_coef};
     vl_update_stats_t acc = {0};
     int steps = 0;
     for (uint32_t e = 0; e < self->c.epochs; e++) {
@@ -181,9 +182,9 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
             s_gather_minibatch(self, from, m);
             vl_loss_stats_t ls;
             vl_policy_zero_grad(self->policy);
-            float loss = vl_policy_loss_grad(self->policy, &lp, m, self->mb_obs,
-                                             self->mb_actions, self->mb_old_logp, self->mb_adv,
-                                             self->mb_vs, NULL, &ls);
+            float loss =
+                vl_policy_loss_grad(self->policy, &lp, m, self->mb_obs, self->mb_actions,
+                                    self->mb_old_logp, self->mb_adv, self->mb_vs, NULL, &ls);
             if (isnan(loss))
                 return -1;
             vl_policy_adam_step(self->policy, self->c.lr, self->c.max_grad_norm);

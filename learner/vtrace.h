@@ -14,8 +14,7 @@ typedef struct {
 /* n segments of horizon T, row-major: values [n][T+1] (last column is the
    bootstrap value), rewards, dones, log_rhos [n][T]; done[t] = 1 when the
    episode ended after action t. Writes vs and pg_adv, each [n][T]. */
-void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values,
-               const float *rewards, const float *dones, const float *log_rhos, float *vs,
-               float *pg_adv);
+void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, const float *rewards,
+               const float *dones, const float *log_rhos, float *vs, float *pg_adv);
 
 #endif

@@ -8,25 +8,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VL_SCHEMA_VERSION 1
-#define VL_POLICY_ID_MAX  64  // bytes, including the terminating NUL
+#define VL_SCHEMA_VERSION  1
+#define VL_POLICY_ID_MAX   64 // bytes, including the terminating NUL
 #define VL_TENSOR_NAME_MAX 32 // bytes, including the terminating NUL
-#define VL_OBS_NDIM_MAX   4
+#define VL_OBS_NDIM_MAX    4
 
 /* Why a message was refused. VL_OK is 0; the others index counters. */
 typedef enum {
     VL_OK = 0,
-    VL_EPROTO,    // not a parsable protobuf message (truncated, garbage)
-    VL_EVERSION,  // schema field is not VL_SCHEMA_VERSION
-    VL_ETOOBIG,   // a declared size exceeds the configured limits
-    VL_ESHAPE,    // declared sizes disagree with each other or with the data
-    VL_ELZ4,      // LZ4 payload corrupt or decompresses to the wrong size
-    VL_ENONFINITE,// NaN or Inf in a float field
-    VL_EACTION,   // action outside [0, num_actions)
-    VL_EDONE,     // done flag other than 0 or 1, or log-prob > 0
-    VL_EPOLICY,   // policy id empty, too long or not printable
-    VL_EMISMATCH, // well formed, but not what this receiver serves (shape, horizon)
-    VL_EREASONS   // count of reasons, not a reason
+    VL_EPROTO,     // not a parsable protobuf message (truncated, garbage)
+    VL_EVERSION,   // schema field is not VL_SCHEMA_VERSION
+    VL_ETOOBIG,    // a declared size exceeds the configured limits
+    VL_ESHAPE,     // declared sizes disagree with each other or with the data
+    VL_ELZ4,       // LZ4 payload corrupt or decompresses to the wrong size
+    VL_ENONFINITE, // NaN or Inf in a float field
+    VL_EACTION,    // action outside [0, num_actions)
+    VL_EDONE,      // done flag other than 0 or 1, or log-prob > 0
+    VL_EPOLICY,    // policy id empty, too long or not printable
+    VL_EMISMATCH,  // well formed, but not what this receiver serves (shape, horizon)
+    VL_EREASONS    // count of reasons, not a reason
 } vl_reason_t;
 
 /* Returns a short constant description of a reason ("malformed protobuf", ...). */
@@ -34,11 +34,11 @@ const char *vl_reason_str(vl_reason_t reason);
 
 /* Limits a decoder enforces before allocating or decompressing anything. */
 typedef struct {
-    uint32_t max_horizon;     // e.g. 4096
-    uint32_t max_obs_dim;     // product of obs_shape, e.g. 1 << 16
-    uint32_t max_actions;     // e.g. 1024
-    uint32_t max_tensors;     // per Weights message, e.g. 64
-    uint32_t max_tensor_elems;// per tensor, e.g. 1 << 24
+    uint32_t max_horizon;      // e.g. 4096
+    uint32_t max_obs_dim;      // product of obs_shape, e.g. 1 << 16
+    uint32_t max_actions;      // e.g. 1024
+    uint32_t max_tensors;      // per Weights message, e.g. 64
+    uint32_t max_tensor_elems; // per tensor, e.g. 1 << 24
 } vl_limits_t;
 
 /* Returns sane default limits. */
@@ -51,20 +51,20 @@ typedef struct {
     uint64_t seq;
     char policy_id[VL_POLICY_ID_MAX];
     uint64_t policy_version;
-    uint32_t horizon;                     // T
+    uint32_t horizon; // T
     uint32_t obs_ndim;
     uint32_t obs_shape[VL_OBS_NDIM_MAX];
-    uint32_t obs_dim;                     // product of obs_shape
+    uint32_t obs_dim; // product of obs_shape
     uint32_t num_actions;
     int64_t send_ns;
-    float *obs;                           // [(T + 1) * obs_dim]
-    int32_t *actions;                     // [T]
-    float *rewards;                       // [T]
-    float *dones;                         // [T]
-    float *logp;                          // [T]
-    uint32_t n_episodes;                  // <= T
-    float *episode_returns;               // [n_episodes]
-    uint32_t *episode_lengths;            // [n_episodes]
+    float *obs;                // [(T + 1) * obs_dim]
+    int32_t *actions;          // [T]
+    float *rewards;            // [T]
+    float *dones;              // [T]
+    float *logp;               // [T]
+    uint32_t n_episodes;       // <= T
+    float *episode_returns;    // [n_episodes]
+    uint32_t *episode_lengths; // [n_episodes]
 } vl_segment_t;
 
 /* Returns the bytes of array storage a segment of horizon T and obs_dim D
@@ -97,8 +97,8 @@ typedef struct {
     char name[VL_TENSOR_NAME_MAX];
     uint32_t rows;
     uint32_t cols;
-    uint32_t ndim;   // 1 or 2
-    float *data;     // rows * cols floats
+    uint32_t ndim; // 1 or 2
+    float *data;   // rows * cols floats
 } vl_tensor_t;
 
 /* Decoded weights; vl_weights_decode allocates, vl_weights_destroy frees. */
@@ -106,7 +106,7 @@ typedef struct {
     char policy_id[VL_POLICY_ID_MAX];
     uint64_t version;
     uint32_t n_tensors;
-    vl_tensor_t *tensors;  // owned
+    vl_tensor_t *tensors; // owned
 } vl_weights_t;
 
 /* Encodes a policy's tensors at a version into a new buffer.
