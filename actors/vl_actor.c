@@ -55,6 +55,16 @@ vl_actor_config_t vl_actor_config_default(void)
                                .wait_ms = 500};
 }
 
+/* Returns the seed of one random stream of this actor (0: action sampling,
+   1 + i: environment i), distinct across actor ids under one --seed. */
+static uint64_t s_stream_seed(const vl_actor_config_t *c, uint64_t stream)
+{
+    uint64_t x = c->seed;
+    x = vl_splitmix64(&x) ^ c->actor_id;
+    x = vl_splitmix64(&x) ^ stream;
+    return vl_splitmix64(&x);
+}
+
 /* Creates and connects a socket to broker port + offset. NULL on error. */
 static void *s_connect(vl_actor_t *self, int type, int offset)
 {
@@ -98,7 +108,7 @@ static int s_alloc(vl_actor_t *self)
         self->envs[i] = self->c.env->create();
         if (!self->envs[i])
             return -1;
-        self->c.env->seed(self->envs[i], self->c.seed * 1000003ULL + i);
+        self->c.env->seed(self->envs[i], s_stream_seed(&self->c, 1 + i));
         self->c.env->reset(self->envs[i], self->obs + (size_t)i * D);
         vl_segment_t *s = &self->segs[i];
         s->actor_id = self->c.actor_id;
@@ -123,7 +133,7 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     self->D = c->env->obs_dim;
     self->A = c->env->num_actions;
     self->limits = vl_limits_default();
-    vl_rng_seed(&self->rng, c->seed ^ ((uint64_t)c->actor_id << 32));
+    vl_rng_seed(&self->rng, s_stream_seed(c, 0));
     self->policy = vl_policy_new(self->D, self->A, c->hidden, c->seed);
     self->ctx = zmq_ctx_new();
     if (!self->policy || !self->ctx || s_alloc(self) != 0)

@@ -19,7 +19,7 @@ typedef struct {
     uint32_t horizon;        // steps per segment
     uint32_t hidden;         // hidden units; must match the learner's
     uint32_t actor_id;
-    uint64_t seed;
+    uint64_t seed;      // mixed with actor_id: one --seed serves a fleet
     uint32_t max_ahead; // segments per env on one weights version before
                         // waiting for newer ones (0: never wait)
     int wait_ms;        // longest such wait, then act on what it has

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <netinet/in.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,4 +98,69 @@ int vl_free_base_port(int from)
             return base;
     }
     return -1;
+}
+
+int vl_opt_set(const char *cmd, const vl_num_opt_t *o, void *config, const char *text)
+{
+    char *field = (char *)config + o->offset;
+    if (o->kind == VL_OPT_FLOAT)
+        return vl_opt_float(cmd, o->name, text, o->lo, o->hi, (float *)field);
+    long v;
+    if (vl_opt_long(cmd, o->name, text, (long)o->lo, (long)o->hi, &v))
+        return -1;
+    switch (o->kind) {
+    case VL_OPT_U32:
+        *(uint32_t *)field = (uint32_t)v;
+        break;
+    case VL_OPT_U64:
+        *(uint64_t *)field = (uint64_t)v;
+        break;
+    case VL_OPT_INT:
+        *(int *)field = (int)v;
+        break;
+    default:
+        *(long *)field = v;
+        break;
+    }
+    return 0;
+}
+
+/* Formats the field o describes in config as text. */
+static void s_format(const vl_num_opt_t *o, const void *config, char *out, size_t size)
+{
+    const char *field = (const char *)config + o->offset;
+    switch (o->kind) {
+    case VL_OPT_FLOAT:
+        snprintf(out, size, "%g", (double)*(const float *)field);
+        break;
+    case VL_OPT_U32:
+        snprintf(out, size, "%u", *(const uint32_t *)field);
+        break;
+    case VL_OPT_U64:
+        snprintf(out, size, "%llu", (unsigned long long)*(const uint64_t *)field);
+        break;
+    case VL_OPT_INT:
+        snprintf(out, size, "%d", *(const int *)field);
+        break;
+    default:
+        snprintf(out, size, "%ld", *(const long *)field);
+        break;
+    }
+}
+
+void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaults)
+{
+    for (int i = 0; i < n; i++) {
+        char flag[40], value[32];
+        snprintf(flag, sizeof flag, "--%s N", opts[i].name);
+        s_format(&opts[i], defaults, value, sizeof value);
+        fprintf(out, "  %-18s %s (default %s)\n", flag, opts[i].help, value);
+    }
+}
+
+int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = (struct option){opts[i].name, required_argument, NULL, base + i};
+    return n;
 }

@@ -3,7 +3,9 @@
 #ifndef VL_OPTS_H
 #define VL_OPTS_H
 
+#include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define VL_DEFAULT_PORT 7600
 
@@ -40,5 +42,35 @@ int vl_opt_policy(const char *cmd, const char *policy);
 /* Finds a base port on 127.0.0.1 with VL_PORT_COUNT consecutive free TCP
    ports, trying from `from` upward. Returns it, or -1. */
 int vl_free_base_port(int from);
+
+/* How a numeric flag's field is stored. */
+typedef enum { VL_OPT_U32, VL_OPT_U64, VL_OPT_INT, VL_OPT_LONG, VL_OPT_FLOAT } vl_opt_kind_t;
+
+/* A numeric flag of a command: the config field it sets and what it accepts.
+   Commands keep a table of these instead of a switch per flag. */
+typedef struct {
+    const char *name; // the flag without "--"
+    vl_opt_kind_t kind;
+    size_t offset;    // of the field in the command's config struct
+    double lo, hi;    // accepted range, inclusive
+    const char *help; // one line; --help appends the default
+} vl_num_opt_t;
+
+#define VL_NUM_OPT(type, name, kind, field, lo, hi, help)                                          \
+    {                                                                                              \
+        name, kind, offsetof(type, field), lo, hi, help                                            \
+    }
+
+/* Parses text into the config field o describes. Returns 0, or -1 after
+   printing why. */
+int vl_opt_set(const char *cmd, const vl_num_opt_t *o, void *config, const char *text);
+
+/* Prints one help line per flag, "  --name  help (default V)", V read from
+   the defaults config. */
+void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaults);
+
+/* Writes getopt_long entries for the n flags into out, each returning
+   base + its index. Returns n. */
+int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out);
 
 #endif

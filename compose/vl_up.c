@@ -33,102 +33,77 @@ typedef struct {
     double prev_uptime;  // the learner's uptime then, in seconds
 } s_watch_t;
 
+#define S_OPT(name, field, lo, hi, help)                                                           \
+    VL_NUM_OPT(s_up_config_t, name, VL_OPT_LONG, field, lo, hi, help)
+
+static const vl_num_opt_t s_nums[] = {
+    S_OPT("actors", actors, 1, S_MAX_ACTORS, "actor processes"),
+    S_OPT("envs", envs, 1, 4096, "environments per actor"),
+    S_OPT("port", port, 0, 65535 - VL_PORT_COUNT, "broker base port (0: pick free ports)"),
+    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget"),
+    S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
+    S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
+    S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
+    S_OPT("hidden", hidden, 1, 4096, "hidden units per layer"),
+    S_OPT("batch", batch, 0, 65536, "segments per update (0: actors x envs)"),
+};
+#define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
+
+static const s_up_config_t s_defaults = {.env = &vl_cartpole_ops,
+                                         .actors = 2,
+                                         .envs = 8,
+                                         .port = VL_DEFAULT_PORT,
+                                         .horizon = 64,
+                                         .hidden = 64,
+                                         .seed = 1,
+                                         .max_steps = 3000000};
+
 static void s_usage(FILE *out)
 {
     fprintf(out,
-            "usage: volley up [--env NAME] [--actors N] [--envs N] [--port N] [--max-steps N]\n"
-            "                 [--max-seconds S] [--seed N] [--horizon T] [--hidden H]\n"
-            "                 [--batch N] [--lr X] [--verbose]\n"
+            "usage: volley up [--env NAME] [numeric options] [--lr X] [--verbose]\n"
             "\n"
             "Trains on this box: starts a broker, a learner and N actors over loopback\n"
             "sockets, prints progress every second, and stops them all when the environment\n"
             "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
-            "when the budget is spent (exit 1) or on Ctrl-C (exit 130).\n"
+            "when a budget is spent or a process fails (exit 1) or on Ctrl-C (exit 130).\n"
             "\n"
-            "  --env NAME       environment (default cartpole); built in:\n");
+            "  --env NAME         environment (default cartpole); built in:\n");
     for (int i = 0; vl_env_at(i); i++)
-        fprintf(out, "                     %-10s %s\n", vl_env_at(i)->name, vl_env_at(i)->summary);
-    fprintf(out, "  --actors N       actor processes (default 2)\n"
-                 "  --envs N         environments per actor (default 8)\n"
-                 "  --port N         broker base port (default 7600; 0 picks free ports)\n"
-                 "  --max-steps N    environment-step budget (default 3000000)\n"
-                 "  --max-seconds S  wall-clock budget, 0 for none (default 0)\n"
-                 "  --seed N         seeds the learner and, offset, each actor (default 1)\n"
-                 "  --horizon T      steps per segment (default 64)\n"
-                 "  --hidden H       hidden units per layer (default 64)\n"
-                 "  --batch N        segments per update (default: actors x envs)\n"
-                 "  --lr X           learning rate (default: the learner's)\n"
-                 "  --verbose        let the processes log what they do\n"
-                 "  -h, --help       this text\n");
+        fprintf(out, "                       %-10s %s\n", vl_env_at(i)->name,
+                vl_env_at(i)->summary);
+    vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
+    fprintf(out, "  --lr X             learning rate (default: the learner's)\n"
+                 "  --verbose          let the processes log what they do\n"
+                 "  -h, --help         this text\n");
 }
 
 /* Parses flags into c. Returns 0, 1 after --help, or -1 on bad input. */
 static int s_parse(int argc, char **argv, s_up_config_t *c)
 {
-    static const struct option opts[] = {{"env", required_argument, 0, 'e'},
-                                         {"actors", required_argument, 0, 'a'},
-                                         {"envs", required_argument, 0, 'n'},
-                                         {"port", required_argument, 0, 'p'},
-                                         {"max-steps", required_argument, 0, 'S'},
-                                         {"max-seconds", required_argument, 0, 'X'},
-                                         {"seed", required_argument, 0, 's'},
-                                         {"horizon", required_argument, 0, 'T'},
-                                         {"hidden", required_argument, 0, 'H'},
-                                         {"batch", required_argument, 0, 'B'},
-                                         {"lr", required_argument, 0, 'l'},
-                                         {"verbose", no_argument, 0, 'v'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    enum { O_ENV = 1000, O_LR, O_VERBOSE };
+    struct option opts[S_NNUMS + 5] = {{"env", required_argument, 0, O_ENV},
+                                       {"lr", required_argument, 0, O_LR},
+                                       {"verbose", no_argument, 0, O_VERBOSE},
+                                       {"help", no_argument, 0, 'h'}};
+    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 4);
     int opt, bad = 0;
     float lr;
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (opt) {
-        case 'e':
-            c->env = vl_env_find(optarg);
-            if (!c->env)
+        if (opt >= 0 && opt < S_NNUMS)
+            bad = vl_opt_set("up", &s_nums[opt], c, optarg);
+        else if (opt == O_ENV) {
+            if (!(c->env = vl_env_find(optarg)))
                 fprintf(stderr, "volley up: unknown --env '%s' (see --help)\n", optarg);
             bad = !c->env;
-            break;
-        case 'a':
-            bad = vl_opt_long("up", "actors", optarg, 1, S_MAX_ACTORS, &c->actors);
-            break;
-        case 'n':
-            bad = vl_opt_long("up", "envs", optarg, 1, 4096, &c->envs);
-            break;
-        case 'p':
-            bad = vl_opt_long("up", "port", optarg, 0, 65535 - VL_PORT_COUNT, &c->port);
-            break;
-        case 'S':
-            bad = vl_opt_long("up", "max-steps", optarg, 1, 1L << 50, &c->max_steps);
-            break;
-        case 'X':
-            bad = vl_opt_long("up", "max-seconds", optarg, 0, 1L << 30, &c->max_seconds);
-            break;
-        case 's':
-            bad = vl_opt_long("up", "seed", optarg, 0, 1L << 40, &c->seed);
-            break;
-        case 'T':
-            bad = vl_opt_long("up", "horizon", optarg, 1, 4096, &c->horizon);
-            break;
-        case 'H':
-            bad = vl_opt_long("up", "hidden", optarg, 1, 4096, &c->hidden);
-            break;
-        case 'B':
-            bad = vl_opt_long("up", "batch", optarg, 1, 65536, &c->batch);
-            break;
-        case 'l':
+        } else if (opt == O_LR) {
             bad = vl_opt_float("up", "lr", optarg, 0, 1, &lr);
             c->lr = optarg;
-            break;
-        case 'v':
+        } else if (opt == O_VERBOSE)
             c->verbose = 1;
-            break;
-        case 'h':
-            s_usage(stdout);
-            return 1;
-        default:
-            s_usage(stderr);
-            return -1;
+        else {
+            s_usage(opt == 'h' ? stdout : stderr);
+            return opt == 'h' ? 1 : -1;
         }
     }
     if (!bad && optind < argc) {
@@ -215,8 +190,8 @@ static int s_start(const s_up_config_t *c, pid_t *pids)
     for (long i = 0; i < c->actors; i++) {
         a.argc = 0;
         s_add_long(&a, "--envs", c->envs);
-        s_add_long(&a, "--id", i);
-        s_add_long(&a, "--seed", c->seed * 1000 + i + 1);
+        s_add_long(&a, "--id", i + 1);
+        s_add_long(&a, "--seed", c->seed);
         if ((pids[n] = s_spawn(c, "actor", &a)) <= 0)
             return n;
         n++;
@@ -310,14 +285,7 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
 
 int vl_up_main(int argc, char **argv)
 {
-    s_up_config_t c = {.env = &vl_cartpole_ops,
-                       .actors = 2,
-                       .envs = 8,
-                       .port = VL_DEFAULT_PORT,
-                       .horizon = 64,
-                       .hidden = 64,
-                       .seed = 1,
-                       .max_steps = 3000000};
+    s_up_config_t c = s_defaults;
     int rc = s_parse(argc, argv, &c);
     if (rc != 0)
         return rc > 0 ? 0 : 2;

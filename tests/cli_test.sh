@@ -8,6 +8,8 @@ for cmd in up broker learner actor; do
     "$VOLLEY" $cmd --help > "$TMP/help.txt" || fail "volley $cmd --help exits non-zero"
     grep -q "usage: volley $cmd" "$TMP/help.txt" || fail "volley $cmd --help has no usage line"
 done
+"$VOLLEY" actor --seed 4611686018427387904 --help > /dev/null || fail "actor refuses a large seed"
+"$VOLLEY" learner --seed 4611686018427387904 --help > /dev/null || fail "learner refuses a large seed"
 pass "every command has --help"
 
 expect_refusal() {  # $1: message pattern, rest: the command line
