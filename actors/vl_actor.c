@@ -12,6 +12,7 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../common/vl_rng.h"
+#include "../common/vl_sock.h"
 #include "../learner/vl_policy.h"
 #include "../messages/vl_codec.h"
 
@@ -65,28 +66,6 @@ static uint64_t s_stream_seed(const vl_actor_config_t *c, uint64_t stream)
     return vl_splitmix64(&x);
 }
 
-/* Creates and connects a socket to broker port + offset. NULL on error. */
-static void *s_connect(vl_actor_t *self, int type, int offset)
-{
-    char ep[300];
-    if (vl_opt_endpoint("actor", self->c.broker, offset, ep, sizeof ep))
-        return NULL;
-    void *s = zmq_socket(self->ctx, type);
-    int linger = 1000; // on exit, give queued segments a second to leave
-    int64_t max = S_MAX_WEIGHTS_BYTES;
-    if (s) {
-        zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
-        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
-    }
-    if (!s || zmq_connect(s, ep) != 0) {
-        vl_error("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
-        if (s)
-            zmq_close(s);
-        return NULL;
-    }
-    return s;
-}
-
 /* Allocates the per-env state. Returns 0 or -1. */
 static int s_alloc(vl_actor_t *self)
 {
@@ -138,8 +117,11 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     self->ctx = zmq_ctx_new();
     if (!self->policy || !self->ctx || s_alloc(self) != 0)
         goto err;
-    self->push = s_connect(self, ZMQ_PUSH, VL_PORT_SEGMENTS);
-    self->sub = s_connect(self, ZMQ_SUB, VL_PORT_WEIGHTS_OUT);
+    // On exit, queued segments get a second to leave.
+    self->push = vl_sock_connect(self->ctx, ZMQ_PUSH, c->broker, VL_PORT_SEGMENTS, 1000,
+                                 S_MAX_WEIGHTS_BYTES);
+    self->sub =
+        vl_sock_connect(self->ctx, ZMQ_SUB, c->broker, VL_PORT_WEIGHTS_OUT, 0, S_MAX_WEIGHTS_BYTES);
     if (!self->push || !self->sub)
         goto err;
     zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, c->policy, strlen(c->policy));

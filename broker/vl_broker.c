@@ -10,6 +10,7 @@
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
 
 #define S_MAX_LEARNERS       64
@@ -72,24 +73,10 @@ static void s_drop(vl_broker_t *self, int reason, const char *policy)
                 s_drop_str(reason), policy ? policy : "?");
 }
 
-/* Creates a socket of the type and binds it at base + offset. NULL on error. */
+/* Creates a socket of the type bound at base port + offset. NULL on error. */
 static void *s_bind(vl_broker_t *self, const vl_broker_config_t *c, int type, int offset)
 {
-    char ep[300];
-    snprintf(ep, sizeof ep, "tcp://%s:%d", c->bind_host, c->port + offset);
-    void *s = zmq_socket(self->ctx, type);
-    int zero = 0;
-    if (s) {
-        zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
-        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &c->max_msg, sizeof c->max_msg);
-    }
-    if (!s || zmq_bind(s, ep) != 0) {
-        vl_error("cannot listen on %s: %s", ep, zmq_strerror(zmq_errno()));
-        if (s)
-            zmq_close(s);
-        return NULL;
-    }
-    return s;
+    return vl_sock_bind(self->ctx, type, c->bind_host, c->port + offset, 0, c->max_msg);
 }
 
 vl_broker_t *vl_broker_new(const vl_broker_config_t *c)

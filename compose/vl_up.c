@@ -13,6 +13,7 @@
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
 
 #define S_MAX_ACTORS 64
@@ -299,13 +300,12 @@ int vl_up_main(int argc, char **argv)
     pid_t pids[2 + S_MAX_ACTORS] = {0};
     int n = s_start(&c, pids);
     void *ctx = zmq_ctx_new();
-    void *sub = zmq_socket(ctx, ZMQ_SUB);
-    char ep[64];
-    snprintf(ep, sizeof ep, "tcp://127.0.0.1:%ld", c.port + VL_PORT_WEIGHTS_OUT);
-    int zero = 0;
-    zmq_setsockopt(sub, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
-    if (n < 2 + c.actors || zmq_connect(sub, ep) != 0) {
+    char broker[32];
+    snprintf(broker, sizeof broker, "127.0.0.1:%ld", c.port);
+    void *sub = vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 1 << 20);
+    if (sub)
+        zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
+    if (n < 2 + c.actors || !sub) {
         fprintf(stderr, "volley up: could not start the run\n");
         rc = 1;
     } else {
@@ -317,7 +317,8 @@ int vl_up_main(int argc, char **argv)
     // Stop in reverse order of start: actors, then the learner, then the broker.
     for (int i = n - 1; i >= 0; i--)
         vl_proc_stop(&pids[i], 1, 3000);
-    zmq_close(sub);
+    if (sub)
+        zmq_close(sub);
     zmq_ctx_term(ctx);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
 #include "vl_buffer.h"
 #include "vl_trainer.h"
@@ -72,28 +73,6 @@ vl_learner_config_t vl_learner_config_default(void)
                                  .rho_bar = 1.0f,
                                  .c_bar = 1.0f,
                                  .seed = 1};
-}
-
-/* Creates and connects a socket to broker port + offset. NULL on error. */
-static void *s_connect(vl_learner_t *self, int type, int offset)
-{
-    char ep[300];
-    if (vl_opt_endpoint("learner", self->c.broker, offset, ep, sizeof ep))
-        return NULL;
-    void *s = zmq_socket(self->ctx, type);
-    int zero = 0;
-    int64_t max = S_MAX_MSG;
-    if (s) {
-        zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero);
-        zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max, sizeof max);
-    }
-    if (!s || zmq_connect(s, ep) != 0) {
-        vl_error("cannot connect to %s: %s", ep, zmq_strerror(zmq_errno()));
-        if (s)
-            zmq_close(s);
-        return NULL;
-    }
-    return s;
 }
 
 /* Counts a refused segment; the first of each reason is logged. */
@@ -170,7 +149,8 @@ static void s_hello(vl_learner_t *self, void *dealer)
 static void *s_ingest_main(void *arg)
 {
     vl_learner_t *self = arg;
-    void *dealer = s_connect(self, ZMQ_DEALER, VL_PORT_LEARNERS);
+    void *dealer =
+        vl_sock_connect(self->ctx, ZMQ_DEALER, self->c.broker, VL_PORT_LEARNERS, 0, S_MAX_MSG);
     if (!dealer) {
         atomic_store(&self->stop, 1);
         return NULL;
@@ -280,7 +260,7 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->trainer = vl_trainer_new(c, self->D, self->A);
     if (!self->ctx || !self->buf || !self->trainer)
         goto err;
-    self->pub = s_connect(self, ZMQ_PUB, VL_PORT_WEIGHTS_IN);
+    self->pub = vl_sock_connect(self->ctx, ZMQ_PUB, c->broker, VL_PORT_WEIGHTS_IN, 0, S_MAX_MSG);
     if (!self->pub || pthread_create(&self->ingest, NULL, s_ingest_main, self) != 0)
         goto err;
     self->ingest_started = 1;
