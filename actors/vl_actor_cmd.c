@@ -1,5 +1,4 @@
 /*  `volley actor`: flags, connect, act until SIGINT/SIGTERM, stop. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,13 +33,9 @@ static void s_usage(FILE *out)
                  "\n"
                  "Steps N environments with the newest weights of a policy and pushes one segment\n"
                  "of T steps per environment to the broker.\n"
-                 "\n"
-                 "  --broker HOST[:PORT]  the broker (default port 7600)\n"
-                 "  --policy NAME      policy to act for (default 'default')\n"
-                 "  --env NAME         environment (default cartpole); built in:\n");
-    for (int i = 0; vl_env_at(i); i++)
-        fprintf(out, "                       %-10s %s\n", vl_env_at(i)->name,
-                vl_env_at(i)->summary);
+                 "\n");
+    vl_opt_print_role(out, "policy to act for");
+    vl_env_print_help(out);
     vl_actor_config_t defaults = vl_actor_config_default();
     vl_opt_print(out, s_nums, S_NNUMS, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"
@@ -48,60 +43,22 @@ static void s_usage(FILE *out)
                  "  -h, --help         this text\n");
 }
 
-/* Parses argv into c. Returns 0, 1 after --help, or -1 on bad input. */
-static int s_parse(int argc, char **argv, vl_actor_config_t *c, vl_log_level_t *level)
-{
-    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE };
-    struct option opts[S_NNUMS + 7] = {
-        {"broker", required_argument, 0, O_BROKER}, {"policy", required_argument, 0, O_POLICY},
-        {"env", required_argument, 0, O_ENV},       {"quiet", no_argument, 0, O_QUIET},
-        {"verbose", no_argument, 0, O_VERBOSE},     {"help", no_argument, 0, 'h'}};
-    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 6);
-    int opt, bad = 0;
-    while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt >= 0 && opt < S_NNUMS)
-            bad = vl_opt_set("actor", &s_nums[opt], c, optarg);
-        else if (opt == O_BROKER)
-            c->broker = optarg;
-        else if (opt == O_POLICY)
-            bad = vl_opt_policy("actor", c->policy = optarg);
-        else if (opt == O_ENV) {
-            if (!(c->env = vl_env_find(optarg)))
-                fprintf(stderr, "volley actor: unknown --env '%s' (see --help)\n", optarg);
-            bad = !c->env;
-        } else if (opt == O_QUIET || opt == O_VERBOSE)
-            *level = opt == O_QUIET ? VL_LOG_WARN : VL_LOG_DEBUG;
-        else {
-            s_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
-        }
-    }
-    return bad ? -1 : 0;
-}
-
 int vl_actor_main(int argc, char **argv)
 {
     vl_actor_config_t c = vl_actor_config_default();
-    c.broker = NULL;
-    vl_log_level_t level = VL_LOG_INFO;
-    int rc = s_parse(argc, argv, &c, &level);
+    vl_role_opts_t role = {.policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO};
+    int rc = vl_opt_parse_role("actor", argc, argv, s_nums, S_NNUMS, &c, &role, s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    char endpoint[300];
-    if (optind < argc || !c.broker) {
-        if (optind < argc)
-            fprintf(stderr, "volley actor: unexpected argument '%s'\n", argv[optind]);
-        else
-            fprintf(stderr, "volley actor: --broker HOST[:PORT] is required\n");
+    if (!(c.env = vl_env_lookup("actor", role.env)))
         return 2;
-    }
-    if (vl_opt_endpoint("actor", c.broker, 0, endpoint, sizeof endpoint))
-        return 2;
+    c.broker = role.broker;
+    c.policy = role.policy;
     if (c.actor_id == 0)
         c.actor_id = (uint32_t)getpid();
-    char role[32];
-    snprintf(role, sizeof role, "actor %u", c.actor_id);
-    vl_log_init(role, level);
+    char name[32];
+    snprintf(name, sizeof name, "actor %u", c.actor_id);
+    vl_log_init(name, (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
     vl_actor_t *actor = vl_actor_new(&c);
     if (!actor)

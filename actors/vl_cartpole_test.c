@@ -294,7 +294,7 @@ static void test_find(void)
     VL_CHECK(strcmp(ops->name, "cartpole") == 0 && ops->summary && ops->summary[0]);
     VL_CHECK(vl_env_find("nope") == NULL);
     VL_CHECK(vl_env_find(NULL) == NULL);
-    VL_CHECK(vl_env_at(0) == ops && vl_env_at(1) == NULL && vl_env_at(-1) == NULL);
+    VL_CHECK(vl_env_lookup("test", "cartpole") == ops && vl_env_lookup("test", "nope") == NULL);
 }
 
 static void test_destroy_null(void)

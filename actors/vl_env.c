@@ -15,7 +15,17 @@ const vl_env_ops_t *vl_env_find(const char *name)
     return NULL;
 }
 
-const vl_env_ops_t *vl_env_at(int i)
+const vl_env_ops_t *vl_env_lookup(const char *cmd, const char *name)
 {
-    return i >= 0 && i < S_NENVS ? s_envs[i] : NULL;
+    const vl_env_ops_t *env = vl_env_find(name);
+    if (!env)
+        fprintf(stderr, "volley %s: unknown --env '%s' (see --help)\n", cmd, name ? name : "");
+    return env;
+}
+
+void vl_env_print_help(FILE *out)
+{
+    fprintf(out, "  --env NAME         environment (default %s); built in:\n", s_envs[0]->name);
+    for (int i = 0; i < S_NENVS; i++)
+        fprintf(out, "                       %-10s %s\n", s_envs[i]->name, s_envs[i]->summary);
 }

@@ -5,6 +5,7 @@
 #define VL_ENV_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct {
     const char *name;     // what --env takes, e.g. "cartpole"
@@ -29,8 +30,12 @@ typedef struct {
 /* Returns the built-in environment with this name, or NULL. */
 const vl_env_ops_t *vl_env_find(const char *name);
 
-/* Returns the i-th built-in environment, or NULL past the last (for --help). */
-const vl_env_ops_t *vl_env_at(int i);
+/* Returns the built-in environment with this name, or NULL after printing
+   "volley <cmd>: unknown --env ..." to stderr. */
+const vl_env_ops_t *vl_env_lookup(const char *cmd, const char *name);
+
+/* Prints the --env help line and one line per built-in environment. */
+void vl_env_print_help(FILE *out);
 
 extern const vl_env_ops_t vl_cartpole_ops;
 

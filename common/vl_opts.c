@@ -1,6 +1,8 @@
 /*  vl_opts: checked parsing of command-line values and broker addresses. */
 #include "vl_opts.h"
 
+#include "vl_log.h"
+
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
@@ -163,4 +165,61 @@ int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out)
     for (int i = 0; i < n; i++)
         out[i] = (struct option){opts[i].name, required_argument, NULL, base + i};
     return n;
+}
+
+/* Checks what no single role flag can. Returns 0 or -1 after printing why. */
+static int s_check_role(const char *cmd, int argc, char **argv, const vl_role_opts_t *role)
+{
+    char endpoint[300];
+    if (optind < argc) {
+        fprintf(stderr, "volley %s: unexpected argument '%s'\n", cmd, argv[optind]);
+        return -1;
+    }
+    if (!role->broker) {
+        fprintf(stderr, "volley %s: --broker HOST[:PORT] is required\n", cmd);
+        return -1;
+    }
+    return vl_opt_endpoint(cmd, role->broker, 0, endpoint, sizeof endpoint);
+}
+
+int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
+                      void *config, vl_role_opts_t *role, void (*usage)(FILE *out))
+{
+    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE };
+    struct option opts[n + 7];
+    struct option shared[] = {{"broker", required_argument, 0, O_BROKER},
+                              {"policy", required_argument, 0, O_POLICY},
+                              {"env", required_argument, 0, O_ENV},
+                              {"quiet", no_argument, 0, O_QUIET},
+                              {"verbose", no_argument, 0, O_VERBOSE},
+                              {"help", no_argument, 0, 'h'},
+                              {0, 0, 0, 0}};
+    vl_opt_getopt(nums, n, 0, opts);
+    memcpy(opts + n, shared, sizeof shared);
+    int opt, bad = 0;
+    while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (opt >= 0 && opt < n)
+            bad = vl_opt_set(cmd, &nums[opt], config, optarg);
+        else if (opt == O_BROKER)
+            role->broker = optarg;
+        else if (opt == O_POLICY)
+            bad = vl_opt_policy(cmd, role->policy = optarg);
+        else if (opt == O_ENV)
+            role->env = optarg;
+        else if (opt == O_QUIET || opt == O_VERBOSE)
+            role->log_level = opt == O_QUIET ? VL_LOG_WARN : VL_LOG_DEBUG;
+        else {
+            usage(opt == 'h' ? stdout : stderr);
+            return opt == 'h' ? 1 : -1;
+        }
+    }
+    return bad || s_check_role(cmd, argc, argv, role) ? -1 : 0;
+}
+
+void vl_opt_print_role(FILE *out, const char *policy_help)
+{
+    fprintf(out,
+            "  --broker HOST[:PORT]  the broker (default port %d)\n"
+            "  --policy NAME      %s (default 'default')\n",
+            VL_DEFAULT_PORT, policy_help);
 }

@@ -73,4 +73,22 @@ void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaul
    base + its index. Returns n. */
 int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out);
 
+/* The flags every process that talks to a broker shares. */
+typedef struct {
+    const char *broker; // --broker HOST[:PORT], required
+    const char *policy; // --policy NAME
+    const char *env;    // --env NAME, for the caller to look up
+    int log_level;      // a vl_log_level_t: --quiet warns, --verbose debugs
+} vl_role_opts_t;
+
+/* Parses a role's argv: the shared flags into role (which holds the
+   defaults on entry), the n numeric flags into config. Checks that --broker
+   is given and well formed, --policy is valid and no argument is left over.
+   Returns 0; 1 after printing usage for --help; -1 after printing why. */
+int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
+                      void *config, vl_role_opts_t *role, void (*usage)(FILE *out));
+
+/* Prints the shared role flags' help lines. */
+void vl_opt_print_role(FILE *out, const char *policy_help);
+
 #endif

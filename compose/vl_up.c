@@ -68,11 +68,8 @@ static void s_usage(FILE *out)
             "sockets, prints progress every second, and stops them all when the environment\n"
             "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
             "when a budget is spent or a process fails (exit 1) or on Ctrl-C (exit 130).\n"
-            "\n"
-            "  --env NAME         environment (default cartpole); built in:\n");
-    for (int i = 0; vl_env_at(i); i++)
-        fprintf(out, "                       %-10s %s\n", vl_env_at(i)->name,
-                vl_env_at(i)->summary);
+            "\n");
+    vl_env_print_help(out);
     vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
     fprintf(out, "  --lr X             learning rate (default: the learner's)\n"
                  "  --verbose          let the processes log what they do\n"
@@ -94,8 +91,7 @@ static int s_parse(int argc, char **argv, s_up_config_t *c)
         if (opt >= 0 && opt < S_NNUMS)
             bad = vl_opt_set("up", &s_nums[opt], c, optarg);
         else if (opt == O_ENV) {
-            if (!(c->env = vl_env_find(optarg)))
-                fprintf(stderr, "volley up: unknown --env '%s' (see --help)\n", optarg);
+            c->env = vl_env_lookup("up", optarg);
             bad = !c->env;
         } else if (opt == O_LR) {
             bad = vl_opt_float("up", "lr", optarg, 0, 1, &lr);

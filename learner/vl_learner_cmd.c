@@ -1,5 +1,4 @@
 /*  `volley learner`: flags, connect, train until SIGINT/SIGTERM, stop. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,10 +38,9 @@ static void s_usage(FILE *out)
                  "\n"
                  "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
                  "clipped-surrogate PPO, Adam) and publishes each new weights version.\n"
-                 "\n"
-                 "  --broker HOST[:PORT]  the broker (default port 7600)\n"
-                 "  --policy NAME      policy to train (default 'default')\n"
-                 "  --env NAME         environment the actors run (default cartpole)\n");
+                 "\n");
+    vl_opt_print_role(out, "policy to train");
+    vl_env_print_help(out);
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, s_nums, S_NNUMS, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"
@@ -50,68 +48,23 @@ static void s_usage(FILE *out)
                  "  -h, --help         this text\n");
 }
 
-/* Parses argv into c. Returns 0, 1 after --help, or -1 on bad input. */
-static int s_parse(int argc, char **argv, vl_learner_config_t *c, vl_log_level_t *level)
-{
-    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE };
-    struct option opts[S_NNUMS + 7] = {
-        {"broker", required_argument, 0, O_BROKER}, {"policy", required_argument, 0, O_POLICY},
-        {"env", required_argument, 0, O_ENV},       {"quiet", no_argument, 0, O_QUIET},
-        {"verbose", no_argument, 0, O_VERBOSE},     {"help", no_argument, 0, 'h'}};
-    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 6);
-    int opt, bad = 0;
-    while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt >= 0 && opt < S_NNUMS)
-            bad = vl_opt_set("learner", &s_nums[opt], c, optarg);
-        else if (opt == O_BROKER)
-            c->broker = optarg;
-        else if (opt == O_POLICY)
-            bad = vl_opt_policy("learner", c->policy = optarg);
-        else if (opt == O_ENV) {
-            if (!(c->env = vl_env_find(optarg)))
-                fprintf(stderr, "volley learner: unknown --env '%s' (see --help)\n", optarg);
-            bad = !c->env;
-        } else if (opt == O_QUIET || opt == O_VERBOSE)
-            *level = opt == O_QUIET ? VL_LOG_WARN : VL_LOG_DEBUG;
-        else {
-            s_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
-        }
-    }
-    return bad ? -1 : 0;
-}
-
-/* Checks what no single flag can. Returns 0 or -1 after printing why. */
-static int s_check(const vl_learner_config_t *c, int argc, char **argv)
-{
-    char endpoint[300];
-    if (optind < argc) {
-        fprintf(stderr, "volley learner: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
-    if (!c->broker) {
-        fprintf(stderr, "volley learner: --broker HOST[:PORT] is required\n");
-        return -1;
-    }
-    if (c->capacity < 2 * c->batch_segments) {
-        fprintf(stderr, "volley learner: --capacity (%u) must be at least 2 x --batch (%u)\n",
-                c->capacity, c->batch_segments);
-        return -1;
-    }
-    return vl_opt_endpoint("learner", c->broker, 0, endpoint, sizeof endpoint);
-}
-
 int vl_learner_main(int argc, char **argv)
 {
     vl_learner_config_t c = vl_learner_config_default();
-    c.broker = NULL;
-    vl_log_level_t level = VL_LOG_INFO;
-    int rc = s_parse(argc, argv, &c, &level);
+    vl_role_opts_t role = {.policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO};
+    int rc = vl_opt_parse_role("learner", argc, argv, s_nums, S_NNUMS, &c, &role, s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    if (s_check(&c, argc, argv) != 0)
+    if (!(c.env = vl_env_lookup("learner", role.env)))
         return 2;
-    vl_log_init("learner", level);
+    if (c.capacity < 2 * c.batch_segments) {
+        fprintf(stderr, "volley learner: --capacity (%u) must be at least 2 x --batch (%u)\n",
+                c.capacity, c.batch_segments);
+        return 2;
+    }
+    c.broker = role.broker;
+    c.policy = role.policy;
+    vl_log_init("learner", (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
     vl_learner_t *learner = vl_learner_new(&c);
     if (!learner)
