@@ -78,7 +78,7 @@ static int s_alloc(vl_actor_t *self)
     self->ep_return = calloc(N, sizeof(float));
     self->ep_len = calloc(N, sizeof(uint32_t));
     self->segs = calloc(N, sizeof *self->segs);
-    self->arrays_size = vl_segment_arrays_size(self->c.horizon, D);
+    self->arrays_size = vl_segment_arrays_size(self->c.horizon, &self->c.env->obs_spec);
     self->arrays = calloc(N, self->arrays_size);
     if (!self->envs || !self->obs || !self->obs_next || !self->logits || !self->logp_row ||
         !self->ep_return || !self->ep_len || !self->segs || !self->arrays)
@@ -94,9 +94,8 @@ static int s_alloc(vl_actor_t *self)
         s->env_id = i;
         snprintf(s->policy_id, sizeof s->policy_id, "%s", self->c.policy);
         s->horizon = self->c.horizon;
-        s->obs_ndim = 1;
-        s->obs_shape[0] = D;
-        s->obs_dim = D;
+        if (vl_segment_set_spec(s, &self->c.env->obs_spec) != 0 || s->obs_dim != D)
+            return -1; // a built-in env whose spec disagrees with its obs_dim
         s->num_actions = self->A;
         vl_segment_bind(s, self->arrays + (size_t)i * self->arrays_size);
     }

@@ -119,6 +119,7 @@ const vl_env_ops_t vl_cartpole_ops = {
     .name = "cartpole",
     .summary = "CartPole-v1 as Gymnasium defines it (solved: mean return >= 475)",
     .obs_dim = 4,
+    .obs_spec = {.n_fields = 1, .fields = {{.encoding = VL_OBS_F32, .ndim = 1, .shape = {4}}}},
     .num_actions = 2,
     .solved_return = 475.0f,
     .create = s_create,

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const vl_env_ops_t *s_envs[] = {&vl_cartpole_ops};
+static const vl_env_ops_t *s_envs[] = {&vl_cartpole_ops, &vl_catch_ops};
 
 #define S_NENVS ((int)(sizeof(s_envs) / sizeof(s_envs[0])))
 

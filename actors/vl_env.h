@@ -7,12 +7,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../messages/vl_obs.h"
+
 typedef struct {
-    const char *name;     // what --env takes, e.g. "cartpole"
-    const char *summary;  // one line for --help
-    uint32_t obs_dim;     // floats per observation
-    uint32_t num_actions; // discrete actions 0 .. num_actions - 1
-    float solved_return;  // mean return over 100 episodes that counts as solved
+    const char *name;       // what --env takes, e.g. "cartpole"
+    const char *summary;    // one line for --help
+    uint32_t obs_dim;       // floats per observation: the values of obs_spec
+    vl_obs_spec_t obs_spec; // how observations travel (fields, shapes, encodings)
+    uint32_t num_actions;   // discrete actions 0 .. num_actions - 1
+    float solved_return;    // mean return over 100 episodes that counts as solved
     /* Returns a new state, or NULL on no memory. Caller destroys. */
     void *(*create)(void);
     /* Frees the state; safe on NULL. */
@@ -38,5 +41,6 @@ const vl_env_ops_t *vl_env_lookup(const char *cmd, const char *name);
 void vl_env_print_help(FILE *out);
 
 extern const vl_env_ops_t vl_cartpole_ops;
+extern const vl_env_ops_t vl_catch_ops;
 
 #endif

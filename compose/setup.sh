@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libprotobuf-c-dev
-          protobuf-c-compiler liblz4-dev procps iproute2)
+          protobuf-c-compiler liblz4-dev procps iproute2 clang libclang-rt-14-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

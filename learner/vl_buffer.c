@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -23,15 +24,16 @@ struct vl_buffer_s {
     uint64_t evicted;
 };
 
-vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, uint32_t D)
+vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, const vl_obs_spec_t *spec)
 {
-    if (capacity == 0 || T == 0 || D == 0)
+    size_t arrays = vl_segment_arrays_size(T, spec);
+    if (capacity == 0 || T == 0 || arrays == SIZE_MAX)
         return NULL;
     vl_buffer_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
     self->capacity = capacity;
-    self->slot_size = (vl_segment_arrays_size(T, D) + 63) & ~(size_t)63;
+    self->slot_size = (arrays + 63) & ~(size_t)63;
     self->storage = aligned_alloc(64, self->slot_size * capacity);
     self->segs = calloc(capacity, sizeof *self->segs);
     self->free_stack = calloc(capacity, sizeof(int));

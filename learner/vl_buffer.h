@@ -16,9 +16,9 @@
 
 typedef struct vl_buffer_s vl_buffer_t;
 
-/* Creates a buffer of capacity slots for segments of horizon T and
-   observation size D. Returns NULL on bad sizes or no memory. */
-vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, uint32_t D);
+/* Creates a buffer of capacity slots for segments of horizon T whose
+   observations follow spec. Returns NULL on bad sizes or no memory. */
+vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, const vl_obs_spec_t *spec);
 
 /* Frees the buffer and nulls the pointer; safe on NULL and twice. */
 void vl_buffer_destroy(vl_buffer_t **self_p);

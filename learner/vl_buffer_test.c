@@ -10,15 +10,19 @@
 #define T 8
 #define D 4
 
+static vl_obs_spec_t s_spec = {.n_fields = 1,
+                               .fields = {{.encoding = VL_OBS_F32, .ndim = 1, .shape = {D}}}};
+
 /* Claims a slot, fills a segment whose every float equals `tag`, commits. */
 static int s_put(vl_buffer_t *b, float tag)
 {
     void *arrays;
     size_t cap;
     int slot = vl_buffer_claim(b, &arrays, &cap);
-    if (slot < 0 || cap < vl_segment_arrays_size(T, D))
+    if (slot < 0 || cap < vl_segment_arrays_size(T, &s_spec))
         return -1;
-    vl_segment_t seg = {.horizon = T, .obs_dim = D, .seq = (uint64_t)tag};
+    vl_segment_t seg = {.horizon = T, .seq = (uint64_t)tag};
+    vl_segment_set_spec(&seg, &s_spec);
     vl_segment_bind(&seg, arrays);
     for (int i = 0; i < (T + 1) * D; i++)
         seg.obs[i] = tag;
@@ -30,7 +34,7 @@ static int s_put(vl_buffer_t *b, float tag)
 
 static void test_fifo_order(void)
 {
-    vl_buffer_t *b = vl_buffer_new(8, T, D);
+    vl_buffer_t *b = vl_buffer_new(8, T, &s_spec);
     VL_CHECK(b);
     for (int i = 0; i < 5; i++)
         VL_CHECK(s_put(b, (float)i) >= 0);
@@ -47,7 +51,7 @@ static void test_fifo_order(void)
 
 static void test_take_times_out_short(void)
 {
-    vl_buffer_t *b = vl_buffer_new(4, T, D);
+    vl_buffer_t *b = vl_buffer_new(4, T, &s_spec);
     VL_CHECK(s_put(b, 1) >= 0);
     int slots[2];
     VL_CHECK(vl_buffer_take(b, 2, 20, slots) == 0);
@@ -57,7 +61,7 @@ static void test_take_times_out_short(void)
 
 static void test_full_evicts_oldest(void)
 {
-    vl_buffer_t *b = vl_buffer_new(4, T, D);
+    vl_buffer_t *b = vl_buffer_new(4, T, &s_spec);
     for (int i = 0; i < 6; i++)
         VL_CHECK(s_put(b, (float)i) >= 0);
     VL_CHECK(vl_buffer_evicted(b) == 2);
@@ -70,7 +74,7 @@ static void test_full_evicts_oldest(void)
 
 static void test_taken_slots_are_never_claimed(void)
 {
-    vl_buffer_t *b = vl_buffer_new(2, T, D);
+    vl_buffer_t *b = vl_buffer_new(2, T, &s_spec);
     VL_CHECK(s_put(b, 1) >= 0);
     VL_CHECK(s_put(b, 2) >= 0);
     int slots[2];
@@ -83,7 +87,7 @@ static void test_taken_slots_are_never_claimed(void)
 
 static void test_abandon_frees_slot(void)
 {
-    vl_buffer_t *b = vl_buffer_new(1, T, D);
+    vl_buffer_t *b = vl_buffer_new(1, T, &s_spec);
     void *arrays;
     size_t cap;
     int slot = vl_buffer_claim(b, &arrays, &cap);
@@ -113,7 +117,7 @@ static void *s_produce(void *arg)
    every produced segment is either seen or counted as evicted. */
 static void test_concurrent_ingest_and_train(void)
 {
-    s_producer_t p = {vl_buffer_new(16, T, D), 20000};
+    s_producer_t p = {vl_buffer_new(16, T, &s_spec), 20000};
     pthread_t th;
     VL_CHECK(pthread_create(&th, NULL, s_produce, &p) == 0);
     int seen = 0, torn = 0, last = 0, order_ok = 1, slots[4];

@@ -88,7 +88,8 @@ static void s_refuse(vl_learner_t *self, vl_reason_t r)
 /* Returns VL_OK if a valid segment is one this learner trains on. */
 static vl_reason_t s_check_fit(const vl_learner_t *self, const vl_segment_t *s)
 {
-    if (s->horizon != self->c.horizon || s->obs_dim != self->D || s->num_actions != self->A ||
+    if (s->horizon != self->c.horizon || s->num_actions != self->A ||
+        !vl_obs_spec_equal(&s->obs_spec, &self->c.env->obs_spec) ||
         strcmp(s->policy_id, self->c.policy) != 0)
         return VL_EMISMATCH;
     return VL_OK;
@@ -256,7 +257,7 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->start_ns = vl_now_ns();
     pthread_mutex_init(&self->in.lock, NULL);
     self->ctx = zmq_ctx_new();
-    self->buf = vl_buffer_new(c->capacity, c->horizon, self->D);
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->env->obs_spec);
     self->trainer = vl_trainer_new(c, self->D, self->A);
     if (!self->ctx || !self->buf || !self->trainer)
         goto err;

@@ -1,4 +1,5 @@
-/*  vl_codec: volley's messages to and from wire bytes.
+/*  vl_codec: volley's messages to and from wire bytes: segments, weights,
+    hellos and stats (reasons and limits in vl_wire.h, observations in vl_obs.h).
     Every decoder treats its input as hostile: it bounds-checks, validates and
     returns a named reason; it never crashes and never allocates more than the
     limits allow. The wire itself is documented in messages/volley.proto. */
@@ -8,56 +9,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VL_SCHEMA_VERSION  1
-#define VL_POLICY_ID_MAX   64 // bytes, including the terminating NUL
-#define VL_TENSOR_NAME_MAX 32 // bytes, including the terminating NUL
-#define VL_OBS_NDIM_MAX    4
+#include "vl_obs.h"
+#include "vl_wire.h"
 
-/* Why a message was refused. VL_OK is 0; the others index counters. */
-typedef enum {
-    VL_OK = 0,
-    VL_EPROTO,     // not a parsable protobuf message (truncated, garbage)
-    VL_EVERSION,   // schema field is not VL_SCHEMA_VERSION
-    VL_ETOOBIG,    // a declared size exceeds the configured limits
-    VL_ESHAPE,     // declared sizes disagree with each other or with the data
-    VL_ELZ4,       // LZ4 payload corrupt or decompresses to the wrong size
-    VL_ENONFINITE, // NaN or Inf in a float field
-    VL_EACTION,    // action outside [0, num_actions)
-    VL_EDONE,      // done flag other than 0 or 1, or log-prob > 0
-    VL_EPOLICY,    // policy id empty, too long or not printable
-    VL_EMISMATCH,  // well formed, but not what this receiver serves (shape, horizon)
-    VL_EREASONS    // count of reasons, not a reason
-} vl_reason_t;
-
-/* Returns a short constant description of a reason ("malformed protobuf", ...). */
-const char *vl_reason_str(vl_reason_t reason);
-
-/* Limits a decoder enforces before allocating or decompressing anything. */
-typedef struct {
-    uint32_t max_horizon;      // e.g. 4096
-    uint32_t max_obs_dim;      // product of obs_shape, e.g. 1 << 16
-    uint32_t max_actions;      // e.g. 1024
-    uint32_t max_tensors;      // per Weights message, e.g. 64
-    uint32_t max_tensor_elems; // per tensor, e.g. 1 << 24
-} vl_limits_t;
-
-/* Returns sane default limits. */
-vl_limits_t vl_limits_default(void);
-
-/* A segment's header and pointers into its decompressed arrays. */
+/* A segment's header and pointers into its arrays. */
 typedef struct {
     uint32_t actor_id;
     uint32_t env_id;
     uint64_t seq;
     char policy_id[VL_POLICY_ID_MAX];
     uint64_t policy_version;
-    uint32_t horizon; // T
-    uint32_t obs_ndim;
-    uint32_t obs_shape[VL_OBS_NDIM_MAX];
-    uint32_t obs_dim; // product of obs_shape
+    uint32_t horizon;        // T
+    vl_obs_spec_t obs_spec;  // fields of one observation
+    uint32_t obs_dim;        // D: floats per observation, from obs_spec
+    uint32_t obs_wire_bytes; // packed bytes per observation, from obs_spec
     uint32_t num_actions;
     int64_t send_ns;
-    float *obs;                // [(T + 1) * obs_dim]
+    float *obs;                // [(T + 1) * D], unpacked
     int32_t *actions;          // [T]
     float *rewards;            // [T]
     float *dones;              // [T]
@@ -65,29 +33,39 @@ typedef struct {
     uint32_t n_episodes;       // <= T
     float *episode_returns;    // [n_episodes]
     uint32_t *episode_lengths; // [n_episodes]
+    uint8_t *wire;             // decoder's scratch for the packed payload
 } vl_segment_t;
 
-/* Returns the bytes of array storage a segment of horizon T and obs_dim D
-   needs: the payload arrays plus room for T episode returns and lengths. */
-size_t vl_segment_arrays_size(uint32_t T, uint32_t D);
+/* Sets seg's obs_spec, obs_dim and obs_wire_bytes from a spec. Returns 0, or
+   -1 if the spec fails vl_obs_spec_check under the default limits. */
+int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec);
+
+/* Returns the bytes of array storage a segment of horizon T and this
+   observation spec needs: the unpacked arrays, room for T episode returns
+   and lengths, and the decoder's scratch for the packed payload. SIZE_MAX if
+   the spec is invalid or the size does not fit. */
+size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec);
 
 /* Points seg's array fields into `arrays` (vl_segment_arrays_size bytes,
-   4-byte aligned) for seg->horizon and seg->obs_dim, in payload order. */
+   4-byte aligned) for seg->horizon, obs_dim and obs_wire_bytes. */
 void vl_segment_bind(vl_segment_t *seg, void *arrays);
 
-/* Encodes seg (its arrays must be bound and filled) into a new buffer.
+/* Encodes seg (its arrays filled, its spec set) into a new buffer, packing
+   observations by its spec.
    Returns 0 and sets *out (caller frees with free()) and *out_size, or -1. */
 int vl_segment_encode(const vl_segment_t *seg, uint8_t **out, size_t *out_size);
 
 /* Reads only the header of a segment: fills seg's scalar fields (not its
-   arrays) after checking schema, policy id and limits. Lets a receiver pick
+   arrays) after checking schema, policy id, observation fields, limits and
+   the LZ4 block's declared sizes. Lets a receiver pick
    the storage before decompressing. Returns VL_OK or the reason. */
 vl_reason_t vl_segment_peek(const uint8_t *data, size_t size, const vl_limits_t *lim,
                             vl_segment_t *seg);
 
 /* Decodes and fully validates a segment: header as vl_segment_peek, then the
-   LZ4 payload decompressed straight into `arrays` (capacity arrays_cap bytes;
-   VL_ETOOBIG if too small), then every value checked. On VL_OK seg's arrays
+   LZ4 payload decompressed into the scratch part of `arrays` (capacity
+   arrays_cap bytes; VL_ETOOBIG if too small) and unpacked into its arrays,
+   then every value checked. On VL_OK seg's arrays
    point into `arrays`. On failure the content of `arrays` is unspecified. */
 vl_reason_t vl_segment_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
                               vl_segment_t *seg, void *arrays, size_t arrays_cap);
@@ -121,10 +99,6 @@ vl_reason_t vl_weights_decode(const uint8_t *data, size_t size, const vl_limits_
 
 /* Frees weights and nulls the pointer; safe on NULL and twice. */
 void vl_weights_destroy(vl_weights_t **self_p);
-
-/* Returns 1 if the float is finite, judged by its exponent bits so that it
-   holds under -ffast-math too; 0 for NaN and +-Inf. */
-int vl_float_is_finite(float f);
 
 /* A learner's announcement to the broker: the policy id it serves. */
 int vl_hello_encode(const char *policy_id, uint8_t **out, size_t *out_size);

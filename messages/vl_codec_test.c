@@ -1,8 +1,10 @@
 /*  vl_codec_test: round trips, and every kind of hostile input refused with
     its own reason. A bad message is made by encoding a good one, editing one
-    field of its unpacked protobuf and packing it again, so each case carries
-    exactly one fault; value faults are encoded directly (encoders do not
-    judge values, receivers do). */
+    field of its unpacked protobuf (or one byte of its decompressed payload)
+    and packing it again, so each case carries exactly one fault; value
+    faults are encoded directly (encoders do not judge values, receivers do).
+    Two segments serve most cases: the standard one (one f32 [2, 2] field)
+    and a pixel-like one (u2 [16, 16], u1 [32], f32 [2]). */
 #include <lz4.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,36 +14,97 @@
 #include "vl_codec.h"
 #include "volley.pb-c.h"
 
-#define S_T       32 // horizon of the standard segment
-#define S_D       4  // its obs_dim, as obs_shape [2, 2]
-#define S_ACTIONS 3
+#define S_T          32 // horizon of the standard and the pixel-like segment
+#define S_D          4  // the standard segment's obs_dim: one f32 field [2, 2]
+#define S_WIRE       16 // its packed bytes per observation
+#define S_ACTIONS    3
+#define S_PIX_D      290 // the pixel-like segment's obs_dim: 256 + 32 + 2
+#define S_PIX_WIRE   76  // its packed bytes per observation: 64 + 4 + 8
+#define S_STEP_BYTES 13  // payload bytes per step besides obs: action, reward, logp, done
 
-/* Returns the standard segment filled from seed: random obs, actions,
-   rewards and log-probs, episodes ending after t = 9 and t = 25. Its
-   arrays live in one malloc'd block at seg.obs (caller frees). */
-static vl_segment_t s_segment_new(uint64_t seed)
+/* Appends a field to spec. */
+static void s_add(vl_obs_spec_t *spec, uint32_t encoding, uint32_t ndim, const uint32_t *dims)
+{
+    vl_obs_field_t *f = &spec->fields[spec->n_fields++];
+    f->encoding = encoding;
+    f->ndim = ndim;
+    memcpy(f->shape, dims, ndim * sizeof *dims);
+}
+
+/* Returns the standard segment's spec: one f32 field [2, 2]. */
+static vl_obs_spec_t s_std_spec(void)
+{
+    vl_obs_spec_t spec = {0};
+    s_add(&spec, VL_OBS_F32, 2, (const uint32_t[]){2, 2});
+    return spec;
+}
+
+/* Returns the pixel-like spec: a 2-bit screen, a bit vector, two floats. */
+static vl_obs_spec_t s_pix_spec(void)
+{
+    vl_obs_spec_t spec = {0};
+    s_add(&spec, VL_OBS_U2, 2, (const uint32_t[]){16, 16});
+    s_add(&spec, VL_OBS_U1, 1, (const uint32_t[]){32});
+    s_add(&spec, VL_OBS_F32, 1, (const uint32_t[]){2});
+    return spec;
+}
+
+/* Returns the values in a field. */
+static size_t s_count(const vl_obs_field_t *f)
+{
+    size_t n = 1;
+    for (uint32_t d = 0; d < f->ndim; d++)
+        n *= f->shape[d];
+    return n;
+}
+
+/* Returns a random value the encoding carries exactly: an integer in its
+   range, a float in [-1, 1) for f32. */
+static float s_valid_value(vl_rng_t *rng, uint32_t encoding)
+{
+    switch (encoding) {
+    case VL_OBS_U8:
+        return (float)vl_rng_below(rng, 256);
+    case VL_OBS_U2:
+        return (float)vl_rng_below(rng, 4);
+    case VL_OBS_U1:
+        return (float)vl_rng_below(rng, 2);
+    default:
+        return (float)(2 * vl_rng_uniform(rng) - 1);
+    }
+}
+
+/* Returns a segment of horizon T observing spec, filled from seed: obs
+   valid for their encodings, random actions, rewards and log-probs,
+   episodes ending after t = 9 and t = 25 (when T reaches them) and two
+   finished episodes. Its arrays live in one calloc'd block at seg.obs
+   (caller frees). */
+static vl_segment_t s_segment_make(const vl_obs_spec_t *spec, uint32_t T, uint64_t seed)
 {
     vl_segment_t seg = {.actor_id = 7,
                         .env_id = 3,
                         .seq = 42,
                         .policy_id = "cartpole-a2c",
                         .policy_version = 9,
-                        .horizon = S_T,
-                        .obs_ndim = 2,
-                        .obs_shape = {2, 2},
-                        .obs_dim = S_D,
+                        .horizon = T,
                         .num_actions = S_ACTIONS,
                         .send_ns = 1700000000123456789LL,
                         .n_episodes = 2};
-    vl_segment_bind(&seg, calloc(1, vl_segment_arrays_size(S_T, S_D)));
+    void *arrays = calloc(1, vl_segment_arrays_size(T, spec));
+    if (vl_segment_set_spec(&seg, spec) != 0 || !arrays)
+        abort();
+    vl_segment_bind(&seg, arrays);
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
-    for (size_t i = 0; i < (S_T + 1) * S_D; i++)
-        seg.obs[i] = (float)(2 * vl_rng_uniform(&rng) - 1);
-    for (size_t t = 0; t < S_T; t++) {
+    float *o = seg.obs;
+    for (size_t k = 0; k <= T; k++)
+        for (uint32_t i = 0; i < spec->n_fields; i++)
+            for (size_t j = 0; j < s_count(&spec->fields[i]); j++)
+                *o++ = s_valid_value(&rng, spec->fields[i].encoding);
+    for (size_t t = 0; t < T; t++) {
         seg.actions[t] = (int32_t)vl_rng_below(&rng, S_ACTIONS);
         seg.rewards[t] = (float)vl_rng_uniform(&rng);
-        seg.dones[t] = (t == 9 || t == 25) ? 1.0f : 0.0f;
+        seg.dones[t] = t % 16 == 9 ? 1.0f : 0.0f;
         seg.logp[t] = (float)(-3 * vl_rng_uniform(&rng));
     }
     seg.episode_returns[0] = 12.5f;
@@ -51,61 +114,142 @@ static vl_segment_t s_segment_new(uint64_t seed)
     return seg;
 }
 
-/* Encodes seg and decodes it with default limits into fresh storage of
-   the standard size. Returns the reason, VL_EREASONS if encoding failed. */
-static vl_reason_t s_round_trip(const vl_segment_t *seg)
+/* Returns the standard segment filled from seed (caller frees seg.obs). */
+static vl_segment_t s_segment_new(uint64_t seed)
+{
+    vl_obs_spec_t spec = s_std_spec();
+    return s_segment_make(&spec, S_T, seed);
+}
+
+/* Returns the pixel-like segment filled from seed (caller frees seg.obs). */
+static vl_segment_t s_pixel_new(uint64_t seed)
+{
+    vl_obs_spec_t spec = s_pix_spec();
+    return s_segment_make(&spec, S_T, seed);
+}
+
+/* Returns the storage of a segment's arrays exactly as its header fixes it. */
+static size_t s_cap(const vl_segment_t *seg)
+{
+    return vl_segment_arrays_size(seg->horizon, &seg->obs_spec);
+}
+
+/* Decodes buf with lim into *out, its arrays in a new block of exactly cap
+   bytes (so ASan sees any write past them) at *arrays (caller frees).
+   Returns the decoder's reason. */
+static vl_reason_t s_decode_alloc(const uint8_t *buf, size_t size, const vl_limits_t *lim,
+                                  size_t cap, vl_segment_t *out, void **arrays)
+{
+    *arrays = malloc(cap ? cap : 1);
+    return vl_segment_decode(buf, size, lim, out, *arrays, cap);
+}
+
+/* Returns the reason for decoding buf with lim into cap fresh bytes. */
+static vl_reason_t s_decode(const uint8_t *buf, size_t size, const vl_limits_t *lim, size_t cap)
+{
+    vl_segment_t out;
+    void *arrays;
+    vl_reason_t reason = s_decode_alloc(buf, size, lim, cap, &out, &arrays);
+    free(arrays);
+    return reason;
+}
+
+/* Encodes seg and decodes it with default limits into *out and storage of
+   the size its shape needs (*arrays, caller frees). Returns the reason,
+   VL_EREASONS (and *arrays NULL) if encoding failed. */
+static vl_reason_t s_encode_decode(const vl_segment_t *seg, vl_segment_t *out, void **arrays)
 {
     uint8_t *buf;
     size_t size;
+    *arrays = NULL;
     if (vl_segment_encode(seg, &buf, &size) != 0)
         return VL_EREASONS;
     vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, S_D);
-    void *arrays = malloc(cap);
-    vl_segment_t out;
-    vl_reason_t reason = vl_segment_decode(buf, size, &lim, &out, arrays, cap);
-    free(arrays);
+    vl_reason_t reason = s_decode_alloc(buf, size, &lim, s_cap(seg), out, arrays);
     free(buf);
     return reason;
 }
 
+/* Encodes and decodes seg. Returns the reason, VL_EREASONS if encoding failed. */
+static vl_reason_t s_round_trip(const vl_segment_t *seg)
+{
+    vl_segment_t out;
+    void *arrays;
+    vl_reason_t reason = s_encode_decode(seg, &out, &arrays);
+    free(arrays);
+    return reason;
+}
+
+/* Returns 1 if two segments have the same header and the same arrays. */
+static int s_same_segment(const vl_segment_t *a, const vl_segment_t *b)
+{
+    size_t T = a->horizon, n_obs = (T + 1) * (size_t)a->obs_dim, n = a->n_episodes;
+    return a->actor_id == b->actor_id && a->env_id == b->env_id && a->seq == b->seq &&
+           strcmp(a->policy_id, b->policy_id) == 0 && a->policy_version == b->policy_version &&
+           a->horizon == b->horizon && vl_obs_spec_equal(&a->obs_spec, &b->obs_spec) &&
+           a->obs_dim == b->obs_dim && a->obs_wire_bytes == b->obs_wire_bytes &&
+           a->num_actions == b->num_actions && a->send_ns == b->send_ns &&
+           a->n_episodes == b->n_episodes && memcmp(a->obs, b->obs, n_obs * sizeof(float)) == 0 &&
+           memcmp(a->actions, b->actions, T * sizeof(int32_t)) == 0 &&
+           memcmp(a->rewards, b->rewards, T * sizeof(float)) == 0 &&
+           memcmp(a->dones, b->dones, T * sizeof(float)) == 0 &&
+           memcmp(a->logp, b->logp, T * sizeof(float)) == 0 &&
+           memcmp(a->episode_returns, b->episode_returns, n * sizeof(float)) == 0 &&
+           memcmp(a->episode_lengths, b->episode_lengths, n * sizeof(uint32_t)) == 0;
+}
+
 typedef void (*s_segment_edit_t)(Volley__Segment *msg);
 
-/* Encodes the standard segment, applies edit to its unpacked message and
-   packs it again into a new buffer (caller frees). Fields edit points
-   elsewhere are restored before the message is freed, so they may point to
-   static storage. */
-static uint8_t *s_edited(s_segment_edit_t edit, size_t *size)
+/* Encodes seg, applies edit to its unpacked message and packs it again
+   into a new buffer (caller frees). Fields edit points elsewhere are
+   restored before the message is freed, so they may point to static
+   storage. */
+static uint8_t *s_edited_from(const vl_segment_t *seg, s_segment_edit_t edit, size_t *size)
 {
-    vl_segment_t seg = s_segment_new(7);
     uint8_t *buf;
-    if (vl_segment_encode(&seg, &buf, size) != 0)
+    if (vl_segment_encode(seg, &buf, size) != 0)
         abort();
-    free(seg.obs);
     Volley__Segment *msg = volley__segment__unpack(NULL, *size, buf);
     free(buf);
+    if (!msg)
+        abort();
     Volley__Segment saved = *msg;
     edit(msg);
-    buf = malloc(protobuf_c_message_get_packed_size(&msg->base));
+    buf = malloc(protobuf_c_message_get_packed_size(&msg->base) + 1);
     *size = protobuf_c_message_pack(&msg->base, buf);
     *msg = saved;
     volley__segment__free_unpacked(msg, NULL);
     return buf;
 }
 
+/* The standard segment (seed 7), edited. */
+static uint8_t *s_edited(s_segment_edit_t edit, size_t *size)
+{
+    vl_segment_t seg = s_segment_new(7);
+    uint8_t *buf = s_edited_from(&seg, edit, size);
+    free(seg.obs);
+    return buf;
+}
+
+/* Decodes seg, edited, with default limits and room for seg's own shape.
+   Returns the decoder's reason. */
+static vl_reason_t s_decode_edited_from(const vl_segment_t *seg, s_segment_edit_t edit)
+{
+    size_t size;
+    uint8_t *buf = s_edited_from(seg, edit, &size);
+    vl_limits_t lim = vl_limits_default();
+    vl_reason_t reason = s_decode(buf, size, &lim, s_cap(seg));
+    free(buf);
+    return reason;
+}
+
 /* Decodes the edited standard segment with default limits and room for
    the standard shape. Returns the decoder's reason. */
 static vl_reason_t s_decode_edited(s_segment_edit_t edit)
 {
-    size_t size;
-    uint8_t *buf = s_edited(edit, &size);
-    vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, S_D);
-    void *arrays = malloc(cap);
-    vl_segment_t out;
-    vl_reason_t reason = vl_segment_decode(buf, size, &lim, &out, arrays, cap);
-    free(arrays);
-    free(buf);
+    vl_segment_t seg = s_segment_new(7);
+    vl_reason_t reason = s_decode_edited_from(&seg, edit);
+    free(seg.obs);
     return reason;
 }
 
@@ -124,6 +268,68 @@ static vl_reason_t s_peek_edited(s_segment_edit_t edit)
 static void s_edit_nothing(Volley__Segment *msg)
 {
     (void)msg;
+}
+
+/* Replacement observation fields: s_fields_reset, then s_field_add each,
+   then s_edit_fields installs them in the message. */
+#define S_FIELDS_ARG (VL_OBS_FIELDS_MAX + 2)
+static Volley__ObsField s_field_msg[S_FIELDS_ARG];
+static Volley__ObsField *s_field_ptr[S_FIELDS_ARG];
+static uint32_t s_field_dims[S_FIELDS_ARG][8];
+static size_t s_n_fields_arg;
+
+static void s_fields_reset(void)
+{
+    s_n_fields_arg = 0;
+}
+
+/* Declares the next replacement field: any encoding number (bad ones
+   included) and ndim (up to 8) dims. */
+static void s_field_add(int encoding, size_t ndim, const uint32_t *dims)
+{
+    size_t i = s_n_fields_arg++;
+    volley__obs_field__init(&s_field_msg[i]);
+    s_field_msg[i].encoding = (Volley__Encoding)encoding;
+    if (ndim > 0)
+        memcpy(s_field_dims[i], dims, ndim * sizeof *dims);
+    s_field_msg[i].shape = s_field_dims[i];
+    s_field_msg[i].n_shape = ndim;
+    s_field_ptr[i] = &s_field_msg[i];
+}
+
+static void s_edit_fields(Volley__Segment *msg)
+{
+    msg->obs_fields = s_field_ptr;
+    msg->n_obs_fields = s_n_fields_arg;
+}
+
+static uint8_t s_block_arg[8192];
+
+/* One byte of the decompressed payload to rewrite: s_edit_raw_byte puts
+   s_raw_byte at s_raw_at and compresses the payload again. */
+static size_t s_raw_at;
+static uint8_t s_raw_byte;
+
+static void s_edit_raw_byte(Volley__Segment *msg)
+{
+    static uint8_t raw[1 << 16];
+    if (msg->raw_size > sizeof raw ||
+        vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, raw) != VL_OK)
+        abort();
+    raw[s_raw_at] = s_raw_byte;
+    int n = LZ4_compress_default((const char *)raw, (char *)s_block_arg, (int)msg->raw_size,
+                                 (int)sizeof s_block_arg);
+    if (n <= 0)
+        abort();
+    msg->payload.data = s_block_arg;
+    msg->payload.len = (size_t)n;
+}
+
+/* Returns the payload offset of seg's done flag t (volley.proto's layout). */
+static size_t s_dones_at(const vl_segment_t *seg, size_t t)
+{
+    size_t T = seg->horizon;
+    return (T + 1) * seg->obs_wire_bytes + 12 * T + t;
 }
 
 static void test_reason_str(void)
@@ -146,6 +352,7 @@ static void test_limits_default(void)
     VL_CHECK(lim.max_actions == 1024);
     VL_CHECK(lim.max_tensors == 64);
     VL_CHECK(lim.max_tensor_elems == 1u << 24);
+    VL_CHECK(lim.max_raw_bytes == 64u << 20);
 }
 
 static void test_float_is_finite(void)
@@ -158,48 +365,223 @@ static void test_float_is_finite(void)
     VL_CHECK(!vl_float_is_finite(-NAN));
     VL_CHECK(!vl_float_is_finite(INFINITY));
     VL_CHECK(!vl_float_is_finite(-INFINITY));
+    VL_CHECK(vl_double_is_finite(1.7976931348623157e308) && vl_double_is_finite(-4.9e-324));
+    VL_CHECK(!vl_double_is_finite((double)NAN) && !vl_double_is_finite(-(double)INFINITY));
+}
+
+static void test_wire_all_finite_and_names(void)
+{
+    float x[37];
+    for (int i = 0; i < 37; i++)
+        x[i] = (float)i - 18.5f;
+    VL_CHECK(vl_wire_all_finite(x, 37) && vl_wire_all_finite(x, 0));
+    x[36] = NAN; // the last one, past any vector width
+    VL_CHECK(!vl_wire_all_finite(x, 37) && vl_wire_all_finite(x, 36));
+    x[36] = 0.0f, x[0] = -INFINITY;
+    VL_CHECK(!vl_wire_all_finite(x, 37));
+    char name[VL_POLICY_ID_MAX + 1];
+    memset(name, 'p', sizeof name);
+    name[VL_POLICY_ID_MAX - 1] = '\0'; // 63 bytes
+    VL_CHECK(vl_wire_name_ok(name, VL_POLICY_ID_MAX));
+    name[VL_POLICY_ID_MAX - 1] = 'p', name[VL_POLICY_ID_MAX] = '\0'; // 64 bytes
+    VL_CHECK(!vl_wire_name_ok(name, VL_POLICY_ID_MAX));
+    VL_CHECK(vl_wire_name_ok("a b~", 8) && !vl_wire_name_ok("", 8) && !vl_wire_name_ok(NULL, 8));
+    VL_CHECK(!vl_wire_name_ok("a\tb", 8) && !vl_wire_name_ok("\x7f", 8));
+}
+
+/* The checks every LZ4 block passes before anything is allocated: limit
+   first, then agreement with the shape, then the block's own length. */
+static void test_wire_check_block(void)
+{
+    vl_limits_t lim = vl_limits_default();
+    size_t bound = (size_t)LZ4_compressBound(1000);
+    VL_CHECK(vl_wire_check_block(&lim, 1000, 1000, 100) == VL_OK);
+    VL_CHECK(vl_wire_check_block(&lim, 1000, 1001, 100) == VL_ESHAPE);
+    VL_CHECK(vl_wire_check_block(&lim, 1000, 999, 100) == VL_ESHAPE);
+    VL_CHECK(vl_wire_check_block(&lim, 1000, 1000, 0) == VL_ELZ4);
+    VL_CHECK(vl_wire_check_block(&lim, 1000, 1000, bound) == VL_OK);
+    VL_CHECK(vl_wire_check_block(&lim, 1000, 1000, bound + 1) == VL_ELZ4);
+    VL_CHECK(vl_wire_check_block(&lim, 255 * 100, 255 * 100, 100) == VL_OK); // 255:1 exactly
+    VL_CHECK(vl_wire_check_block(&lim, 255 * 100 + 1, 255 * 100 + 1, 100) == VL_ELZ4);
+    uint32_t max = lim.max_raw_bytes;
+    VL_CHECK(vl_wire_check_block(&lim, max, max, 1u << 20) == VL_OK);
+    VL_CHECK(vl_wire_check_block(&lim, (uint64_t)max + 1, max + 1, 1u << 20) == VL_ETOOBIG);
+    VL_CHECK(vl_wire_check_block(&lim, (uint64_t)max + 1, 5, 100) == VL_ETOOBIG); // limit first
+    VL_CHECK(vl_wire_check_block(&lim, UINT64_MAX, UINT32_MAX, 100) == VL_ETOOBIG);
+    lim.max_raw_bytes = UINT32_MAX; // LZ4 itself cannot go past LZ4_MAX_INPUT_SIZE
+    uint32_t over = (uint32_t)LZ4_MAX_INPUT_SIZE + 1;
+    VL_CHECK(vl_wire_check_block(&lim, over, over, over) == VL_ETOOBIG);
+}
+
+static void test_set_spec(void)
+{
+    vl_segment_t seg;
+    memset(&seg, 0, sizeof seg);
+    vl_obs_spec_t pix = s_pix_spec(), bad = s_pix_spec();
+    VL_CHECK(vl_segment_set_spec(&seg, &pix) == 0);
+    VL_CHECK(vl_obs_spec_equal(&seg.obs_spec, &pix));
+    VL_CHECK(seg.obs_dim == S_PIX_D && seg.obs_wire_bytes == S_PIX_WIRE);
+    bad.fields[1].shape[0] = 0;
+    VL_CHECK(vl_segment_set_spec(&seg, &bad) == -1);
+    bad = s_pix_spec(), bad.fields[2].encoding = VL_OBS_ENCODINGS;
+    VL_CHECK(vl_segment_set_spec(&seg, &bad) == -1);
+    bad = vl_obs_spec_flat((1u << 16) + 1); // over the default limits
+    VL_CHECK(vl_segment_set_spec(&seg, &bad) == -1);
+}
+
+/* Returns the bytes the contract asks for, before alignment: unpacked obs,
+   actions, rewards, dones and logp, T episode returns and lengths, and the
+   packed payload (obs of W bytes, 13 bytes a step). */
+static uint64_t s_arrays_need(uint64_t T, uint64_t D, uint64_t W)
+{
+    return 4 * ((T + 1) * D + 6 * T) + (T + 1) * W + S_STEP_BYTES * T;
+}
+
+/* Returns 1 if got is need rounded up for 4-byte alignment at most. */
+static int s_size_ok(size_t got, uint64_t need)
+{
+    return got >= need && got <= need + 3;
 }
 
 static void test_arrays_size_and_bind(void)
 {
-    VL_CHECK(vl_segment_arrays_size(S_T, S_D) == 4 * ((S_T + 1) * S_D + 4 * S_T) + 8 * S_T);
-    VL_CHECK(vl_segment_arrays_size(4096, 65536) == 4ull * (4097ull * 65536 + 4 * 4096) + 8 * 4096);
-    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, UINT32_MAX) == SIZE_MAX);
-    vl_segment_t seg = {.horizon = 2, .obs_dim = 3};
+    vl_obs_spec_t std = s_std_spec(), pix = s_pix_spec(), big = vl_obs_spec_flat(65536);
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std), s_arrays_need(S_T, S_D, S_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &pix), s_arrays_need(S_T, S_PIX_D, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix), s_arrays_need(7, S_PIX_D, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(4096, &big), s_arrays_need(4096, 65536, 4 * 65536)));
+    vl_obs_spec_t bad = s_std_spec();
+    bad.fields[0].shape[1] = 0;
+    VL_CHECK(vl_segment_arrays_size(S_T, &bad) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, NULL) == SIZE_MAX);
+    vl_segment_t seg = {.horizon = 2, .obs_dim = 3, .obs_wire_bytes = 5};
     float base[64];
     vl_segment_bind(&seg, base);
-    VL_CHECK((float *)seg.actions == base + 9);
+    VL_CHECK(seg.obs == base && (float *)seg.actions == base + 9);
     VL_CHECK(seg.rewards == base + 11 && seg.dones == base + 13 && seg.logp == base + 15);
     VL_CHECK(seg.episode_returns == base + 17);
     VL_CHECK((float *)seg.episode_lengths == base + 19);
+    VL_CHECK(seg.wire == (uint8_t *)(base + 21));
+}
+
+/* Sizes past 64 bits are SIZE_MAX, never a wrapped small number: T and D
+   both near 2^32; and a field whose packed size (2^32 bytes an observation)
+   obs_wire_bytes cannot hold is refused or counted in full. */
+static void test_arrays_size_overflow(void)
+{
+    vl_obs_spec_t flags = {0}, floats = {0}, wide = {0};
+    s_add(&flags, VL_OBS_U1, 2, (const uint32_t[]){65535, 65537}); // 2^32 - 1 values
+    s_add(&floats, VL_OBS_F32, 2, (const uint32_t[]){65535, 65537});
+    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &flags) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &floats) == SIZE_MAX);
+    if (sizeof(size_t) < 8)
+        return;
+    size_t got = vl_segment_arrays_size(1, &flags); // fits: 2^29 bytes of u1 an observation
+    VL_CHECK(s_size_ok(got, s_arrays_need(1, UINT32_MAX, 1u << 29)));
+    s_add(&wide, VL_OBS_F32, 1, (const uint32_t[]){1u << 30});
+    got = vl_segment_arrays_size(1, &wide);
+    VL_CHECK(got == SIZE_MAX || s_size_ok(got, s_arrays_need(1, 1u << 30, 1ull << 32)));
 }
 
 static void test_segment_round_trip(void)
 {
-    vl_segment_t seg = s_segment_new(1);
-    uint8_t *buf;
-    size_t size;
-    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == 0);
-    vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, S_D);
-    void *arrays = malloc(cap);
-    vl_segment_t out;
-    vl_reason_t reason = vl_segment_decode(buf, size, &lim, &out, arrays, cap);
-    free(buf);
-    size_t payload = (size_t)((char *)seg.episode_returns - (char *)seg.obs);
-    int same = reason == VL_OK && out.obs == arrays && memcmp(out.obs, seg.obs, payload) == 0 &&
-               memcmp(out.episode_returns, seg.episode_returns, 2 * sizeof(float)) == 0 &&
-               memcmp(out.episode_lengths, seg.episode_lengths, 2 * sizeof(uint32_t)) == 0;
+    vl_segment_t seg = s_segment_new(1), out;
+    void *arrays;
+    vl_reason_t reason = s_encode_decode(&seg, &out, &arrays);
+    int same = reason == VL_OK && out.obs == arrays && s_same_segment(&seg, &out);
     free(arrays);
     free(seg.obs);
     VL_CHECK(reason == VL_OK);
     VL_CHECK(same);
     VL_CHECK(out.actor_id == 7 && out.env_id == 3 && out.seq == 42);
     VL_CHECK(strcmp(out.policy_id, "cartpole-a2c") == 0 && out.policy_version == 9);
-    VL_CHECK(out.horizon == S_T && out.obs_ndim == 2 && out.obs_dim == S_D);
-    VL_CHECK(out.obs_shape[0] == 2 && out.obs_shape[1] == 2);
+    VL_CHECK(out.horizon == S_T && out.obs_dim == S_D && out.obs_wire_bytes == S_WIRE);
+    VL_CHECK(out.obs_spec.n_fields == 1 && out.obs_spec.fields[0].encoding == VL_OBS_F32);
+    VL_CHECK(out.obs_spec.fields[0].ndim == 2);
+    VL_CHECK(out.obs_spec.fields[0].shape[0] == 2 && out.obs_spec.fields[0].shape[1] == 2);
     VL_CHECK(out.num_actions == S_ACTIONS && out.send_ns == 1700000000123456789LL);
     VL_CHECK(out.n_episodes == 2);
+}
+
+/* A 2-bit screen, a bit vector and two floats come back exactly. */
+static void test_segment_round_trip_pixels(void)
+{
+    vl_segment_t seg = s_pixel_new(2), out;
+    void *arrays;
+    vl_reason_t reason = s_encode_decode(&seg, &out, &arrays);
+    int same = reason == VL_OK && s_same_segment(&seg, &out);
+    free(arrays);
+    free(seg.obs);
+    VL_CHECK(reason == VL_OK);
+    VL_CHECK(same);
+    VL_CHECK(out.obs_dim == S_PIX_D && out.obs_wire_bytes == S_PIX_WIRE);
+}
+
+/* Fields that end in a partial byte, over an odd horizon; and the most
+   fields a segment may declare. */
+static void test_segment_round_trip_odd_fields(void)
+{
+    vl_obs_spec_t odd = {0}, eight = {0};
+    s_add(&odd, VL_OBS_U2, 2, (const uint32_t[]){5, 3});
+    s_add(&odd, VL_OBS_U1, 1, (const uint32_t[]){13});
+    s_add(&odd, VL_OBS_U8, 1, (const uint32_t[]){3});
+    for (uint32_t i = 0; i < VL_OBS_FIELDS_MAX; i++)
+        s_add(&eight, i % VL_OBS_ENCODINGS, 2, (const uint32_t[]){i + 1, 3});
+    vl_segment_t seg = s_segment_make(&odd, 7, 3), out;
+    void *arrays;
+    vl_reason_t reason = s_encode_decode(&seg, &out, &arrays);
+    int same = reason == VL_OK && s_same_segment(&seg, &out);
+    free(arrays);
+    free(seg.obs);
+    VL_CHECK(reason == VL_OK);
+    VL_CHECK(same);
+    VL_CHECK(out.obs_dim == 31 && out.obs_wire_bytes == 4 + 2 + 3);
+    seg = s_segment_make(&eight, 5, 4);
+    reason = s_encode_decode(&seg, &out, &arrays);
+    same = reason == VL_OK && s_same_segment(&seg, &out);
+    free(arrays);
+    free(seg.obs);
+    VL_CHECK(reason == VL_OK);
+    VL_CHECK(same);
+}
+
+/* The decompressed payload is laid out as volley.proto says: packed obs,
+   actions int32, rewards, logp, dones one byte each; the fields are
+   declared with the proto's encoding numbers. */
+static void test_segment_payload_layout(void)
+{
+    VL_CHECK((int)VOLLEY__ENCODING__F32 == VL_OBS_F32 && (int)VOLLEY__ENCODING__U8 == VL_OBS_U8);
+    VL_CHECK((int)VOLLEY__ENCODING__U2 == VL_OBS_U2 && (int)VOLLEY__ENCODING__U1 == VL_OBS_U1);
+    vl_segment_t seg = s_pixel_new(21);
+    uint8_t *buf;
+    size_t size;
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == 0);
+    Volley__Segment *msg = volley__segment__unpack(NULL, size, buf);
+    free(buf);
+    size_t T = S_T, obs_bytes = (T + 1) * S_PIX_WIRE, raw = obs_bytes + S_STEP_BYTES * T;
+    uint8_t *want = malloc(raw), *got = malloc(raw);
+    vl_obs_pack(&seg.obs_spec, T + 1, seg.obs, want);
+    memcpy(want + obs_bytes, seg.actions, 4 * T);
+    memcpy(want + obs_bytes + 4 * T, seg.rewards, 4 * T);
+    memcpy(want + obs_bytes + 8 * T, seg.logp, 4 * T);
+    for (size_t t = 0; t < T; t++)
+        want[obs_bytes + 12 * T + t] = (uint8_t)seg.dones[t];
+    int header_ok =
+        msg && msg->schema == VL_SCHEMA_VERSION && msg->raw_size == raw && msg->n_obs_fields == 3 &&
+        msg->obs_fields[0]->encoding == VOLLEY__ENCODING__U2 && msg->obs_fields[0]->n_shape == 2 &&
+        msg->obs_fields[0]->shape[1] == 16 &&
+        msg->obs_fields[1]->encoding == VOLLEY__ENCODING__U1 && msg->obs_fields[1]->n_shape == 1 &&
+        msg->obs_fields[1]->shape[0] == 32 && msg->obs_fields[2]->encoding == VOLLEY__ENCODING__F32;
+    int same =
+        header_ok &&
+        vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, got) == VL_OK &&
+        memcmp(got, want, raw) == 0;
+    volley__segment__free_unpacked(msg, NULL);
+    free(want);
+    free(got);
+    free(seg.obs);
+    VL_CHECK(header_ok);
+    VL_CHECK(same);
 }
 
 static void test_segment_encode_unbound_arrays(void)
@@ -215,6 +597,7 @@ static void test_segment_encode_unbound_arrays(void)
     memcpy(actions, seg.actions, sizeof actions);
     loose.rewards = rewards;
     loose.actions = actions;
+    loose.wire = NULL; // the encoder does not need the decoder's scratch
     int rc = vl_segment_encode(&loose, &loose_buf, &loose_size);
     free(seg.obs);
     VL_CHECK(rc == 0);
@@ -235,8 +618,21 @@ static void test_segment_peek(void)
     free(buf);
     VL_CHECK(reason == VL_OK);
     VL_CHECK(out.horizon == S_T && out.obs_dim == S_D && out.num_actions == S_ACTIONS);
+    VL_CHECK(out.obs_wire_bytes == S_WIRE);
     VL_CHECK(strcmp(out.policy_id, "cartpole-a2c") == 0 && out.seq == 42);
-    VL_CHECK(out.obs == NULL && out.episode_returns == NULL);
+    VL_CHECK(out.obs == NULL && out.episode_returns == NULL && out.wire == NULL);
+    vl_segment_t pix = s_pixel_new(5);
+    buf = s_edited_from(&pix, s_edit_nothing, &size);
+    memset(&out, 0xab, sizeof out);
+    reason = vl_segment_peek(buf, size, &lim, &out);
+    free(buf);
+    int same_spec = vl_obs_spec_equal(&out.obs_spec, &pix.obs_spec);
+    free(pix.obs);
+    VL_CHECK(reason == VL_OK && same_spec);
+    VL_CHECK(out.obs_dim == S_PIX_D && out.obs_wire_bytes == S_PIX_WIRE);
+    vl_obs_spec_t spec = s_pix_spec();
+    VL_CHECK(vl_segment_arrays_size(out.horizon, &out.obs_spec) ==
+             vl_segment_arrays_size(S_T, &spec));
 }
 
 static void test_segment_encode_rejects_bad_input(void)
@@ -246,11 +642,19 @@ static void test_segment_encode_rejects_bad_input(void)
     size_t size;
     seg = good, seg.horizon = 0;
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
-    seg = good, seg.obs_dim = 5; // disagrees with obs_shape
+    seg = good, seg.obs_dim = 5; // disagrees with obs_spec
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
-    seg = good, seg.obs_shape[1] = 0;
+    seg = good, seg.obs_wire_bytes = 4 * S_D + 1;
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
-    seg = good, seg.obs_ndim = 5;
+    seg = good, seg.obs_spec.fields[0].shape[1] = 0;
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
+    seg = good, seg.obs_spec.fields[0].ndim = VL_OBS_NDIM_MAX + 1;
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
+    seg = good, seg.obs_spec.fields[0].encoding = 7;
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
+    seg = good, seg.obs_spec.n_fields = 0;
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
+    seg = good, seg.obs_spec.n_fields = VL_OBS_FIELDS_MAX + 1;
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
     seg = good, seg.num_actions = 0;
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
@@ -266,18 +670,18 @@ static void test_segment_encode_rejects_bad_input(void)
 }
 
 /* protobuf has no end marker: a cut that lands exactly where a trailing
-   optional field begins leaves a complete, smaller message. For the
-   standard segment that happens twice (before the episode fields, and
-   before send_ns); such a prefix decodes with the lost fields at zero.
-   Every other cut must be refused, most as malformed protobuf. */
-static void test_truncated_segment(void)
+   optional field begins leaves a complete, smaller message. For these
+   segments that happens twice (before the episode fields, and before
+   send_ns); such a prefix decodes with the lost fields at zero. Every
+   other cut must be refused, most as malformed protobuf. */
+static void s_check_truncated(const vl_segment_t *seg)
 {
     size_t size;
-    uint8_t *buf = s_edited(s_edit_nothing, &size);
+    uint8_t *buf = s_edited_from(seg, s_edit_nothing, &size);
     vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, S_D);
+    size_t cap = s_cap(seg);
     void *arrays = malloc(cap);
-    size_t n_ok = 0, n_proto = 0, n_bad_ok = 0;
+    size_t n_ok = 0, n_proto = 0, n_bad_ok = 0, n_out_of_range = 0;
     for (size_t cut = 0; cut < size; cut++) {
         uint8_t *prefix = malloc(cut ? cut : 1); // exact size, so ASan sees overreads
         memcpy(prefix, buf, cut);
@@ -287,11 +691,22 @@ static void test_truncated_segment(void)
         n_proto += reason == VL_EPROTO;
         n_ok += reason == VL_OK;
         n_bad_ok += reason == VL_OK && out.n_episodes != 0 && out.send_ns != 0;
+        n_out_of_range += reason >= VL_EREASONS;
     }
     free(arrays);
     free(buf);
-    VL_CHECK(n_ok == 2 && n_bad_ok == 0);
+    VL_CHECK(n_ok == 2 && n_bad_ok == 0 && n_out_of_range == 0);
     VL_CHECK(n_proto > size / 2);
+}
+
+static void test_truncated_segment(void)
+{
+    vl_segment_t seg = s_segment_new(7), pix = s_pixel_new(7);
+    s_check_truncated(&seg);
+    if (!vl_test_case_failed)
+        s_check_truncated(&pix);
+    free(seg.obs);
+    free(pix.obs);
 }
 
 static void test_garbage_bytes(void)
@@ -299,7 +714,8 @@ static void test_garbage_bytes(void)
     vl_rng_t rng;
     vl_rng_seed(&rng, 12345);
     vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, S_D);
+    vl_obs_spec_t spec = s_std_spec();
+    size_t cap = vl_segment_arrays_size(S_T, &spec);
     void *arrays = malloc(cap);
     int n_ok = 0, n_out_of_range = 0;
     for (int i = 0; i < 20000; i++) {
@@ -311,6 +727,7 @@ static void test_garbage_bytes(void)
         vl_reason_t reason = vl_segment_decode(buf, size, &lim, &seg, arrays, cap);
         n_ok += reason == VL_OK;
         n_out_of_range += reason >= VL_EREASONS;
+        n_out_of_range += vl_segment_peek(buf, size, &lim, &seg) >= VL_EREASONS;
         vl_weights_t *w = NULL;
         n_ok += vl_weights_decode(buf, size, &lim, &w) == VL_OK;
         vl_weights_destroy(&w);
@@ -322,71 +739,120 @@ static void test_garbage_bytes(void)
     VL_CHECK(n_ok == 0 && n_out_of_range == 0);
 }
 
-/* Returns 1 if an accepted segment keeps the decoder's promises: shape in
-   the limits, finite floats, actions in range, done flags 0 or 1, log-probs
-   <= 0, episodes no more than steps. */
+/* Returns 1 if every unpacked observation value is one its field can
+   carry: finite for f32, an integer in range for the others. */
+static int s_obs_in_range(const vl_segment_t *seg)
+{
+    const float *o = seg->obs;
+    for (size_t k = 0; k <= seg->horizon; k++)
+        for (uint32_t i = 0; i < seg->obs_spec.n_fields; i++) {
+            const vl_obs_field_t *f = &seg->obs_spec.fields[i];
+            float max = f->encoding == VL_OBS_U8 ? 255.0f : f->encoding == VL_OBS_U2 ? 3.0f : 1.0f;
+            for (size_t j = s_count(f); j > 0; j--, o++)
+                if (f->encoding == VL_OBS_F32 ? !vl_float_is_finite(*o)
+                                              : !(*o >= 0 && *o <= max && *o == floorf(*o)))
+                    return 0;
+        }
+    return 1;
+}
+
+/* Returns 1 if an accepted segment keeps the decoder's promises: a spec
+   within the limits that agrees with obs_dim and obs_wire_bytes, obs each
+   field can carry, actions in range, done flags 0 or 1, finite rewards,
+   log-probs <= 0, episodes no more than steps with finite returns. */
 static int s_keeps_contract(const vl_segment_t *seg, const vl_limits_t *lim)
 {
     size_t T = seg->horizon;
-    if (T == 0 || T > lim->max_horizon || seg->obs_dim > lim->max_obs_dim ||
-        seg->num_actions > lim->max_actions || seg->n_episodes > T)
+    uint32_t dim, wire;
+    if (T == 0 || T > lim->max_horizon || seg->num_actions > lim->max_actions ||
+        seg->n_episodes > T || vl_obs_spec_check(&seg->obs_spec, lim, &dim, &wire) != VL_OK ||
+        dim != seg->obs_dim || wire != seg->obs_wire_bytes || !s_obs_in_range(seg))
         return 0;
-    for (size_t i = 0; i < (T + 1) * seg->obs_dim; i++)
-        if (!vl_float_is_finite(seg->obs[i]))
-            return 0;
     for (size_t t = 0; t < T; t++)
         if (seg->actions[t] < 0 || seg->actions[t] >= (int32_t)seg->num_actions ||
             (seg->dones[t] != 0.0f && seg->dones[t] != 1.0f) || !(seg->logp[t] <= 0.0f) ||
             !vl_float_is_finite(seg->rewards[t]))
             return 0;
-    return 1;
+    return vl_wire_all_finite(seg->episode_returns, seg->n_episodes);
 }
 
-/* Flips random bits of a valid segment: a flip in a literal obs byte or in
-   seq is harmless, so any reason may come back, but nothing may crash or
-   read out of bounds, and whatever is accepted must keep the contract. */
-static void test_bit_flipped_segment(void)
+/* Flips random bits of seg encoded: a flip in a literal obs byte or in seq
+   is harmless, so any reason may come back, but nothing may crash or read
+   out of bounds, and whatever is accepted must keep the contract. Returns
+   how many of n flipped messages were refused, or -1 if one accepted
+   broke the contract. */
+static int s_bit_flips(const vl_segment_t *seg, uint64_t seed, int n)
 {
     size_t size;
-    uint8_t *good = s_edited(s_edit_nothing, &size);
+    uint8_t *good = s_edited_from(seg, s_edit_nothing, &size);
     vl_rng_t rng;
-    vl_rng_seed(&rng, 99);
+    vl_rng_seed(&rng, seed);
     vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, S_D);
+    size_t cap = s_cap(seg);
     void *arrays = malloc(cap);
     uint8_t *buf = malloc(size);
     int n_refused = 0, n_broken = 0;
-    for (int i = 0; i < 5000; i++) {
+    for (int i = 0; i < n; i++) {
         memcpy(buf, good, size);
         for (int k = 0; k < 3; k++)
             buf[vl_rng_below(&rng, (uint32_t)size)] ^= (uint8_t)(1u << vl_rng_below(&rng, 8));
-        vl_segment_t seg;
-        vl_reason_t reason = vl_segment_decode(buf, size, &lim, &seg, arrays, cap);
+        vl_segment_t out;
+        vl_reason_t reason = vl_segment_decode(buf, size, &lim, &out, arrays, cap);
         n_refused += reason != VL_OK;
-        n_broken += reason == VL_OK && !s_keeps_contract(&seg, &lim);
+        n_broken += reason == VL_OK && !s_keeps_contract(&out, &lim);
+        n_broken += reason >= VL_EREASONS;
     }
     free(buf);
     free(arrays);
     free(good);
-    VL_CHECK(n_broken == 0);
-    VL_CHECK(n_refused > 500); // actions, dones and the header do get hit
+    return n_broken ? -1 : n_refused;
 }
 
-static void s_edit_schema(Volley__Segment *msg)
+static void test_bit_flipped_segment(void)
+{
+    vl_segment_t seg = s_segment_new(7), pix = s_pixel_new(7);
+    int std_refused = s_bit_flips(&seg, 99, 5000);
+    int pix_refused = s_bit_flips(&pix, 98, 5000);
+    free(seg.obs);
+    free(pix.obs);
+    VL_CHECK(std_refused > 500); // actions, dones and the header do get hit
+    VL_CHECK(pix_refused > 250); // most of it is literal u2 screen, where any bits are valid
+}
+
+static void s_edit_schema_next(Volley__Segment *msg)
 {
     msg->schema = VL_SCHEMA_VERSION + 1;
 }
 
+/* Schema 1 declared observations by a single f32 shape. */
+static void s_edit_schema_old(Volley__Segment *msg)
+{
+    msg->schema = 1;
+}
+
+static void s_edit_schema_missing(Volley__Segment *msg)
+{
+    msg->schema = 0;
+}
+
 static void test_wrong_schema(void)
 {
+    VL_CHECK(VL_SCHEMA_VERSION == 2);
     VL_CHECK(s_decode_edited(s_edit_nothing) == VL_OK);
-    VL_CHECK(s_decode_edited(s_edit_schema) == VL_EVERSION);
-    VL_CHECK(s_peek_edited(s_edit_schema) == VL_EVERSION);
+    VL_CHECK(s_decode_edited(s_edit_schema_next) == VL_EVERSION);
+    VL_CHECK(s_decode_edited(s_edit_schema_old) == VL_EVERSION);
+    VL_CHECK(s_decode_edited(s_edit_schema_missing) == VL_EVERSION);
+    VL_CHECK(s_peek_edited(s_edit_schema_old) == VL_EVERSION);
 }
 
 static void s_edit_horizon_big(Volley__Segment *msg)
 {
     msg->horizon = 4097;
+}
+
+static void s_edit_horizon_2_31(Volley__Segment *msg)
+{
+    msg->horizon = 1u << 31;
 }
 
 static void s_edit_horizon_huge(Volley__Segment *msg)
@@ -397,48 +863,74 @@ static void s_edit_horizon_huge(Volley__Segment *msg)
 static void test_horizon_over_limit(void)
 {
     VL_CHECK(s_decode_edited(s_edit_horizon_big) == VL_ETOOBIG);
+    VL_CHECK(s_decode_edited(s_edit_horizon_2_31) == VL_ETOOBIG);
     VL_CHECK(s_decode_edited(s_edit_horizon_huge) == VL_ETOOBIG);
     VL_CHECK(s_peek_edited(s_edit_horizon_big) == VL_ETOOBIG);
+    VL_CHECK(s_peek_edited(s_edit_horizon_2_31) == VL_ETOOBIG);
 }
 
-static uint32_t s_shape_arg[8];
-
-/* Sets obs_shape to the first n entries of s_shape_arg. */
-static void s_set_shape(Volley__Segment *msg, size_t n)
+/* Returns the decode reason of the standard segment with the declared
+   replacement fields (see s_field_add). */
+static vl_reason_t s_decode_fields(void)
 {
-    msg->obs_shape = s_shape_arg;
-    msg->n_obs_shape = n;
-}
-
-static void s_edit_shape_2(Volley__Segment *msg)
-{
-    s_set_shape(msg, 2);
-}
-
-static void s_edit_shape_4(Volley__Segment *msg)
-{
-    s_set_shape(msg, 4);
-}
-
-static void s_edit_shape_5(Volley__Segment *msg)
-{
-    s_set_shape(msg, 5);
+    return s_decode_edited(s_edit_fields);
 }
 
 /* 65536 x 65536 is 2^32 (0 in 32 bits); four of them 2^64 (0 in 64 bits). */
-static void test_obs_shape_over_limit(void)
+static void test_obs_fields_over_limit(void)
 {
-    for (int i = 0; i < 8; i++)
-        s_shape_arg[i] = 65536;
-    VL_CHECK(s_decode_edited(s_edit_shape_2) == VL_ETOOBIG);
-    VL_CHECK(s_decode_edited(s_edit_shape_4) == VL_ETOOBIG);
-    s_shape_arg[0] = 256, s_shape_arg[1] = 257; // one over 1 << 16
-    VL_CHECK(s_decode_edited(s_edit_shape_2) == VL_ETOOBIG);
-    for (int i = 0; i < 8; i++)
-        s_shape_arg[i] = 1;
-    VL_CHECK(s_decode_edited(s_edit_shape_5) == VL_ETOOBIG); // rank over VL_OBS_NDIM_MAX
-    s_shape_arg[0] = 2, s_shape_arg[1] = 2;                  // the real shape, as a control
-    VL_CHECK(s_decode_edited(s_edit_shape_2) == VL_OK);
+    const uint32_t big[8] = {65536, 65536, 65536, 65536, 65536, 65536, 65536, 65536};
+    const uint32_t ones[8] = {1, 1, 1, 1, 1, 2, 2, 1};
+    s_fields_reset(), s_field_add(VL_OBS_F32, 2, (const uint32_t[]){2, 2}); // the real field
+    VL_CHECK(s_decode_fields() == VL_OK);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 2, big);
+    VL_CHECK(s_decode_fields() == VL_ETOOBIG);
+    s_fields_reset(), s_field_add(VL_OBS_U1, 4, big);
+    VL_CHECK(s_decode_fields() == VL_ETOOBIG);
+    s_fields_reset(), s_field_add(VL_OBS_U8, 2, (const uint32_t[]){256, 257}); // one over 1 << 16
+    VL_CHECK(s_decode_fields() == VL_ETOOBIG);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 4, ones + 3); // rank 4: 1 x 1 x 2 x 2, same bytes
+    VL_CHECK(s_decode_fields() == VL_OK);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 5, ones + 2); // rank over VL_OBS_NDIM_MAX
+    VL_CHECK(s_decode_fields() == VL_ETOOBIG);
+    VL_CHECK(s_peek_edited(s_edit_fields) == VL_ETOOBIG);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 8, ones);
+    VL_CHECK(s_decode_fields() == VL_ETOOBIG);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 1, (const uint32_t[]){32768}); // the sum is over
+    s_field_add(VL_OBS_U1, 1, (const uint32_t[]){32769});
+    VL_CHECK(s_decode_fields() == VL_ETOOBIG);
+}
+
+/* Up to VL_OBS_FIELDS_MAX fields pass the count check (then disagree with
+   raw_size); one more is too big. */
+static void test_too_many_fields(void)
+{
+    s_fields_reset();
+    for (int i = 0; i < VL_OBS_FIELDS_MAX; i++)
+        s_field_add(VL_OBS_U1, 1, (const uint32_t[]){1});
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
+    s_field_add(VL_OBS_U1, 1, (const uint32_t[]){1});
+    VL_CHECK(s_decode_fields() == VL_ETOOBIG);
+    VL_CHECK(s_peek_edited(s_edit_fields) == VL_ETOOBIG);
+    s_fields_reset(); // 4 f32 fields of one value: as many bytes as the real one
+    for (int i = 0; i < 4; i++)
+        s_field_add(VL_OBS_F32, 1, (const uint32_t[]){1});
+    VL_CHECK(s_decode_fields() == VL_OK);
+}
+
+static void test_unknown_encoding(void)
+{
+    const uint32_t dims[2] = {2, 2};
+    s_fields_reset(), s_field_add(7, 2, dims);
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
+    VL_CHECK(s_peek_edited(s_edit_fields) == VL_ESHAPE);
+    s_fields_reset(), s_field_add(VL_OBS_ENCODINGS, 2, dims);
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
+    s_fields_reset(), s_field_add(-1, 2, dims);
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
+    s_fields_reset(), s_field_add(VL_OBS_U1, 2, (const uint32_t[]){8, 2});
+    s_field_add(7, 1, (const uint32_t[]){1}); // a bad second field
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
 }
 
 static void s_edit_horizon_zero(Volley__Segment *msg)
@@ -446,9 +938,9 @@ static void s_edit_horizon_zero(Volley__Segment *msg)
     msg->horizon = 0;
 }
 
-static void s_edit_rank_zero(Volley__Segment *msg)
+static void s_edit_no_fields(Volley__Segment *msg)
 {
-    msg->n_obs_shape = 0;
+    msg->n_obs_fields = 0;
 }
 
 static void s_edit_actions_zero(Volley__Segment *msg)
@@ -456,15 +948,21 @@ static void s_edit_actions_zero(Volley__Segment *msg)
     msg->num_actions = 0;
 }
 
-/* Zero sizes are VL_ESHAPE, not VL_ETOOBIG (see vl_codec.c), even when
+/* Zero sizes are VL_ESHAPE, not VL_ETOOBIG (see vl_segment.c), even when
    another dimension is over the limit: zero dims are checked first. */
 static void test_zero_sizes(void)
 {
     VL_CHECK(s_decode_edited(s_edit_horizon_zero) == VL_ESHAPE);
-    VL_CHECK(s_decode_edited(s_edit_rank_zero) == VL_ESHAPE);
+    VL_CHECK(s_decode_edited(s_edit_no_fields) == VL_ESHAPE);
+    VL_CHECK(s_peek_edited(s_edit_no_fields) == VL_ESHAPE);
     VL_CHECK(s_decode_edited(s_edit_actions_zero) == VL_ESHAPE);
-    s_shape_arg[0] = 1u << 20, s_shape_arg[1] = 0;
-    VL_CHECK(s_decode_edited(s_edit_shape_2) == VL_ESHAPE);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 0, NULL); // rank 0
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 2, (const uint32_t[]){1u << 20, 0});
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
+    s_fields_reset(), s_field_add(VL_OBS_F32, 2, (const uint32_t[]){2, 2});
+    s_field_add(VL_OBS_U2, 3, (const uint32_t[]){4, 0, 4});
+    VL_CHECK(s_decode_fields() == VL_ESHAPE);
 }
 
 static void s_edit_actions_big(Volley__Segment *msg)
@@ -487,39 +985,93 @@ static void s_edit_raw_minus4(Volley__Segment *msg)
     msg->raw_size -= 4;
 }
 
-static void test_raw_size_inconsistent(void)
-{
-    VL_CHECK(s_decode_edited(s_edit_raw_plus4) == VL_ESHAPE);
-    VL_CHECK(s_decode_edited(s_edit_raw_minus4) == VL_ESHAPE);
-    VL_CHECK(s_peek_edited(s_edit_raw_plus4) == VL_ESHAPE);
-}
-
-/* A ~1 KB message claiming a 1 GB payload (the largest shape the limits
-   allow, raw_size consistent with it). */
-static void s_edit_bomb(Volley__Segment *msg)
-{
-    s_shape_arg[0] = 1u << 16;
-    s_set_shape(msg, 1);
-    msg->horizon = 4096;
-    msg->raw_size = (uint32_t)(4 * (4097ull * 65536 + 4 * 4096));
-}
-
-static void s_edit_bomb_raw_only(Volley__Segment *msg)
+static void s_edit_raw_huge(Volley__Segment *msg)
 {
     msg->raw_size = UINT32_MAX;
 }
 
-/* The segment decoder never allocates: a bomb whose shape is within the
-   limits is refused because the caller's storage is too small, and one
-   whose raw_size disagrees with its shape because of that. */
-static void test_lz4_bomb(void)
+/* A field declared u2 instead of f32: raw_size no longer agrees. */
+static void s_edit_other_encoding(Volley__Segment *msg)
 {
-    VL_CHECK(s_peek_edited(s_edit_bomb) == VL_OK);
-    VL_CHECK(s_decode_edited(s_edit_bomb) == VL_ETOOBIG);
-    VL_CHECK(s_decode_edited(s_edit_bomb_raw_only) == VL_ESHAPE);
+    s_fields_reset(), s_field_add(VL_OBS_U2, 2, (const uint32_t[]){2, 2});
+    s_edit_fields(msg);
 }
 
-static uint8_t s_block_arg[4096];
+static void test_raw_size_inconsistent(void)
+{
+    VL_CHECK(s_decode_edited(s_edit_raw_plus4) == VL_ESHAPE);
+    VL_CHECK(s_decode_edited(s_edit_raw_minus4) == VL_ESHAPE);
+    VL_CHECK(s_decode_edited(s_edit_raw_huge) == VL_ESHAPE);
+    VL_CHECK(s_peek_edited(s_edit_raw_plus4) == VL_ESHAPE);
+    VL_CHECK(s_decode_edited(s_edit_other_encoding) == VL_ESHAPE);
+}
+
+/* The standard segment's payload against max_raw_bytes: at the limit it
+   passes, one byte under it is refused, before any other check of the
+   block. */
+static void test_raw_size_over_limit(void)
+{
+    size_t size;
+    uint8_t *buf = s_edited(s_edit_nothing, &size);
+    vl_limits_t lim = vl_limits_default();
+    vl_obs_spec_t spec = s_std_spec();
+    size_t cap = vl_segment_arrays_size(S_T, &spec);
+    uint32_t raw = (S_T + 1) * S_WIRE + S_STEP_BYTES * S_T;
+    lim.max_raw_bytes = raw;
+    vl_reason_t at_limit = s_decode(buf, size, &lim, cap);
+    lim.max_raw_bytes = raw - 1;
+    vl_reason_t over = s_decode(buf, size, &lim, cap);
+    vl_segment_t out;
+    vl_reason_t over_peek = vl_segment_peek(buf, size, &lim, &out);
+    free(buf);
+    VL_CHECK(at_limit == VL_OK);
+    VL_CHECK(over == VL_ETOOBIG);
+    VL_CHECK(over_peek == VL_ETOOBIG);
+}
+
+/* A ~1 KB message claiming a 1 GB payload: the largest shape the other
+   limits allow (f32 [65536] for 4096 steps), raw_size consistent with it. */
+static void s_edit_gigabyte(Volley__Segment *msg)
+{
+    s_fields_reset(), s_field_add(VL_OBS_F32, 1, (const uint32_t[]){1u << 16});
+    s_edit_fields(msg);
+    msg->horizon = 4096;
+    msg->raw_size = (uint32_t)(4097ull * 4 * 65536 + S_STEP_BYTES * 4096);
+}
+
+/* The same ~1 KB message claiming a u8 [4096] observation for 4096 steps:
+   16.8 MB, under max_raw_bytes and consistent with the shape, but more
+   than 255 times the block's length, which no LZ4 block can expand to. */
+#define S_BOMB_RAW (4097u * 4096 + S_STEP_BYTES * 4096)
+static void s_edit_bomb(Volley__Segment *msg)
+{
+    s_fields_reset(), s_field_add(VL_OBS_U8, 1, (const uint32_t[]){4096});
+    s_edit_fields(msg);
+    msg->horizon = 4096;
+    msg->raw_size = S_BOMB_RAW;
+}
+
+/* Neither is decompressed nor given storage: the gigabyte is over
+   max_raw_bytes, the bomb is refused by LZ4's expansion bound, both
+   before the storage is looked at, so a few bytes of it do. */
+static void test_lz4_bomb(void)
+{
+    VL_CHECK(s_peek_edited(s_edit_gigabyte) == VL_ETOOBIG);
+    VL_CHECK(s_decode_edited(s_edit_gigabyte) == VL_ETOOBIG);
+    size_t size;
+    uint8_t *buf = s_edited(s_edit_bomb, &size);
+    vl_limits_t lim = vl_limits_default();
+    vl_segment_t out;
+    uint32_t small[16];
+    vl_reason_t peek = vl_segment_peek(buf, size, &lim, &out);
+    vl_reason_t tiny = vl_segment_decode(buf, size, &lim, &out, small, sizeof small);
+    vl_reason_t none = vl_segment_decode(buf, size, &lim, &out, NULL, 0);
+    free(buf);
+    VL_CHECK(size < 2048 && S_BOMB_RAW <= lim.max_raw_bytes);
+    VL_CHECK(peek == VL_ELZ4);
+    VL_CHECK(tiny == VL_ELZ4);
+    VL_CHECK(none == VL_ELZ4);
+}
 
 /* Pads the payload to one byte over LZ4_compressBound(raw_size). */
 static void s_edit_payload_over_bound(Volley__Segment *msg)
@@ -590,6 +1142,36 @@ static void test_inf_observation(void)
     VL_CHECK(reason == VL_ENONFINITE);
 }
 
+/* In a mixed segment only the f32 field can carry a non-finite value: a
+   NaN there is refused wherever it is, one in a packed field is sent as 0. */
+static void test_nonfinite_in_mixed_fields(void)
+{
+    vl_segment_t seg = s_pixel_new(6), out;
+    size_t f32_at = 256 + 32; // the f32 field's offset in an observation
+    VL_CHECK(s_round_trip(&seg) == VL_OK);
+    seg.obs[5 * S_PIX_D + f32_at + 1] = NAN;
+    vl_reason_t middle = s_round_trip(&seg);
+    seg.obs[5 * S_PIX_D + f32_at + 1] = 0.5f;
+    seg.obs[S_T * S_PIX_D + f32_at + 1] = -INFINITY; // the bootstrap's last float
+    vl_reason_t last = s_round_trip(&seg);
+    seg.obs[S_T * S_PIX_D + f32_at + 1] = 0.5f;
+    seg.obs[f32_at] = NAN; // the first f32 value
+    vl_reason_t first = s_round_trip(&seg);
+    seg.obs[f32_at] = 0.5f;
+    seg.obs[3 * S_PIX_D + 7] = NAN;            // in the u2 screen
+    seg.obs[3 * S_PIX_D + 256 + 5] = INFINITY; // in the u1 flags
+    void *arrays;
+    vl_reason_t packed = s_encode_decode(&seg, &out, &arrays);
+    int zero = packed == VL_OK && out.obs[3 * S_PIX_D + 7] == 0.0f;
+    int one = packed == VL_OK && out.obs[3 * S_PIX_D + 256 + 5] == 1.0f;
+    free(arrays);
+    free(seg.obs);
+    VL_CHECK(middle == VL_ENONFINITE);
+    VL_CHECK(last == VL_ENONFINITE);
+    VL_CHECK(first == VL_ENONFINITE);
+    VL_CHECK(packed == VL_OK && zero && one);
+}
+
 static void test_nonfinite_logp_and_return(void)
 {
     vl_segment_t seg = s_segment_new(6);
@@ -618,16 +1200,26 @@ static void test_action_out_of_range(void)
     VL_CHECK(last_valid == VL_OK);
 }
 
+/* Done flags travel as one byte each; the encoder writes 0 or 1, so a
+   byte of 2 (or 255) can only come from a hostile sender. */
 static void test_done_not_binary(void)
 {
-    vl_segment_t seg = s_segment_new(8);
-    seg.dones[3] = 0.5f;
-    vl_reason_t half = s_round_trip(&seg);
-    seg.dones[3] = NAN;
-    vl_reason_t nan = s_round_trip(&seg);
+    vl_segment_t seg = s_segment_new(8), pix = s_pixel_new(8);
+    VL_CHECK(seg.dones[3] == 0.0f);
+    s_raw_at = s_dones_at(&seg, 3), s_raw_byte = 1; // the control: a valid flag
+    vl_reason_t one = s_decode_edited_from(&seg, s_edit_raw_byte);
+    s_raw_byte = 2;
+    vl_reason_t two = s_decode_edited_from(&seg, s_edit_raw_byte);
+    s_raw_byte = 255;
+    vl_reason_t all = s_decode_edited_from(&seg, s_edit_raw_byte);
+    s_raw_at = s_dones_at(&pix, S_T - 1), s_raw_byte = 2; // the last byte of the payload
+    vl_reason_t pix_two = s_decode_edited_from(&pix, s_edit_raw_byte);
     free(seg.obs);
-    VL_CHECK(half == VL_EDONE);
-    VL_CHECK(nan == VL_EDONE);
+    free(pix.obs);
+    VL_CHECK(one == VL_OK);
+    VL_CHECK(two == VL_EDONE);
+    VL_CHECK(all == VL_EDONE);
+    VL_CHECK(pix_two == VL_EDONE);
 }
 
 static void test_logp_positive(void)
@@ -665,18 +1257,22 @@ static void test_episode_counts_mismatched(void)
 
 static void test_arrays_cap_too_small(void)
 {
+    vl_segment_t pix = s_pixel_new(10);
     size_t size;
-    uint8_t *buf = s_edited(s_edit_nothing, &size);
+    uint8_t *buf = s_edited_from(&pix, s_edit_nothing, &size);
     vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, S_D);
+    size_t cap = s_cap(&pix);
+    free(pix.obs);
+    vl_reason_t short_by_one = s_decode(buf, size, &lim, cap - 1);
+    vl_reason_t no_wire = s_decode(buf, size, &lim, cap - (S_T + 1) * S_PIX_WIRE);
     void *arrays = malloc(cap);
     vl_segment_t out;
-    vl_reason_t short_by_one = vl_segment_decode(buf, size, &lim, &out, arrays, cap - 1);
     vl_reason_t no_storage = vl_segment_decode(buf, size, &lim, &out, NULL, 0);
     vl_reason_t exact = vl_segment_decode(buf, size, &lim, &out, arrays, cap);
     free(arrays);
     free(buf);
     VL_CHECK(short_by_one == VL_ETOOBIG);
+    VL_CHECK(no_wire == VL_ETOOBIG);
     VL_CHECK(no_storage == VL_ETOOBIG);
     VL_CHECK(exact == VL_OK);
 }
@@ -711,7 +1307,6 @@ static void test_bad_policy_id(void)
     s_policy_arg = "cart\xc3\xa9pole"; // valid UTF-8, not printable ASCII
     VL_CHECK(s_peek_edited(s_edit_policy) == VL_EPOLICY);
 }
-
 /* Two tensors: "w1" 3 x 5 and the rank-1 "b1" of 5, filled from seed.
    Their data lives in `storage` (at least 20 floats). */
 static void s_tensors_fill(vl_tensor_t t[2], float *storage, uint64_t seed)
@@ -879,6 +1474,28 @@ static void test_weights_lz4_bomb(void)
     VL_CHECK(s_weights_decode_edited(s_edit_tensor_too_big) == VL_ELZ4);
 }
 
+/* A tensor's block against max_raw_bytes: the 3 x 5 tensor's 60 bytes pass
+   at a limit of 60 and are refused at 59. */
+static void test_weights_raw_over_limit(void)
+{
+    vl_tensor_t t[2];
+    float storage[20];
+    s_tensors_fill(t, storage, 15);
+    uint8_t *buf;
+    size_t size;
+    VL_CHECK(vl_weights_encode("cartpole-a2c", 1, t, 2, &buf, &size) == 0);
+    vl_limits_t lim = vl_limits_default();
+    lim.max_raw_bytes = 60;
+    vl_weights_t *w = NULL;
+    vl_reason_t at_limit = vl_weights_decode(buf, size, &lim, &w);
+    vl_weights_destroy(&w);
+    lim.max_raw_bytes = 59;
+    vl_reason_t over = vl_weights_decode(buf, size, &lim, &w);
+    free(buf);
+    VL_CHECK(at_limit == VL_OK);
+    VL_CHECK(over == VL_ETOOBIG && w == NULL);
+}
+
 static void s_edit_too_many_tensors(Volley__Weights *msg)
 {
     static Volley__Tensor *many[65];
@@ -903,6 +1520,11 @@ static void test_weights_too_many_tensors(void)
 static void s_edit_weights_schema(Volley__Weights *msg)
 {
     msg->schema = 0;
+}
+
+static void s_edit_weights_schema_old(Volley__Weights *msg)
+{
+    msg->schema = 1;
 }
 
 static void s_edit_weights_policy(Volley__Weights *msg)
@@ -936,6 +1558,7 @@ static void s_edit_tensor_block_cut(Volley__Weights *msg)
 static void test_weights_bad_header(void)
 {
     VL_CHECK(s_weights_decode_edited(s_edit_weights_schema) == VL_EVERSION);
+    VL_CHECK(s_weights_decode_edited(s_edit_weights_schema_old) == VL_EVERSION);
     VL_CHECK(s_weights_decode_edited(s_edit_weights_policy) == VL_EPOLICY);
     VL_CHECK(s_weights_decode_edited(s_edit_tensor_name) == VL_EPOLICY);
     VL_CHECK(s_weights_decode_edited(s_edit_tensor_rank3) == VL_ESHAPE);
@@ -973,7 +1596,8 @@ static vl_reason_t s_hello_decode_raw(uint32_t schema, char *policy_id)
 static void test_hello_refused(void)
 {
     VL_CHECK(s_hello_decode_raw(VL_SCHEMA_VERSION, "ok") == VL_OK);
-    VL_CHECK(s_hello_decode_raw(2, "ok") == VL_EVERSION);
+    VL_CHECK(s_hello_decode_raw(1, "ok") == VL_EVERSION); // the schema before observation fields
+    VL_CHECK(s_hello_decode_raw(VL_SCHEMA_VERSION + 1, "ok") == VL_EVERSION);
     VL_CHECK(s_hello_decode_raw(VL_SCHEMA_VERSION, "") == VL_EPOLICY);
     VL_CHECK(s_hello_decode_raw(VL_SCHEMA_VERSION, "tab\there") == VL_EPOLICY);
     uint8_t garbage[] = {0x0a, 0x40, 'x'}; // a string that claims 64 bytes
@@ -1052,8 +1676,15 @@ int main(void)
     VL_RUN(test_reason_str);
     VL_RUN(test_limits_default);
     VL_RUN(test_float_is_finite);
+    VL_RUN(test_wire_all_finite_and_names);
+    VL_RUN(test_wire_check_block);
+    VL_RUN(test_set_spec);
     VL_RUN(test_arrays_size_and_bind);
+    VL_RUN(test_arrays_size_overflow);
     VL_RUN(test_segment_round_trip);
+    VL_RUN(test_segment_round_trip_pixels);
+    VL_RUN(test_segment_round_trip_odd_fields);
+    VL_RUN(test_segment_payload_layout);
     VL_RUN(test_segment_encode_unbound_arrays);
     VL_RUN(test_segment_peek);
     VL_RUN(test_segment_encode_rejects_bad_input);
@@ -1062,15 +1693,19 @@ int main(void)
     VL_RUN(test_bit_flipped_segment);
     VL_RUN(test_wrong_schema);
     VL_RUN(test_horizon_over_limit);
-    VL_RUN(test_obs_shape_over_limit);
+    VL_RUN(test_obs_fields_over_limit);
+    VL_RUN(test_too_many_fields);
+    VL_RUN(test_unknown_encoding);
     VL_RUN(test_zero_sizes);
     VL_RUN(test_num_actions_over_limit);
     VL_RUN(test_raw_size_inconsistent);
+    VL_RUN(test_raw_size_over_limit);
     VL_RUN(test_lz4_bomb);
     VL_RUN(test_payload_over_compress_bound);
     VL_RUN(test_corrupt_lz4);
     VL_RUN(test_nan_reward);
     VL_RUN(test_inf_observation);
+    VL_RUN(test_nonfinite_in_mixed_fields);
     VL_RUN(test_nonfinite_logp_and_return);
     VL_RUN(test_action_out_of_range);
     VL_RUN(test_done_not_binary);
@@ -1083,6 +1718,7 @@ int main(void)
     VL_RUN(test_weights_nonfinite);
     VL_RUN(test_weights_tensor_too_big);
     VL_RUN(test_weights_lz4_bomb);
+    VL_RUN(test_weights_raw_over_limit);
     VL_RUN(test_weights_too_many_tensors);
     VL_RUN(test_weights_bad_header);
     VL_RUN(test_hello_round_trip);

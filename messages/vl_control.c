@@ -1,0 +1,106 @@
+/*  vl_control: the small control messages, Hello and Stats, to and from
+    wire bytes. */
+#include <assert.h>
+#include <string.h>
+
+#include "vl_codec.h"
+#include "volley.pb-c.h"
+
+/* Encodes a Hello. Returns 0 and sets *out (caller frees), or -1. */
+int vl_hello_encode(const char *policy_id, uint8_t **out, size_t *out_size)
+{
+    if (!vl_wire_name_ok(policy_id, VL_POLICY_ID_MAX) || !out || !out_size)
+        return -1;
+    Volley__Hello msg = VOLLEY__HELLO__INIT;
+    msg.schema = VL_SCHEMA_VERSION;
+    msg.policy_id = (char *)policy_id;
+    return vl_wire_pack(&msg.base, out, out_size);
+}
+
+/* Decodes a Hello into policy_id (written on VL_OK alone). */
+vl_reason_t vl_hello_decode(const uint8_t *data, size_t size, char policy_id[VL_POLICY_ID_MAX])
+{
+    assert(policy_id);
+    Volley__Hello *msg = volley__hello__unpack(NULL, size, data);
+    if (!msg)
+        return VL_EPROTO;
+    vl_reason_t reason = VL_OK;
+    if (msg->schema != VL_SCHEMA_VERSION)
+        reason = VL_EVERSION;
+    else if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
+        reason = VL_EPOLICY;
+    else
+        memcpy(policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
+    volley__hello__free_unpacked(msg, NULL);
+    return reason;
+}
+
+/* Encodes stats into a new buffer. Returns 0 and sets *out (caller frees),
+   or -1 on a bad policy id or no memory. */
+int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
+{
+    if (!stats || !vl_wire_name_ok(stats->policy_id, VL_POLICY_ID_MAX) || !out || !out_size)
+        return -1;
+    Volley__Stats msg = VOLLEY__STATS__INIT;
+    msg.schema = VL_SCHEMA_VERSION;
+    msg.policy_id = (char *)stats->policy_id;
+    msg.version = stats->version;
+    msg.env_steps = stats->env_steps;
+    msg.episodes = stats->episodes;
+    msg.mean_return = stats->mean_return;
+    msg.window = stats->window;
+    msg.lag_mean = stats->lag_mean;
+    msg.lag_max = stats->lag_max;
+    msg.policy_loss = stats->policy_loss;
+    msg.value_loss = stats->value_loss;
+    msg.entropy = stats->entropy;
+    msg.segments_trained = stats->segments_trained;
+    msg.segments_dropped = stats->segments_dropped;
+    msg.uptime_s = stats->uptime_s;
+    return vl_wire_pack(&msg.base, out, out_size);
+}
+
+/* Validates an unpacked Stats and copies it into stats. Returns VL_OK or
+   the reason. */
+static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
+{
+    if (msg->schema != VL_SCHEMA_VERSION)
+        return VL_EVERSION;
+    if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
+        return VL_EPOLICY;
+    if (!vl_float_is_finite(msg->mean_return) || !vl_float_is_finite(msg->lag_mean) ||
+        !vl_float_is_finite(msg->policy_loss) || !vl_float_is_finite(msg->value_loss) ||
+        !vl_float_is_finite(msg->entropy) || !vl_double_is_finite(msg->uptime_s))
+        return VL_ENONFINITE;
+    memcpy(stats->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
+    stats->version = msg->version;
+    stats->env_steps = msg->env_steps;
+    stats->episodes = msg->episodes;
+    stats->mean_return = msg->mean_return;
+    stats->window = msg->window;
+    stats->lag_mean = msg->lag_mean;
+    stats->lag_max = msg->lag_max;
+    stats->policy_loss = msg->policy_loss;
+    stats->value_loss = msg->value_loss;
+    stats->entropy = msg->entropy;
+    stats->segments_trained = msg->segments_trained;
+    stats->segments_dropped = msg->segments_dropped;
+    stats->uptime_s = msg->uptime_s;
+    return VL_OK;
+}
+
+/* Decodes stats (floats finite). *stats is written on VL_OK alone. */
+vl_reason_t vl_stats_decode(const uint8_t *data, size_t size, vl_stats_t *stats)
+{
+    assert(stats);
+    Volley__Stats *msg = volley__stats__unpack(NULL, size, data);
+    if (!msg)
+        return VL_EPROTO;
+    vl_stats_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    vl_reason_t reason = s_stats_from_msg(msg, &tmp);
+    volley__stats__free_unpacked(msg, NULL);
+    if (reason == VL_OK)
+        *stats = tmp;
+    return reason;
+}

@@ -1,0 +1,343 @@
+/*  vl_segment: segments to and from wire bytes.
+
+    A decoder checks in a fixed order, so a message with one fault always gets
+    the same reason: parse, schema, policy id, declared sizes against the
+    limits, sizes against each other, LZ4 block, then values. Zero sizes are
+    VL_ESHAPE (no sender can mean them), sizes above a limit VL_ETOOBIG.
+    Nothing is decompressed before every size it depends on has passed. */
+#include <assert.h>
+#include <lz4.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vl_codec.h"
+#include "volley.pb-c.h"
+
+/* Bytes of the non-observation payload per step: action, reward, logp, done. */
+#define S_STEP_BYTES 13
+
+int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec)
+{
+    vl_limits_t lim = vl_limits_default();
+    uint32_t dim, wire;
+    if (vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
+        return -1;
+    seg->obs_spec = *spec;
+    seg->obs_dim = dim;
+    seg->obs_wire_bytes = wire;
+    return 0;
+}
+
+/* Returns the decompressed payload bytes of a segment (T steps, obs packed
+   in wire bytes each); T and wire are 32-bit, so this fits in 64 bits. */
+static uint64_t s_payload_bytes(uint64_t T, uint64_t wire)
+{
+    return (T + 1) * wire + S_STEP_BYTES * T;
+}
+
+/* Returns the unpacked array bytes (obs, actions, rewards, dones, logp, then
+   T episode returns and lengths) of a segment, 4-byte aligned. */
+static uint64_t s_unpacked_bytes(uint64_t T, uint64_t D)
+{
+    return 4 * ((T + 1) * D + 6 * T);
+}
+
+size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec)
+{
+    vl_limits_t lim = vl_limits_default();
+    lim.max_obs_dim = UINT32_MAX;
+    uint32_t dim, wire;
+    if (!spec || vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
+        return SIZE_MAX;
+    if ((uint64_t)dim + 6 > (UINT64_MAX / 8 - 8) / ((uint64_t)T + 1)) // total <= 8 (T+1)(D+6) + 3
+        return SIZE_MAX;
+    uint64_t total = s_unpacked_bytes(T, dim) + ((s_payload_bytes(T, wire) + 3) & ~3ull);
+    return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+}
+
+void vl_segment_bind(vl_segment_t *seg, void *arrays)
+{
+    size_t T = seg->horizon;
+    seg->obs = arrays;
+    seg->actions = (int32_t *)(seg->obs + (T + 1) * (size_t)seg->obs_dim);
+    seg->rewards = (float *)(seg->actions + T);
+    seg->dones = seg->rewards + T;
+    seg->logp = seg->dones + T;
+    seg->episode_returns = seg->logp + T;
+    seg->episode_lengths = (uint32_t *)(seg->episode_returns + T);
+    seg->wire = (uint8_t *)(seg->episode_lengths + T);
+}
+
+/* Copies the wire's observation fields into a spec. Returns VL_OK,
+   VL_ESHAPE for zero counts or ranks, VL_ETOOBIG for too many. */
+static vl_reason_t s_spec_from_msg(const Volley__Segment *msg, vl_obs_spec_t *spec)
+{
+    if (msg->n_obs_fields == 0)
+        return VL_ESHAPE;
+    if (msg->n_obs_fields > VL_OBS_FIELDS_MAX)
+        return VL_ETOOBIG;
+    spec->n_fields = (uint32_t)msg->n_obs_fields;
+    for (size_t i = 0; i < msg->n_obs_fields; i++) {
+        const Volley__ObsField *f = msg->obs_fields[i];
+        if (f->n_shape == 0)
+            return VL_ESHAPE;
+        if (f->n_shape > VL_OBS_NDIM_MAX)
+            return VL_ETOOBIG;
+        spec->fields[i].encoding = (uint32_t)f->encoding;
+        spec->fields[i].ndim = (uint32_t)f->n_shape;
+        memcpy(spec->fields[i].shape, f->shape, f->n_shape * sizeof f->shape[0]);
+    }
+    return VL_OK;
+}
+
+/* Checks horizon, observation fields and num_actions against lim, in the
+   contract's order, into seg. Returns VL_OK or the reason. */
+static vl_reason_t s_check_shape(const Volley__Segment *msg, const vl_limits_t *lim,
+                                 vl_segment_t *seg)
+{
+    if (msg->horizon == 0)
+        return VL_ESHAPE;
+    if (msg->horizon > lim->max_horizon)
+        return VL_ETOOBIG;
+    vl_reason_t r = s_spec_from_msg(msg, &seg->obs_spec);
+    if (r == VL_OK)
+        r = vl_obs_spec_check(&seg->obs_spec, lim, &seg->obs_dim, &seg->obs_wire_bytes);
+    if (r != VL_OK)
+        return r;
+    if (msg->num_actions == 0)
+        return VL_ESHAPE;
+    if (msg->num_actions > lim->max_actions)
+        return VL_ETOOBIG;
+    seg->horizon = msg->horizon;
+    seg->num_actions = msg->num_actions;
+    return VL_OK;
+}
+
+/* Runs every header check on msg and fills seg's scalar fields; its arrays
+   are NULL and n_episodes 0 until decoded. Returns VL_OK or the reason. */
+static vl_reason_t s_check_header(const Volley__Segment *msg, const vl_limits_t *lim,
+                                  vl_segment_t *seg)
+{
+    memset(seg, 0, sizeof *seg);
+    if (msg->schema != VL_SCHEMA_VERSION)
+        return VL_EVERSION;
+    if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
+        return VL_EPOLICY;
+    vl_reason_t reason = s_check_shape(msg, lim, seg);
+    if (reason != VL_OK)
+        return reason;
+    uint64_t expected = s_payload_bytes(seg->horizon, seg->obs_wire_bytes);
+    reason = vl_wire_check_block(lim, expected, msg->raw_size, msg->payload.len);
+    if (reason != VL_OK)
+        return reason;
+    seg->actor_id = msg->actor_id;
+    seg->env_id = msg->env_id;
+    seg->seq = msg->seq;
+    memcpy(seg->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
+    seg->policy_version = msg->policy_version;
+    seg->send_ns = msg->send_ns;
+    return VL_OK;
+}
+
+/* Copies the episode fields into seg's bound arrays. Returns VL_OK, or
+   VL_ESHAPE if their counts differ or exceed the horizon. */
+static vl_reason_t s_copy_episodes(const Volley__Segment *msg, vl_segment_t *seg)
+{
+    size_t n = msg->n_episode_returns;
+    if (n != msg->n_episode_lengths || n > seg->horizon)
+        return VL_ESHAPE;
+    if (n > 0) {
+        memcpy(seg->episode_returns, msg->episode_returns, n * sizeof(float));
+        memcpy(seg->episode_lengths, msg->episode_lengths, n * sizeof(uint32_t));
+    }
+    seg->n_episodes = (uint32_t)n;
+    return VL_OK;
+}
+
+/* Unpacks the decompressed payload in seg->wire into seg's arrays and checks
+   the step values. Returns VL_OK or the reason. */
+static vl_reason_t s_unpack_steps(vl_segment_t *seg)
+{
+    size_t T = seg->horizon;
+    const uint8_t *p = seg->wire + (T + 1) * seg->obs_wire_bytes;
+    memcpy(seg->actions, p, 4 * T);
+    memcpy(seg->rewards, p + 4 * T, 4 * T);
+    memcpy(seg->logp, p + 8 * T, 4 * T);
+    const uint8_t *dones = p + 12 * T;
+    uint32_t bad_done = 0;
+    for (size_t t = 0; t < T; t++) {
+        bad_done |= dones[t] > 1;
+        seg->dones[t] = (float)dones[t];
+    }
+    if (!vl_wire_all_finite(seg->rewards, T) || !vl_wire_all_finite(seg->logp, T))
+        return VL_ENONFINITE;
+    for (size_t t = 0; t < T; t++)
+        if (seg->actions[t] < 0 || (uint32_t)seg->actions[t] >= seg->num_actions)
+            return VL_EACTION;
+    for (size_t t = 0; t < T; t++)
+        bad_done |= !(seg->logp[t] <= 0.0f);
+    return bad_done ? VL_EDONE : VL_OK;
+}
+
+/* Returns 1 if every f32 field of the T+1 unpacked observations is finite
+   (the other encodings cannot carry a non-finite value). */
+static int s_obs_finite(const vl_segment_t *seg)
+{
+    const vl_obs_spec_t *spec = &seg->obs_spec;
+    if (spec->n_fields == 1 && spec->fields[0].encoding == VL_OBS_F32)
+        return vl_wire_all_finite(seg->obs, (seg->horizon + 1) * (size_t)seg->obs_dim);
+    size_t offset = 0;
+    for (uint32_t i = 0; i < spec->n_fields; i++) {
+        const vl_obs_field_t *f = &spec->fields[i];
+        size_t count = 1;
+        for (uint32_t d = 0; d < f->ndim; d++)
+            count *= f->shape[d];
+        for (size_t k = 0; f->encoding == VL_OBS_F32 && k <= seg->horizon; k++)
+            if (!vl_wire_all_finite(seg->obs + k * seg->obs_dim + offset, count))
+                return 0;
+        offset += count;
+    }
+    return 1;
+}
+
+/* Validates an unpacked segment into seg, decompressing into `arrays`.
+   Returns VL_OK or the reason. */
+static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limits_t *lim,
+                                      vl_segment_t *seg, void *arrays, size_t arrays_cap)
+{
+    vl_reason_t reason = s_check_header(msg, lim, seg);
+    if (reason != VL_OK)
+        return reason;
+    if (!arrays || arrays_cap < vl_segment_arrays_size(seg->horizon, &seg->obs_spec))
+        return VL_ETOOBIG;
+    vl_segment_bind(seg, arrays);
+    reason = vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, seg->wire);
+    if (reason != VL_OK)
+        return reason;
+    vl_obs_unpack(&seg->obs_spec, seg->horizon + 1, seg->wire, seg->obs);
+    reason = s_copy_episodes(msg, seg);
+    if (reason == VL_OK)
+        reason = s_unpack_steps(seg);
+    if (reason == VL_OK &&
+        (!s_obs_finite(seg) || !vl_wire_all_finite(seg->episode_returns, seg->n_episodes)))
+        reason = VL_ENONFINITE;
+    return reason;
+}
+
+vl_reason_t vl_segment_peek(const uint8_t *data, size_t size, const vl_limits_t *lim,
+                            vl_segment_t *seg)
+{
+    assert(lim && seg);
+    Volley__Segment *msg = volley__segment__unpack(NULL, size, data);
+    if (!msg)
+        return VL_EPROTO;
+    vl_segment_t tmp;
+    vl_reason_t reason = s_check_header(msg, lim, &tmp);
+    volley__segment__free_unpacked(msg, NULL);
+    if (reason == VL_OK)
+        *seg = tmp;
+    return reason;
+}
+
+vl_reason_t vl_segment_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
+                              vl_segment_t *seg, void *arrays, size_t arrays_cap)
+{
+    assert(lim && seg);
+    Volley__Segment *msg = volley__segment__unpack(NULL, size, data);
+    if (!msg)
+        return VL_EPROTO;
+    vl_segment_t tmp;
+    vl_reason_t reason = s_segment_from_msg(msg, lim, &tmp, arrays, arrays_cap);
+    volley__segment__free_unpacked(msg, NULL);
+    if (reason == VL_OK)
+        *seg = tmp;
+    return reason;
+}
+
+/* Returns the payload bytes of seg if it is a segment some receiver could
+   accept (sizes nonzero and consistent, arrays set, policy id valid), else
+   0. Values are not checked: receivers do that. */
+static uint64_t s_encodable_bytes(const vl_segment_t *seg)
+{
+    vl_limits_t lim = vl_limits_default();
+    lim.max_obs_dim = UINT32_MAX;
+    uint32_t dim, wire;
+    if (seg->horizon == 0 || seg->num_actions == 0 || seg->n_episodes > seg->horizon ||
+        !vl_wire_name_ok(seg->policy_id, VL_POLICY_ID_MAX) ||
+        vl_obs_spec_check(&seg->obs_spec, &lim, &dim, &wire) != VL_OK || dim != seg->obs_dim ||
+        wire != seg->obs_wire_bytes)
+        return 0;
+    if (!seg->obs || !seg->actions || !seg->rewards || !seg->dones || !seg->logp ||
+        (seg->n_episodes > 0 && (!seg->episode_returns || !seg->episode_lengths)))
+        return 0;
+    uint64_t bytes = s_payload_bytes(seg->horizon, wire);
+    return bytes <= LZ4_MAX_INPUT_SIZE ? bytes : 0;
+}
+
+/* Writes seg's payload, packed, into buf (s_payload_bytes bytes). */
+static void s_write_payload(const vl_segment_t *seg, uint8_t *buf)
+{
+    size_t T = seg->horizon;
+    vl_obs_pack(&seg->obs_spec, T + 1, seg->obs, buf);
+    uint8_t *p = buf + (T + 1) * seg->obs_wire_bytes;
+    memcpy(p, seg->actions, 4 * T);
+    memcpy(p + 4 * T, seg->rewards, 4 * T);
+    memcpy(p + 8 * T, seg->logp, 4 * T);
+    for (size_t t = 0; t < T; t++)
+        p[12 * T + t] = seg->dones[t] != 0.0f;
+}
+
+/* Fills msg's header and episode fields from seg (pointers borrowed; the
+   field messages live in fields and ptrs). */
+static void s_segment_to_msg(const vl_segment_t *seg, Volley__Segment *msg,
+                             Volley__ObsField *fields, Volley__ObsField **ptrs)
+{
+    msg->schema = VL_SCHEMA_VERSION;
+    msg->actor_id = seg->actor_id;
+    msg->env_id = seg->env_id;
+    msg->seq = seg->seq;
+    msg->policy_id = (char *)seg->policy_id;
+    msg->policy_version = seg->policy_version;
+    msg->horizon = seg->horizon;
+    for (uint32_t i = 0; i < seg->obs_spec.n_fields; i++) {
+        volley__obs_field__init(&fields[i]);
+        fields[i].encoding = (Volley__Encoding)seg->obs_spec.fields[i].encoding;
+        fields[i].n_shape = seg->obs_spec.fields[i].ndim;
+        fields[i].shape = (uint32_t *)seg->obs_spec.fields[i].shape;
+        ptrs[i] = &fields[i];
+    }
+    msg->n_obs_fields = seg->obs_spec.n_fields;
+    msg->obs_fields = ptrs;
+    msg->num_actions = seg->num_actions;
+    msg->n_episode_returns = seg->n_episodes;
+    msg->episode_returns = seg->episode_returns;
+    msg->n_episode_lengths = seg->n_episodes;
+    msg->episode_lengths = seg->episode_lengths;
+    msg->send_ns = seg->send_ns;
+}
+
+int vl_segment_encode(const vl_segment_t *seg, uint8_t **out, size_t *out_size)
+{
+    if (!seg || !out || !out_size)
+        return -1;
+    uint64_t raw = s_encodable_bytes(seg);
+    uint8_t *payload = raw ? malloc((size_t)raw) : NULL;
+    if (!payload)
+        return -1;
+    s_write_payload(seg, payload);
+    size_t len = 0;
+    uint8_t *block = vl_wire_compress(payload, (size_t)raw, &len);
+    free(payload);
+    if (!block)
+        return -1;
+    Volley__Segment msg = VOLLEY__SEGMENT__INIT;
+    Volley__ObsField fields[VL_OBS_FIELDS_MAX];
+    Volley__ObsField *ptrs[VL_OBS_FIELDS_MAX];
+    s_segment_to_msg(seg, &msg, fields, ptrs);
+    msg.raw_size = (uint32_t)raw;
+    msg.payload.data = block;
+    msg.payload.len = len;
+    int rc = vl_wire_pack(&msg.base, out, out_size);
+    free(block);
+    return rc;
+}
