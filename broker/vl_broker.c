@@ -12,15 +12,21 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
+#include "vl_inspect.h"
 
 #define S_MAX_LEARNERS       64
 #define S_MAX_TOPICS         256          // last-value cache entries (policies + stats)
 #define S_IDENTITY_MAX       256          // libzmq routing ids are at most 255 bytes
 #define S_LEARNER_TIMEOUT_NS 5000000000LL // a learner says hello every second
 #define S_BATCH              256          // messages taken per socket per poll wake-up
+#define S_MAX_ARRAYS         (256u << 20) // largest decoded segment inspected
 
-/* Why a segment was dropped: the codec's reasons, then the broker's own. */
+/* Why a message was dropped: the codec's reasons, then the broker's own. */
 enum { S_DROP_NO_LEARNER = VL_EREASONS, S_DROP_QUEUE_FULL, S_DROP_REASONS };
+
+/* What was dropped, for counting and logging. */
+enum { S_SEGMENT, S_HELLO, S_PUBLICATION, S_KINDS };
+static const char *s_kind_names[S_KINDS] = {"segments", "hellos", "publications"};
 
 typedef struct {
     char policy[VL_POLICY_ID_MAX];
@@ -45,15 +51,16 @@ struct vl_broker_s {
     int n_learners;
     s_cached_t cache[S_MAX_TOPICS];
     int n_cached;
+    vl_inspect_t *inspect;
     uint64_t received;
     uint64_t routed;
-    uint64_t dropped[S_DROP_REASONS];
+    uint64_t dropped[S_KINDS][S_DROP_REASONS];
 };
 
 vl_broker_config_t vl_broker_config_default(void)
 {
     return (vl_broker_config_t){
-        .bind_host = "*", .port = 7600, .max_msg = 64 << 20, .sndhwm = 1000};
+        .bind_host = "*", .port = 7600, .max_msg = 64 << 20, .sndhwm = 1000, .inspect_full = 1};
 }
 
 static const char *s_drop_str(int reason)
@@ -65,12 +72,14 @@ static const char *s_drop_str(int reason)
     return vl_reason_str((vl_reason_t)reason);
 }
 
-/* Counts a dropped segment; the first drop of each reason is logged. */
-static void s_drop(vl_broker_t *self, int reason, const char *policy)
+/* Counts a dropped message; the first drop of each kind and reason is
+   logged. */
+static void s_drop(vl_broker_t *self, int kind, int reason, const char *policy)
 {
-    if (self->dropped[reason]++ == 0)
-        vl_warn("dropping segments: %s (policy '%s'); logged once, counted after",
-                s_drop_str(reason), policy ? policy : "?");
+    if (self->dropped[kind][reason]++ == 0)
+        vl_warn("dropping %s: %s%s%s%s; logged once, counted after", s_kind_names[kind],
+                s_drop_str(reason), policy ? " (policy '" : "", policy ? policy : "",
+                policy ? "')" : "");
 }
 
 /* Creates a socket of the type bound at base port + offset. NULL on error. */
@@ -86,7 +95,8 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
         return NULL;
     self->limits = vl_limits_default();
     self->ctx = zmq_ctx_new();
-    if (!self->ctx)
+    self->inspect = vl_inspect_new(c->inspect_full, S_MAX_ARRAYS);
+    if (!self->ctx || !self->inspect)
         goto err;
     self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS);
     self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS);
@@ -134,7 +144,7 @@ static void s_on_hello(vl_broker_t *self, const uint8_t *id, size_t id_len, cons
     char policy[VL_POLICY_ID_MAX];
     vl_reason_t r = vl_hello_decode(data, size, policy);
     if (r != VL_OK || id_len > S_IDENTITY_MAX) {
-        vl_warn("ignoring a bad hello from a learner: %s", vl_reason_str(r));
+        s_drop(self, S_HELLO, r != VL_OK ? r : VL_ETOOBIG, NULL);
         return;
     }
     s_learner_t *l = s_learner_find(self, policy);
@@ -178,20 +188,21 @@ static int s_recv_router(vl_broker_t *self)
 static void s_route(vl_broker_t *self, zmq_msg_t *msg)
 {
     vl_segment_t seg;
-    vl_reason_t r = vl_segment_peek(zmq_msg_data(msg), zmq_msg_size(msg), &self->limits, &seg);
+    vl_reason_t r = vl_inspect_segment(self->inspect, zmq_msg_data(msg), zmq_msg_size(msg), &seg);
     if (r != VL_OK) {
-        s_drop(self, r, NULL);
+        s_drop(self, S_SEGMENT, r, NULL);
         return;
     }
     s_learner_t *l = s_learner_find(self, seg.policy_id);
     if (!l) {
-        s_drop(self, S_DROP_NO_LEARNER, seg.policy_id);
+        s_drop(self, S_SEGMENT, S_DROP_NO_LEARNER, seg.policy_id);
         return;
     }
     if (zmq_send(self->router, l->id, l->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
         if (zmq_errno() == EHOSTUNREACH)
             s_learner_remove(self, l, "disconnected");
-        s_drop(self, zmq_errno() == EAGAIN ? S_DROP_QUEUE_FULL : S_DROP_NO_LEARNER, seg.policy_id);
+        s_drop(self, S_SEGMENT, zmq_errno() == EAGAIN ? S_DROP_QUEUE_FULL : S_DROP_NO_LEARNER,
+               seg.policy_id);
         return;
     }
     zmq_msg_send(msg, self->router, 0);
@@ -207,7 +218,7 @@ static int s_recv_segment(vl_broker_t *self)
     if (rc == 0) {
         self->received++;
         if (zmq_msg_more(&msg)) {
-            s_drop(self, VL_EPROTO, NULL);
+            s_drop(self, S_SEGMENT, VL_EPROTO, NULL);
             while (zmq_msg_more(&msg) && zmq_msg_recv(&msg, self->pull, 0) >= 0)
                 ;
         } else {
@@ -235,8 +246,25 @@ static s_cached_t *s_cache_slot(vl_broker_t *self, const void *topic, size_t len
     return c;
 }
 
-/* Forwards one [topic][body] publication and keeps it as the topic's last
-   value. Returns 0, or -1 when none is waiting. */
+/* Forwards a checked [topic][body] publication and keeps it as the topic's
+   last value, or counts why not. */
+static void s_forward_publication(vl_broker_t *self, zmq_msg_t *topic, zmq_msg_t *body)
+{
+    vl_reason_t r = vl_inspect_publication(self->inspect, zmq_msg_data(topic), zmq_msg_size(topic),
+                                           zmq_msg_data(body), zmq_msg_size(body));
+    if (r != VL_OK) {
+        s_drop(self, S_PUBLICATION, r, NULL);
+        return;
+    }
+    s_cached_t *c = s_cache_slot(self, zmq_msg_data(topic), zmq_msg_size(topic));
+    if (c)
+        zmq_msg_copy(&c->body, body);
+    zmq_msg_send(topic, self->xpub, ZMQ_SNDMORE);
+    zmq_msg_send(body, self->xpub, 0);
+}
+
+/* Takes one publication from the learners. Returns 0, or -1 when none is
+   waiting. */
 static int s_recv_publication(vl_broker_t *self)
 {
     zmq_msg_t topic, body;
@@ -244,15 +272,12 @@ static int s_recv_publication(vl_broker_t *self)
     zmq_msg_init(&body);
     int rc = zmq_msg_recv(&topic, self->xsub, ZMQ_DONTWAIT) >= 0 ? 0 : -1;
     if (rc == 0 && zmq_msg_more(&topic) && zmq_msg_recv(&body, self->xsub, 0) >= 0 &&
-        !zmq_msg_more(&body)) {
-        s_cached_t *c = s_cache_slot(self, zmq_msg_data(&topic), zmq_msg_size(&topic));
-        if (c)
-            zmq_msg_copy(&c->body, &body);
-        zmq_msg_send(&topic, self->xpub, ZMQ_SNDMORE);
-        zmq_msg_send(&body, self->xpub, 0);
-    }
+        !zmq_msg_more(&body))
+        s_forward_publication(self, &topic, &body);
+    else if (rc == 0)
+        s_drop(self, S_PUBLICATION, VL_EPROTO, NULL); // not [topic][body]
     while (rc == 0 && zmq_msg_more(&body) && zmq_msg_recv(&body, self->xsub, 0) >= 0)
-        ; // not [topic][body]: dropped whole
+        ; // the rest of a malformed one
     zmq_msg_close(&topic);
     zmq_msg_close(&body);
     return rc;
@@ -328,12 +353,14 @@ void vl_broker_log_counters(const vl_broker_t *self)
 {
     uint64_t dropped = 0;
     for (int r = 0; r < S_DROP_REASONS; r++)
-        dropped += self->dropped[r];
+        dropped += self->dropped[S_SEGMENT][r];
     vl_info("segments received=%llu routed=%llu dropped=%llu", (unsigned long long)self->received,
             (unsigned long long)self->routed, (unsigned long long)dropped);
-    for (int r = 1; r < S_DROP_REASONS; r++)
-        if (self->dropped[r])
-            vl_info("  dropped %llu: %s", (unsigned long long)self->dropped[r], s_drop_str(r));
+    for (int k = 0; k < S_KINDS; k++)
+        for (int r = 1; r < S_DROP_REASONS; r++)
+            if (self->dropped[k][r])
+                vl_info("  dropped %llu %s: %s", (unsigned long long)self->dropped[k][r],
+                        s_kind_names[k], s_drop_str(r));
 }
 
 void vl_broker_destroy(vl_broker_t **self_p)
@@ -345,6 +372,7 @@ void vl_broker_destroy(vl_broker_t **self_p)
         zmq_msg_close(&self->cache[i].topic);
         zmq_msg_close(&self->cache[i].body);
     }
+    vl_inspect_destroy(&self->inspect);
     void *socks[] = {self->pull, self->router, self->xsub, self->xpub};
     for (int i = 0; i < 4; i++)
         if (socks[i])

@@ -23,6 +23,8 @@ static void s_usage(FILE *out)
             "  --bind HOST      interface to listen on (default *, all)\n"
             "  --max-msg BYTES  refuse larger messages (default 67108864)\n"
             "  --hwm N          segments queued per learner before drops (default 1000)\n"
+            "  --inspect full|header  decode and check every segment in full (default), or\n"
+            "                   check headers only (faster; learners still check in full)\n"
             "  --quiet          warnings and errors only\n"
             "  --verbose        debug logging\n"
             "  -h, --help       this text\n");
@@ -30,11 +32,15 @@ static void s_usage(FILE *out)
 
 int vl_broker_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"port", required_argument, 0, 'p'},    {"bind", required_argument, 0, 'b'},
-        {"max-msg", required_argument, 0, 'm'}, {"hwm", required_argument, 0, 'w'},
-        {"quiet", no_argument, 0, 'q'},         {"verbose", no_argument, 0, 'v'},
-        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static const struct option opts[] = {{"port", required_argument, 0, 'p'},
+                                         {"bind", required_argument, 0, 'b'},
+                                         {"max-msg", required_argument, 0, 'm'},
+                                         {"hwm", required_argument, 0, 'w'},
+                                         {"inspect", required_argument, 0, 'i'},
+                                         {"quiet", no_argument, 0, 'q'},
+                                         {"verbose", no_argument, 0, 'v'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     vl_broker_config_t c = vl_broker_config_default();
     vl_log_level_t level = VL_LOG_INFO;
     long v;
@@ -58,6 +64,14 @@ int vl_broker_main(int argc, char **argv)
             if (vl_opt_long("broker", "hwm", optarg, 1, 1000000, &v))
                 return 2;
             c.sndhwm = (int)v;
+            break;
+        case 'i':
+            if (strcmp(optarg, "full") != 0 && strcmp(optarg, "header") != 0) {
+                fprintf(stderr, "volley broker: --inspect wants full or header, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            c.inspect_full = strcmp(optarg, "full") == 0;
             break;
         case 'q':
             level = VL_LOG_WARN;

@@ -10,7 +10,7 @@ cleanup() {
     sleep 0.3
     for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
     wait 2>/dev/null
-    rm -rf "$TMP"
+    [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }

@@ -1,0 +1,85 @@
+/*  vl_inspect: validating segments and publications before forwarding. */
+#include "vl_inspect.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vl_opts.h"
+
+struct vl_inspect_s {
+    int full;
+    vl_limits_t limits;
+    size_t max_arrays;
+    uint8_t *scratch; // segment arrays, grown on demand
+    size_t scratch_size;
+};
+
+vl_inspect_t *vl_inspect_new(int full, size_t max_arrays)
+{
+    vl_inspect_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->full = full;
+    self->limits = vl_limits_default();
+    self->max_arrays = max_arrays;
+    return self;
+}
+
+void vl_inspect_destroy(vl_inspect_t **self_p)
+{
+    vl_inspect_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    free(self->scratch);
+    free(self);
+    *self_p = NULL;
+}
+
+/* Makes the scratch at least size bytes. Returns 0, or -1 if that is over
+   the bound or memory ran out. */
+static int s_reserve(vl_inspect_t *self, size_t size)
+{
+    if (size <= self->scratch_size)
+        return 0;
+    if (size > self->max_arrays)
+        return -1;
+    uint8_t *p = realloc(self->scratch, size);
+    if (!p)
+        return -1;
+    self->scratch = p;
+    self->scratch_size = size;
+    return 0;
+}
+
+vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t size,
+                               vl_segment_t *seg)
+{
+    vl_reason_t r = vl_segment_peek(data, size, &self->limits, seg);
+    if (r != VL_OK || !self->full)
+        return r;
+    if (s_reserve(self, vl_segment_arrays_size(seg->horizon, &seg->obs_spec)) != 0)
+        return VL_ETOOBIG;
+    return vl_segment_decode(data, size, &self->limits, seg, self->scratch, self->scratch_size);
+}
+
+vl_reason_t vl_inspect_publication(vl_inspect_t *self, const uint8_t *topic, size_t topic_len,
+                                   const uint8_t *body, size_t body_len)
+{
+    char name[VL_POLICY_ID_MAX];
+    if (topic_len == 0 || topic_len >= sizeof name)
+        return VL_EPOLICY;
+    memcpy(name, topic, topic_len);
+    name[topic_len] = 0;
+    if (strcmp(name, VL_STATS_TOPIC) == 0) {
+        vl_stats_t stats;
+        return vl_stats_decode(body, body_len, &stats);
+    }
+    if (!vl_wire_name_ok(name, sizeof name) || name[0] == '~')
+        return VL_EPOLICY;
+    vl_weights_t *w = NULL;
+    vl_reason_t r = vl_weights_decode(body, body_len, &self->limits, &w);
+    if (r == VL_OK && strcmp(w->policy_id, name) != 0)
+        r = VL_EMISMATCH;
+    vl_weights_destroy(&w);
+    return r;
+}

@@ -1,0 +1,33 @@
+/*  vl_inspect: the broker's check of what it is about to forward. A segment
+    is decoded in full into a scratch buffer (or, with header-only
+    inspection, just its header); a publication's topic must be a valid policy
+    id whose weights decode for that same policy, or the stats topic with
+    stats that decode. Anything else gets a named reason. */
+#ifndef VL_INSPECT_H
+#define VL_INSPECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../messages/vl_codec.h"
+
+typedef struct vl_inspect_s vl_inspect_t;
+
+/* Creates an inspector; full = 0 checks segment headers only. The scratch
+   grows to the largest segment seen, never past max_arrays bytes (a larger
+   one is VL_ETOOBIG). Returns NULL on no memory. */
+vl_inspect_t *vl_inspect_new(int full, size_t max_arrays);
+
+/* Frees the inspector and nulls the pointer; safe on NULL and twice. */
+void vl_inspect_destroy(vl_inspect_t **self_p);
+
+/* Checks a segment; on VL_OK fills seg's header (its arrays point into the
+   scratch until the next call, or are NULL with header-only inspection). */
+vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t size,
+                               vl_segment_t *seg);
+
+/* Checks a [topic][body] publication from a learner. */
+vl_reason_t vl_inspect_publication(vl_inspect_t *self, const uint8_t *topic, size_t topic_len,
+                                   const uint8_t *body, size_t body_len);
+
+#endif

@@ -1,0 +1,222 @@
+/*  vl_inject: sends deliberately malformed messages to a running broker, one
+    per named fault, for the hostile-input integration test. Each fault
+    targets one check of one decoder; the test then reads the broker's
+    counters. Usage: vl_inject HOST:PORT FAULT...  (vl_inject --list) */
+#include <lz4.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "../common/vl_opts.h"
+#include "../common/vl_sock.h"
+#include "../messages/vl_codec.h"
+#include "volley.pb-c.h"
+
+#define T 16
+#define D 4
+
+typedef struct {
+    void *push, *dealer, *pub;
+} s_socks_t;
+
+/* A valid CartPole-shaped segment for policy, unpacked for editing. */
+static Volley__Segment *s_segment(const char *policy)
+{
+    static uint8_t arrays[1 << 16];
+    vl_segment_t seg = {.horizon = T, .num_actions = 2};
+    snprintf(seg.policy_id, sizeof seg.policy_id, "%s", policy);
+    vl_obs_spec_t spec = vl_obs_spec_flat(D);
+    vl_segment_set_spec(&seg, &spec);
+    vl_segment_bind(&seg, arrays);
+    for (int i = 0; i < (T + 1) * D; i++)
+        seg.obs[i] = 0.01f * (float)i;
+    for (int t = 0; t < T; t++) {
+        seg.actions[t] = t % 2;
+        seg.rewards[t] = 1;
+        seg.dones[t] = 0;
+        seg.logp[t] = -0.69f;
+    }
+    uint8_t *buf;
+    size_t size;
+    if (vl_segment_encode(&seg, &buf, &size) != 0)
+        return NULL;
+    Volley__Segment *msg = volley__segment__unpack(NULL, size, buf);
+    free(buf);
+    return msg;
+}
+
+/* Rewrites a segment's payload after edit() changed its raw bytes. */
+static void s_edit_payload(Volley__Segment *msg, void (*edit)(uint8_t *raw))
+{
+    uint8_t raw[1 << 16], *block = malloc(LZ4_compressBound((int)msg->raw_size));
+    LZ4_decompress_safe((char *)msg->payload.data, (char *)raw, (int)msg->payload.len,
+                        (int)sizeof raw);
+    edit(raw);
+    int n = LZ4_compress_default((char *)raw, (char *)block, (int)msg->raw_size,
+                                 LZ4_compressBound((int)msg->raw_size));
+    msg->payload.data = block; // leaked: a one-shot tool
+    msg->payload.len = (size_t)n;
+}
+
+static void s_nan_reward(uint8_t *raw)
+{
+    float nan = NAN;
+    memcpy(raw + (T + 1) * D * 4 + 4 * T + 4 * 3, &nan, 4); // rewards[3]
+}
+
+static void s_inf_obs(uint8_t *raw)
+{
+    float inf = INFINITY;
+    memcpy(raw + 4 * 5, &inf, 4); // obs value 5
+}
+
+static void s_bad_action(uint8_t *raw)
+{
+    int32_t a = 7;
+    memcpy(raw + (T + 1) * D * 4 + 4 * 2, &a, 4); // actions[2]
+}
+
+/* Sends a protobuf message as one frame. */
+static void s_send_msg(void *sock, const ProtobufCMessage *msg)
+{
+    uint8_t *buf;
+    size_t size;
+    if (vl_wire_pack(msg, &buf, &size) == 0) {
+        zmq_send(sock, buf, size, 0);
+        free(buf);
+    }
+}
+
+/* Sends a segment edited by fault; returns 0, or -1 for an unknown fault. */
+static int s_segment_fault(void *push, const char *fault)
+{
+    Volley__Segment *m = s_segment(strcmp(fault, "seg-unknown-policy") ? "default" : "nobody");
+    static uint8_t bomb[10];
+    if (strcmp(fault, "seg-version") == 0)
+        m->schema = 1;
+    else if (strcmp(fault, "seg-horizon") == 0)
+        m->horizon = 1u << 30;
+    else if (strcmp(fault, "seg-shape") == 0)
+        m->raw_size += 4;
+    else if (strcmp(fault, "seg-policy") == 0)
+        m->policy_id = "bad\x01id";
+    else if (strcmp(fault, "seg-bound") == 0) {
+        m->payload.len = LZ4_compressBound((int)m->raw_size) + 1;
+        m->payload.data = calloc(1, m->payload.len);
+    } else if (strcmp(fault, "seg-bomb") == 0) {
+        m->obs_fields[0]->encoding = VOLLEY__ENCODING__U8; // 65 x 60000 bytes claimed ...
+        m->obs_fields[0]->shape[0] = 60000;
+        m->raw_size = (T + 1) * 60000 + 13 * T;
+        m->payload.data = bomb; // ... from 10 bytes: more than LZ4's 255:1
+        m->payload.len = sizeof bomb;
+    } else if (strcmp(fault, "seg-corrupt") == 0)
+        memset(m->payload.data, 0xff, m->payload.len);
+    else if (strcmp(fault, "seg-nan-reward") == 0)
+        s_edit_payload(m, s_nan_reward);
+    else if (strcmp(fault, "seg-inf-obs") == 0)
+        s_edit_payload(m, s_inf_obs);
+    else if (strcmp(fault, "seg-action") == 0)
+        s_edit_payload(m, s_bad_action);
+    else if (strcmp(fault, "seg-unknown-policy") != 0)
+        return -1;
+    s_send_msg(push, &m->base);
+    return 0;
+}
+
+/* Sends raw bytes or a Hello/publication fault; -1 for an unknown fault. */
+static int s_other_fault(s_socks_t *s, const char *fault)
+{
+    uint8_t junk[97];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (uint8_t)(i * 37 + 11);
+    Volley__Hello hello = VOLLEY__HELLO__INIT;
+    hello.schema = VL_SCHEMA_VERSION;
+    hello.policy_id = "default";
+    if (strcmp(fault, "seg-garbage") == 0)
+        zmq_send(s->push, junk, sizeof junk, 0);
+    else if (strcmp(fault, "seg-truncated") == 0) {
+        Volley__Segment *m = s_segment("default");
+        uint8_t *buf;
+        size_t size;
+        vl_wire_pack(&m->base, &buf, &size);
+        zmq_send(s->push, buf, size / 2, 0);
+    } else if (strcmp(fault, "seg-multipart") == 0) {
+        zmq_send(s->push, junk, 8, ZMQ_SNDMORE);
+        zmq_send(s->push, junk, 8, 0);
+    } else if (strcmp(fault, "hello-garbage") == 0)
+        zmq_send(s->dealer, junk, sizeof junk, 0);
+    else if (strcmp(fault, "hello-version") == 0) {
+        hello.schema = 99;
+        s_send_msg(s->dealer, &hello.base);
+    } else if (strcmp(fault, "hello-policy") == 0) {
+        hello.policy_id = "";
+        s_send_msg(s->dealer, &hello.base);
+    } else
+        return -1;
+    return 0;
+}
+
+/* Sends a publication fault on the learners' PUB side; -1 if unknown. */
+static int s_publication_fault(void *pub, const char *fault)
+{
+    float data[6] = {1, 2, 3, 4, 5, NAN};
+    vl_tensor_t t = {.name = "pi.0.bias", .rows = 6, .cols = 1, .ndim = 1, .data = data};
+    uint8_t *buf = NULL, junk[33] = {0xde, 0xad};
+    size_t size = 0;
+    const char *topic = "default";
+    if (strcmp(fault, "pub-garbage") == 0) {
+        buf = malloc(sizeof junk);
+        memcpy(buf, junk, size = sizeof junk);
+    } else if (strcmp(fault, "pub-nan-weights") == 0)
+        vl_weights_encode("default", 1000000, &t, 1, &buf, &size);
+    else if (strcmp(fault, "pub-mismatch") == 0) {
+        data[5] = 6;
+        vl_weights_encode("other", 1000000, &t, 1, &buf, &size);
+    } else if (strcmp(fault, "pub-stats-nan") == 0) {
+        vl_stats_t st = {.policy_id = "default", .mean_return = NAN};
+        topic = VL_STATS_TOPIC;
+        vl_stats_encode(&st, &buf, &size);
+    } else if (strcmp(fault, "pub-one-frame") == 0) {
+        zmq_send(pub, "default", 7, 0);
+        return 0;
+    } else
+        return -1;
+    zmq_send(pub, topic, strlen(topic), ZMQ_SNDMORE);
+    zmq_send(pub, buf, size, 0);
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: vl_inject HOST:PORT FAULT...\n");
+        return 2;
+    }
+    void *ctx = zmq_ctx_new();
+    s_socks_t s = {vl_sock_connect(ctx, ZMQ_PUSH, argv[1], VL_PORT_SEGMENTS, 2000, 1 << 20),
+                   vl_sock_connect(ctx, ZMQ_DEALER, argv[1], VL_PORT_LEARNERS, 2000, 1 << 20),
+                   vl_sock_connect(ctx, ZMQ_PUB, argv[1], VL_PORT_WEIGHTS_IN, 2000, 1 << 20)};
+    if (!s.push || !s.dealer || !s.pub)
+        return 1;
+    usleep(500 * 1000); // let the broker's subscribe-all reach our PUB
+    int rc = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *f = argv[i];
+        int r = strncmp(f, "seg-", 4) == 0 && s_segment_fault(s.push, f) == 0 ? 0
+                : strncmp(f, "pub-", 4) == 0 ? s_publication_fault(s.pub, f)
+                                             : s_other_fault(&s, f);
+        if (r != 0) {
+            fprintf(stderr, "vl_inject: unknown fault '%s'\n", f);
+            rc = 2;
+        }
+    }
+    zmq_close(s.push);
+    zmq_close(s.dealer);
+    zmq_close(s.pub);
+    zmq_ctx_term(ctx); // lingers until everything is sent
+    return rc;
+}
