@@ -205,7 +205,7 @@ static void s_step_env(vl_actor_t *self, uint32_t i, uint32_t t)
     const vl_env_ops_t *env = self->c.env;
     vl_segment_t *s = &self->segs[i];
     float *obs = self->obs + (size_t)i * self->D;
-    memcpy(s->obs + (size_t)t * self->D, obs, self->D * sizeof(float));
+    vl_obs_to_rows(&self->c.env->obs_spec, 1, obs, s->obs + (size_t)t * s->obs_row_bytes);
     s->actions[t] = s_sample(self, self->logits + (size_t)i * self->A, &s->logp[t]);
     int term = 0, trunc = 0;
     s->rewards[t] = env->step(self->envs[i], s->actions[t], self->obs_next, &term, &trunc);
@@ -235,8 +235,8 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
 {
     for (uint32_t i = 0; i < self->c.n_envs; i++) {
         vl_segment_t *s = &self->segs[i];
-        memcpy(s->obs + (size_t)self->c.horizon * self->D, self->obs + (size_t)i * self->D,
-               self->D * sizeof(float));
+        vl_obs_to_rows(&self->c.env->obs_spec, 1, self->obs + (size_t)i * self->D,
+                       s->obs + (size_t)self->c.horizon * s->obs_row_bytes);
         s->seq = self->seq++;
         s->policy_version = version;
         s->send_ns = vl_wall_ns();

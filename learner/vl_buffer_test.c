@@ -25,11 +25,17 @@ static int s_put(vl_buffer_t *b, float tag)
     vl_segment_set_spec(&seg, &s_spec);
     vl_segment_bind(&seg, arrays);
     for (int i = 0; i < (T + 1) * D; i++)
-        seg.obs[i] = tag;
+        ((float *)seg.obs)[i] = tag; // all f32: rows are floats
     for (int t = 0; t < T; t++)
         seg.rewards[t] = tag;
     vl_buffer_commit(b, slot, &seg);
     return slot;
+}
+
+/* Returns the tag s_put wrote: the segment's first observation value. */
+static float s_tag(const vl_segment_t *seg)
+{
+    return ((const float *)seg->obs)[0];
 }
 
 static void test_fifo_order(void)
@@ -41,7 +47,7 @@ static void test_fifo_order(void)
     int slots[3];
     VL_CHECK(vl_buffer_take(b, 3, 0, slots) == 3);
     for (int i = 0; i < 3; i++)
-        VL_CHECK(vl_buffer_segment(b, slots[i])->obs[0] == (float)i);
+        VL_CHECK(s_tag(vl_buffer_segment(b, slots[i])) == (float)i);
     VL_CHECK(vl_buffer_waiting(b) == 2);
     vl_buffer_release(b, slots, 3);
     vl_buffer_destroy(&b);
@@ -67,8 +73,8 @@ static void test_full_evicts_oldest(void)
     VL_CHECK(vl_buffer_evicted(b) == 2);
     int slots[4];
     VL_CHECK(vl_buffer_take(b, 4, 0, slots) == 4);
-    VL_CHECK(vl_buffer_segment(b, slots[0])->obs[0] == 2.0f); // 0 and 1 were evicted
-    VL_CHECK(vl_buffer_segment(b, slots[3])->obs[0] == 5.0f);
+    VL_CHECK(s_tag(vl_buffer_segment(b, slots[0])) == 2.0f); // 0 and 1 were evicted
+    VL_CHECK(s_tag(vl_buffer_segment(b, slots[3])) == 5.0f);
     vl_buffer_destroy(&b);
 }
 
@@ -127,9 +133,9 @@ static void test_concurrent_ingest_and_train(void)
             n = vl_buffer_take(p.b, 1, 50, slots);
         for (int i = 0; i < n; i++) {
             const vl_segment_t *s = vl_buffer_segment(p.b, slots[i]);
-            float tag = s->obs[0];
+            const float *obs = (const float *)s->obs, tag = obs[0];
             for (int k = 0; k < (T + 1) * D; k++)
-                torn += s->obs[k] != tag;
+                torn += obs[k] != tag;
             order_ok &= (int)tag > last;
             last = (int)tag;
         }

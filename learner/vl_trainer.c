@@ -82,13 +82,14 @@ vl_policy_t *vl_trainer_policy(vl_trainer_t *self)
     return self->policy;
 }
 
-/* Copies n segments into the contiguous batch arrays. */
+/* Copies n segments into the contiguous batch arrays, observations as the
+   floats the network reads. */
 static void s_gather_batch(vl_trainer_t *self, const vl_segment_t *const *segs, int n)
 {
     size_t T = self->T, D = self->D;
     for (int i = 0; i < n; i++) {
         const vl_segment_t *s = segs[i];
-        memcpy(self->obs + i * (T + 1) * D, s->obs, (T + 1) * D * sizeof(float));
+        vl_obs_from_rows(&self->c.env->obs_spec, T + 1, s->obs, self->obs + i * (T + 1) * D);
         memcpy(self->rewards + i * T, s->rewards, T * sizeof(float));
         memcpy(self->dones + i * T, s->dones, T * sizeof(float));
         memcpy(self->actions + i * T, s->actions, T * sizeof(int32_t));

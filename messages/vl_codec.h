@@ -22,10 +22,11 @@ typedef struct {
     uint32_t horizon;        // T
     vl_obs_spec_t obs_spec;  // fields of one observation
     uint32_t obs_dim;        // D: floats per observation, from obs_spec
+    uint32_t obs_row_bytes;  // bytes of one observation row (vl_obs.h), from obs_spec
     uint32_t obs_wire_bytes; // packed bytes per observation, from obs_spec
     uint32_t num_actions;
     int64_t send_ns;
-    float *obs;                // [(T + 1) * D], unpacked
+    uint8_t *obs;              // [T + 1][obs_row_bytes] rows; floats [T + 1][D] when all f32
     int32_t *actions;          // [T]
     float *rewards;            // [T]
     float *dones;              // [T]
@@ -36,18 +37,18 @@ typedef struct {
     uint8_t *wire;             // decoder's scratch for the packed payload
 } vl_segment_t;
 
-/* Sets seg's obs_spec, obs_dim and obs_wire_bytes from a spec. Returns 0, or
+/* Sets seg's obs_spec, obs_dim, obs_row_bytes and obs_wire_bytes from a spec. Returns 0, or
    -1 if the spec fails vl_obs_spec_check under the default limits. */
 int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec);
 
 /* Returns the bytes of array storage a segment of horizon T and this
-   observation spec needs: the unpacked arrays, room for T episode returns
+   observation spec needs: the rows and step arrays, room for T episode returns
    and lengths, and the decoder's scratch for the packed payload. SIZE_MAX if
    the spec is invalid or the size does not fit. */
 size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec);
 
 /* Points seg's array fields into `arrays` (vl_segment_arrays_size bytes,
-   4-byte aligned) for seg->horizon, obs_dim and obs_wire_bytes. */
+   4-byte aligned) for seg->horizon, obs_row_bytes and obs_wire_bytes. */
 void vl_segment_bind(vl_segment_t *seg, void *arrays);
 
 /* Encodes seg (its arrays filled, its spec set) into a new buffer, packing
@@ -64,7 +65,8 @@ vl_reason_t vl_segment_peek(const uint8_t *data, size_t size, const vl_limits_t 
 
 /* Decodes and fully validates a segment: header as vl_segment_peek, then the
    LZ4 payload decompressed into the scratch part of `arrays` (capacity
-   arrays_cap bytes; VL_ETOOBIG if too small) and unpacked into its arrays,
+   arrays_cap bytes; VL_ETOOBIG if too small) and unpacked into its rows and
+   arrays,
    then every value checked. On VL_OK seg's arrays
    point into `arrays`. On failure the content of `arrays` is unspecified. */
 vl_reason_t vl_segment_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,

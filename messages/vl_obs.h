@@ -1,10 +1,16 @@
-/*  vl_obs: how observations travel. An observation is one or more fields,
-    each with a shape and an encoding: f32 as is, u8 one value a byte, u2
-    four values a byte, u1 eight flags a byte (seed 001: a 2-bit screen and a
-    bit vector of flags cost ~1/40 of their floats). The receiver always sees
-    floats, fields concatenated in declared order: f32 values as sent, u8 as
-    0..255, u2 as 0..3, u1 as 0 or 1. On the wire each observation is its
-    fields' packed bytes, each field padded to a whole byte, low bits first. */
+/*  vl_obs: how observations are described, held and sent. An observation is
+    one or more fields, each with a shape and an encoding: f32 as is, u8 one
+    value a byte, u2 four values a byte, u1 eight flags a byte (seed 001: a
+    2-bit screen and a bit vector of flags cost ~1/40 of their floats).
+
+    An observation has three forms:
+    - floats: what an environment writes and a network reads, the fields'
+      values concatenated in declared order (u8 as 0..255, u2 as 0..3, u1 as
+      0 or 1);
+    - a row: what a segment and the learner's buffer hold: an f32 field as
+      its floats, any other field one byte a value, each field starting
+      4-byte aligned (an all-f32 row is exactly its floats);
+    - wire: each field packed, low bits first, padded to a whole byte. */
 #ifndef VL_OBS_H
 #define VL_OBS_H
 
@@ -48,16 +54,36 @@ const char *vl_obs_encoding_str(uint32_t encoding);
 vl_reason_t vl_obs_spec_check(const vl_obs_spec_t *spec, const vl_limits_t *lim, uint32_t *dim,
                               uint32_t *wire_bytes);
 
+/* Returns the bytes of one row of a checked spec (a multiple of 4). */
+uint32_t vl_obs_row_bytes(const vl_obs_spec_t *spec);
+
 /* Returns 1 if two specs declare the same fields. */
 int vl_obs_spec_equal(const vl_obs_spec_t *a, const vl_obs_spec_t *b);
 
-/* Packs n observations [n][dim] into [n][wire_bytes]. Integer encodings
-   round to nearest and clamp to their range; NaN packs as 0. The spec must
-   have passed vl_obs_spec_check. */
-void vl_obs_pack(const vl_obs_spec_t *spec, size_t n, const float *obs, uint8_t *out);
+/* Turns n observations of floats [n][dim] into rows [n][row_bytes].
+   Integer encodings round to nearest and clamp to their range; NaN gives 0. */
+void vl_obs_to_rows(const vl_obs_spec_t *spec, size_t n, const float *obs, uint8_t *rows);
 
-/* Unpacks n observations [n][wire_bytes] into floats [n][dim]. f32 values
-   are copied unchecked (the caller checks them). */
-void vl_obs_unpack(const vl_obs_spec_t *spec, size_t n, const uint8_t *in, float *obs);
+/* Turns n rows into floats [n][dim] (what a network reads). */
+void vl_obs_from_rows(const vl_obs_spec_t *spec, size_t n, const uint8_t *rows, float *obs);
+
+/* Packs n rows into wire bytes [n][wire_bytes]. */
+void vl_obs_pack_rows(const vl_obs_spec_t *spec, size_t n, const uint8_t *rows, uint8_t *wire);
+
+/* Unpacks n observations' wire bytes into rows. f32 values are copied
+   unchecked (see vl_obs_rows_finite). */
+void vl_obs_unpack_rows(const vl_obs_spec_t *spec, size_t n, const uint8_t *wire, uint8_t *rows);
+
+/* Returns 1 if every f32 value in n rows is finite (the other encodings
+   cannot hold a non-finite value). */
+int vl_obs_rows_finite(const vl_obs_spec_t *spec, size_t n, const uint8_t *rows);
+
+/* Packs n observations of floats straight into wire bytes (through rows).
+   Returns 0, or -1 on no memory. */
+int vl_obs_pack(const vl_obs_spec_t *spec, size_t n, const float *obs, uint8_t *out);
+
+/* Unpacks n observations' wire bytes straight into floats. Returns 0, or -1
+   on no memory. */
+int vl_obs_unpack(const vl_obs_spec_t *spec, size_t n, const uint8_t *in, float *obs);
 
 #endif

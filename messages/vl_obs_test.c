@@ -423,20 +423,25 @@ static void test_spec_check_too_many_values(void)
     VL_CHECK(s_check(&spec, &lim) == VL_ETOOBIG);
 }
 
-/* At the largest limit the packed size itself must not wrap: a u1 or u2
-   field of 2^32 - 1 values packs to 2^29 or 2^30 bytes, and 2^30 f32 values
-   would need 2^32 bytes, which wire_bytes cannot hold. */
+/* At the largest limit no size may wrap: a u1 or u2 field of 2^32 - 4
+   values packs to 2^29 or 2^30 - 1 bytes; 2^32 - 1 values would need a
+   2^32-byte row and 2^30 f32 values 2^32 wire bytes, which 32 bits cannot
+   hold. */
 static void test_spec_check_wire_bytes_overflow(void)
 {
     vl_limits_t lim = vl_limits_default();
     lim.max_obs_dim = UINT32_MAX;
     uint32_t dim = 0, wire = 0;
+    // 2^32 - 1 values: packed they fit, but a row (a byte a value, 4-aligned) would not
     vl_obs_spec_t spec = s_spec1(VL_OBS_U1, 1, (const uint32_t[]){UINT32_MAX});
+    VL_CHECK(s_check(&spec, &lim) == VL_ETOOBIG);
+    spec.fields[0].shape[0] = UINT32_MAX - 3;
     VL_CHECK(vl_obs_spec_check(&spec, &lim, &dim, &wire) == VL_OK);
-    VL_CHECK(dim == UINT32_MAX && wire == 1u << 29);
+    VL_CHECK(dim == UINT32_MAX - 3 && wire == 1u << 29);
+    VL_CHECK(vl_obs_row_bytes(&spec) == UINT32_MAX - 3);
     spec.fields[0].encoding = VL_OBS_U2;
     VL_CHECK(vl_obs_spec_check(&spec, &lim, &dim, &wire) == VL_OK);
-    VL_CHECK(dim == UINT32_MAX && wire == 1u << 30);
+    VL_CHECK(dim == UINT32_MAX - 3 && wire == (1u << 30) - 1);
     spec = s_spec1(VL_OBS_F32, 1, (const uint32_t[]){(1u << 30) - 1});
     VL_CHECK(vl_obs_spec_check(&spec, &lim, &dim, &wire) == VL_OK);
     VL_CHECK(wire == UINT32_MAX - 3);

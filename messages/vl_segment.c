@@ -24,6 +24,7 @@ int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec)
         return -1;
     seg->obs_spec = *spec;
     seg->obs_dim = dim;
+    seg->obs_row_bytes = vl_obs_row_bytes(spec);
     seg->obs_wire_bytes = wire;
     return 0;
 }
@@ -35,13 +36,6 @@ static uint64_t s_payload_bytes(uint64_t T, uint64_t wire)
     return (T + 1) * wire + S_STEP_BYTES * T;
 }
 
-/* Returns the unpacked array bytes (obs, actions, rewards, dones, logp, then
-   T episode returns and lengths) of a segment, 4-byte aligned. */
-static uint64_t s_unpacked_bytes(uint64_t T, uint64_t D)
-{
-    return 4 * ((T + 1) * D + 6 * T);
-}
-
 size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec)
 {
     vl_limits_t lim = vl_limits_default();
@@ -49,9 +43,10 @@ size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec)
     uint32_t dim, wire;
     if (!spec || vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
         return SIZE_MAX;
-    if ((uint64_t)dim + 6 > (UINT64_MAX / 8 - 8) / ((uint64_t)T + 1)) // total <= 8 (T+1)(D+6) + 3
+    uint64_t row = vl_obs_row_bytes(spec), steps = (uint64_t)T + 1;
+    if (row + wire + 40 > UINT64_MAX / steps) // rows, 6 arrays of T, payload: no overflow
         return SIZE_MAX;
-    uint64_t total = s_unpacked_bytes(T, dim) + ((s_payload_bytes(T, wire) + 3) & ~3ull);
+    uint64_t total = steps * row + 24 * (uint64_t)T + ((s_payload_bytes(T, wire) + 3) & ~3ull);
     return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
@@ -59,7 +54,7 @@ void vl_segment_bind(vl_segment_t *seg, void *arrays)
 {
     size_t T = seg->horizon;
     seg->obs = arrays;
-    seg->actions = (int32_t *)(seg->obs + (T + 1) * (size_t)seg->obs_dim);
+    seg->actions = (int32_t *)(seg->obs + (T + 1) * (size_t)seg->obs_row_bytes);
     seg->rewards = (float *)(seg->actions + T);
     seg->dones = seg->rewards + T;
     seg->logp = seg->dones + T;
@@ -104,6 +99,7 @@ static vl_reason_t s_check_shape(const Volley__Segment *msg, const vl_limits_t *
         r = vl_obs_spec_check(&seg->obs_spec, lim, &seg->obs_dim, &seg->obs_wire_bytes);
     if (r != VL_OK)
         return r;
+    seg->obs_row_bytes = vl_obs_row_bytes(&seg->obs_spec);
     if (msg->num_actions == 0)
         return VL_ESHAPE;
     if (msg->num_actions > lim->max_actions)
@@ -179,27 +175,6 @@ static vl_reason_t s_unpack_steps(vl_segment_t *seg)
     return bad_done ? VL_EDONE : VL_OK;
 }
 
-/* Returns 1 if every f32 field of the T+1 unpacked observations is finite
-   (the other encodings cannot carry a non-finite value). */
-static int s_obs_finite(const vl_segment_t *seg)
-{
-    const vl_obs_spec_t *spec = &seg->obs_spec;
-    if (spec->n_fields == 1 && spec->fields[0].encoding == VL_OBS_F32)
-        return vl_wire_all_finite(seg->obs, (seg->horizon + 1) * (size_t)seg->obs_dim);
-    size_t offset = 0;
-    for (uint32_t i = 0; i < spec->n_fields; i++) {
-        const vl_obs_field_t *f = &spec->fields[i];
-        size_t count = 1;
-        for (uint32_t d = 0; d < f->ndim; d++)
-            count *= f->shape[d];
-        for (size_t k = 0; f->encoding == VL_OBS_F32 && k <= seg->horizon; k++)
-            if (!vl_wire_all_finite(seg->obs + k * seg->obs_dim + offset, count))
-                return 0;
-        offset += count;
-    }
-    return 1;
-}
-
 /* Validates an unpacked segment into seg, decompressing into `arrays`.
    Returns VL_OK or the reason. */
 static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limits_t *lim,
@@ -214,12 +189,12 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     reason = vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, seg->wire);
     if (reason != VL_OK)
         return reason;
-    vl_obs_unpack(&seg->obs_spec, seg->horizon + 1, seg->wire, seg->obs);
+    vl_obs_unpack_rows(&seg->obs_spec, seg->horizon + 1, seg->wire, seg->obs);
     reason = s_copy_episodes(msg, seg);
     if (reason == VL_OK)
         reason = s_unpack_steps(seg);
-    if (reason == VL_OK &&
-        (!s_obs_finite(seg) || !vl_wire_all_finite(seg->episode_returns, seg->n_episodes)))
+    if (reason == VL_OK && (!vl_obs_rows_finite(&seg->obs_spec, seg->horizon + 1, seg->obs) ||
+                            !vl_wire_all_finite(seg->episode_returns, seg->n_episodes)))
         reason = VL_ENONFINITE;
     return reason;
 }
@@ -265,7 +240,7 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
     if (seg->horizon == 0 || seg->num_actions == 0 || seg->n_episodes > seg->horizon ||
         !vl_wire_name_ok(seg->policy_id, VL_POLICY_ID_MAX) ||
         vl_obs_spec_check(&seg->obs_spec, &lim, &dim, &wire) != VL_OK || dim != seg->obs_dim ||
-        wire != seg->obs_wire_bytes)
+        wire != seg->obs_wire_bytes || vl_obs_row_bytes(&seg->obs_spec) != seg->obs_row_bytes)
         return 0;
     if (!seg->obs || !seg->actions || !seg->rewards || !seg->dones || !seg->logp ||
         (seg->n_episodes > 0 && (!seg->episode_returns || !seg->episode_lengths)))
@@ -278,7 +253,7 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
 static void s_write_payload(const vl_segment_t *seg, uint8_t *buf)
 {
     size_t T = seg->horizon;
-    vl_obs_pack(&seg->obs_spec, T + 1, seg->obs, buf);
+    vl_obs_pack_rows(&seg->obs_spec, T + 1, seg->obs, buf);
     uint8_t *p = buf + (T + 1) * seg->obs_wire_bytes;
     memcpy(p, seg->actions, 4 * T);
     memcpy(p + 4 * T, seg->rewards, 4 * T);

@@ -32,7 +32,7 @@ static Volley__Segment *s_segment(const char *policy)
     vl_segment_set_spec(&seg, &spec);
     vl_segment_bind(&seg, arrays);
     for (int i = 0; i < (T + 1) * D; i++)
-        seg.obs[i] = 0.01f * (float)i;
+        ((float *)seg.obs)[i] = 0.01f * (float)i; // all f32: rows are floats
     for (int t = 0; t < T; t++) {
         seg.actions[t] = t % 2;
         seg.rewards[t] = 1;
