@@ -246,6 +246,8 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
         if (s_read_stats(sub, &w, 100) < 0)
             return 1;
         int status, dead = vl_proc_reap(pids, n, &status);
+        if (dead >= 0 && vl_interrupted)
+            break; // Ctrl-C reached the children too: they are stopping, not failing
         if (dead >= 0) {
             fprintf(stderr, "volley up: the %s process stopped (status %d); stopping the run\n",
                     dead == 0   ? "broker"

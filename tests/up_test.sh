@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `volley up` solves CartPole within a step budget: broker, learner and two
-# actor processes over real loopback sockets, started and stopped by one
-# command. Its last line is the solved line, and it leaves no process behind.
+# `volley up` solves CartPole and the pixel game Catch within a step budget:
+# broker, learner and two actor processes over real loopback sockets, started
+# and stopped by one command. Its last line is the solved line, and it leaves
+# no process behind.
 . "$(dirname "$0")/lib.sh"
 
 "$VOLLEY" up --port 0 --actors 2 --max-steps 2000000 --max-seconds 240 > "$TMP/up.log" 2> "$TMP/up.err"
@@ -20,6 +21,13 @@ if pgrep -f "volley .*(--port $port|127.0.0.1:$port)( |$)" > /dev/null; then
     fail "processes of the run are still alive: $(pgrep -af "127.0.0.1:$port")"
 fi
 pass "every child process stopped"
+
+"$VOLLEY" up --env catch --port 0 --max-steps 2000000 --max-seconds 240 > "$TMP/catch.log" 2>&1
+rc=$?
+last=$(tail -n 1 "$TMP/catch.log")
+[ $rc -eq 0 ] || fail "volley up --env catch exited $rc: $last"
+echo "$last" | grep -qE '^solved: ' || fail "catch: last line is not the solved line: '$last'"
+pass "volley up --env catch solves the pixel game: $last"
 
 # Ctrl-C: the terminal sends SIGINT to the whole process group.
 setsid "$VOLLEY" up --port 0 > "$TMP/int.log" 2>&1 &
@@ -40,4 +48,4 @@ rc=$?
 [ $rc -eq 1 ] || fail "volley up exited $rc when its budget ran out, wanted 1"
 tail -n 1 "$TMP/budget.log" | grep -q "^not solved: budget spent after" || fail "no budget line: $(tail -n 1 "$TMP/budget.log")"
 pass "a spent budget ends the run with exit 1"
-echo "4 passed, 0 failed"
+echo "5 passed, 0 failed"
