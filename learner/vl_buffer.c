@@ -1,28 +1,41 @@
-/*  vl_buffer: slots, a free stack and a FIFO of committed segments under one
-    short-held mutex; the copying (decode, training) happens outside it. */
+/*  vl_buffer: slots passed between threads through two lock-free queues,
+    free and ready. A slot is owned by exactly one thread at a time (the
+    ingest thread writing it, the queue, or the trainer reading it), so no
+    read can be torn and no lock is taken on the hot path. The mutex and
+    condition variable exist only for a trainer that has to sleep. */
 #include "vl_buffer.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "vl_queue.h"
+
 struct vl_buffer_s {
-    pthread_mutex_t lock;
-    pthread_cond_t ready; // signalled when committed segments reach `want`
     uint32_t capacity;
-    size_t slot_size;   // bytes of array storage per slot
-    uint8_t *storage;   // [capacity][slot_size]
-    vl_segment_t *segs; // [capacity] headers of committed segments
-    int *free_stack;    // [capacity] free slots
-    int n_free;
-    int *fifo; // [capacity] committed slots, oldest at head
-    int head, n_waiting;
-    int want; // segments the trainer waits for, 0 if none waits
-    int woken;
-    uint64_t evicted;
+    size_t slot_size;     // bytes of array storage per slot
+    uint8_t *storage;     // [capacity][slot_size]
+    vl_segment_t *segs;   // [capacity] headers of committed segments
+    vl_queue_t *free;     // slots to write
+    vl_queue_t *ready;    // committed slots, oldest first
+    atomic_int n_waiting; // committed slots in `ready`
+    atomic_int want;      // segments a sleeping trainer waits for, 0 if none
+    atomic_int woken;
+    atomic_uint_fast64_t evicted;
+    pthread_mutex_t lock; // only for sleeping and waking the trainer
+    pthread_cond_t ready_cond;
 };
+
+/* Appends a slot. The queues hold every slot with room to spare, so a
+   failure is a reader mid-pop and passes at once: retry, never drop. */
+static void s_push(vl_queue_t *q, uint32_t slot)
+{
+    while (vl_queue_push(q, slot) != 0)
+        ;
+}
 
 vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, const vl_obs_spec_t *spec)
 {
@@ -36,16 +49,18 @@ vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, const vl_obs_spec_t *s
     self->slot_size = (arrays + 63) & ~(size_t)63;
     self->storage = aligned_alloc(64, self->slot_size * capacity);
     self->segs = calloc(capacity, sizeof *self->segs);
-    self->free_stack = calloc(capacity, sizeof(int));
-    self->fifo = calloc(capacity, sizeof(int));
-    if (!self->storage || !self->segs || !self->free_stack || !self->fifo) {
+    // Twice the slots: a queue can look full for an instant while a reader
+    // finishes a pop, and s_push must never lose a slot.
+    self->free = vl_queue_new(2 * capacity);
+    self->ready = vl_queue_new(2 * capacity);
+    if (!self->storage || !self->segs || !self->free || !self->ready) {
         vl_buffer_destroy(&self);
         return NULL;
     }
     for (uint32_t i = 0; i < capacity; i++)
-        self->free_stack[self->n_free++] = (int)(capacity - 1 - i);
+        s_push(self->free, i);
     pthread_mutex_init(&self->lock, NULL);
-    pthread_cond_init(&self->ready, NULL);
+    pthread_cond_init(&self->ready_cond, NULL);
     return self;
 }
 
@@ -54,62 +69,52 @@ void vl_buffer_destroy(vl_buffer_t **self_p)
     vl_buffer_t *self = self_p ? *self_p : NULL;
     if (!self)
         return;
-    if (self->storage && self->segs && self->free_stack && self->fifo) {
+    if (self->storage && self->segs && self->free && self->ready) {
         pthread_mutex_destroy(&self->lock);
-        pthread_cond_destroy(&self->ready);
+        pthread_cond_destroy(&self->ready_cond);
     }
+    vl_queue_destroy(&self->free);
+    vl_queue_destroy(&self->ready);
     free(self->storage);
     free(self->segs);
-    free(self->free_stack);
-    free(self->fifo);
     free(self);
     *self_p = NULL;
 }
 
-/* Removes and returns the oldest committed slot; lock held, n_waiting > 0. */
-static int s_pop_oldest(vl_buffer_t *self)
-{
-    int slot = self->fifo[self->head];
-    self->head = (self->head + 1) % (int)self->capacity;
-    self->n_waiting--;
-    return slot;
-}
-
 int vl_buffer_claim(vl_buffer_t *self, void **arrays, size_t *cap)
 {
-    pthread_mutex_lock(&self->lock);
-    int slot = -1;
-    if (self->n_free > 0)
-        slot = self->free_stack[--self->n_free];
-    else if (self->n_waiting > 0) {
-        slot = s_pop_oldest(self);
-        self->evicted++;
+    uint32_t slot;
+    if (vl_queue_pop(self->free, &slot) != 0) {
+        if (vl_queue_pop(self->ready, &slot) != 0)
+            return -1; // every slot is being written or trained on
+        atomic_fetch_sub(&self->n_waiting, 1);
+        atomic_fetch_add(&self->evicted, 1);
     }
-    pthread_mutex_unlock(&self->lock);
-    if (slot >= 0) {
-        *arrays = self->storage + (size_t)slot * self->slot_size;
-        *cap = self->slot_size;
-    }
-    return slot;
+    *arrays = self->storage + (size_t)slot * self->slot_size;
+    *cap = self->slot_size;
+    return (int)slot;
 }
 
 void vl_buffer_commit(vl_buffer_t *self, int slot, const vl_segment_t *seg)
 {
-    pthread_mutex_lock(&self->lock);
-    self->segs[slot] = *seg;
-    self->fifo[(self->head + self->n_waiting) % (int)self->capacity] = slot;
-    self->n_waiting++;
-    if (self->want && self->n_waiting >= self->want)
-        pthread_cond_signal(&self->ready);
-    pthread_mutex_unlock(&self->lock);
+    self->segs[slot] = *seg; // published to the trainer by the queue's release
+    s_push(self->ready, (uint32_t)slot);
+    int waiting = atomic_fetch_add(&self->n_waiting, 1) + 1;
+    int want = atomic_load(&self->want);
+    if (want && waiting >= want) {
+        pthread_mutex_lock(&self->lock);
+        pthread_cond_signal(&self->ready_cond);
+        pthread_mutex_unlock(&self->lock);
+    }
 }
 
 void vl_buffer_abandon(vl_buffer_t *self, int slot)
 {
-    vl_buffer_release(self, &slot, 1);
+    s_push(self->free, (uint32_t)slot);
 }
 
-int vl_buffer_take(vl_buffer_t *self, int n, int timeout_ms, int *slots)
+/* Sleeps until n segments wait, timeout_ms passes or vl_buffer_wake. */
+static void s_wait(vl_buffer_t *self, int n, int timeout_ms)
 {
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
@@ -120,17 +125,27 @@ int vl_buffer_take(vl_buffer_t *self, int n, int timeout_ms, int *slots)
         deadline.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&self->lock);
-    self->want = n;
+    atomic_store(&self->want, n); // before the check: a committer sees it or we see its count
     int rc = 0;
-    while (self->n_waiting < n && !self->woken && rc != ETIMEDOUT)
-        rc = pthread_cond_timedwait(&self->ready, &self->lock, &deadline);
-    self->want = 0;
-    self->woken = 0;
-    int taken = 0;
-    if (self->n_waiting >= n)
-        for (; taken < n; taken++)
-            slots[taken] = s_pop_oldest(self);
+    while (atomic_load(&self->n_waiting) < n && !atomic_load(&self->woken) && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&self->ready_cond, &self->lock, &deadline);
+    atomic_store(&self->want, 0);
+    atomic_store(&self->woken, 0);
     pthread_mutex_unlock(&self->lock);
+}
+
+int vl_buffer_take(vl_buffer_t *self, int n, int timeout_ms, int *slots)
+{
+    if (atomic_load(&self->n_waiting) < n)
+        s_wait(self, n, timeout_ms);
+    if (atomic_load(&self->n_waiting) < n)
+        return 0;
+    int taken = 0;
+    uint32_t slot;
+    while (taken < n && vl_queue_pop(self->ready, &slot) == 0) { // fewer if ingest evicted
+        atomic_fetch_sub(&self->n_waiting, 1);
+        slots[taken++] = (int)slot;
+    }
     return taken;
 }
 
@@ -141,32 +156,24 @@ const vl_segment_t *vl_buffer_segment(const vl_buffer_t *self, int slot)
 
 void vl_buffer_release(vl_buffer_t *self, const int *slots, int n)
 {
-    pthread_mutex_lock(&self->lock);
     for (int i = 0; i < n; i++)
-        self->free_stack[self->n_free++] = slots[i];
-    pthread_mutex_unlock(&self->lock);
+        s_push(self->free, (uint32_t)slots[i]);
 }
 
 uint64_t vl_buffer_evicted(vl_buffer_t *self)
 {
-    pthread_mutex_lock(&self->lock);
-    uint64_t n = self->evicted;
-    pthread_mutex_unlock(&self->lock);
-    return n;
+    return atomic_load(&self->evicted);
 }
 
 int vl_buffer_waiting(vl_buffer_t *self)
 {
-    pthread_mutex_lock(&self->lock);
-    int n = self->n_waiting;
-    pthread_mutex_unlock(&self->lock);
-    return n;
+    return atomic_load(&self->n_waiting);
 }
 
 void vl_buffer_wake(vl_buffer_t *self)
 {
     pthread_mutex_lock(&self->lock);
-    self->woken = 1;
-    pthread_cond_signal(&self->ready);
+    atomic_store(&self->woken, 1);
+    pthread_cond_signal(&self->ready_cond);
     pthread_mutex_unlock(&self->lock);
 }

@@ -5,7 +5,9 @@
     them. A slot being written is never handed to the trainer, and the trainer
     waits on a condition variable, never polls. When no slot is free the
     oldest waiting segment is evicted (counted): a slow learner keeps the
-    freshest data. */
+    freshest data. Slots move between threads through lock-free queues:
+    several ingest threads and the trainer never share a lock on the hot
+    path, and a slot is only ever held by one of them. */
 #ifndef VL_BUFFER_H
 #define VL_BUFFER_H
 
@@ -37,7 +39,8 @@ void vl_buffer_commit(vl_buffer_t *self, int slot, const vl_segment_t *seg);
 void vl_buffer_abandon(vl_buffer_t *self, int slot);
 
 /* Train: waits up to timeout_ms until n segments wait, then takes the n
-   oldest into slots[]. Returns n, or 0 on timeout or vl_buffer_wake. */
+   oldest into slots[]. Returns how many it took: n, fewer if an ingest
+   thread evicted some meanwhile, 0 on timeout or vl_buffer_wake. */
 int vl_buffer_take(vl_buffer_t *self, int n, int timeout_ms, int *slots);
 
 /* Returns the segment in a slot taken by vl_buffer_take. */
