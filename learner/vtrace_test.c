@@ -242,6 +242,92 @@ static void test_infinite_clips(void)
     VL_CHECK_NEAR(s_error(&p, &b), 0, 1e-3); // ratios up to e grow the sums
 }
 
+/* One step with V = {v0, v1}, r = 1 and no done; returns vs_0. */
+static float s_one_step_at(const vl_vtrace_params_t *p, float v0, float v1, float log_rho,
+                           float *pg_adv)
+{
+    float v[2] = {v0, v1}, r = 1.0f, done = 0, vs;
+    vl_vtrace(p, 1, 1, v, &r, &done, &log_rho, &vs, pg_adv);
+    return vs;
+}
+/* Segments of any count and length, so blocks of four segments and tiles of
+   four steps come out ragged: n and T from 1 to 9, against the recursion in
+   double. */
+#define S_MAX 9
+
+static void s_reference_any(const vl_vtrace_params_t *p, int T, const float *v, const float *r,
+                            const float *done, const float *log_rho, double *vs, double *pg)
+{
+    double acc = 0;
+    for (int t = T - 1; t >= 0; t--) {
+        double ratio = exp(log_rho[t]), disc = p->gamma * (1.0 - done[t]);
+        double td = r[t] + disc * v[t + 1] - v[t];
+        pg[t] = fmin(p->pg_rho_bar, ratio) * (td + disc * acc);
+        acc = fmin(p->rho_bar, ratio) * td + disc * p->lambda * fmin(p->c_bar, ratio) * acc;
+        vs[t] = v[t] + acc;
+    }
+}
+
+static void test_ragged_shapes(void)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.9f, .lambda = 0.8f, .rho_bar = 1.5f, .c_bar = 0.7f, .pg_rho_bar = 1.2f};
+    static float v[S_MAX * (S_MAX + 1)], r[S_MAX * S_MAX], d[S_MAX * S_MAX], lr[S_MAX * S_MAX];
+    static float vs[S_MAX * S_MAX + 1], pg[S_MAX * S_MAX + 1];
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 77);
+    for (int n = 1; n <= S_MAX; n++)
+        for (int T = 1; T <= S_MAX; T++) {
+            for (int k = 0; k < n * (T + 1); k++)
+                v[k] = (float)vl_rng_normal(&rng);
+            for (int k = 0; k < n * T; k++) {
+                r[k] = (float)vl_rng_normal(&rng);
+                d[k] = vl_rng_uniform(&rng) < 0.2 ? 1.0f : 0.0f;
+                lr[k] = (float)(2 * vl_rng_uniform(&rng) - 1);
+            }
+            vs[n * T] = pg[n * T] = -7; // a sentinel past the end
+            vl_vtrace(&p, n, T, v, r, d, lr, vs, pg);
+            VL_CHECK(vs[n * T] == -7 && pg[n * T] == -7);
+            for (int i = 0; i < n; i++) {
+                double want_vs[S_MAX], want_pg[S_MAX];
+                s_reference_any(&p, T, v + i * (T + 1), r + i * T, d + i * T, lr + i * T, want_vs,
+                                want_pg);
+                for (int t = 0; t < T; t++) {
+                    VL_CHECK_NEAR(vs[i * T + t], want_vs[t], S_TOL);
+                    VL_CHECK_NEAR(pg[i * T + t], want_pg[t], S_TOL);
+                }
+            }
+        }
+}
+
+/* The ratio as pg_adv sees it: one step with a TD error of exactly 1 and
+   no clip gives pg_adv = e^log_rho. */
+static float s_ratio(float log_rho, float clip)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.5f, .lambda = 1, .rho_bar = clip, .c_bar = clip, .pg_rho_bar = clip};
+    float pg;
+    (void)s_one_step_at(&p, 0.0f, 0.0f, log_rho, &pg);
+    return pg;
+}
+
+/* e^x to 2e-6 relative over [-20, 20], and its edges: far below, 0 or
+   next to it; far above, inf (so a finite clip still clips); NaN stays
+   NaN. */
+static void test_ratio_accuracy_and_edges(void)
+{
+    for (int k = -2000; k <= 2000; k++) {
+        float x = 0.01f * (float)k;
+        VL_CHECK_NEAR(s_ratio(x, INFINITY) / exp(x), 1, 2e-6);
+    }
+    VL_CHECK_NEAR(s_ratio(80.0f, INFINITY) / exp(80.0), 1, 1e-5);
+    VL_CHECK_NEAR(s_ratio(-80.0f, INFINITY) / exp(-80.0), 1, 1e-5);
+    VL_CHECK(s_ratio(-100.0f, INFINITY) < 1e-37f && s_ratio(-INFINITY, INFINITY) == 0);
+    VL_CHECK(isinf(s_ratio(100.0f, INFINITY)) && isinf(s_ratio(INFINITY, INFINITY)));
+    VL_CHECK(s_ratio(100.0f, 1.0f) == 1.0f && s_ratio(INFINITY, 1.0f) == 1.0f);
+    VL_CHECK(isnan(s_ratio(NAN, INFINITY)) && isnan(s_ratio(NAN, 1.0f)));
+}
+
 /* n = 0 or T = 0 writes nothing. */
 static void test_empty(void)
 {
@@ -264,5 +350,7 @@ int main(void)
     VL_RUN(test_clipping_matches_reference);
     VL_RUN(test_infinite_clips);
     VL_RUN(test_empty);
+    VL_RUN(test_ragged_shapes);
+    VL_RUN(test_ratio_accuracy_and_edges);
     return VL_DONE();
 }
