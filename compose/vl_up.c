@@ -21,7 +21,7 @@
 
 typedef struct {
     const vl_env_ops_t *env;
-    long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch;
+    long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
     const char *lr; // passed through to the learner when set
     int verbose;
 } s_up_config_t;
@@ -47,6 +47,7 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
     S_OPT("hidden", hidden, 1, 4096, "hidden units per layer"),
     S_OPT("batch", batch, 0, 65536, "segments per update (0: actors x envs)"),
+    S_OPT("retain", retain, 0, 1 << 20, "learner replay: 0 on-policy, N a prioritized ring"),
 };
 #define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
 
@@ -176,7 +177,8 @@ static int s_start(const s_up_config_t *c, pid_t *pids)
     a.argc = 0;
     s_add_long(&a, "--seed", c->seed);
     s_add_long(&a, "--batch", batch);
-    s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs);
+    s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs + c->retain);
+    s_add_long(&a, "--retain", c->retain);
     if (c->lr) {
         s_add(&a, "--lr");
         s_add(&a, c->lr);
@@ -226,11 +228,11 @@ static void s_progress(s_watch_t *w)
     const vl_stats_t *s = &w->last;
     double dt = s->uptime_s - w->prev_uptime;
     double sps = dt > 0 ? (double)(s->env_steps - w->prev_steps) / dt : 0;
-    printf("steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%.1f/%u version=%llu "
+    printf("steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%u/%u/%u version=%llu "
            "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%llu\n",
            (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes, s->mean_return,
-           s->lag_mean, s->lag_max, (unsigned long long)s->version, s->policy_loss, s->value_loss,
-           s->entropy, (unsigned long long)s->segments_dropped);
+           s->lag_min, s->lag_median, s->lag_max, (unsigned long long)s->version, s->policy_loss,
+           s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
     fflush(stdout);
     w->prev_steps = s->env_steps;
     w->prev_uptime = s->uptime_s;

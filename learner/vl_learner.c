@@ -15,6 +15,7 @@
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
 #include "vl_buffer.h"
+#include "vl_replay.h"
 #include "vl_trainer.h"
 
 #define S_WINDOW    100          // episodes in the reported mean return
@@ -44,9 +45,9 @@ struct vl_learner_s {
     vl_limits_t limits;
     s_ingest_stats_t in;
     // train thread only
-    uint64_t version, trained, stale;
-    uint32_t lag_max;
-    float lag_mean;
+    vl_replay_t *replay;
+    uint64_t version, trained;
+    uint64_t *lag_counts; // [max_lag + 1] segments trained on at each lag since the last report
     vl_update_stats_t last;
     int64_t start_ns;
 };
@@ -63,6 +64,10 @@ vl_learner_config_t vl_learner_config_default(void)
                                  .epochs = 4,
                                  .minibatch = 256,
                                  .max_lag = 4,
+                                 .retain = 0,
+                                 .alpha = 0.6f,
+                                 .beta0 = 0.4f,
+                                 .beta_steps = 1000,
                                  .lr = 1e-3f,
                                  .gamma = 0.99f,
                                  .lambda = 0.95f,
@@ -201,6 +206,37 @@ static void s_publish_weights(vl_learner_t *self)
         s_publish(self, self->c.policy, buf, size);
 }
 
+/* Counts the policy lags of segments trained on since the last report. */
+static void s_count_lags(vl_learner_t *self, const uint32_t *lags, int n)
+{
+    for (int i = 0; i < n; i++)
+        self->lag_counts[lags[i] <= self->c.max_lag ? lags[i] : self->c.max_lag]++;
+}
+
+/* Summarises the lag counts since the last report into st, and resets them. */
+static void s_lag_summary(vl_learner_t *self, vl_stats_t *st)
+{
+    uint64_t total = 0, sum = 0, seen = 0;
+    for (uint32_t l = 0; l <= self->c.max_lag; l++) {
+        total += self->lag_counts[l];
+        sum += l * self->lag_counts[l];
+    }
+    st->lag_min = st->lag_median = st->lag_max = 0;
+    for (uint32_t l = 0, first = 1; total && l <= self->c.max_lag; l++) {
+        if (!self->lag_counts[l])
+            continue;
+        if (first)
+            st->lag_min = l;
+        first = 0;
+        if (seen < (total + 1) / 2 && seen + self->lag_counts[l] >= (total + 1) / 2)
+            st->lag_median = l;
+        seen += self->lag_counts[l];
+        st->lag_max = l;
+    }
+    st->lag_mean = total ? (float)sum / (float)total : 0;
+    memset(self->lag_counts, 0, (self->c.max_lag + 1) * sizeof self->lag_counts[0]);
+}
+
 /* Fills a progress report from the ingest counters and the last update. */
 static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
 {
@@ -220,13 +256,12 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
         refused += in->refused[r];
     pthread_mutex_unlock(&in->lock);
     st->version = self->version;
-    st->lag_mean = self->lag_mean;
-    st->lag_max = self->lag_max;
+    s_lag_summary(self, st);
     st->policy_loss = self->last.policy_loss;
     st->value_loss = self->last.value_loss;
     st->entropy = self->last.entropy;
     st->segments_trained = self->trained;
-    st->segments_dropped = refused + self->stale + vl_buffer_evicted(self->buf);
+    st->segments_dropped = refused + vl_replay_stale(self->replay) + vl_buffer_evicted(self->buf);
     st->uptime_s = (double)(vl_now_ns() - self->start_ns) / 1e9;
 }
 
@@ -235,9 +270,9 @@ static void s_publish_stats(vl_learner_t *self)
 {
     vl_stats_t st;
     s_fill_stats(self, &st);
-    vl_debug("version=%llu steps=%llu episodes=%llu return=%.1f lag=%.2f/%u dropped=%llu",
+    vl_debug("version=%llu steps=%llu episodes=%llu return=%.1f lag=%u/%u/%u dropped=%llu",
              (unsigned long long)st.version, (unsigned long long)st.env_steps,
-             (unsigned long long)st.episodes, st.mean_return, st.lag_mean, st.lag_max,
+             (unsigned long long)st.episodes, st.mean_return, st.lag_min, st.lag_median, st.lag_max,
              (unsigned long long)st.segments_dropped);
     uint8_t *buf;
     size_t size;
@@ -259,7 +294,9 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->ctx = zmq_ctx_new();
     self->buf = vl_buffer_new(c->capacity, c->horizon, &c->env->obs_spec);
     self->trainer = vl_trainer_new(c, self->D, self->A);
-    if (!self->ctx || !self->buf || !self->trainer)
+    self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
+    self->lag_counts = calloc(c->max_lag + 1, sizeof *self->lag_counts);
+    if (!self->ctx || !self->buf || !self->trainer || !self->replay || !self->lag_counts)
         goto err;
     self->pub = vl_sock_connect(self->ctx, ZMQ_PUB, c->broker, VL_PORT_WEIGHTS_IN, 0, S_MAX_MSG);
     if (!self->pub || pthread_create(&self->ingest, NULL, s_ingest_main, self) != 0)
@@ -272,44 +309,22 @@ err:
     return NULL;
 }
 
-/* Drops segments more than max_lag versions behind; returns how many remain
-   in segs[] and records the lag of those kept. */
-static int s_drop_stale(vl_learner_t *self, const int *slots, int n, const vl_segment_t **segs)
-{
-    int kept = 0;
-    uint64_t lag_sum = 0;
-    self->lag_max = 0;
-    for (int i = 0; i < n; i++) {
-        const vl_segment_t *s = vl_buffer_segment(self->buf, slots[i]);
-        uint64_t lag = self->version > s->policy_version ? self->version - s->policy_version : 0;
-        if (lag > self->c.max_lag) {
-            self->stale++;
-            continue;
-        }
-        lag_sum += lag;
-        if (lag > self->lag_max)
-            self->lag_max = (uint32_t)lag;
-        segs[kept++] = s;
-    }
-    self->lag_mean = kept ? (float)lag_sum / (float)kept : 0;
-    return kept;
-}
-
-/* Takes a batch if one is ready within 200 ms and trains on it. Returns 1 if
+/* Chooses segments (waiting up to 200 ms) and trains on them. Returns 1 if
    the weights changed, 0 if not, -1 on error. */
 static int s_train_once(vl_learner_t *self)
 {
-    int slots[self->c.batch_segments];
-    const vl_segment_t *segs[self->c.batch_segments];
-    int n = vl_buffer_take(self->buf, (int)self->c.batch_segments, 200, slots);
-    if (n == 0)
-        return 0;
-    int kept = s_drop_stale(self, slots, n, segs), rc = 0;
-    if (kept > 0) {
-        rc = vl_trainer_update(self->trainer, segs, kept, &self->last) == 0 ? 1 : -1;
-        self->trained += (uint64_t)kept;
+    uint32_t B = self->c.batch_segments, lags[B];
+    const vl_segment_t *segs[B];
+    float w[B], sums[B];
+    int w_used = 0, rc = 0;
+    int n = vl_replay_next(self->replay, self->version, 200, segs, lags, w, &w_used);
+    if (n > 0) {
+        s_count_lags(self, lags, n);
+        rc = vl_trainer_update(self->trainer, segs, n, w_used ? w : NULL, sums, &self->last);
+        rc = rc == 0 ? 1 : -1;
+        self->trained += (uint64_t)n;
     }
-    vl_buffer_release(self->buf, slots, n);
+    vl_replay_done(self->replay, n > 0 && rc > 0 ? sums : NULL);
     return rc;
 }
 
@@ -350,6 +365,8 @@ void vl_learner_destroy(vl_learner_t **self_p)
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     vl_trainer_destroy(&self->trainer);
+    vl_replay_destroy(&self->replay);
+    free(self->lag_counts);
     vl_buffer_destroy(&self->buf);
     pthread_mutex_destroy(&self->in.lock);
     free(self);

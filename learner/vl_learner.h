@@ -24,6 +24,10 @@ typedef struct {
     uint32_t epochs;         // passes over each batch
     uint32_t minibatch;      // samples per Adam step
     uint32_t max_lag;        // segments older than this many versions are dropped
+    uint32_t retain;         // 0: on-policy batches; N: a prioritized ring of N segments
+    float alpha;             // priority exponent in ring mode (0: uniform)
+    float beta0;             // importance-weight exponent at the start, annealed to 1
+    uint32_t beta_steps;     // updates over which beta reaches 1
     float lr, gamma, lambda, clip, ent_coef, vf_coef, max_grad_norm;
     float rho_bar, c_bar; // V-trace clips (pg clip = rho_bar)
     uint64_t seed;

@@ -19,6 +19,11 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("epochs", VL_OPT_U32, epochs, 1, 1000, "passes over each batch"),
     S_OPT("minibatch", VL_OPT_U32, minibatch, 1, 1 << 20, "samples per Adam step"),
     S_OPT("max-lag", VL_OPT_U32, max_lag, 0, 1 << 30, "drop segments this many versions old"),
+    S_OPT("retain", VL_OPT_U32, retain, 0, 1 << 20,
+          "0: on-policy batches; N: prioritized ring of N segments"),
+    S_OPT("alpha", VL_OPT_FLOAT, alpha, 0, 10, "ring priority exponent (0: uniform)"),
+    S_OPT("beta0", VL_OPT_FLOAT, beta0, 0, 1, "ring importance exponent at start"),
+    S_OPT("beta-steps", VL_OPT_U32, beta_steps, 0, 1 << 30, "updates until beta reaches 1"),
     S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate"),
     S_OPT("gamma", VL_OPT_FLOAT, gamma, 0, 1, "discount"),
     S_OPT("lambda", VL_OPT_FLOAT, lambda, 0, 1, "V-trace lambda"),
@@ -57,9 +62,11 @@ int vl_learner_main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     if (!(c.env = vl_env_lookup("learner", role.env)))
         return 2;
-    if (c.capacity < 2 * c.batch_segments) {
-        fprintf(stderr, "volley learner: --capacity (%u) must be at least 2 x --batch (%u)\n",
-                c.capacity, c.batch_segments);
+    if (c.capacity < 2 * c.batch_segments + c.retain) {
+        fprintf(stderr,
+                "volley learner: --capacity (%u) must be at least 2 x --batch (%u) + --retain "
+                "(%u)\n",
+                c.capacity, c.batch_segments, c.retain);
         return 2;
     }
     c.broker = role.broker;

@@ -12,18 +12,19 @@ struct vl_trainer_s {
     vl_learner_config_t c;
     uint32_t D, A, T;
     vl_policy_t *policy;
-    vl_rng_t rng;                          // minibatch shuffling
-    float *obs;                            // [n][T+1][D]
-    float *logits;                         // [n][T+1][A]
-    float *values;                         // [n][T+1]
-    float *logp_row;                       // [A]
-    float *rewards, *dones;                // [n][T]
-    float *log_rhos, *old_logp, *vs, *adv; // [n][T]
-    int32_t *actions;                      // [n][T]
-    uint32_t *perm;                        // [n*T]
-    float *mb_obs;                         // [minibatch][D]
-    float *mb_old_logp, *mb_adv, *mb_vs;   // [minibatch]
-    int32_t *mb_actions;                   // [minibatch]
+    vl_rng_t rng;                               // minibatch shuffling
+    float *obs;                                 // [n][T+1][D]
+    float *logits;                              // [n][T+1][A]
+    float *values;                              // [n][T+1]
+    float *logp_row;                            // [A]
+    float *rewards, *dones;                     // [n][T]
+    float *log_rhos, *old_logp, *vs, *adv;      // [n][T]
+    int32_t *actions;                           // [n][T]
+    uint32_t *perm;                             // [n*T]
+    float *mb_obs;                              // [minibatch][D]
+    float *mb_old_logp, *mb_adv, *mb_vs, *mb_w; // [minibatch]
+    const float *seg_w;                         // [n] importance weights of this update, or NULL
+    int32_t *mb_actions;                        // [minibatch]
 };
 
 vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t A)
@@ -52,10 +53,11 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t 
     self->mb_obs = malloc(M * D * sizeof(float));
     self->mb_old_logp = malloc(M * sizeof(float));
     self->mb_adv = malloc(M * sizeof(float));
+    self->mb_w = malloc(M * sizeof(float));
     self->mb_vs = malloc(M * sizeof(float));
     self->mb_actions = malloc(M * sizeof(int32_t));
     if (!ok || !self->actions || !self->perm || !self->mb_obs || !self->mb_old_logp ||
-        !self->mb_adv || !self->mb_vs || !self->mb_actions)
+        !self->mb_adv || !self->mb_vs || !self->mb_actions || !self->mb_w)
         vl_trainer_destroy(&self);
     return self;
 }
@@ -66,11 +68,11 @@ void vl_trainer_destroy(vl_trainer_t **self_p)
     if (!self)
         return;
     vl_policy_destroy(&self->policy);
-    void *bufs[] = {self->obs,       self->logits, self->values,      self->logp_row,
-                    self->rewards,   self->dones,  self->log_rhos,    self->old_logp,
-                    self->vs,        self->adv,    self->actions,     self->perm,
-                    self->mb_obs,    self->mb_adv, self->mb_old_logp, self->mb_vs,
-                    self->mb_actions};
+    void *bufs[] = {self->obs,     self->logits,    self->values,      self->logp_row,
+                    self->rewards, self->dones,     self->log_rhos,    self->old_logp,
+                    self->vs,      self->adv,       self->actions,     self->perm,
+                    self->mb_obs,  self->mb_adv,    self->mb_old_logp, self->mb_vs,
+                    self->mb_w,    self->mb_actions};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self);
@@ -151,6 +153,7 @@ static void s_gather_minibatch(vl_trainer_t *self, uint32_t from, uint32_t m)
         self->mb_old_logp[j] = self->old_logp[k];
         self->mb_vs[j] = self->vs[k];
         self->mb_adv[j] = self->adv[k];
+        self->mb_w[j] = self->seg_w ? self->seg_w[k / T] : 1.0f;
         sum += self->adv[k];
         sq += (double)self->adv[k] * self->adv[k];
     }
@@ -160,8 +163,19 @@ static void s_gather_minibatch(vl_trainer_t *self, uint32_t from, uint32_t m)
         self->mb_adv[j] = (self->mb_adv[j] - (float)mean) * inv;
 }
 
+/* Writes each segment's sum of |advantage| into sums[n]. */
+static void s_segment_sums(const vl_trainer_t *self, int n, float *sums)
+{
+    for (int i = 0; i < n; i++) {
+        double sum = 0;
+        for (uint32_t t = 0; t < self->T; t++)
+            sum += fabsf(self->adv[(size_t)i * self->T + t]);
+        sums[i] = (float)sum;
+    }
+}
+
 int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n,
-                      vl_update_stats_t *stats)
+                      const float *seg_w, float *adv_sums, vl_update_stats_t *stats)
 {
     if (n <= 0 || (uint32_t)n > self->c.batch_segments)
         return -1;
@@ -169,6 +183,9 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
     float mean_abs_adv = s_targets(self, n);
     if (mean_abs_adv < 0)
         return -1;
+    if (adv_sums)
+        s_segment_sums(self, n, adv_sums);
+    self->seg_w = seg_w;
     uint32_t N = (uint32_t)n * self->T, M = self->c.minibatch;
     vl_loss_params_t lp = {
         .clip = self->c.clip, .vf_coef = self->c.vf_coef, .ent_coef = self->c.ent_coef};
@@ -185,7 +202,7 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
             vl_policy_zero_grad(self->policy);
             float loss =
                 vl_policy_loss_grad(self->policy, &lp, m, self->mb_obs, self->mb_actions,
-                                    self->mb_old_logp, self->mb_adv, self->mb_vs, NULL, &ls);
+                                    self->mb_old_logp, self->mb_adv, self->mb_vs, self->mb_w, &ls);
             if (isnan(loss))
                 return -1;
             vl_policy_adam_step(self->policy, self->c.lr, self->c.max_grad_norm);

@@ -28,8 +28,12 @@ void vl_trainer_destroy(vl_trainer_t **self_p);
 vl_policy_t *vl_trainer_policy(vl_trainer_t *self);
 
 /* One update on n (1 .. batch_segments) validated segments of the config's
-   horizon. Fills stats if not NULL. Returns 0, or -1 on no memory. */
+   horizon. seg_w, if not NULL, gives each segment's importance weight (from
+   prioritized sampling); adv_sums, if not NULL, receives each segment's
+   sum of |V-trace advantage| computed with the weights before the update
+   (its new priority). Fills stats if not NULL. Returns 0, or -1 on no
+   memory. */
 int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n,
-                      vl_update_stats_t *stats);
+                      const float *seg_w, float *adv_sums, vl_update_stats_t *stats);
 
 #endif

@@ -117,6 +117,8 @@ typedef struct {
     float mean_return;
     uint32_t window;
     float lag_mean;
+    uint32_t lag_min;
+    uint32_t lag_median;
     uint32_t lag_max;
     float policy_loss;
     float value_loss;

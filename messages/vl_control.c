@@ -51,6 +51,8 @@ int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
     msg.window = stats->window;
     msg.lag_mean = stats->lag_mean;
     msg.lag_max = stats->lag_max;
+    msg.lag_min = stats->lag_min;
+    msg.lag_median = stats->lag_median;
     msg.policy_loss = stats->policy_loss;
     msg.value_loss = stats->value_loss;
     msg.entropy = stats->entropy;
@@ -80,6 +82,8 @@ static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
     stats->window = msg->window;
     stats->lag_mean = msg->lag_mean;
     stats->lag_max = msg->lag_max;
+    stats->lag_min = msg->lag_min;
+    stats->lag_median = msg->lag_median;
     stats->policy_loss = msg->policy_loss;
     stats->value_loss = msg->value_loss;
     stats->entropy = msg->entropy;

@@ -29,6 +29,13 @@ last=$(tail -n 1 "$TMP/catch.log")
 echo "$last" | grep -qE '^solved: ' || fail "catch: last line is not the solved line: '$last'"
 pass "volley up --env catch solves the pixel game: $last"
 
+"$VOLLEY" up --retain 64 --port 0 --max-steps 3000000 --max-seconds 240 > "$TMP/ring.log" 2>&1
+rc=$?
+last=$(tail -n 1 "$TMP/ring.log")
+[ $rc -eq 0 ] && echo "$last" | grep -qE '^solved: ' || fail "up --retain 64 (prioritized ring) did not solve: $last"
+grep -qE 'lag=[0-9]+/[0-9]+/[1-9]' "$TMP/ring.log" || fail "ring replay shows no policy lag: $(tail -3 "$TMP/ring.log")"
+pass "off-policy ring replay (V-trace, priorities) solves CartPole: $last"
+
 # Ctrl-C: the terminal sends SIGINT to the whole process group.
 setsid "$VOLLEY" up --port 0 > "$TMP/int.log" 2>&1 &
 UP=$!
@@ -48,4 +55,4 @@ rc=$?
 [ $rc -eq 1 ] || fail "volley up exited $rc when its budget ran out, wanted 1"
 tail -n 1 "$TMP/budget.log" | grep -q "^not solved: budget spent after" || fail "no budget line: $(tail -n 1 "$TMP/budget.log")"
 pass "a spent budget ends the run with exit 1"
-echo "5 passed, 0 failed"
+echo "6 passed, 0 failed"
