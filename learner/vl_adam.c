@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define S_BETA1 0.9   // first-moment decay, Adam's default
 #define S_BETA2 0.999 // second-moment decay, Adam's default
@@ -61,4 +62,28 @@ void vl_adam_step(vl_adam_t *self, float *params, const float *grads, float lr)
 uint64_t vl_adam_steps(const vl_adam_t *self)
 {
     return self->t;
+}
+
+size_t vl_adam_state_size(const vl_adam_t *self)
+{
+    return sizeof self->t + 2 * self->n * sizeof(float);
+}
+
+void vl_adam_save(const vl_adam_t *self, void *out)
+{
+    uint8_t *p = out;
+    memcpy(p, &self->t, sizeof self->t);
+    memcpy(p + sizeof self->t, self->m, self->n * sizeof(float));
+    memcpy(p + sizeof self->t + self->n * sizeof(float), self->v, self->n * sizeof(float));
+}
+
+int vl_adam_load(vl_adam_t *self, const void *in, size_t size)
+{
+    if (size != vl_adam_state_size(self))
+        return -1;
+    const uint8_t *p = in;
+    memcpy(&self->t, p, sizeof self->t);
+    memcpy(self->m, p + sizeof self->t, self->n * sizeof(float));
+    memcpy(self->v, p + sizeof self->t + self->n * sizeof(float), self->n * sizeof(float));
+    return 0;
 }

@@ -23,4 +23,14 @@ void vl_adam_step(vl_adam_t *self, float *params, const float *grads, float lr);
 /* Returns the number of steps taken. */
 uint64_t vl_adam_steps(const vl_adam_t *self);
 
+/* Returns the bytes vl_adam_save writes: the step count and both moments. */
+size_t vl_adam_state_size(const vl_adam_t *self);
+
+/* Writes the state (step count, then m, then v, little-endian) to out. */
+void vl_adam_save(const vl_adam_t *self, void *out);
+
+/* Restores a state vl_adam_save wrote for the same n. Returns 0, or -1 if
+   size is not vl_adam_state_size (nothing changed). */
+int vl_adam_load(vl_adam_t *self, const void *in, size_t size);
+
 #endif

@@ -332,3 +332,32 @@ int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
     }
     return 0;
 }
+
+size_t vl_policy_optimizer_size(const vl_policy_t *self)
+{
+    size_t size = 0;
+    for (int k = 0; k < S_NETS; k++)
+        size += vl_adam_state_size(self->adam[k]);
+    return size;
+}
+
+void vl_policy_save_optimizer(const vl_policy_t *self, void *out)
+{
+    uint8_t *p = out;
+    for (int k = 0; k < S_NETS; k++) {
+        vl_adam_save(self->adam[k], p);
+        p += vl_adam_state_size(self->adam[k]);
+    }
+}
+
+int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
+{
+    if (size != vl_policy_optimizer_size(self))
+        return -1;
+    const uint8_t *p = in;
+    for (int k = 0; k < S_NETS; k++) {
+        vl_adam_load(self->adam[k], p, vl_adam_state_size(self->adam[k]));
+        p += vl_adam_state_size(self->adam[k]);
+    }
+    return 0;
+}

@@ -87,4 +87,14 @@ void vl_policy_grad_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
    returned. Returns 0 on success. */
 int vl_policy_load(vl_policy_t *self, const vl_weights_t *w);
 
+/* Returns the bytes vl_policy_save_optimizer writes (both nets' Adam). */
+size_t vl_policy_optimizer_size(const vl_policy_t *self);
+
+/* Writes the optimizer state of both nets to out. */
+void vl_policy_save_optimizer(const vl_policy_t *self, void *out);
+
+/* Restores what vl_policy_save_optimizer wrote for a policy of the same
+   shape. Returns 0, or -1 if size does not match (nothing changed). */
+int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size);
+
 #endif
