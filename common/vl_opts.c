@@ -185,15 +185,19 @@ static int s_check_role(const char *cmd, int argc, char **argv, const vl_role_op
 int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
                       void *config, vl_role_opts_t *role, void (*usage)(FILE *out))
 {
-    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE };
-    struct option opts[n + 7];
+    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE, O_CHECKPOINT, O_RESUME };
+    struct option opts[n + 9];
     struct option shared[] = {{"broker", required_argument, 0, O_BROKER},
                               {"policy", required_argument, 0, O_POLICY},
                               {"env", required_argument, 0, O_ENV},
                               {"quiet", no_argument, 0, O_QUIET},
                               {"verbose", no_argument, 0, O_VERBOSE},
                               {"help", no_argument, 0, 'h'},
+                              {"checkpoint", required_argument, 0, O_CHECKPOINT},
+                              {"resume", no_argument, 0, O_RESUME},
                               {0, 0, 0, 0}};
+    if (!role->learner) // only learners checkpoint: end the table before those two
+        shared[6] = (struct option){0, 0, 0, 0};
     vl_opt_getopt(nums, n, 0, opts);
     memcpy(opts + n, shared, sizeof shared);
     int opt, bad = 0;
@@ -208,10 +212,18 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             role->env = optarg;
         else if (opt == O_QUIET || opt == O_VERBOSE)
             role->log_level = opt == O_QUIET ? VL_LOG_WARN : VL_LOG_DEBUG;
+        else if (opt == O_CHECKPOINT)
+            role->checkpoint = optarg;
+        else if (opt == O_RESUME)
+            role->resume = 1;
         else {
             usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;
         }
+    }
+    if (!bad && role->resume && !role->checkpoint) {
+        fprintf(stderr, "volley %s: --resume needs --checkpoint DIR\n", cmd);
+        bad = 1;
     }
     return bad || s_check_role(cmd, argc, argv, role) ? -1 : 0;
 }

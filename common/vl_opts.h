@@ -75,10 +75,13 @@ int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out)
 
 /* The flags every process that talks to a broker shares. */
 typedef struct {
-    const char *broker; // --broker HOST[:PORT], required
-    const char *policy; // --policy NAME
-    const char *env;    // --env NAME, for the caller to look up
-    int log_level;      // a vl_log_level_t: --quiet warns, --verbose debugs
+    const char *broker;     // --broker HOST[:PORT], required
+    const char *policy;     // --policy NAME
+    const char *env;        // --env NAME, for the caller to look up
+    int log_level;          // a vl_log_level_t: --quiet warns, --verbose debugs
+    int learner;            // set by the caller: accept --checkpoint DIR and --resume
+    const char *checkpoint; // --checkpoint DIR
+    int resume;             // --resume
 } vl_role_opts_t;
 
 /* Parses a role's argv: the shared flags into role (which holds the

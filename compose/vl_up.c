@@ -22,7 +22,9 @@
 typedef struct {
     const vl_env_ops_t *env;
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
-    const char *lr; // passed through to the learner when set
+    const char *lr;         // passed through to the learner when set
+    const char *checkpoint; // passed through: the learner's --checkpoint DIR
+    int resume;
     int verbose;
 } s_up_config_t;
 
@@ -62,17 +64,21 @@ static const s_up_config_t s_defaults = {.env = &vl_cartpole_ops,
 
 static void s_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: volley up [--env NAME] [numeric options] [--lr X] [--verbose]\n"
-            "\n"
-            "Trains on this box: starts a broker, a learner and N actors over loopback\n"
-            "sockets, prints progress every second, and stops them all when the environment\n"
-            "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
-            "when a budget is spent or a process fails (exit 1) or on Ctrl-C (exit 130).\n"
-            "\n");
+    fprintf(
+        out,
+        "usage: volley up [--env NAME] [numeric options] [--lr X] [--checkpoint DIR [--resume]]\n"
+        "                 [--verbose]\n"
+        "\n"
+        "Trains on this box: starts a broker, a learner and N actors over loopback\n"
+        "sockets, prints progress every second, and stops them all when the environment\n"
+        "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
+        "when a budget is spent or a process fails (exit 1) or on Ctrl-C (exit 130).\n"
+        "\n");
     vl_env_print_help(out);
     vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
-    fprintf(out, "  --lr X             learning rate (default: the learner's)\n"
+    fprintf(out, "  --checkpoint DIR   the learner checkpoints to DIR (see volley learner --help)\n"
+                 "  --resume           the learner continues from its checkpoint in DIR\n"
+                 "  --lr X             learning rate (default: the learner's)\n"
                  "  --verbose          let the processes log what they do\n"
                  "  -h, --help         this text\n");
 }
@@ -80,12 +86,14 @@ static void s_usage(FILE *out)
 /* Parses flags into c. Returns 0, 1 after --help, or -1 on bad input. */
 static int s_parse(int argc, char **argv, s_up_config_t *c)
 {
-    enum { O_ENV = 1000, O_LR, O_VERBOSE };
-    struct option opts[S_NNUMS + 5] = {{"env", required_argument, 0, O_ENV},
+    enum { O_ENV = 1000, O_LR, O_VERBOSE, O_CHECKPOINT, O_RESUME };
+    struct option opts[S_NNUMS + 7] = {{"env", required_argument, 0, O_ENV},
                                        {"lr", required_argument, 0, O_LR},
                                        {"verbose", no_argument, 0, O_VERBOSE},
-                                       {"help", no_argument, 0, 'h'}};
-    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 4);
+                                       {"help", no_argument, 0, 'h'},
+                                       {"checkpoint", required_argument, 0, O_CHECKPOINT},
+                                       {"resume", no_argument, 0, O_RESUME}};
+    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 6);
     int opt, bad = 0;
     float lr;
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -99,10 +107,18 @@ static int s_parse(int argc, char **argv, s_up_config_t *c)
             c->lr = optarg;
         } else if (opt == O_VERBOSE)
             c->verbose = 1;
+        else if (opt == O_CHECKPOINT)
+            c->checkpoint = optarg;
+        else if (opt == O_RESUME)
+            c->resume = 1;
         else {
             s_usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;
         }
+    }
+    if (!bad && c->resume && !c->checkpoint) {
+        fprintf(stderr, "volley up: --resume needs --checkpoint DIR\n");
+        bad = 1;
     }
     if (!bad && optind < argc) {
         fprintf(stderr, "volley up: unexpected argument '%s'\n", argv[optind]);
@@ -179,6 +195,12 @@ static int s_start(const s_up_config_t *c, pid_t *pids)
     s_add_long(&a, "--batch", batch);
     s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs + c->retain);
     s_add_long(&a, "--retain", c->retain);
+    if (c->checkpoint) {
+        s_add(&a, "--checkpoint");
+        s_add(&a, c->checkpoint);
+    }
+    if (c->resume)
+        s_add(&a, "--resume");
     if (c->lr) {
         s_add(&a, "--lr");
         s_add(&a, c->lr);

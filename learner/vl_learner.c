@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zmq.h>
 
 #include "../common/vl_log.h"
@@ -16,6 +17,7 @@
 #include "../messages/vl_codec.h"
 #include "vl_buffer.h"
 #include "vl_replay.h"
+#include "vl_resume.h"
 #include "vl_trainer.h"
 
 #define S_WINDOW    100          // episodes in the reported mean return
@@ -50,6 +52,7 @@ struct vl_learner_s {
     uint64_t *lag_counts; // [max_lag + 1] segments trained on at each lag since the last report
     vl_update_stats_t last;
     int64_t start_ns;
+    char checkpoint[4096]; // path, empty when off
 };
 
 vl_learner_config_t vl_learner_config_default(void)
@@ -77,7 +80,8 @@ vl_learner_config_t vl_learner_config_default(void)
                                  .max_grad_norm = 0.5f,
                                  .rho_bar = 1.0f,
                                  .c_bar = 1.0f,
-                                 .seed = 1};
+                                 .seed = 1,
+                                 .checkpoint_every = 10};
 }
 
 /* Counts a refused segment; the first of each reason is logged. */
@@ -280,6 +284,56 @@ static void s_publish_stats(vl_learner_t *self)
         s_publish(self, VL_STATS_TOPIC, buf, size);
 }
 
+/* Sets the checkpoint path (making the directory) and, with --resume,
+   loads it. Returns 0, or -1 after logging why (a corrupt checkpoint is
+   refused, never half loaded). */
+static int s_checkpoint_setup(vl_learner_t *self)
+{
+    const vl_learner_config_t *c = &self->c;
+    if (!c->checkpoint_dir)
+        return 0;
+    if (mkdir(c->checkpoint_dir, 0755) != 0 && errno != EEXIST) {
+        vl_error("cannot make checkpoint directory %s: %s", c->checkpoint_dir, strerror(errno));
+        return -1;
+    }
+    snprintf(self->checkpoint, sizeof self->checkpoint, "%s/%s.ckpt", c->checkpoint_dir, c->policy);
+    if (!c->resume)
+        return 0;
+    vl_resume_state_t st;
+    char why[256];
+    int rc = vl_resume_load(self->checkpoint, c->policy, self->trainer, &st, why, sizeof why);
+    if (rc > 0)
+        vl_info("no checkpoint at %s yet: starting fresh", self->checkpoint);
+    if (rc < 0)
+        vl_error("refusing checkpoint %s: %s", self->checkpoint, why);
+    if (rc != 0)
+        return rc < 0 ? -1 : 0;
+    self->version = st.version;
+    self->trained = st.trained;
+    self->in.env_steps = st.env_steps;
+    self->in.episodes = st.episodes;
+    *vl_trainer_rng(self->trainer) = st.rng;
+    vl_info("resumed from %s at version %llu, %llu env steps", self->checkpoint,
+            (unsigned long long)st.version, (unsigned long long)st.env_steps);
+    return 0;
+}
+
+/* Writes a checkpoint now, if they are on. */
+static void s_checkpoint_save(vl_learner_t *self)
+{
+    if (!self->checkpoint[0])
+        return;
+    pthread_mutex_lock(&self->in.lock);
+    vl_resume_state_t st = {self->version, self->trained, self->in.env_steps, self->in.episodes,
+                            *vl_trainer_rng(self->trainer)};
+    pthread_mutex_unlock(&self->in.lock);
+    int64_t t0 = vl_now_ns();
+    if (vl_resume_save(self->checkpoint, self->c.policy, self->trainer, &st) == 0)
+        vl_info("checkpoint saved: version=%llu env_steps=%llu to %s in %.1f ms",
+                (unsigned long long)st.version, (unsigned long long)st.env_steps, self->checkpoint,
+                (double)(vl_now_ns() - t0) / 1e6);
+}
+
 vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
 {
     vl_learner_t *self = calloc(1, sizeof *self);
@@ -297,6 +351,8 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     self->lag_counts = calloc(c->max_lag + 1, sizeof *self->lag_counts);
     if (!self->ctx || !self->buf || !self->trainer || !self->replay || !self->lag_counts)
+        goto err;
+    if (s_checkpoint_setup(self) != 0)
         goto err;
     self->pub = vl_sock_connect(self->ctx, ZMQ_PUB, c->broker, VL_PORT_WEIGHTS_IN, 0, S_MAX_MSG);
     if (!self->pub || pthread_create(&self->ingest, NULL, s_ingest_main, self) != 0)
@@ -332,7 +388,8 @@ int vl_learner_run(vl_learner_t *self)
 {
     vl_info("training policy '%s' on %s: %u segments x %u steps per update", self->c.policy,
             self->c.env->name, self->c.batch_segments, self->c.horizon);
-    int64_t next_report = 0;
+    int64_t next_report = 0, every = (int64_t)self->c.checkpoint_every * 1000000000LL;
+    int64_t next_checkpoint = vl_now_ns() + every;
     while (!vl_interrupted && !atomic_load(&self->stop)) {
         int rc = s_train_once(self);
         if (rc < 0) {
@@ -348,7 +405,12 @@ int vl_learner_run(vl_learner_t *self)
             s_publish_stats(self);
             next_report = vl_now_ns() + S_REPORT_NS;
         }
+        if (vl_now_ns() >= next_checkpoint) {
+            s_checkpoint_save(self);
+            next_checkpoint = vl_now_ns() + every;
+        }
     }
+    s_checkpoint_save(self);
     return atomic_load(&self->stop) && !vl_interrupted ? -1 : 0;
 }
 

@@ -31,6 +31,9 @@ typedef struct {
     float lr, gamma, lambda, clip, ent_coef, vf_coef, max_grad_norm;
     float rho_bar, c_bar; // V-trace clips (pg clip = rho_bar)
     uint64_t seed;
+    const char *checkpoint_dir; // NULL: no checkpoints; else DIR/<policy>.ckpt
+    uint32_t checkpoint_every;  // seconds between checkpoints
+    int resume;                 // continue from the checkpoint if there is one
 } vl_learner_config_t;
 
 /* Returns defaults tuned for CartPole on a small machine. */

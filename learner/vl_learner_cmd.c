@@ -24,6 +24,8 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("alpha", VL_OPT_FLOAT, alpha, 0, 10, "ring priority exponent (0: uniform)"),
     S_OPT("beta0", VL_OPT_FLOAT, beta0, 0, 1, "ring importance exponent at start"),
     S_OPT("beta-steps", VL_OPT_U32, beta_steps, 0, 1 << 30, "updates until beta reaches 1"),
+    S_OPT("checkpoint-every", VL_OPT_U32, checkpoint_every, 1, 1 << 30,
+          "seconds between checkpoints"),
     S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate"),
     S_OPT("gamma", VL_OPT_FLOAT, gamma, 0, 1, "discount"),
     S_OPT("lambda", VL_OPT_FLOAT, lambda, 0, 1, "V-trace lambda"),
@@ -39,12 +41,18 @@ static const vl_num_opt_t s_nums[] = {
 static void s_usage(FILE *out)
 {
     fprintf(out, "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME]\n"
+                 "                      [--checkpoint DIR [--resume]]\n"
                  "                      [numeric options] [--quiet|--verbose]\n"
                  "\n"
                  "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
                  "clipped-surrogate PPO, Adam) and publishes each new weights version.\n"
                  "\n");
     vl_opt_print_role(out, "policy to train");
+    fprintf(out,
+            "  --checkpoint DIR   write DIR/<policy>.ckpt every --checkpoint-every seconds and\n"
+            "                     at exit (atomically, checksummed)\n"
+            "  --resume           continue from DIR/<policy>.ckpt: weights, optimizer, version\n"
+            "                     numbers, counters (a corrupt checkpoint is refused)\n");
     vl_env_print_help(out);
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, s_nums, S_NNUMS, &defaults);
@@ -56,7 +64,8 @@ static void s_usage(FILE *out)
 int vl_learner_main(int argc, char **argv)
 {
     vl_learner_config_t c = vl_learner_config_default();
-    vl_role_opts_t role = {.policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO};
+    vl_role_opts_t role = {
+        .policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO, .learner = 1};
     int rc = vl_opt_parse_role("learner", argc, argv, s_nums, S_NNUMS, &c, &role, s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
@@ -71,6 +80,8 @@ int vl_learner_main(int argc, char **argv)
     }
     c.broker = role.broker;
     c.policy = role.policy;
+    c.checkpoint_dir = role.checkpoint;
+    c.resume = role.resume;
     vl_log_init("learner", (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
     vl_learner_t *learner = vl_learner_new(&c);

@@ -79,6 +79,11 @@ void vl_trainer_destroy(vl_trainer_t **self_p)
     *self_p = NULL;
 }
 
+vl_rng_t *vl_trainer_rng(vl_trainer_t *self)
+{
+    return &self->rng;
+}
+
 vl_policy_t *vl_trainer_policy(vl_trainer_t *self)
 {
     return self->policy;

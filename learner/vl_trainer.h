@@ -6,6 +6,7 @@
 #ifndef VL_TRAINER_H
 #define VL_TRAINER_H
 
+#include "../common/vl_rng.h"
 #include "../messages/vl_codec.h"
 #include "vl_learner.h"
 #include "vl_policy.h"
@@ -23,6 +24,9 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *config, uint32_t D, uint
 
 /* Frees the trainer and nulls the pointer; safe on NULL and twice. */
 void vl_trainer_destroy(vl_trainer_t **self_p);
+
+/* Returns the trainer's minibatch RNG (for checkpoints). */
+vl_rng_t *vl_trainer_rng(vl_trainer_t *self);
 
 /* Returns the policy being trained (owned by the trainer). */
 vl_policy_t *vl_trainer_policy(vl_trainer_t *self);

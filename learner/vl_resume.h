@@ -1,0 +1,36 @@
+/*  vl_resume: a learner's checkpoint: weights (as a Weights message, so the
+    same validation applies), both nets' Adam state, and the counters and RNG
+    state that make a resumed run continue its curve and its version
+    numbers. Written atomically by vl_checkpoint; a corrupt or truncated
+    file is refused with its reason and never loaded. */
+#ifndef VL_RESUME_H
+#define VL_RESUME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/vl_rng.h"
+#include "vl_trainer.h"
+
+/* The scalars a checkpoint carries besides weights and optimizer. */
+typedef struct {
+    uint64_t version;   // weights version published last
+    uint64_t trained;   // segments trained on
+    uint64_t env_steps; // steps in every valid segment ingested
+    uint64_t episodes;
+    vl_rng_t rng; // the trainer's minibatch RNG
+} vl_resume_state_t;
+
+/* Writes the trainer's policy and optimizer and st to path for policy_id.
+   Returns 0, or -1 after logging why. */
+int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
+                   const vl_resume_state_t *st);
+
+/* Loads path into the trainer and st after checking everything: the file,
+   the policy id, the weights' shapes and values, the optimizer's size.
+   Returns 0; 1 if there is no file at path; -1 with the reason in
+   why[why_size] (nothing is changed then). */
+int vl_resume_load(const char *path, const char *policy_id, vl_trainer_t *trainer,
+                   vl_resume_state_t *st, char *why, size_t why_size);
+
+#endif
