@@ -1,0 +1,36 @@
+/*  vl_bench: what volley's benchmarks share: --quick and --help. */
+#ifndef VL_BENCH_H
+#define VL_BENCH_H
+
+#include <stdio.h>
+#include <string.h>
+
+/* How many timed runs of how many seconds each; the best run counts. */
+typedef struct {
+    int runs;
+    double run_s;
+} vl_bench_plan_t;
+
+/* Parses the flags every benchmark takes: --quick (the quick plan, for
+   tests) and --help. Sets *plan. Returns 0 to run, 1 after printing usage
+   for --help (exit 0), 2 after an unknown flag (exit 2). */
+static inline int vl_bench_parse(int argc, char **argv, const char *name, void (*usage)(FILE *),
+                                 vl_bench_plan_t full, vl_bench_plan_t quick, vl_bench_plan_t *plan)
+{
+    *plan = full;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            *plan = quick;
+        } else if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 1;
+        } else {
+            fprintf(stderr, "%s: unknown argument '%s'\n", name, argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+#endif
