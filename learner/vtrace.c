@@ -9,18 +9,43 @@
     transpose turns them into one vector per step across the segments, the
     four steps of the recursion run there, and a transpose brings the
     carried values back to rows to finish vs and pg_adv. Everything stays in
-    registers (and their spills): no scratch memory. Without SSE2 a plain
-    per-segment loop runs instead; both do the same arithmetic in the same
-    order, save the exp (s_exp4's error is described above it). */
+    registers (and their spills): no scratch memory.
+
+    Where the CPU has AVX2 and FMA (asked once, at the first call), the same
+    scheme runs on eight segments at once: each 256-bit row holds four steps
+    of segment k in its low half and of segment k + 4 in its high half, so
+    the transposes are two 4x4 ones side by side, one per 128-bit half, and
+    lane j of a per-step vector is segment j. It is compiled for AVX2 by a
+    target attribute; the build itself stays plain x86-64. Without SSE2 a
+    plain per-segment loop runs instead. All three do the same arithmetic in
+    the same order, save the exp (s_exp4's error is described above it; the
+    AVX2 one is the same polynomial) and AVX2's fused multiply-adds, which
+    round once where the others round twice. */
 #include "vtrace.h"
 
 #include <math.h>
+#include <stdatomic.h>
 
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
-#ifndef __SSE2__
+/* AVX2 is compiled in where gcc or clang can target it per function. */
+#if defined(__SSE2__) && (defined(__x86_64__) || defined(__i386__)) &&                             \
+    (defined(__GNUC__) || defined(__clang__))
+#define S_HAVE_AVX2 1
+#include <immintrin.h>
+#define S_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define S_HAVE_AVX2 0
+#endif
+
+/* An implementation of vl_vtrace. */
+typedef void s_impl_fn(const vl_vtrace_params_t *p, int n, int T, const float *values,
+                       const float *rewards, const float *dones, const float *log_rhos, float *vs,
+                       float *pg_adv);
+
+/* ---- scalar: one segment at a time ---------------------------------------- */
 
 /* The clip, or x when it is smaller; an infinite clip leaves x alone and a
    NaN x stays NaN (fminf would hide it behind the clip). */
@@ -45,8 +70,9 @@ static void s_segment(const vl_vtrace_params_t *p, int T, const float *v, const 
     }
 }
 
-void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, const float *rewards,
-               const float *dones, const float *log_rhos, float *vs, float *pg_adv)
+static void s_scalar(const vl_vtrace_params_t *p, int n, int T, const float *values,
+                     const float *rewards, const float *dones, const float *log_rhos, float *vs,
+                     float *pg_adv)
 {
     for (int i = 0; i < n && T > 0; i++) {
         long row = (long)i * T;
@@ -55,7 +81,9 @@ void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, c
     }
 }
 
-#else
+/* ---- SSE2: four segments at a time ---------------------------------------- */
+
+#ifdef __SSE2__
 
 #define S_LANES 4 // segments per block, steps per tile: one SSE2 vector
 
@@ -244,8 +272,9 @@ static void s_block(const s_params4_t *p, const s_block_t *b, int T)
         acc = s_tile(p, b, t0, acc);
 }
 
-void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, const float *rewards,
-               const float *dones, const float *log_rhos, float *vs, float *pg_adv)
+static void s_sse2(const vl_vtrace_params_t *p, int n, int T, const float *values,
+                   const float *rewards, const float *dones, const float *log_rhos, float *vs,
+                   float *pg_adv)
 {
     s_params4_t p4 = {.gamma = _mm_set1_ps(p->gamma),
                       .lambda = _mm_set1_ps(p->lambda),
@@ -272,4 +301,304 @@ void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, c
     }
 }
 
+/* ---- AVX2 + FMA: eight segments at a time --------------------------------- */
+
+#if S_HAVE_AVX2
+
+#define S_W 8 // segments per AVX2 block
+
+#define S_X8(x)                                                                                    \
+    {                                                                                              \
+        x, x, x, x, x, x, x, x                                                                     \
+    }
+
+/* s_consts eight wide, for the same reason: memory operands. */
+static const _Alignas(32) float s_consts8[S_NK][8] = {
+    [S_LO] = S_X8(-87.0f),
+    [S_HI] = S_X8(89.0f),
+    [S_LOG2E] = S_X8(1.44269504f),
+    [S_P5] = S_X8(2.652945412e-03f),
+    [S_P4] = S_X8(1.934302530e-02f),
+    [S_P3] = S_X8(1.110146749e-01f),
+    [S_P2] = S_X8(4.804448418e-01f),
+    [S_P1] = S_X8(1.386293955e+00f),
+    [S_P0] = S_X8(2.0f),
+    [S_ONE] = S_X8(1.0f),
+    [S_BIAS] = S_X8(0x1p-149f * 126),
+};
+
+#define S_K8(k, name) _mm256_load_ps((k)[name])
+
+/* s_exp4 eight wide, with the polynomial's steps fused: the same clamps,
+   reduction and polynomial, so the same error bounds and edges. */
+S_AVX2 static inline void s_exp8(const float (*k)[8], __m256 *x, int count)
+{
+    __m256i n[S_LANES];
+    __m256 r[S_LANES], r2[S_LANES], lo[S_LANES], hi[S_LANES];
+#pragma GCC unroll 4
+    for (int i = 0; i < count; i++)
+        x[i] = _mm256_mul_ps(_mm256_min_ps(S_K8(k, S_HI), _mm256_max_ps(S_K8(k, S_LO), x[i])),
+                             S_K8(k, S_LOG2E));
+#pragma GCC unroll 4
+    for (int i = 0; i < count; i++)
+        n[i] = _mm256_cvtps_epi32(x[i]);
+#pragma GCC unroll 4
+    for (int i = 0; i < count; i++)
+        r[i] = _mm256_sub_ps(x[i], _mm256_cvtepi32_ps(n[i]));
+#pragma GCC unroll 4
+    for (int i = 0; i < count; i++) {
+        r2[i] = _mm256_mul_ps(r[i], r[i]);
+        hi[i] = _mm256_fmadd_ps(S_K8(k, S_P5), r[i], S_K8(k, S_P4));
+        lo[i] = _mm256_fmadd_ps(S_K8(k, S_P3), r[i], S_K8(k, S_P2));
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < count; i++) {
+        hi[i] = _mm256_fmadd_ps(r2[i], hi[i], lo[i]);
+        lo[i] = _mm256_fmadd_ps(S_K8(k, S_P1), r[i], S_K8(k, S_P0));
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < count; i++)
+        x[i] = _mm256_fmadd_ps(r2[i], hi[i], lo[i]);
+#pragma GCC unroll 4
+    for (int i = 0; i < count; i++) { // times 2^(n-1)
+        __m256i bits =
+            _mm256_slli_epi32(_mm256_add_epi32(n[i], _mm256_castps_si256(S_K8(k, S_BIAS))), 23);
+        x[i] = _mm256_mul_ps(x[i], _mm256_castsi256_ps(bits));
+    }
+}
+
+/* The parameters, broadcast. */
+typedef struct {
+    __m256 gamma, lambda, rho_bar, c_bar, pg_rho_bar;
+    const float (*k)[8]; // s_consts8
+} s_params8_t;
+
+/* s_terms_t eight wide. */
+typedef struct {
+    __m256 td, disc, a, delta, pa;
+} s_terms8_t;
+
+S_AVX2 static inline s_terms8_t s_terms8(const s_params8_t *p, __m256 v0, __m256 v1, __m256 r,
+                                         __m256 d, __m256 ratio)
+{
+    s_terms8_t e;
+    e.disc = _mm256_mul_ps(p->gamma, _mm256_sub_ps(S_K8(p->k, S_ONE), d));
+    e.td = _mm256_sub_ps(_mm256_fmadd_ps(e.disc, v1, r), v0);
+    e.a = _mm256_mul_ps(e.disc, _mm256_mul_ps(p->lambda, _mm256_min_ps(p->c_bar, ratio)));
+    e.delta = _mm256_mul_ps(_mm256_min_ps(p->rho_bar, ratio), e.td);
+    e.pa = _mm256_min_ps(p->pg_rho_bar, ratio);
+    return e;
+}
+
+/* Four floats at x in the low half, four at x + apart in the high half. */
+S_AVX2 static inline __m256 s_load2(const float *x, long apart)
+{
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(x)), _mm_loadu_ps(x + apart),
+                                1);
+}
+
+/* The inverse of s_load2. */
+S_AVX2 static inline void s_store2(float *x, long apart, __m256 y)
+{
+    _mm_storeu_ps(x, _mm256_castps256_ps128(y));
+    _mm_storeu_ps(x + apart, _mm256_extractf128_ps(y, 1));
+}
+
+/* A 4x4 transpose in each 128-bit half, as _MM_TRANSPOSE4_PS. */
+S_AVX2 static inline void s_transpose8(__m256 *r0, __m256 *r1, __m256 *r2, __m256 *r3)
+{
+    __m256 t0 = _mm256_unpacklo_ps(*r0, *r1), t1 = _mm256_unpacklo_ps(*r2, *r3);
+    __m256 t2 = _mm256_unpackhi_ps(*r0, *r1), t3 = _mm256_unpackhi_ps(*r2, *r3);
+    *r0 = _mm256_shuffle_ps(t0, t1, 0x44);
+    *r1 = _mm256_shuffle_ps(t0, t1, 0xee);
+    *r2 = _mm256_shuffle_ps(t2, t3, 0x44);
+    *r3 = _mm256_shuffle_ps(t2, t3, 0xee);
+}
+
+/* Tile row k (0 .. 3): steps t0 .. t0 + 3 of segment k in the low half,
+   of segment k + 4 in the high half. */
+S_AVX2 static inline s_terms8_t s_row8(const s_params8_t *p, const s_block_t *b, int k, int t0,
+                                       __m256 ratio)
+{
+    const float *v = b->v + k * b->v_stride + t0;
+    long at = k * b->stride + t0, v4 = 4 * b->v_stride, s4 = 4 * b->stride;
+    return s_terms8(p, s_load2(v, v4), s_load2(v + 1, v4), s_load2(b->r + at, s4),
+                    s_load2(b->d + at, s4), ratio);
+}
+
+/* Finishes tile row k given next = acc_{t0+1} .. acc_{t0+4} in its layout. */
+S_AVX2 static inline void s_row_store8(const s_block_t *b, int k, int t0, const s_terms8_t *e,
+                                       __m256 next)
+{
+    __m256 acc = _mm256_fmadd_ps(e->a, next, e->delta);
+    __m256 v0 = s_load2(b->v + k * b->v_stride + t0, 4 * b->v_stride);
+    long at = k * b->stride + t0, s4 = 4 * b->stride;
+    s_store2(b->pg + at, s4, _mm256_mul_ps(e->pa, _mm256_fmadd_ps(e->disc, next, e->td)));
+    s_store2(b->vs + at, s4, _mm256_add_ps(v0, acc));
+}
+
+/* Steps t0 .. t0 + 3 of the block's eight segments; lane j of acc is
+   segment j's acc_{t0+4}, returned as acc_{t0}. */
+S_AVX2 static inline __m256 s_tile8(const s_params8_t *p, const s_block_t *b, int t0, __m256 acc)
+{
+    __m256 ratio[S_LANES];
+#pragma GCC unroll 4
+    for (int k = 0; k < S_LANES; k++)
+        ratio[k] = s_load2(b->lr + k * b->stride + t0, 4 * b->stride);
+    s_exp8(p->k, ratio, S_LANES);
+    s_terms8_t e0 = s_row8(p, b, 0, t0, ratio[0]), e1 = s_row8(p, b, 1, t0, ratio[1]);
+    s_terms8_t e2 = s_row8(p, b, 2, t0, ratio[2]), e3 = s_row8(p, b, 3, t0, ratio[3]);
+    __m256 d0 = e0.delta, d1 = e1.delta, d2 = e2.delta, d3 = e3.delta;
+    __m256 a0 = e0.a, a1 = e1.a, a2 = e2.a, a3 = e3.a;
+    s_transpose8(&d0, &d1, &d2, &d3); // now dj, aj: step t0 + j, lane k: segment k
+    s_transpose8(&a0, &a1, &a2, &a3);
+    __m256 n3 = acc; // nj: acc_{t0+j+1}
+    __m256 n2 = _mm256_fmadd_ps(a3, n3, d3);
+    __m256 n1 = _mm256_fmadd_ps(a2, n2, d2);
+    __m256 n0 = _mm256_fmadd_ps(a1, n1, d1);
+    acc = _mm256_fmadd_ps(a0, n0, d0);
+    s_transpose8(&n0, &n1, &n2, &n3); // back to rows
+    s_row_store8(b, 0, t0, &e0, n0);
+    s_row_store8(b, 1, t0, &e1, n1);
+    s_row_store8(b, 2, t0, &e2, n2);
+    s_row_store8(b, 3, t0, &e3, n3);
+    return acc;
+}
+
+/* Lane k of v[k * stride + t] for k < 8. */
+S_AVX2 static inline __m256 s_gather8(const float *v, long stride, int t)
+{
+    return _mm256_setr_ps(v[t], v[stride + t], v[2 * stride + t], v[3 * stride + t],
+                          v[4 * stride + t], v[5 * stride + t], v[6 * stride + t],
+                          v[7 * stride + t]);
+}
+
+/* s_step eight wide: one of the T % 4 last steps. */
+S_AVX2 static __m256 s_step8(const s_params8_t *p, const s_block_t *b, int t, __m256 acc)
+{
+    __m256 v0 = s_gather8(b->v, b->v_stride, t), ratio = s_gather8(b->lr, b->stride, t);
+    s_exp8(p->k, &ratio, 1);
+    s_terms8_t e = s_terms8(p, v0, s_gather8(b->v, b->v_stride, t + 1),
+                            s_gather8(b->r, b->stride, t), s_gather8(b->d, b->stride, t), ratio);
+    float vs[S_W], pg[S_W];
+    _mm256_storeu_ps(pg, _mm256_mul_ps(e.pa, _mm256_fmadd_ps(e.disc, acc, e.td)));
+    acc = _mm256_fmadd_ps(e.a, acc, e.delta);
+    _mm256_storeu_ps(vs, _mm256_add_ps(v0, acc));
+    for (int k = 0; k < S_W; k++) {
+        b->vs[k * b->stride + t] = vs[k];
+        b->pg[k * b->stride + t] = pg[k];
+    }
+    return acc;
+}
+
+/* All T steps of the block's eight segments, backward from the bootstrap. */
+S_AVX2 static void s_block8(const s_params8_t *p, const s_block_t *b, int T)
+{
+    __m256 acc = _mm256_setzero_ps();
+    int tiled = T - T % S_LANES;
+    for (int t = T - 1; t >= tiled; t--)
+        acc = s_step8(p, b, t, acc);
+    for (int t0 = tiled - S_LANES; t0 >= 0; t0 -= S_LANES)
+        acc = s_tile8(p, b, t0, acc);
+}
+
+S_AVX2 static void s_avx2(const vl_vtrace_params_t *p, int n, int T, const float *values,
+                          const float *rewards, const float *dones, const float *log_rhos,
+                          float *vs, float *pg_adv)
+{
+    if (n < S_W) { // too few segments for a block: four at a time
+        s_sse2(p, n, T, values, rewards, dones, log_rhos, vs, pg_adv);
+        return;
+    }
+    s_params8_t p8 = {.gamma = _mm256_set1_ps(p->gamma),
+                      .lambda = _mm256_set1_ps(p->lambda),
+                      .rho_bar = _mm256_set1_ps(p->rho_bar),
+                      .c_bar = _mm256_set1_ps(p->c_bar),
+                      .pg_rho_bar = _mm256_set1_ps(p->pg_rho_bar)};
+    const float(*volatile consts)[8] = s_consts8;
+    p8.k = consts;
+    /* Blocks of eight consecutive segments; the last ends at n - 1 and may
+       redo a few segments of the one before, with the same bytes. */
+    for (long i = 0; i < n && T > 0; i += S_W) {
+        long first = i + S_W <= n ? i : n - S_W;
+        s_block_t b = {.v = values + first * (T + 1),
+                       .r = rewards + first * T,
+                       .d = dones + first * T,
+                       .lr = log_rhos + first * T,
+                       .vs = vs + first * T,
+                       .pg = pg_adv + first * T,
+                       .v_stride = T + 1,
+                       .stride = T};
+        s_block8(&p8, &b, T);
+    }
+}
+
+#endif // S_HAVE_AVX2
+
+#endif // __SSE2__
+
+/* ---- dispatch -------------------------------------------------------------- */
+
+/* The paths, best last; vl_vtrace_path's argument. */
+enum { S_PATH_AUTO = -1, S_PATH_SCALAR, S_PATH_SSE2, S_PATH_AVX2 };
+
+/* Returns path's implementation, or NULL when this build or CPU lacks it. */
+static s_impl_fn *s_path_impl(int path)
+{
+    switch (path) {
+    case S_PATH_SCALAR:
+        return s_scalar;
+#ifdef __SSE2__
+    case S_PATH_SSE2:
+        return s_sse2;
 #endif
+#if S_HAVE_AVX2
+    case S_PATH_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? s_avx2 : NULL;
+#endif
+    default:
+        return NULL;
+    }
+}
+
+/* The implementation in use; NULL until the first call picks the best.
+   Racing first calls pick the same one, so relaxed order suffices. */
+static _Atomic(s_impl_fn *) s_impl;
+
+/* Returns the best path this build and CPU have. */
+static int s_best_path(void)
+{
+    int path = S_PATH_AVX2;
+    while (!s_path_impl(path))
+        path--;
+    return path;
+}
+
+/* A test hook, declared only by vtrace_test.c: makes vl_vtrace use path
+   (0 scalar, 1 SSE2, 2 AVX2; -1 the best available, as by default).
+   Returns path (for -1, the one chosen), or -1 when this build or CPU
+   lacks it, leaving the choice alone. */
+int vl_vtrace_path(int path);
+
+int vl_vtrace_path(int path)
+{
+    if (path == S_PATH_AUTO)
+        path = s_best_path();
+    s_impl_fn *fn = s_path_impl(path);
+    if (!fn)
+        return -1;
+    atomic_store_explicit(&s_impl, fn, memory_order_relaxed);
+    return path;
+}
+
+void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, const float *rewards,
+               const float *dones, const float *log_rhos, float *vs, float *pg_adv)
+{
+    s_impl_fn *fn = atomic_load_explicit(&s_impl, memory_order_relaxed);
+    if (!fn) {
+        fn = s_path_impl(s_best_path());
+        atomic_store_explicit(&s_impl, fn, memory_order_relaxed);
+    }
+    fn(p, n, T, values, rewards, dones, log_rhos, vs, pg_adv);
+}

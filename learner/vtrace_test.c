@@ -8,7 +8,7 @@
 #include "../common/vl_rng.h"
 #include "../tests/vl_test.h"
 
-#define S_N   7
+#define S_N   11 // neither a multiple of 4 nor of 8: ragged blocks on every path
 #define S_T   13
 #define S_TOL 1e-4
 
@@ -300,32 +300,49 @@ static void test_ragged_shapes(void)
         }
 }
 
-/* The ratio as pg_adv sees it: one step with a TD error of exactly 1 and
-   no clip gives pg_adv = e^log_rho. */
+/* How s_ratio runs: 0, one step of one segment; 1, nine segments of four
+   steps, so that the exp runs in whole tiles and blocks (of four segments
+   with SSE2, of eight with AVX2). */
+static int s_ratio_wide;
+
+/* The ratio as pg_adv sees it: the last step with V = 0, r = 1 and no done
+   has a TD error of exactly 1, so no clip gives pg_adv = e^log_rho. */
 static float s_ratio(float log_rho, float clip)
 {
+    enum { N = 9, T = 4 };
     vl_vtrace_params_t p = {
         .gamma = 0.5f, .lambda = 1, .rho_bar = clip, .c_bar = clip, .pg_rho_bar = clip};
-    float pg;
-    (void)s_one_step_at(&p, 0.0f, 0.0f, log_rho, &pg);
-    return pg;
+    float pg[N * T];
+    if (!s_ratio_wide) {
+        (void)s_one_step_at(&p, 0.0f, 0.0f, log_rho, pg);
+        return pg[0];
+    }
+    float v[N * (T + 1)] = {0}, r[N * T], d[N * T] = {0}, lr[N * T], vs[N * T];
+    for (int k = 0; k < N * T; k++) {
+        r[k] = 1.0f;
+        lr[k] = log_rho;
+    }
+    vl_vtrace(&p, N, T, v, r, d, lr, vs, pg);
+    return pg[N * T - 1];
 }
 
 /* e^x to 2e-6 relative over [-20, 20], and its edges: far below, 0 or
    next to it; far above, inf (so a finite clip still clips); NaN stays
-   NaN. */
+   NaN. Both ways s_ratio runs. */
 static void test_ratio_accuracy_and_edges(void)
 {
-    for (int k = -2000; k <= 2000; k++) {
-        float x = 0.01f * (float)k;
-        VL_CHECK_NEAR(s_ratio(x, INFINITY) / exp(x), 1, 2e-6);
+    for (s_ratio_wide = 0; s_ratio_wide <= 1; s_ratio_wide++) {
+        for (int k = -2000; k <= 2000; k++) {
+            float x = 0.01f * (float)k;
+            VL_CHECK_NEAR(s_ratio(x, INFINITY) / exp(x), 1, 2e-6);
+        }
+        VL_CHECK_NEAR(s_ratio(80.0f, INFINITY) / exp(80.0), 1, 1e-5);
+        VL_CHECK_NEAR(s_ratio(-80.0f, INFINITY) / exp(-80.0), 1, 1e-5);
+        VL_CHECK(s_ratio(-100.0f, INFINITY) < 1e-37f && s_ratio(-INFINITY, INFINITY) == 0);
+        VL_CHECK(isinf(s_ratio(100.0f, INFINITY)) && isinf(s_ratio(INFINITY, INFINITY)));
+        VL_CHECK(s_ratio(100.0f, 1.0f) == 1.0f && s_ratio(INFINITY, 1.0f) == 1.0f);
+        VL_CHECK(isnan(s_ratio(NAN, INFINITY)) && isnan(s_ratio(NAN, 1.0f)));
     }
-    VL_CHECK_NEAR(s_ratio(80.0f, INFINITY) / exp(80.0), 1, 1e-5);
-    VL_CHECK_NEAR(s_ratio(-80.0f, INFINITY) / exp(-80.0), 1, 1e-5);
-    VL_CHECK(s_ratio(-100.0f, INFINITY) < 1e-37f && s_ratio(-INFINITY, INFINITY) == 0);
-    VL_CHECK(isinf(s_ratio(100.0f, INFINITY)) && isinf(s_ratio(INFINITY, INFINITY)));
-    VL_CHECK(s_ratio(100.0f, 1.0f) == 1.0f && s_ratio(INFINITY, 1.0f) == 1.0f);
-    VL_CHECK(isnan(s_ratio(NAN, INFINITY)) && isnan(s_ratio(NAN, 1.0f)));
 }
 
 /* n = 0 or T = 0 writes nothing. */
@@ -338,7 +355,47 @@ static void test_empty(void)
     VL_CHECK(vs == -7 && pg == -7);
 }
 
-int main(void)
+/* vtrace.c's test hook: 0 scalar, 1 SSE2, 2 AVX2, -1 the best; returns the
+   path now in use, or -1 when this build or CPU lacks it. */
+int vl_vtrace_path(int path);
+
+#define S_PATHS 3
+
+/* Every path this machine has gives the same outputs as the scalar one to
+   float rounding (and the exp's error), over shapes that leave ragged blocks
+   of eight segments and ragged tiles. */
+static void test_paths_agree(void)
+{
+    enum { N = 21, T = 45 };
+    vl_vtrace_params_t p = {
+        .gamma = 0.95f, .lambda = 0.9f, .rho_bar = 1.3f, .c_bar = 0.9f, .pg_rho_bar = 1.1f};
+    static float v[N * (T + 1)], r[N * T], d[N * T], lr[N * T];
+    static float vs[S_PATHS][N * T], pg[S_PATHS][N * T];
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 5);
+    for (int k = 0; k < N * (T + 1); k++)
+        v[k] = (float)vl_rng_normal(&rng);
+    for (int k = 0; k < N * T; k++) {
+        r[k] = (float)vl_rng_normal(&rng);
+        d[k] = vl_rng_uniform(&rng) < 0.05 ? 1.0f : 0.0f;
+        lr[k] = (float)(2 * vl_rng_uniform(&rng) - 1);
+    }
+    int best = vl_vtrace_path(-1);
+    VL_CHECK(best >= 0 && vl_vtrace_path(0) == 0);
+    for (int path = 0; path <= best; path++) {
+        if (vl_vtrace_path(path) != path)
+            continue;
+        for (int n = 1; n <= N; n += 4) // n = 1, 5, 9, 13, 17, 21
+            vl_vtrace(&p, n, T, v, r, d, lr, vs[path], pg[path]);
+        for (int k = 0; k < N * T; k++) {
+            VL_CHECK_NEAR(vs[path][k], vs[0][k], 1e-4 * fmax(1, fabs(vs[0][k])));
+            VL_CHECK_NEAR(pg[path][k], pg[0][k], 1e-4 * fmax(1, fabs(pg[0][k])));
+        }
+    }
+    vl_vtrace_path(-1);
+}
+
+static void s_run_all(void)
 {
     VL_RUN(test_matches_paper_definition);
     VL_RUN(test_matches_with_distinct_clips);
@@ -352,5 +409,22 @@ int main(void)
     VL_RUN(test_empty);
     VL_RUN(test_ragged_shapes);
     VL_RUN(test_ratio_accuracy_and_edges);
+}
+
+int main(void)
+{
+    static const char *const names[S_PATHS] = {"scalar", "SSE2", "AVX2"};
+    /* Every case on every path this machine has, the best (the default)
+       last, then the paths against each other. */
+    int best = vl_vtrace_path(-1);
+    for (int path = 0; path <= best; path++) {
+        if (vl_vtrace_path(path) != path) {
+            printf("--   %s path: not in this build or CPU\n", names[path]);
+            continue;
+        }
+        printf("--   %s path\n", names[path]);
+        s_run_all();
+    }
+    VL_RUN(test_paths_agree);
     return VL_DONE();
 }
