@@ -32,6 +32,11 @@ struct vl_mlp_s {
     float *delta[2];                // backward ping-pong, [cap][max_width]
     uint32_t cap;                   // samples the scratch buffers hold
     uint32_t n_cached;              // samples of the last forward
+    int kernels;                    // VL_MLP_KERNELS_*, chosen at vl_mlp_new
+    int sparse;                     // layer 0 ran on the nonzero inputs only
+    uint32_t *nz_idx;               // nonzero inputs of sample i at [i][sizes[0]]
+    uint32_t *nz_count;             // [cap]
+    float *dwt;                     // layer 0 weight gradient transposed, sparse path
 };
 
 /* Returns sum a[k] * b[k] over k < n. */
@@ -139,6 +144,436 @@ static void s_combine(size_t n, size_t m, const float *a, size_t a_step, const f
         s_axpy(n, a[r * a_step], x + r * x_step, y);
 }
 
+/* ---- AVX2+FMA kernels, chosen at run time (vl_mlp_new). ------------------
+   Every output is accumulated in one fixed order: start from the bias (or
+   zero), then one fused multiply-add per input in increasing input order.
+   So a sample's result does not depend on which samples share its block,
+   and skipping a zero input (first layer, sparse path) changes nothing. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define S_HAVE_AVX2 1
+#include <immintrin.h>
+
+#define S_AVX2   __attribute__((target("avx2,fma")))
+#define S_INLINE static inline __attribute__((always_inline))
+#define S_WTILE  64 // samples per weight-gradient pass
+
+/* Returns the lane mask of the first r lanes, r <= 8. */
+S_INLINE S_AVX2 __m256i s_mask8(size_t r)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* c[s][0:16] = init (or 0) + sum_k a[s][k] b[k][0:16] for nb <= 4 samples. */
+S_INLINE S_AVX2 void s_gemm16_avx2(const int nb, size_t p, const float *a, size_t lda,
+                                   const float *b, size_t ldb, const float *init, float *c,
+                                   size_t ldc)
+{
+    __m256 acc0[4], acc1[4];
+    __m256 i0 = init ? _mm256_loadu_ps(init) : _mm256_setzero_ps();
+    __m256 i1 = init ? _mm256_loadu_ps(init + 8) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int s = 0; s < nb; s++) {
+        acc0[s] = i0;
+        acc1[s] = i1;
+    }
+    for (size_t k = 0; k < p; k++) {
+        __m256 b0 = _mm256_loadu_ps(b + k * ldb), b1 = _mm256_loadu_ps(b + k * ldb + 8);
+#pragma GCC unroll 4
+        for (int s = 0; s < nb; s++) {
+            __m256 x = _mm256_broadcast_ss(a + s * lda + k);
+            acc0[s] = _mm256_fmadd_ps(x, b0, acc0[s]);
+            acc1[s] = _mm256_fmadd_ps(x, b1, acc1[s]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < nb; s++) {
+        _mm256_storeu_ps(c + s * ldc, acc0[s]);
+        _mm256_storeu_ps(c + s * ldc + 8, acc1[s]);
+    }
+}
+
+/* As s_gemm16_avx2 for the columns of mask, at most 8. */
+S_INLINE S_AVX2 void s_gemm8_avx2(const int nb, size_t p, const float *a, size_t lda,
+                                  const float *b, size_t ldb, const float *init, float *c,
+                                  size_t ldc, __m256i mask)
+{
+    __m256 acc[4];
+    __m256 i0 = init ? _mm256_maskload_ps(init, mask) : _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int s = 0; s < nb; s++)
+        acc[s] = i0;
+    for (size_t k = 0; k < p; k++) {
+        __m256 b0 = _mm256_maskload_ps(b + k * ldb, mask);
+#pragma GCC unroll 4
+        for (int s = 0; s < nb; s++)
+            acc[s] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + s * lda + k), b0, acc[s]);
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < nb; s++)
+        _mm256_maskstore_ps(c + s * ldc, mask, acc[s]);
+}
+
+/* c [n][m] = init (or 0, when NULL) + a [n][p] b [p][m], row strides lda,
+   ldb, ldc. Four samples per pass reuse every load of b. */
+static S_AVX2 void s_gemm_avx2(size_t n, size_t p, size_t m, const float *a, size_t lda,
+                               const float *b, size_t ldb, const float *init, float *c, size_t ldc)
+{
+    for (size_t i = 0; i < n; i += 4) {
+        const float *ai = a + i * lda;
+        float *ci = c + i * ldc;
+        size_t nb = n - i < 4 ? n - i : 4, j = 0;
+        for (; j + 16 <= m; j += 16) {
+            const float *ij = init ? init + j : NULL;
+            switch (nb) {
+            case 4:
+                s_gemm16_avx2(4, p, ai, lda, b + j, ldb, ij, ci + j, ldc);
+                break;
+            case 3:
+                s_gemm16_avx2(3, p, ai, lda, b + j, ldb, ij, ci + j, ldc);
+                break;
+            case 2:
+                s_gemm16_avx2(2, p, ai, lda, b + j, ldb, ij, ci + j, ldc);
+                break;
+            default:
+                s_gemm16_avx2(1, p, ai, lda, b + j, ldb, ij, ci + j, ldc);
+                break;
+            }
+        }
+        for (; j < m; j += 8) {
+            const float *ij = init ? init + j : NULL;
+            __m256i mask = s_mask8(m - j < 8 ? m - j : 8);
+            switch (nb) {
+            case 4:
+                s_gemm8_avx2(4, p, ai, lda, b + j, ldb, ij, ci + j, ldc, mask);
+                break;
+            case 3:
+                s_gemm8_avx2(3, p, ai, lda, b + j, ldb, ij, ci + j, ldc, mask);
+                break;
+            case 2:
+                s_gemm8_avx2(2, p, ai, lda, b + j, ldb, ij, ci + j, ldc, mask);
+                break;
+            default:
+                s_gemm8_avx2(1, p, ai, lda, b + j, ldb, ij, ci + j, ldc, mask);
+                break;
+            }
+        }
+    }
+}
+
+/* Returns the sum of the lanes of v, in a fixed order. */
+S_INLINE S_AVX2 float s_hsum_avx2(__m256 v)
+{
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+}
+
+/* c[s][o] = bias[o] + dot(a[s], w[o]) over p, for nb <= 4 samples and no <= 2
+   outputs: the narrow output heads, w [out][p] untransposed. */
+S_INLINE S_AVX2 void s_dot_blk_avx2(const int nb, const int no, size_t p, const float *a,
+                                    size_t lda, const float *w, const float *bias, float *c,
+                                    size_t ldc)
+{
+    __m256 acc[4][2];
+#pragma GCC unroll 4
+    for (int s = 0; s < nb; s++)
+#pragma GCC unroll 2
+        for (int o = 0; o < no; o++)
+            acc[s][o] = _mm256_setzero_ps();
+    size_t k = 0;
+    for (; k + 8 <= p; k += 8) {
+        __m256 wv[2];
+#pragma GCC unroll 2
+        for (int o = 0; o < no; o++)
+            wv[o] = _mm256_loadu_ps(w + o * p + k);
+#pragma GCC unroll 4
+        for (int s = 0; s < nb; s++) {
+            __m256 x = _mm256_loadu_ps(a + s * lda + k);
+#pragma GCC unroll 2
+            for (int o = 0; o < no; o++)
+                acc[s][o] = _mm256_fmadd_ps(x, wv[o], acc[s][o]);
+        }
+    }
+    if (k < p) {
+        __m256i mask = s_mask8(p - k);
+        __m256 wv[2];
+#pragma GCC unroll 2
+        for (int o = 0; o < no; o++)
+            wv[o] = _mm256_maskload_ps(w + o * p + k, mask);
+#pragma GCC unroll 4
+        for (int s = 0; s < nb; s++) {
+            __m256 x = _mm256_maskload_ps(a + s * lda + k, mask);
+#pragma GCC unroll 2
+            for (int o = 0; o < no; o++)
+                acc[s][o] = _mm256_fmadd_ps(x, wv[o], acc[s][o]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int s = 0; s < nb; s++)
+#pragma GCC unroll 2
+        for (int o = 0; o < no; o++)
+            c[s * ldc + o] = bias[o] + s_hsum_avx2(acc[s][o]);
+}
+
+/* c [n][m] = bias + a [n][p] w^T, w [m][p]: for narrow outputs. */
+static S_AVX2 void s_dot_avx2(size_t n, size_t p, size_t m, const float *a, const float *w,
+                              const float *bias, float *c)
+{
+    for (size_t i = 0; i < n; i += 4) {
+        size_t nb = n - i < 4 ? n - i : 4;
+        for (size_t o = 0; o < m; o += 2) {
+            const float *ai = a + i * p, *wo = w + o * p;
+            float *co = c + i * m + o;
+            int two = m - o >= 2;
+            switch (nb * 2 + (size_t)two) {
+            case 9:
+                s_dot_blk_avx2(4, 2, p, ai, p, wo, bias + o, co, m);
+                break;
+            case 8:
+                s_dot_blk_avx2(4, 1, p, ai, p, wo, bias + o, co, m);
+                break;
+            case 7:
+                s_dot_blk_avx2(3, 2, p, ai, p, wo, bias + o, co, m);
+                break;
+            case 6:
+                s_dot_blk_avx2(3, 1, p, ai, p, wo, bias + o, co, m);
+                break;
+            case 5:
+                s_dot_blk_avx2(2, 2, p, ai, p, wo, bias + o, co, m);
+                break;
+            case 4:
+                s_dot_blk_avx2(2, 1, p, ai, p, wo, bias + o, co, m);
+                break;
+            case 3:
+                s_dot_blk_avx2(1, 2, p, ai, p, wo, bias + o, co, m);
+                break;
+            default:
+                s_dot_blk_avx2(1, 1, p, ai, p, wo, bias + o, co, m);
+                break;
+            }
+        }
+    }
+}
+
+/* dw[o][0:16 or the columns of mask] += sum_i g[i][o] x[i][...] for no <= 4
+   rows o, over n samples; nv vectors, the last masked when `masked`. */
+S_INLINE S_AVX2 void s_wgrad_blk_avx2(const int no, const int nv, const int masked, size_t n,
+                                      const float *x, size_t in, const float *g, size_t out,
+                                      float *dw, __m256i mask)
+{
+    __m256 acc[4][2];
+#pragma GCC unroll 4
+    for (int o = 0; o < no; o++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            acc[o][v] = _mm256_setzero_ps();
+    for (size_t i = 0; i < n; i++) {
+        __m256 xv[2];
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++)
+            xv[v] = masked && v == nv - 1 ? _mm256_maskload_ps(x + i * in + 8 * v, mask)
+                                          : _mm256_loadu_ps(x + i * in + 8 * v);
+#pragma GCC unroll 4
+        for (int o = 0; o < no; o++) {
+            __m256 gb = _mm256_broadcast_ss(g + i * out + o);
+#pragma GCC unroll 2
+            for (int v = 0; v < nv; v++)
+                acc[o][v] = _mm256_fmadd_ps(gb, xv[v], acc[o][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < no; o++)
+#pragma GCC unroll 2
+        for (int v = 0; v < nv; v++) {
+            float *d = dw + o * in + 8 * v;
+            if (masked && v == nv - 1)
+                _mm256_maskstore_ps(d, mask, _mm256_add_ps(_mm256_maskload_ps(d, mask), acc[o][v]));
+            else
+                _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), acc[o][v]));
+        }
+}
+
+/* Rows o0 .. o0 + no of dw for one column chunk of n samples. */
+S_INLINE S_AVX2 void s_wgrad_rows_avx2(const int nv, const int masked, size_t no, size_t n,
+                                       const float *x, size_t in, const float *g, size_t out,
+                                       float *dw, __m256i mask)
+{
+    switch (no) {
+    case 4:
+        s_wgrad_blk_avx2(4, nv, masked, n, x, in, g, out, dw, mask);
+        break;
+    case 3:
+        s_wgrad_blk_avx2(3, nv, masked, n, x, in, g, out, dw, mask);
+        break;
+    case 2:
+        s_wgrad_blk_avx2(2, nv, masked, n, x, in, g, out, dw, mask);
+        break;
+    default:
+        s_wgrad_blk_avx2(1, nv, masked, n, x, in, g, out, dw, mask);
+        break;
+    }
+}
+
+/* dw [out][in] += g^T x over n samples, x [n][in], g [n][out]; db += sum g. */
+static S_AVX2 void s_weight_grad_avx2(float *dw, size_t in, size_t out, size_t n, const float *x,
+                                      const float *g)
+{
+    const __m256i ones = _mm256_set1_epi32(-1);
+    for (size_t i0 = 0; i0 < n; i0 += S_WTILE) {
+        size_t tile = n - i0 < S_WTILE ? n - i0 : S_WTILE;
+        const float *xt = x + i0 * in, *gt = g + i0 * out;
+        size_t k = 0;
+        for (; k + 16 <= in; k += 16)
+            for (size_t o = 0; o < out; o += 4)
+                s_wgrad_rows_avx2(2, 0, out - o < 4 ? out - o : 4, tile, xt + k, in, gt + o, out,
+                                  dw + o * in + k, ones);
+        if (k + 8 <= in) {
+            for (size_t o = 0; o < out; o += 4)
+                s_wgrad_rows_avx2(1, 0, out - o < 4 ? out - o : 4, tile, xt + k, in, gt + o, out,
+                                  dw + o * in + k, ones);
+            k += 8;
+        }
+        if (k < in) {
+            __m256i mask = s_mask8(in - k);
+            for (size_t o = 0; o < out; o += 4)
+                s_wgrad_rows_avx2(1, 1, out - o < 4 ? out - o : 4, tile, xt + k, in, gt + o, out,
+                                  dw + o * in + k, mask);
+        }
+    }
+    float *db = dw + out * in;
+    for (size_t i = 0; i < n; i++)
+        s_axpy(out, 1.0f, g + i * out, db);
+}
+
+/* Writes the indices of the nonzero values of x [in] into idx and returns
+   their count: four values per step, packed by a table. */
+static S_AVX2 uint32_t s_nonzero_avx2(size_t in, const float *x, uint32_t *idx)
+{
+    static const uint32_t pack[16] = {0, 0,     1,     0x100,   2,     0x200,   0x201,   0x20100,
+                                      3, 0x300, 0x301, 0x30100, 0x302, 0x30200, 0x30201, 0x3020100};
+    static const uint8_t count[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+    uint32_t c = 0;
+    size_t k = 0;
+    const __m128 zero = _mm_setzero_ps();
+    for (; k + 4 <= in; k += 4) {
+        int m = _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(x + k), zero));
+        __m128i lanes = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)pack[m]));
+        _mm_storeu_si128((__m128i *)(idx + c), _mm_add_epi32(lanes, _mm_set1_epi32((int)k)));
+        c += count[m];
+    }
+    for (; k < in; k++) {
+        idx[c] = (uint32_t)k;
+        c += x[k] != 0.0f;
+    }
+    return c;
+}
+
+/* y [n][out] = b + x W^T over the nonzero inputs of each sample only, wt
+   [in][out] = W^T, out a multiple of 8; nz as s_nonzero_avx2 wrote it per
+   sample, at stride in. Same order of operations as s_gemm_avx2. */
+static S_AVX2 void s_sparse_forward_avx2(size_t n, size_t in, size_t out, const float *x,
+                                         const uint32_t *nz, const uint32_t *nz_count,
+                                         const float *wt, const float *b, float *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float *xi = x + i * in;
+        const uint32_t *idx = nz + i * in, count = nz_count[i];
+        float *yi = y + i * out;
+        size_t j = 0;
+        for (; j + 64 <= out; j += 64) {
+            __m256 acc[8];
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                acc[v] = _mm256_loadu_ps(b + j + 8 * v);
+            for (uint32_t e = 0; e < count; e++) {
+                const float *row = wt + (size_t)idx[e] * out + j;
+                __m256 xv = _mm256_broadcast_ss(xi + idx[e]);
+#pragma GCC unroll 8
+                for (int v = 0; v < 8; v++)
+                    acc[v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + 8 * v), acc[v]);
+            }
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                _mm256_storeu_ps(yi + j + 8 * v, acc[v]);
+        }
+        for (; j < out; j += 8) {
+            __m256 acc = _mm256_loadu_ps(b + j);
+            for (uint32_t e = 0; e < count; e++)
+                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xi + idx[e]),
+                                      _mm256_loadu_ps(wt + (size_t)idx[e] * out + j), acc);
+            _mm256_storeu_ps(yi + j, acc);
+        }
+    }
+}
+
+/* dwt [in][out] += x^T g over the nonzero inputs of each sample only; out a
+   multiple of 8. */
+static S_AVX2 void s_sparse_wgrad_avx2(size_t n, size_t in, size_t out, const float *x,
+                                       const uint32_t *nz, const uint32_t *nz_count, const float *g,
+                                       float *dwt)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float *xi = x + i * in, *gi = g + i * out;
+        const uint32_t *idx = nz + i * in, count = nz_count[i];
+        size_t j = 0;
+        for (; j + 64 <= out; j += 64) {
+            __m256 gv[8];
+#pragma GCC unroll 8
+            for (int v = 0; v < 8; v++)
+                gv[v] = _mm256_loadu_ps(gi + j + 8 * v);
+            for (uint32_t e = 0; e < count; e++) {
+                float *row = dwt + (size_t)idx[e] * out + j;
+                __m256 xv = _mm256_broadcast_ss(xi + idx[e]);
+#pragma GCC unroll 8
+                for (int v = 0; v < 8; v++)
+                    _mm256_storeu_ps(row + 8 * v,
+                                     _mm256_fmadd_ps(xv, gv[v], _mm256_loadu_ps(row + 8 * v)));
+            }
+        }
+        for (; j < out; j += 8) {
+            __m256 gv = _mm256_loadu_ps(gi + j);
+            for (uint32_t e = 0; e < count; e++) {
+                float *row = dwt + (size_t)idx[e] * out + j;
+                _mm256_storeu_ps(row, _mm256_fmadd_ps(_mm256_broadcast_ss(xi + idx[e]), gv,
+                                                      _mm256_loadu_ps(row)));
+            }
+        }
+    }
+}
+
+/* y[k] = tanh(y[k]) for k < n, eight lanes wide. */
+static S_AVX2 void s_tanh_avx2(size_t n, float *y)
+{
+    s_tanh_inplace(n, y);
+}
+
+/* g[k] *= 1 - h[k]^2, eight lanes wide. */
+static S_AVX2 void s_tanh_backward_avx2(size_t count, const float *restrict h, float *restrict g)
+{
+    size_t k = 0;
+    for (; k + 8 <= count; k += 8) {
+        __m256 hv = _mm256_loadu_ps(h + k);
+        __m256 d = _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_mul_ps(hv, hv));
+        _mm256_storeu_ps(g + k, _mm256_mul_ps(_mm256_loadu_ps(g + k), d));
+    }
+    for (; k < count; k++)
+        g[k] *= 1.0f - h[k] * h[k];
+}
+
+/* Returns whether this CPU runs the AVX2 kernels. */
+static int s_cpu_has_avx2(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#else
+#define S_HAVE_AVX2 0
+static int s_cpu_has_avx2(void)
+{
+    return 0;
+}
+#endif
+
 vl_mlp_t *vl_mlp_new(uint32_t n_layers, const uint32_t *sizes)
 {
     if (n_layers == 0 || n_layers > VL_MLP_MAX_LAYERS)
@@ -163,7 +598,9 @@ vl_mlp_t *vl_mlp_new(uint32_t n_layers, const uint32_t *sizes)
     self->params = calloc(self->n_params, sizeof(float));
     self->grads = calloc(self->n_params, sizeof(float));
     self->wt = calloc(self->n_params, sizeof(float));
-    if (!self->params || !self->grads || !self->wt)
+    self->dwt = calloc((size_t)sizes[0] * sizes[1], sizeof(float));
+    self->kernels = s_cpu_has_avx2() ? VL_MLP_KERNELS_AVX2 : VL_MLP_KERNELS_PORTABLE;
+    if (!self->params || !self->grads || !self->wt || !self->dwt)
         vl_mlp_destroy(&self);
     return self;
 }
@@ -180,6 +617,9 @@ void vl_mlp_destroy(vl_mlp_t **self_p)
     free(self->params);
     free(self->grads);
     free(self->wt);
+    free(self->dwt);
+    free(self->nz_idx);
+    free(self->nz_count);
     free(self);
     *self_p = NULL;
 }
@@ -309,6 +749,14 @@ static int s_reserve(vl_mlp_t *self, uint32_t n)
     if (s_grow(&self->delta[0], cap * self->max_width) != 0 ||
         s_grow(&self->delta[1], cap * self->max_width) != 0)
         return -1;
+    uint32_t *idx = realloc(self->nz_idx, cap * self->sizes[0] * sizeof *idx);
+    if (idx)
+        self->nz_idx = idx;
+    uint32_t *count = realloc(self->nz_count, cap * sizeof *count);
+    if (count)
+        self->nz_count = count;
+    if (!idx || !count)
+        return -1;
     self->cap = (uint32_t)cap;
     return 0;
 }
@@ -343,20 +791,86 @@ static void s_layer_forward(const float *w, const float *wt, size_t in, size_t o
     }
 }
 
+/* The reference: y[i][o] = b[o] + sum_k w[o][k] x[i][k], in order. */
+static void s_layer_forward_plain(const float *w, size_t in, size_t out, int hidden, size_t n,
+                                  const float *x, float *y)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t o = 0; o < out; o++) {
+            float z = w[out * in + o];
+            for (size_t k = 0; k < in; k++)
+                z += w[o * in + k] * x[i * in + k];
+            y[i * out + o] = hidden ? s_tanh(z) : z;
+        }
+}
+
+#if S_HAVE_AVX2
+/* The AVX2 forward of layer l; see s_layer_forward. */
+static void s_layer_forward_avx2(vl_mlp_t *self, uint32_t l, int hidden, size_t n, const float *x,
+                                 float *y)
+{
+    size_t in = self->sizes[l], out = self->sizes[l + 1];
+    const float *w = self->params + self->offset[l], *b = w + out * in;
+    float *wt = self->wt + self->offset[l];
+    if (out < S_LANES) {
+        s_dot_avx2(n, in, out, x, w, b, y);
+    } else {
+        s_transpose(w, in, out, wt);
+        if (l == 0 && self->sparse)
+            s_sparse_forward_avx2(n, in, out, x, self->nz_idx, self->nz_count, wt, b, y);
+        else
+            s_gemm_avx2(n, in, out, x, in, wt, out, b, y, out);
+    }
+    if (hidden)
+        s_tanh_avx2(n * out, y);
+}
+
+/* Lists the nonzero inputs of each sample and decides whether layer 0 runs
+   on them only: when at most half the inputs are nonzero. */
+static void s_scan_sparse(vl_mlp_t *self, uint32_t n, const float *x)
+{
+    size_t in = self->sizes[0], total = 0;
+    self->sparse = 0;
+    if (self->sizes[1] % S_LANES != 0 || in < 16)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        self->nz_count[i] = s_nonzero_avx2(in, x + i * in, self->nz_idx + i * in);
+        total += self->nz_count[i];
+    }
+    self->sparse = 2 * total <= n * in;
+}
+#endif
+
 int vl_mlp_forward(vl_mlp_t *self, uint32_t n, const float *x, float *y)
 {
     if (s_reserve(self, n) != 0)
         return -1;
     uint32_t last = self->n_layers - 1;
     memcpy(self->acts[0], x, (size_t)n * self->sizes[0] * sizeof(float));
+    self->sparse = 0;
+#if S_HAVE_AVX2
+    if (self->kernels == VL_MLP_KERNELS_AVX2)
+        s_scan_sparse(self, n, self->acts[0]);
+#endif
     for (uint32_t l = 0; l <= last; l++) {
         size_t in = self->sizes[l], out = self->sizes[l + 1];
         const float *w = self->params + self->offset[l];
         float *wt = self->wt + self->offset[l];
-        if (out >= S_LANES)
-            s_transpose(w, in, out, wt);
-        s_layer_forward(w, wt, in, out, l != last, n, self->acts[l],
-                        l == last ? y : self->acts[l + 1]);
+        float *yl = l == last ? y : self->acts[l + 1];
+        switch (self->kernels) {
+        case VL_MLP_KERNELS_PLAIN:
+            s_layer_forward_plain(w, in, out, l != last, n, self->acts[l], yl);
+            break;
+#if S_HAVE_AVX2
+        case VL_MLP_KERNELS_AVX2:
+            s_layer_forward_avx2(self, l, l != last, n, self->acts[l], yl);
+            break;
+#endif
+        default:
+            if (out >= S_LANES)
+                s_transpose(w, in, out, wt);
+            s_layer_forward(w, wt, in, out, l != last, n, self->acts[l], yl);
+        }
     }
     self->n_cached = n;
     return 0;
@@ -401,6 +915,62 @@ static void s_tanh_backward(size_t count, const float *restrict h, float *restri
         g[k] *= 1.0f - h[k] * h[k];
 }
 
+/* The reference weight gradient; see s_weight_grad. */
+static void s_weight_grad_plain(float *dw, size_t in, size_t out, size_t n, const float *x,
+                                const float *g)
+{
+    for (size_t o = 0; o < out; o++) {
+        for (size_t k = 0; k < in; k++) {
+            float sum = 0.0f;
+            for (size_t i = 0; i < n; i++)
+                sum += g[i * out + o] * x[i * in + k];
+            dw[o * in + k] += sum;
+        }
+        float sum = 0.0f;
+        for (size_t i = 0; i < n; i++)
+            sum += g[i * out + o];
+        dw[out * in + o] += sum;
+    }
+}
+
+/* The reference input gradient; see s_input_grad. */
+static void s_input_grad_plain(const float *w, size_t in, size_t out, size_t n, const float *g,
+                               float *gx)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < in; k++) {
+            float sum = 0.0f;
+            for (size_t o = 0; o < out; o++)
+                sum += g[i * out + o] * w[o * in + k];
+            gx[i * in + k] = sum;
+        }
+}
+
+#if S_HAVE_AVX2
+/* The AVX2 backward of layer l, given g = d(loss)/d(its output before any
+   tanh); writes gx = d(loss)/d(its input) when not NULL. */
+static void s_layer_backward_avx2(vl_mlp_t *self, uint32_t l, size_t n, const float *g, float *gx)
+{
+    size_t in = self->sizes[l], out = self->sizes[l + 1];
+    float *dw = self->grads + self->offset[l];
+    const float *x = self->acts[l];
+    if (l == 0 && self->sparse) {
+        memset(self->dwt, 0, in * out * sizeof(float));
+        s_sparse_wgrad_avx2(n, in, out, x, self->nz_idx, self->nz_count, g, self->dwt);
+        for (size_t o = 0; o < out; o++)
+            for (size_t k = 0; k < in; k++)
+                dw[o * in + k] += self->dwt[k * out + o];
+        float *db = dw + out * in;
+        for (size_t i = 0; i < n; i++)
+            s_axpy(out, 1.0f, g + i * out, db);
+    } else {
+        s_weight_grad_avx2(dw, in, out, n, x, g);
+    }
+    if (gx)
+        s_gemm_avx2(n, out, in, g, out, self->params + self->offset[l], in, NULL, gx, in);
+}
+#endif
+
 void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
 {
     assert(n == self->n_cached && "backward must follow a forward over the same n");
@@ -408,13 +978,45 @@ void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
     for (uint32_t l = self->n_layers; l-- > 0;) {
         size_t in = self->sizes[l], out = self->sizes[l + 1];
         float *gx = l > 0 ? self->delta[l % 2] : dx;
-        s_weight_grad(self->grads + self->offset[l], in, out, n, self->acts[l], g);
-        if (gx)
-            s_input_grad(self->params + self->offset[l], in, out, n, g, gx);
-        if (l > 0)
-            s_tanh_backward((size_t)n * in, self->acts[l], gx);
+        float *dw = self->grads + self->offset[l];
+        const float *w = self->params + self->offset[l];
+        switch (self->kernels) {
+        case VL_MLP_KERNELS_PLAIN:
+            s_weight_grad_plain(dw, in, out, n, self->acts[l], g);
+            if (gx)
+                s_input_grad_plain(w, in, out, n, g, gx);
+            if (l > 0)
+                s_tanh_backward((size_t)n * in, self->acts[l], gx);
+            break;
+#if S_HAVE_AVX2
+        case VL_MLP_KERNELS_AVX2:
+            s_layer_backward_avx2(self, l, n, g, gx);
+            if (l > 0)
+                s_tanh_backward_avx2((size_t)n * in, self->acts[l], gx);
+            break;
+#endif
+        default:
+            s_weight_grad(dw, in, out, n, self->acts[l], g);
+            if (gx)
+                s_input_grad(w, in, out, n, g, gx);
+            if (l > 0)
+                s_tanh_backward((size_t)n * in, self->acts[l], gx);
+        }
         g = gx;
     }
+}
+
+int vl_mlp_set_kernels(vl_mlp_t *self, int kernels)
+{
+    if (kernels >= VL_MLP_KERNELS_AVX2 && !s_cpu_has_avx2())
+        kernels = VL_MLP_KERNELS_PORTABLE;
+    if (kernels > VL_MLP_KERNELS_AVX2)
+        kernels = VL_MLP_KERNELS_AVX2;
+    if (kernels < VL_MLP_KERNELS_PLAIN)
+        kernels = VL_MLP_KERNELS_PLAIN;
+    self->kernels = kernels;
+    self->n_cached = UINT32_MAX; // a backward needs a forward by the same kernels
+    return kernels;
 }
 
 void vl_mlp_zero_grad(vl_mlp_t *self)

@@ -64,4 +64,14 @@ void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx);
 /* Sets the gradient array to zero. */
 void vl_mlp_zero_grad(vl_mlp_t *self);
 
+/* Kernel sets, for tests and benchmarks; vl_mlp_new picks the fastest the
+   CPU runs. PLAIN: simple reference loops. PORTABLE: C that compilers
+   vectorize for any target. AVX2: x86 AVX2+FMA, register-blocked, and
+   skipping zero inputs in the first layer. Results agree to rounding. */
+enum { VL_MLP_KERNELS_PLAIN, VL_MLP_KERNELS_PORTABLE, VL_MLP_KERNELS_AVX2 };
+
+/* Selects kernels, or the best available below them; returns the set in
+   effect. */
+int vl_mlp_set_kernels(vl_mlp_t *self, int kernels);
+
 #endif

@@ -317,6 +317,123 @@ static void test_batch_sizes_give_the_same_outputs(void)
     vl_mlp_destroy(&net);
 }
 
+/* Runs forward and backward of a 3-layer net of the given sizes over n
+   inputs with the given kernels; writes y, dx and the gradients. */
+static int s_run_kernels(const uint32_t *sizes, int kernels, const float *params, uint32_t n,
+                         const float *x, const float *c, float *y, float *dx, float *grads)
+{
+    vl_mlp_t *net = vl_mlp_new(3, sizes);
+    if (!net || vl_mlp_set_kernels(net, kernels) > kernels) {
+        vl_mlp_destroy(&net);
+        return -1;
+    }
+    size_t count = vl_mlp_param_count(net);
+    memcpy(vl_mlp_params(net), params, count * sizeof(float));
+    int rc = vl_mlp_forward(net, n, x, y);
+    if (rc == 0) {
+        vl_mlp_backward(net, n, c, dx);
+        memcpy(grads, vl_mlp_grads(net), count * sizeof(float));
+    }
+    vl_mlp_destroy(&net);
+    return rc;
+}
+
+/* Returns the worst of |a - b| / (1 + |b|) over count floats. */
+static double s_worst(const float *a, const float *b, size_t count)
+{
+    double worst = 0.0;
+    for (size_t k = 0; k < count; k++)
+        worst = fmax(worst, fabs((double)a[k] - b[k]) / (1.0 + fabs(b[k])));
+    return worst;
+}
+
+/* Every kernel set against the plain reference loops, on shapes that take
+   every block and tail of the blocked kernels (widths 1 .. 65, batches 1 ..
+   9), with dense inputs and with sparse ones (mostly zeros: the first
+   layer's sparse path). */
+static void test_kernels_match_the_plain_ones(void)
+{
+    static const uint32_t widths[] = {1, 3, 5, 8, 16, 17, 24, 63, 64, 65};
+    enum { W = sizeof widths / sizeof widths[0] };
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 77);
+    int compared = 0;
+    for (int round = 0; round < 120; round++) {
+        uint32_t sizes[4];
+        for (int l = 0; l < 4; l++)
+            sizes[l] = widths[vl_rng_below(&rng, W)];
+        if (round % 3 == 0)
+            sizes[1] = 8 * (1 + (uint32_t)vl_rng_below(&rng, 9)); // sparse path: out % 8 == 0
+        if (round % 2 == 0)
+            sizes[0] = 16 + (uint32_t)vl_rng_below(&rng, 300);
+        uint32_t n = 1 + (uint32_t)vl_rng_below(&rng, 9), in = sizes[0], out = sizes[3];
+        int sparse = round % 4 < 2;
+        vl_mlp_t *shape = vl_mlp_new(3, sizes);
+        VL_CHECK(shape);
+        size_t count = vl_mlp_param_count(shape);
+        vl_mlp_destroy(&shape);
+        float *params = malloc(count * sizeof(float)), *x = malloc(n * in * sizeof(float));
+        float *c = malloc(n * out * sizeof(float));
+        float *y[3], *dx[3], *g[3];
+        for (int k = 0; k < 3; k++) {
+            y[k] = malloc(n * out * sizeof(float));
+            dx[k] = malloc(n * in * sizeof(float));
+            g[k] = malloc(count * sizeof(float));
+        }
+        VL_CHECK(params && x && c && y[2] && dx[2] && g[2]);
+        s_fill(&rng, params, count, 0.5);
+        s_fill(&rng, x, n * in, 1.0);
+        if (sparse)
+            for (size_t k = 0; k < n * in; k++)
+                x[k] = vl_rng_below(&rng, 7) == 0 ? x[k] : 0.0f;
+        s_fill(&rng, c, n * out, 1.0);
+        int ran[3];
+        for (int k = 0; k < 3; k++)
+            ran[k] = s_run_kernels(sizes, k, params, n, x, c, y[k], dx[k], g[k]) == 0;
+        VL_CHECK(ran[0] && ran[1]);
+        for (int k = 1; k < 3; k++) {
+            if (!ran[k])
+                continue; // no AVX2 here
+            VL_CHECK_NEAR(s_worst(y[k], y[0], n * out), 0.0, 1e-5);
+            VL_CHECK_NEAR(s_worst(dx[k], dx[0], n * in), 0.0, 1e-5);
+            VL_CHECK_NEAR(s_worst(g[k], g[0], count), 0.0, 1e-5);
+            compared++;
+        }
+        for (int k = 0; k < 3; k++) {
+            free(y[k]);
+            free(dx[k]);
+            free(g[k]);
+        }
+        free(params);
+        free(x);
+        free(c);
+    }
+    VL_CHECK(compared >= 120);
+}
+
+/* Skipping zero inputs must not change a sample's output: a sparse sample
+   alone (sparse first layer) and among dense ones (dense first layer). */
+static void test_sparse_inputs_give_the_same_outputs(void)
+{
+    enum { N = 6, IN = 100, OUT = 3 };
+    uint32_t sizes[] = {IN, 64, 64, OUT};
+    vl_mlp_t *net = vl_mlp_new(3, sizes);
+    VL_CHECK(net);
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 21);
+    VL_CHECK(vl_mlp_init(net, &rng, 1.4f, 1.0f) == 0);
+    static float x[N * IN], batch[N * OUT];
+    s_fill(&rng, x, N * IN, 2.0);
+    for (int k = 0; k < IN; k++)
+        x[k] = k % 9 == 0 ? 1.0f + (float)(k % 3) : 0.0f;
+    float single[OUT];
+    VL_CHECK(vl_mlp_forward(net, 1, x, single) == 0);
+    VL_CHECK(vl_mlp_forward(net, N, x, batch) == 0);
+    for (int o = 0; o < OUT; o++)
+        VL_CHECK(single[o] == batch[o]);
+    vl_mlp_destroy(&net);
+}
+
 int main(void)
 {
     VL_RUN(test_forward_matches_hand_computed_values);
@@ -329,5 +446,7 @@ int main(void)
     VL_RUN(test_init_is_orthogonal_with_gains);
     VL_RUN(test_init_is_deterministic_from_seed);
     VL_RUN(test_batch_sizes_give_the_same_outputs);
+    VL_RUN(test_kernels_match_the_plain_ones);
+    VL_RUN(test_sparse_inputs_give_the_same_outputs);
     return VL_DONE();
 }
