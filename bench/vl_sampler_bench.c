@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/vl_bench.h"
 #include "common/vl_rng.h"
 #include "learner/vl_sampler.h"
 
@@ -228,21 +229,14 @@ static void s_usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    int runs = S_RUNS;
-    double run_s = S_RUN_S;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            runs = S_QUICK_RUNS;
-            run_s = S_QUICK_RUN_S;
-        } else if (strcmp(argv[i], "--help") == 0) {
-            s_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "vl_sampler_bench: unknown argument '%s'\n", argv[i]);
-            s_usage(stderr);
-            return 2;
-        }
-    }
+    vl_bench_plan_t plan;
+    int rc =
+        vl_bench_parse(argc, argv, "vl_sampler_bench", s_usage, (vl_bench_plan_t){S_RUNS, S_RUN_S},
+                       (vl_bench_plan_t){S_QUICK_RUNS, S_QUICK_RUN_S}, &plan);
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+    int runs = plan.runs;
+    double run_s = plan.run_s;
     printf("minibatches of %d (indices + weights) per second, best of %d runs (thread CPU "
            "time):\n",
            S_BATCH, runs);
