@@ -42,6 +42,20 @@ void vl_adam_destroy(vl_adam_t **self_p)
     *self_p = NULL;
 }
 
+/* Moment updates and steps of parameters [i, i + n); restrict tells gcc the
+   arrays do not overlap, so that a block of 8 vectorises at -O2. */
+static inline void s_adam_run(float *restrict m, float *restrict v, float *restrict params,
+                              const float *restrict grads, size_t i, size_t n, float b1, float b2,
+                              float step, float inv_sqrt_bc2, float eps)
+{
+    for (size_t k = i; k < i + n; k++) {
+        float g = grads[k];
+        m[k] = b1 * m[k] + (1.0f - b1) * g;
+        v[k] = b2 * v[k] + (1.0f - b2) * g * g;
+        params[k] -= step * m[k] / (sqrtf(v[k]) * inv_sqrt_bc2 + eps);
+    }
+}
+
 void vl_adam_step(vl_adam_t *self, float *params, const float *grads, float lr)
 {
     self->t++;
@@ -51,12 +65,10 @@ void vl_adam_step(vl_adam_t *self, float *params, const float *grads, float lr)
     float step = (float)(lr / bc1), inv_sqrt_bc2 = (float)(1.0 / sqrt(bc2));
     const float b1 = (float)S_BETA1, b2 = (float)S_BETA2, eps = (float)S_EPS;
     float *m = self->m, *v = self->v;
-    for (size_t i = 0; i < self->n; i++) {
-        float g = grads[i];
-        m[i] = b1 * m[i] + (1.0f - b1) * g;
-        v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-        params[i] -= step * m[i] / (sqrtf(v[i]) * inv_sqrt_bc2 + eps);
-    }
+    size_t i = 0;
+    for (; i + 8 <= self->n; i += 8) // fixed blocks: gcc -O2 vectorises only these
+        s_adam_run(m, v, params, grads, i, 8, b1, b2, step, inv_sqrt_bc2, eps);
+    s_adam_run(m, v, params, grads, i, self->n - i, b1, b2, step, inv_sqrt_bc2, eps);
 }
 
 uint64_t vl_adam_steps(const vl_adam_t *self)
