@@ -1,7 +1,9 @@
-/*  vl_bench: what volley's benchmarks share: --quick and --help. */
+/*  vl_bench: what volley's benchmarks share: --quick and --help, and a
+    checksum to verify output before a figure is printed. */
 #ifndef VL_BENCH_H
 #define VL_BENCH_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -31,6 +33,21 @@ static inline int vl_bench_parse(int argc, char **argv, const char *name, void (
         }
     }
     return 0;
+}
+
+/* Returns a 64-bit checksum of n bytes (FNV-1a over 8-byte words), to check
+   a benchmark's output before its figure is printed. */
+static inline uint64_t vl_bench_checksum(const void *data, size_t n)
+{
+    const uint8_t *p = data;
+    uint64_t h = 0xcbf29ce484222325ull, w;
+    for (; n >= 8; n -= 8, p += 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+    }
+    for (; n > 0; n--, p++)
+        h = (h ^ *p) * 0x100000001b3ull;
+    return h ^ (h >> 29);
 }
 
 #endif

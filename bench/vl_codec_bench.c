@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "actors/vl_env.h"
+#include "bench/vl_bench.h"
 #include "common/vl_rng.h"
 #include "messages/vl_codec.h"
 #include "volley.pb-c.h"
@@ -271,20 +272,6 @@ typedef struct {
     int unpacked;
 } s_data_t;
 
-/* Returns a 64-bit checksum of n bytes (FNV-1a over 8-byte words). */
-static uint64_t s_checksum(const void *data, size_t n)
-{
-    const uint8_t *p = data;
-    uint64_t h = 0xcbf29ce484222325ull, w;
-    for (; n >= 8; n -= 8, p += 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-    }
-    for (; n > 0; n--, p++)
-        h = (h ^ *p) * 0x100000001b3ull;
-    return h ^ (h >> 29);
-}
-
 /* Prints why and exits: a figure over wrong output means nothing. */
 static void s_die(const char *name, const char *op, size_t i, const char *why)
 {
@@ -396,8 +383,8 @@ static int s_data_init(s_data_t *d, const s_case_t *c, const vl_env_ops_t *env)
     d->f32_bytes = (T + 1) * D * 4 + 16 * T;
     d->held_bytes = d->obs_bytes + 16 * T;
     for (size_t k = 0; k < S_SEGS; k++) {
-        d->src_sum[k] = s_checksum(d->src_arrays[k], d->held_bytes);
-        d->obs_sum[k] = s_checksum(d->src_arrays[k], d->obs_bytes);
+        d->src_sum[k] = vl_bench_checksum(d->src_arrays[k], d->held_bytes);
+        d->obs_sum[k] = vl_bench_checksum(d->src_arrays[k], d->obs_bytes);
     }
     d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec);
     d->arrays = malloc(d->arrays_cap);
@@ -453,7 +440,7 @@ static const char *s_check_decode(s_data_t *d, size_t i)
     const vl_segment_t *s = &d->src[i], *o = &d->decoded;
     if (d->reason != VL_OK)
         return vl_reason_str(d->reason);
-    if ((void *)o->obs != d->arrays || s_checksum(o->obs, d->held_bytes) != d->src_sum[i])
+    if ((void *)o->obs != d->arrays || vl_bench_checksum(o->obs, d->held_bytes) != d->src_sum[i])
         return "checksum of the decoded arrays differs from the source's";
     if (o->horizon != s->horizon || o->n_episodes != s->n_episodes ||
         memcmp(o->episode_returns, s->episode_returns, 4 * s->n_episodes) != 0 ||
@@ -495,7 +482,7 @@ static void s_run_memcpy(s_data_t *d, size_t i)
 
 static const char *s_check_memcpy(s_data_t *d, size_t i)
 {
-    return s_checksum(d->arrays, d->held_bytes) == d->src_sum[i] ? NULL : "checksum differs";
+    return vl_bench_checksum(d->arrays, d->held_bytes) == d->src_sum[i] ? NULL : "checksum differs";
 }
 
 static void s_run_pack(s_data_t *d, size_t i)
@@ -516,7 +503,7 @@ static void s_run_unpack(s_data_t *d, size_t i)
 
 static const char *s_check_unpack(s_data_t *d, size_t i)
 {
-    return s_checksum(d->arrays, d->obs_bytes) == d->obs_sum[i] ? NULL : "checksum differs";
+    return vl_bench_checksum(d->arrays, d->obs_bytes) == d->obs_sum[i] ? NULL : "checksum differs";
 }
 
 static void s_run_pb(s_data_t *d, size_t i)
@@ -728,21 +715,14 @@ static int s_bench_case(const s_case_t *c, s_result_t *r, int runs, double run_s
 
 int main(int argc, char **argv)
 {
-    int runs = S_RUNS;
-    double run_s = S_RUN_S;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            runs = S_QUICK_RUNS;
-            run_s = S_QUICK_RUN_S;
-        } else if (strcmp(argv[i], "--help") == 0) {
-            s_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "vl_codec_bench: unknown argument '%s'\n", argv[i]);
-            s_usage(stderr);
-            return 2;
-        }
-    }
+    vl_bench_plan_t plan;
+    int rc =
+        vl_bench_parse(argc, argv, "vl_codec_bench", s_usage, (vl_bench_plan_t){S_RUNS, S_RUN_S},
+                       (vl_bench_plan_t){S_QUICK_RUNS, S_QUICK_RUN_S}, &plan);
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+    int runs = plan.runs;
+    double run_s = plan.run_s;
     size_t n_cases = sizeof s_cases / sizeof s_cases[0], n = 0;
     s_result_t res[sizeof s_cases / sizeof s_cases[0]];
     int failed = 0;

@@ -83,20 +83,6 @@ typedef struct {
     vl_obs_spec_t spec; // the environment's
 } s_data_t;
 
-/* Returns a 64-bit checksum of n bytes (FNV-1a over 8-byte words). */
-static uint64_t s_checksum(const void *data, size_t n)
-{
-    const uint8_t *p = data;
-    uint64_t h = 0xcbf29ce484222325ull, w;
-    for (; n >= 8; n -= 8, p += 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0x100000001b3ull;
-    }
-    for (; n > 0; n--, p++)
-        h = (h ^ *p) * 0x100000001b3ull;
-    return h ^ (h >> 29);
-}
-
 /* Prints why and exits: a figure over wrong output means nothing. */
 static void s_die(const char *name, const char *op, const char *why)
 {
@@ -221,7 +207,7 @@ static s_data_t *s_data_new(const s_case_t *c, const vl_env_ops_t *env)
     d->held_bytes = (S_HORIZON + 1) * (size_t)vl_obs_row_bytes(&env->obs_spec) + 16 * S_HORIZON;
     d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec);
     for (size_t k = 0; k < S_SEGS; k++)
-        d->src_sum[k] = s_checksum(d->src_arrays[k], d->held_bytes);
+        d->src_sum[k] = vl_bench_checksum(d->src_arrays[k], d->held_bytes);
     return d;
 }
 
@@ -418,7 +404,8 @@ static uint64_t s_drain(const s_data_t *d, vl_buffer_t *buf, const char *name, c
     int slot;
     while (vl_buffer_waiting(buf) > 0 && vl_buffer_take(buf, 1, 0, &slot) == 1) {
         const vl_segment_t *seg = vl_buffer_segment(buf, slot);
-        if (!s_header_ok(d, seg) || s_checksum(seg->obs, d->held_bytes) != d->src_sum[seg->seq])
+        if (!s_header_ok(d, seg) ||
+            vl_bench_checksum(seg->obs, d->held_bytes) != d->src_sum[seg->seq])
             s_die(name, op, "a segment in the buffer differs from its source");
         vl_buffer_release(buf, &slot, 1);
         n++;
