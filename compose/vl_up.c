@@ -283,19 +283,21 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
         int64_t now = vl_now_ns();
         double secs = (double)(now - start) / 1e9;
         const vl_stats_t *s = &w.last;
-        if (w.have && s->window >= 100 && s->mean_return >= c->env->solved_return) {
-            s_progress(&w);
-            printf("solved: %llu steps in %.1f s (%.0f steps/s)\n",
-                   (unsigned long long)s->env_steps, secs, (double)s->env_steps / secs);
-            return 0;
-        }
-        if ((w.have && s->env_steps >= (uint64_t)c->max_steps) ||
+        // The budget first: a report that shows it solved but past the budget cannot tell
+        // whether it solved in time (reports come once a second).
+        if ((w.have && s->env_steps > (uint64_t)c->max_steps) ||
             (c->max_seconds && secs >= (double)c->max_seconds)) {
             printf("not solved: budget spent after %llu steps in %.1f s "
                    "(mean return %.1f over %u episodes, %s needs %.0f over 100)\n",
                    (unsigned long long)s->env_steps, secs, s->mean_return, s->window, c->env->name,
                    c->env->solved_return);
             return 1;
+        }
+        if (w.have && s->window >= 100 && s->mean_return >= c->env->solved_return) {
+            s_progress(&w);
+            printf("solved: %llu steps in %.1f s (%.0f steps/s)\n",
+                   (unsigned long long)s->env_steps, secs, (double)s->env_steps / secs);
+            return 0;
         }
         if (now >= next_line) {
             if (w.have)

@@ -20,10 +20,11 @@
 #include "vl_resume.h"
 #include "vl_trainer.h"
 
-#define S_WINDOW    100          // episodes in the reported mean return
-#define S_HELLO_NS  1000000000LL // hello to the broker every second
-#define S_REPORT_NS 1000000000LL // weights heartbeat and stats every second
-#define S_MAX_MSG   (64 << 20)   // largest segment accepted from the broker
+#define S_WINDOW       100          // episodes in the reported mean return
+#define S_HELLO_NS     1000000000LL // hello to the broker every second
+#define S_REPORT_NS    250000000LL  // stats 4 times a second: up sees "solved" promptly
+#define S_HEARTBEAT_NS 1000000000LL // weights republished every second
+#define S_MAX_MSG      (64 << 20)   // largest segment accepted from the broker
 
 /* What the ingest thread counts; the train thread reads it under the lock. */
 typedef struct {
@@ -388,7 +389,8 @@ int vl_learner_run(vl_learner_t *self)
 {
     vl_info("training policy '%s' on %s: %u segments x %u steps per update", self->c.policy,
             self->c.env->name, self->c.batch_segments, self->c.horizon);
-    int64_t next_report = 0, every = (int64_t)self->c.checkpoint_every * 1000000000LL;
+    int64_t next_report = 0, next_heartbeat = 0;
+    int64_t every = (int64_t)self->c.checkpoint_every * 1000000000LL;
     int64_t next_checkpoint = vl_now_ns() + every;
     while (!vl_interrupted && !atomic_load(&self->stop)) {
         int rc = s_train_once(self);
@@ -400,8 +402,11 @@ int vl_learner_run(vl_learner_t *self)
             self->version++;
             s_publish_weights(self);
         }
+        if (vl_now_ns() >= next_heartbeat) {
+            s_publish_weights(self); // reaches a broker that restarted, or a lost publication
+            next_heartbeat = vl_now_ns() + S_HEARTBEAT_NS;
+        }
         if (vl_now_ns() >= next_report) {
-            s_publish_weights(self); // heartbeat: reaches a broker that restarted
             s_publish_stats(self);
             next_report = vl_now_ns() + S_REPORT_NS;
         }

@@ -9,9 +9,9 @@ CK="$TMP/ck"
 
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --quiet > "$TMP/broker.log" 2>&1 &
 PIDS+=($!)
-learner() {  # $1: log file, rest: extra flags
+learner() {  # $1: log file, rest: extra flags; run with & (exec: $! is the learner itself)
     local log=$1; shift
-    "$VOLLEY" learner --broker 127.0.0.1:$PORT --checkpoint "$CK" --checkpoint-every 1 \
+    exec "$VOLLEY" learner --broker 127.0.0.1:$PORT --checkpoint "$CK" --checkpoint-every 1 \
         --batch 8 --capacity 32 --verbose "$@" > "$log" 2>&1
 }
 learner "$TMP/learner1.log" &
@@ -33,6 +33,8 @@ done
 sleep 1.2  # one more checkpoint of the trained policy
 kill -KILL $L1
 wait $L1 2>/dev/null
+kill -0 $L1 2>/dev/null && fail "the first learner survived SIGKILL"
+pgrep -f "learner --broker 127.0.0.1:$PORT" > /dev/null && fail "a learner of this test is still running"
 saved=$(sed -n 's/.*checkpoint saved: version=\([0-9]*\) .*/\1/p' "$TMP/learner1.log" | tail -1)
 pass "trained to a mean return of $r, checkpoint at version $saved, then SIGKILL"
 
