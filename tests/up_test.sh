@@ -37,7 +37,8 @@ grep -qE 'lag=[0-9]+/[0-9]+/[1-9]' "$TMP/ring.log" || fail "ring replay shows no
 pass "off-policy ring replay (V-trace, priorities) solves CartPole: $last"
 
 # Ctrl-C: the terminal sends SIGINT to the whole process group.
-setsid "$VOLLEY" up --port 0 > "$TMP/int.log" 2>&1 &
+# (--lr 0: the run cannot solve first and end by itself)
+setsid "$VOLLEY" up --port 0 --lr 0 > "$TMP/int.log" 2>&1 &
 UP=$!
 PIDS+=($UP)
 wait_for "$TMP/int.log" 30 "^steps=" || fail "no progress line before Ctrl-C"
