@@ -35,31 +35,27 @@ void vl_inspect_destroy(vl_inspect_t **self_p)
     *self_p = NULL;
 }
 
-/* Makes the scratch at least size bytes. Returns 0, or -1 if that is over
-   the bound or memory ran out. */
-static int s_reserve(vl_inspect_t *self, size_t size)
+/* Returns the scratch grown to at least size bytes, or NULL if that is over
+   the bound or memory ran out (the segment is then refused as too big). */
+static void *s_reserve(void *ctx, size_t size)
 {
-    if (size <= self->scratch_size)
-        return 0;
-    if (size > self->max_arrays)
-        return -1;
-    uint8_t *p = realloc(self->scratch, size);
-    if (!p)
-        return -1;
-    self->scratch = p;
-    self->scratch_size = size;
-    return 0;
+    vl_inspect_t *self = ctx;
+    if (size > self->scratch_size) {
+        uint8_t *p = size <= self->max_arrays ? realloc(self->scratch, size) : NULL;
+        if (!p)
+            return NULL;
+        self->scratch = p;
+        self->scratch_size = size;
+    }
+    return self->scratch;
 }
 
 vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t size,
                                vl_segment_t *seg)
 {
-    vl_reason_t r = vl_segment_peek(data, size, &self->limits, seg);
-    if (r != VL_OK || !self->full)
-        return r;
-    if (s_reserve(self, vl_segment_arrays_size(seg->horizon, &seg->obs_spec)) != 0)
-        return VL_ETOOBIG;
-    return vl_segment_decode(data, size, &self->limits, seg, self->scratch, self->scratch_size);
+    if (!self->full)
+        return vl_segment_peek(data, size, &self->limits, seg);
+    return vl_segment_decode_with(data, size, &self->limits, seg, s_reserve, self);
 }
 
 vl_reason_t vl_inspect_publication(vl_inspect_t *self, const uint8_t *topic, size_t topic_len,

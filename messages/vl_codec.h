@@ -72,6 +72,16 @@ vl_reason_t vl_segment_peek(const uint8_t *data, size_t size, const vl_limits_t 
 vl_reason_t vl_segment_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
                               vl_segment_t *seg, void *arrays, size_t arrays_cap);
 
+/* Gives storage of at least `need` bytes (4-byte aligned) for a segment
+   whose header passed every check, or NULL to refuse it (VL_ETOOBIG). */
+typedef void *(*vl_segment_reserve_fn)(void *ctx, size_t need);
+
+/* Decodes like vl_segment_decode, but asks reserve for the storage once
+   the header has passed, so a receiver that sizes its storage per segment
+   parses each message once. */
+vl_reason_t vl_segment_decode_with(const uint8_t *data, size_t size, const vl_limits_t *lim,
+                                   vl_segment_t *seg, vl_segment_reserve_fn reserve, void *ctx);
+
 /* One named float tensor of rank 1 or 2 (rows x cols; cols = 1 for rank 1). */
 typedef struct {
     char name[VL_TENSOR_NAME_MAX];

@@ -177,13 +177,28 @@ static vl_reason_t s_unpack_steps(vl_segment_t *seg)
 
 /* Validates an unpacked segment into seg, decompressing into `arrays`.
    Returns VL_OK or the reason. */
+/* A reserve callback over one fixed buffer: what vl_segment_decode uses. */
+typedef struct {
+    void *arrays;
+    size_t cap;
+} s_fixed_t;
+
+static void *s_fixed_reserve(void *ctx, size_t need)
+{
+    s_fixed_t *f = ctx;
+    return f->arrays && need <= f->cap ? f->arrays : NULL;
+}
+
+/* Validates an unpacked segment into seg, decompressing into the storage
+   reserve gives for it. Returns VL_OK or the reason. */
 static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limits_t *lim,
-                                      vl_segment_t *seg, void *arrays, size_t arrays_cap)
+                                      vl_segment_t *seg, vl_segment_reserve_fn reserve, void *ctx)
 {
     vl_reason_t reason = s_check_header(msg, lim, seg);
     if (reason != VL_OK)
         return reason;
-    if (!arrays || arrays_cap < vl_segment_arrays_size(seg->horizon, &seg->obs_spec))
+    void *arrays = reserve(ctx, vl_segment_arrays_size(seg->horizon, &seg->obs_spec));
+    if (!arrays)
         return VL_ETOOBIG;
     vl_segment_bind(seg, arrays);
     reason = vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, seg->wire);
@@ -214,19 +229,26 @@ vl_reason_t vl_segment_peek(const uint8_t *data, size_t size, const vl_limits_t 
     return reason;
 }
 
-vl_reason_t vl_segment_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
-                              vl_segment_t *seg, void *arrays, size_t arrays_cap)
+vl_reason_t vl_segment_decode_with(const uint8_t *data, size_t size, const vl_limits_t *lim,
+                                   vl_segment_t *seg, vl_segment_reserve_fn reserve, void *ctx)
 {
-    assert(lim && seg);
+    assert(lim && seg && reserve);
     Volley__Segment *msg = volley__segment__unpack(NULL, size, data);
     if (!msg)
         return VL_EPROTO;
     vl_segment_t tmp;
-    vl_reason_t reason = s_segment_from_msg(msg, lim, &tmp, arrays, arrays_cap);
+    vl_reason_t reason = s_segment_from_msg(msg, lim, &tmp, reserve, ctx);
     volley__segment__free_unpacked(msg, NULL);
     if (reason == VL_OK)
         *seg = tmp;
     return reason;
+}
+
+vl_reason_t vl_segment_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
+                              vl_segment_t *seg, void *arrays, size_t arrays_cap)
+{
+    s_fixed_t fixed = {arrays, arrays_cap};
+    return vl_segment_decode_with(data, size, lim, seg, s_fixed_reserve, &fixed);
 }
 
 /* Returns the payload bytes of seg if it is a segment some receiver could
