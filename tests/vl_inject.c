@@ -57,7 +57,7 @@ static void s_edit_payload(Volley__Segment *msg, void (*edit)(uint8_t *raw))
     edit(raw);
     int n = LZ4_compress_default((char *)raw, (char *)block, (int)msg->raw_size,
                                  LZ4_compressBound((int)msg->raw_size));
-    msg->payload.data = block; // leaked: a one-shot tool
+    msg->payload.data = block; // freed by s_free_segment
     msg->payload.len = (size_t)n;
 }
 
@@ -91,10 +91,25 @@ static void s_send_msg(void *sock, const ProtobufCMessage *msg)
 }
 
 /* Sends a segment edited by fault; returns 0, or -1 for an unknown fault. */
+static uint8_t s_bomb[10]; // an "LZ4 block" far too small for what it claims
+
+/* Frees an edited segment: fields pointing at our own memory are freed or
+   dropped first, so protobuf-c frees only what it allocated. */
+static void s_free_segment(Volley__Segment *m, uint8_t *payload, char *policy_id)
+{
+    if (m->payload.data != payload && m->payload.data != s_bomb)
+        free(m->payload.data);
+    m->payload.data = payload;
+    m->policy_id = policy_id;
+    volley__segment__free_unpacked(m, NULL);
+}
+
 static int s_segment_fault(void *push, const char *fault)
 {
     Volley__Segment *m = s_segment(strcmp(fault, "seg-unknown-policy") ? "default" : "nobody");
-    static uint8_t bomb[10];
+    uint8_t *payload = m->payload.data;
+    char *policy_id = m->policy_id;
+    int rc = 0;
     if (strcmp(fault, "seg-version") == 0)
         m->schema = 1;
     else if (strcmp(fault, "seg-horizon") == 0)
@@ -110,8 +125,8 @@ static int s_segment_fault(void *push, const char *fault)
         m->obs_fields[0]->encoding = VOLLEY__ENCODING__U8; // 65 x 60000 bytes claimed ...
         m->obs_fields[0]->shape[0] = 60000;
         m->raw_size = (T + 1) * 60000 + 13 * T;
-        m->payload.data = bomb; // ... from 10 bytes: more than LZ4's 255:1
-        m->payload.len = sizeof bomb;
+        m->payload.data = s_bomb; // ... from 10 bytes: more than LZ4's 255:1
+        m->payload.len = sizeof s_bomb;
     } else if (strcmp(fault, "seg-corrupt") == 0)
         memset(m->payload.data, 0xff, m->payload.len);
     else if (strcmp(fault, "seg-nan-reward") == 0)
@@ -121,9 +136,11 @@ static int s_segment_fault(void *push, const char *fault)
     else if (strcmp(fault, "seg-action") == 0)
         s_edit_payload(m, s_bad_action);
     else if (strcmp(fault, "seg-unknown-policy") != 0)
-        return -1;
-    s_send_msg(push, &m->base);
-    return 0;
+        rc = -1;
+    if (rc == 0)
+        s_send_msg(push, &m->base);
+    s_free_segment(m, payload, policy_id);
+    return rc;
 }
 
 /* Sends raw bytes or a Hello/publication fault; -1 for an unknown fault. */
@@ -143,6 +160,8 @@ static int s_other_fault(s_socks_t *s, const char *fault)
         size_t size;
         vl_wire_pack(&m->base, &buf, &size);
         zmq_send(s->push, buf, size / 2, 0);
+        free(buf);
+        volley__segment__free_unpacked(m, NULL);
     } else if (strcmp(fault, "seg-multipart") == 0) {
         zmq_send(s->push, junk, 8, ZMQ_SNDMORE);
         zmq_send(s->push, junk, 8, 0);
