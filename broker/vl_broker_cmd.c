@@ -12,10 +12,11 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
-            "                     [--quiet|--verbose]\n"
+            "                     [--inspect full|header] [--quiet|--verbose]\n"
             "\n"
             "Routes segments from actors to the learner serving each policy, and weights from\n"
-            "learners to actors, keeping the newest weights for actors that join late.\n"
+            "learners to actors, keeping the newest weights for actors that join late. Checks\n"
+            "everything it forwards; on exit it logs what it dropped, by kind and reason.\n"
             "\n"
             "  --port N         base port (default 7600); listens on N (actor segments),\n"
             "                   N+1 (learners), N+2 (weights from learners), N+3 (weights to\n"
