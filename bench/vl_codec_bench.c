@@ -26,6 +26,7 @@
 
 #include "actors/vl_env.h"
 #include "bench/vl_bench.h"
+#include "bench/vl_bench_rollout.h"
 #include "common/vl_rng.h"
 #include "messages/vl_codec.h"
 #include "volley.pb-c.h"
@@ -279,68 +280,10 @@ static void s_die(const char *name, const char *op, size_t i, const char *why)
     exit(1);
 }
 
-/* Steps env with random actions into d's S_SEGS consecutive segments, as an
-   actor records them. Returns 0, or -1 on no memory. */
+/* Fills the case's source segments by stepping env with random actions. */
 static int s_fill(s_data_t *d, const vl_env_ops_t *env, uint64_t seed)
 {
-    void *state = env->create();
-    float *obs = malloc(env->obs_dim * sizeof(float));
-    float *next = malloc(env->obs_dim * sizeof(float));
-    if (!state || !obs || !next)
-        goto err;
-    vl_rng_t rng;
-    vl_rng_seed(&rng, seed);
-    env->seed(state, seed);
-    env->reset(state, obs);
-    size_t D = env->obs_dim, T = S_HORIZON;
-    float ep_return = 0, logp = logf(1.0f / (float)env->num_actions);
-    uint32_t ep_len = 0;
-    for (size_t k = 0; k < S_SEGS; k++) {
-        vl_segment_t *s = &d->src[k];
-        *s = (vl_segment_t){.actor_id = 1,
-                            .seq = k,
-                            .policy_id = "bench",
-                            .policy_version = 1,
-                            .horizon = S_HORIZON,
-                            .num_actions = env->num_actions,
-                            .send_ns = 1700000000000000000ll};
-        if (vl_segment_set_spec(s, &env->obs_spec) != 0 || s->obs_dim != D)
-            goto err;
-        d->src_arrays[k] = calloc(1, vl_segment_arrays_size(S_HORIZON, &env->obs_spec));
-        if (!d->src_arrays[k])
-            goto err;
-        vl_segment_bind(s, d->src_arrays[k]);
-        for (size_t t = 0; t < T; t++) {
-            vl_obs_to_rows(&env->obs_spec, 1, obs, s->obs + t * s->obs_row_bytes);
-            s->actions[t] = (int32_t)vl_rng_below(&rng, env->num_actions);
-            s->logp[t] = logp;
-            int term = 0, trunc = 0;
-            s->rewards[t] = env->step(state, s->actions[t], next, &term, &trunc);
-            s->dones[t] = term || trunc;
-            ep_return += s->rewards[t];
-            ep_len++;
-            if (term || trunc) {
-                s->episode_returns[s->n_episodes] = ep_return;
-                s->episode_lengths[s->n_episodes++] = ep_len;
-                ep_return = 0;
-                ep_len = 0;
-                env->reset(state, obs);
-            } else {
-                memcpy(obs, next, D * sizeof(float));
-            }
-        }
-        vl_obs_to_rows(&env->obs_spec, 1, obs, s->obs + T * s->obs_row_bytes);
-    }
-    env->destroy(state);
-    free(obs);
-    free(next);
-    return 0;
-err:
-    if (state)
-        env->destroy(state);
-    free(obs);
-    free(next);
-    return -1;
+    return vl_bench_rollout(env, S_HORIZON, S_SEGS, seed, d->src, d->src_arrays);
 }
 
 /* Encodes d's segments and extracts from each wire message its LZ4 block

@@ -1,0 +1,76 @@
+/*  vl_bench_rollout: stepping an environment into segments for benchmarks. */
+#include "vl_bench_rollout.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/vl_rng.h"
+
+/* Starts segment k: header and freshly allocated arrays. Returns 0 or -1. */
+static int s_start(const vl_env_ops_t *env, uint32_t T, size_t k, vl_segment_t *s, void **arrays)
+{
+    *s = (vl_segment_t){.actor_id = 1,
+                        .seq = k,
+                        .policy_id = "bench",
+                        .policy_version = 1,
+                        .horizon = T,
+                        .num_actions = env->num_actions,
+                        .send_ns = 1700000000000000000ll};
+    if (vl_segment_set_spec(s, &env->obs_spec) != 0 || s->obs_dim != env->obs_dim)
+        return -1;
+    *arrays = calloc(1, vl_segment_arrays_size(T, &env->obs_spec));
+    if (!*arrays)
+        return -1;
+    vl_segment_bind(s, *arrays);
+    return 0;
+}
+
+int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t seed,
+                     vl_segment_t *segs, void **arrays)
+{
+    void *state = env->create();
+    float *obs = malloc(env->obs_dim * sizeof(float)), *next = malloc(env->obs_dim * sizeof(float));
+    int rc = -1;
+    memset(arrays, 0, n * sizeof *arrays);
+    if (!state || !obs || !next)
+        goto done;
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
+    env->seed(state, seed);
+    env->reset(state, obs);
+    float ep_return = 0, logp = logf(1.0f / (float)env->num_actions);
+    uint32_t ep_len = 0;
+    for (size_t k = 0; k < n; k++) {
+        vl_segment_t *s = &segs[k];
+        if (s_start(env, T, k, s, &arrays[k]) != 0)
+            goto done;
+        for (size_t t = 0; t < T; t++) {
+            vl_obs_to_rows(&env->obs_spec, 1, obs, s->obs + t * s->obs_row_bytes);
+            s->actions[t] = (int32_t)vl_rng_below(&rng, env->num_actions);
+            s->logp[t] = logp;
+            int term = 0, trunc = 0;
+            s->rewards[t] = env->step(state, s->actions[t], next, &term, &trunc);
+            s->dones[t] = (float)(term || trunc);
+            ep_return += s->rewards[t];
+            ep_len++;
+            if (term || trunc) {
+                s->episode_returns[s->n_episodes] = ep_return;
+                s->episode_lengths[s->n_episodes++] = ep_len;
+                ep_return = 0;
+                ep_len = 0;
+                env->reset(state, obs);
+            } else {
+                memcpy(obs, next, env->obs_dim * sizeof(float));
+            }
+        }
+        vl_obs_to_rows(&env->obs_spec, 1, obs, s->obs + (size_t)T * s->obs_row_bytes);
+    }
+    rc = 0;
+done:
+    if (state)
+        env->destroy(state);
+    free(obs);
+    free(next);
+    return rc;
+}

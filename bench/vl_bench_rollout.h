@@ -1,0 +1,19 @@
+/*  vl_bench_rollout: realistic segments for benchmarks: an environment
+    stepped with uniformly random actions, cut into consecutive segments the
+    way an actor cuts them (observations as rows, episode returns recorded). */
+#ifndef VL_BENCH_ROLLOUT_H
+#define VL_BENCH_ROLLOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actors/vl_env.h"
+#include "messages/vl_codec.h"
+
+/* Fills n consecutive segments of horizon T from env seeded with seed.
+   Segment k's arrays are calloc'd into arrays[k] (caller frees each).
+   Returns 0, or -1 on no memory (arrays made so far are set, the rest NULL). */
+int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t seed,
+                     vl_segment_t *segs, void **arrays);
+
+#endif
