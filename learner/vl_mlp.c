@@ -326,6 +326,8 @@ static S_AVX2 void s_dot_avx2(size_t n, size_t p, size_t m, const float *a, cons
             const float *ai = a + i * p, *wo = w + o * p;
             float *co = c + i * m + o;
             int two = m - o >= 2;
+            // Constant block sizes in every call, so that each inlined copy of
+            // s_dot_blk_avx2 keeps its accumulators in registers.
             switch (nb * 2 + (size_t)two) {
             case 9:
                 s_dot_blk_avx2(4, 2, p, ai, p, wo, bias + o, co, m);
