@@ -51,6 +51,7 @@
 #define S_QUICK_RUNS    2
 #define S_QUICK_RUN_S   0.1
 #define S_HELLO_WAIT_S  0.3       // after the first hello, before segments flow
+#define S_CREDIT_WINDOW 256       // segments the receiver lets the broker send ahead
 #define S_HELLO_EVERY_S 1.0       // the broker forgets a learner silent for 5 s
 #define S_WARMUP_S      0.25      // at most, before the first window: queues fill
 #define S_FIRST_WAIT_S  5.0       // no message by then: the path is broken
@@ -233,19 +234,37 @@ static void *s_sender_main(void *arg)
     return NULL;
 }
 
-/* Counts and checks what arrives; says hello every S_HELLO_EVERY_S. */
+/* Grants the broker credit for S_CREDIT_WINDOW segments beyond those got,
+   as a learner does (the broker sends nothing without credit). */
+static void s_send_credit(void *sock, uint64_t got)
+{
+    vl_credit_t c = {
+        .policy_id = S_POLICY, .total_granted = got + S_CREDIT_WINDOW, .total_received = got};
+    uint8_t *buf;
+    size_t size;
+    if (vl_credit_encode(&c, &buf, &size) == 0) {
+        zmq_send(sock, buf, size, ZMQ_DONTWAIT);
+        free(buf);
+    }
+}
+
+/* Counts and checks what arrives; says hello every S_HELLO_EVERY_S and
+   keeps the broker's credit topped up. */
 static void *s_receiver_main(void *arg)
 {
     s_receiver_t *r = arg;
     double next_hello = 0;
-    uint64_t got = 0;
+    uint64_t got = 0, credited = 0;
     zmq_msg_t m;
     zmq_msg_init(&m);
     while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
         if (r->hello && s_now() >= next_hello) {
             zmq_send(r->sock, r->hello, r->hello_size, 0);
+            s_send_credit(r->sock, credited = got);
             next_hello = s_now() + S_HELLO_EVERY_S;
         }
+        if (r->hello && got - credited >= S_CREDIT_WINDOW / 4)
+            s_send_credit(r->sock, credited = got);
         if (zmq_msg_recv(&m, r->sock, 0) < 0)
             continue;
         if (zmq_msg_size(&m) != r->size || zmq_msg_more(&m) ||

@@ -1,12 +1,14 @@
 /*  vl_broker: the one address every actor and learner knows. It pulls
     segments from actors, validates them and routes each to the learner that
-    serves its policy; it validates the weights and stats learners publish,
-    carries them to subscribers (XSUB/XPUB) and keeps the last message of
-    every topic, so a late subscriber gets the newest weights at once.
-    Whatever fails validation is counted by kind and reason and dropped. */
+    serves its policy as the learner's credit allows (segments beyond it wait
+    in a queue bounded in bytes, oldest dropped first); it validates the weights and stats learners
+   publish, carries them to subscribers (XSUB/XPUB) and keeps the last message of every topic, so a
+   late subscriber gets the newest weights at once. Whatever fails validation is counted by kind and
+   reason and dropped. */
 #ifndef VL_BROKER_H
 #define VL_BROKER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct vl_broker_s vl_broker_t;
@@ -17,10 +19,11 @@ typedef struct {
     int64_t max_msg;       // bytes; larger messages are refused by libzmq
     int sndhwm;            // messages queued per learner before drops
     int inspect_full;      // 1: decode every segment in full; 0: headers only
+    size_t queue_bytes;    // bound of each learner's queue of segments waiting for credit
 } vl_broker_config_t;
 
 /* Returns the defaults: all interfaces, port 7600, 64 MiB, 1000 messages,
-   full inspection. */
+   full inspection, 64 MiB queued per learner. */
 vl_broker_config_t vl_broker_config_default(void);
 
 /* Creates a broker and binds its sockets. Returns NULL after logging why
@@ -30,8 +33,9 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *config);
 /* Serves until vl_interrupted is set. Returns 0, or -1 on a socket error. */
 int vl_broker_run(vl_broker_t *self);
 
-/* Logs the broker's counters: segments received and routed, and what was
-   dropped, by kind (segments, hellos, publications) and reason. */
+/* Logs the broker's counters: segments received, routed, dropped and
+   queued (the first is the sum of the others), and what was dropped, by kind
+   (segments, hellos, credits, publications) and reason. */
 void vl_broker_log_counters(const vl_broker_t *self);
 
 /* Closes the sockets, frees the broker and nulls the pointer; safe twice. */

@@ -12,7 +12,7 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
-            "                     [--inspect full|header] [--quiet|--verbose]\n"
+            "                     [--queue-bytes N] [--inspect full|header] [--quiet|--verbose]\n"
             "\n"
             "Routes segments from actors to the learner serving each policy, and weights from\n"
             "learners to actors, keeping the newest weights for actors that join late. Checks\n"
@@ -23,7 +23,10 @@ static void s_usage(FILE *out)
             "                   actors and monitors)\n"
             "  --bind HOST      interface to listen on (default *, all)\n"
             "  --max-msg BYTES  refuse larger messages (default 67108864)\n"
-            "  --hwm N          segments queued per learner before drops (default 1000)\n"
+            "  --hwm N          segments in libzmq's send queue per learner before drops\n"
+            "                   (default 1000)\n"
+            "  --queue-bytes N  bytes of segments kept per learner while it grants no credit;\n"
+            "                   beyond them the oldest are dropped (default 67108864)\n"
             "  --inspect full|header  decode and check every segment in full (default), or\n"
             "                   check headers only (faster; learners still check in full)\n"
             "  --quiet          warnings and errors only\n"
@@ -37,6 +40,7 @@ int vl_broker_main(int argc, char **argv)
                                          {"bind", required_argument, 0, 'b'},
                                          {"max-msg", required_argument, 0, 'm'},
                                          {"hwm", required_argument, 0, 'w'},
+                                         {"queue-bytes", required_argument, 0, 'Q'},
                                          {"inspect", required_argument, 0, 'i'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
@@ -65,6 +69,11 @@ int vl_broker_main(int argc, char **argv)
             if (vl_opt_long("broker", "hwm", optarg, 1, 1000000, &v))
                 return 2;
             c.sndhwm = (int)v;
+            break;
+        case 'Q':
+            if (vl_opt_long("broker", "queue-bytes", optarg, 4096, 1L << 40, &v))
+                return 2;
+            c.queue_bytes = (size_t)v;
             break;
         case 'i':
             if (strcmp(optarg, "full") != 0 && strcmp(optarg, "header") != 0) {

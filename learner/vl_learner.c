@@ -25,6 +25,7 @@
 #define S_REPORT_NS    250000000LL  // stats 4 times a second: up sees "solved" promptly
 #define S_HEARTBEAT_NS 1000000000LL // weights republished every second
 #define S_MAX_MSG      (64 << 20)   // largest segment accepted from the broker
+#define S_POLL_MS      20           // ingest wakes at least this often to top up credit
 
 /* What the ingest thread counts; the train thread reads it under the lock. */
 typedef struct {
@@ -145,6 +146,43 @@ static void s_ingest_one(vl_learner_t *self, const uint8_t *data, size_t size)
     vl_buffer_commit(self->buf, slot, &seg);
 }
 
+/* The ingest thread's credit with the broker: absolute counters since its
+   connection began, so a lost or repeated report does no harm. */
+typedef struct {
+    uint64_t granted;  // segments we said we can take, in all
+    uint64_t received; // messages the broker sent us, in all
+    int64_t window;    // most segments in flight plus waiting in the buffer
+} s_flow_t;
+
+/* Sends the absolute credit counters. */
+static void s_send_credit(vl_learner_t *self, void *dealer, const s_flow_t *f)
+{
+    vl_credit_t cr = {.total_granted = f->granted, .total_received = f->received};
+    snprintf(cr.policy_id, sizeof cr.policy_id, "%s", self->c.policy);
+    uint8_t *buf;
+    size_t size;
+    if (vl_credit_encode(&cr, &buf, &size) == 0) {
+        zmq_send(dealer, buf, size, ZMQ_DONTWAIT);
+        free(buf);
+    }
+}
+
+/* Tops the outstanding credit up to the window minus the segments waiting
+   in the buffer, and sends it when it grew by a quarter window or more (or
+   always, when `force`): the broker then sends no more than the buffer has
+   room for, and the rest waits at the broker. */
+static void s_top_up(vl_learner_t *self, void *dealer, s_flow_t *f, int force)
+{
+    int64_t outstanding = (int64_t)(f->granted - f->received);
+    int64_t want = f->window - vl_buffer_waiting(self->buf);
+    if (want > outstanding && (force || want - outstanding >= (f->window + 3) / 4)) {
+        f->granted += (uint64_t)(want - outstanding);
+        force = 1;
+    }
+    if (force && f->granted > 0)
+        s_send_credit(self, dealer, f);
+}
+
 /* Says hello to the broker so it routes this policy's segments here. */
 static void s_hello(vl_learner_t *self, void *dealer)
 {
@@ -156,7 +194,8 @@ static void s_hello(vl_learner_t *self, void *dealer)
     }
 }
 
-/* The ingest thread: receives segments, says hello every second. */
+/* The ingest thread: receives segments, says hello every second and grants
+   the broker credit as the buffer frees room. */
 static void *s_ingest_main(void *arg)
 {
     vl_learner_t *self = arg;
@@ -166,18 +205,25 @@ static void *s_ingest_main(void *arg)
         atomic_store(&self->stop, 1);
         return NULL;
     }
+    // Half the buffer: the trainer's batches (capacity >= 2 batches) always fit in it.
+    uint32_t window = self->c.capacity / 2;
+    s_flow_t flow = {0, 0, window > self->c.batch_segments ? window : self->c.batch_segments};
     int64_t next_hello = 0;
     zmq_msg_t msg;
     zmq_msg_init(&msg);
     while (!atomic_load(&self->stop) && !vl_interrupted) {
-        if (vl_now_ns() >= next_hello) {
+        int hello = vl_now_ns() >= next_hello;
+        if (hello) {
             s_hello(self, dealer);
             next_hello = vl_now_ns() + S_HELLO_NS;
         }
+        s_top_up(self, dealer, &flow, hello); // with every hello: a restarted broker learns it
         zmq_pollitem_t item = {dealer, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, 200) <= 0)
+        if (zmq_poll(&item, 1, S_POLL_MS) <= 0)
             continue;
         while (zmq_msg_recv(&msg, dealer, ZMQ_DONTWAIT) >= 0) {
+            if (!zmq_msg_more(&msg))
+                flow.received++; // the broker counts messages sent, refused ones included
             if (zmq_msg_more(&msg))
                 s_refuse(self, VL_EPROTO); // frames of a multi-frame message each refused
             else

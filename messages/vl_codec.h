@@ -118,6 +118,26 @@ int vl_hello_encode(const char *policy_id, uint8_t **out, size_t *out_size);
 /* Decodes a Hello into policy_id. Returns VL_OK or the reason. */
 vl_reason_t vl_hello_decode(const uint8_t *data, size_t size, char policy_id[VL_POLICY_ID_MAX]);
 
+/* Largest credit a learner may hold open: total_granted - total_received. */
+#define VL_CREDIT_MAX (1u << 20)
+
+/* A learner's flow-control report; counters as in volley.proto's Credit. */
+typedef struct {
+    char policy_id[VL_POLICY_ID_MAX];
+    uint64_t total_granted;  // segments it can take since its connection began
+    uint64_t total_received; // segments it has received since then
+} vl_credit_t;
+
+/* Encodes a Credit (total_granted > 0, at most VL_CREDIT_MAX above
+   total_received) into a new buffer (caller frees). Returns 0 or -1. */
+int vl_credit_encode(const vl_credit_t *credit, uint8_t **out, size_t *out_size);
+
+/* Decodes a Credit. Returns VL_OK, VL_EMISMATCH when it carries no
+   counters (it is a Hello), VL_ESHAPE when total_received > total_granted,
+   VL_ETOOBIG when it grants more than VL_CREDIT_MAX, or the reason (protobuf,
+   schema, policy id). *credit is written on VL_OK alone. */
+vl_reason_t vl_credit_decode(const uint8_t *data, size_t size, vl_credit_t *credit);
+
 /* A learner's progress report; fields as in volley.proto's Stats. */
 typedef struct {
     char policy_id[VL_POLICY_ID_MAX];

@@ -1,4 +1,4 @@
-/*  vl_control: the small control messages, Hello and Stats, to and from
+/*  vl_control: the small control messages, Hello, Credit and Stats, to and from
     wire bytes. */
 #include <assert.h>
 #include <string.h>
@@ -32,6 +32,56 @@ vl_reason_t vl_hello_decode(const uint8_t *data, size_t size, char policy_id[VL_
     else
         memcpy(policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
     volley__hello__free_unpacked(msg, NULL);
+    return reason;
+}
+
+/* Returns VL_OK if a Credit's counters are within the contract. */
+static vl_reason_t s_credit_check(uint64_t granted, uint64_t received)
+{
+    if (granted == 0 && received == 0)
+        return VL_EMISMATCH; // a Hello
+    if (received > granted)
+        return VL_ESHAPE;
+    if (granted - received > VL_CREDIT_MAX)
+        return VL_ETOOBIG;
+    return VL_OK;
+}
+
+/* Encodes a Credit. Returns 0 and sets *out (caller frees), or -1 on a bad
+   policy id, counters the decoder would refuse or no memory. */
+int vl_credit_encode(const vl_credit_t *credit, uint8_t **out, size_t *out_size)
+{
+    if (!credit || !vl_wire_name_ok(credit->policy_id, VL_POLICY_ID_MAX) || !out || !out_size ||
+        s_credit_check(credit->total_granted, credit->total_received) != VL_OK)
+        return -1;
+    Volley__Credit msg = VOLLEY__CREDIT__INIT;
+    msg.schema = VL_SCHEMA_VERSION;
+    msg.policy_id = (char *)credit->policy_id;
+    msg.total_granted = credit->total_granted;
+    msg.total_received = credit->total_received;
+    return vl_wire_pack(&msg.base, out, out_size);
+}
+
+/* Decodes a Credit into *credit (written on VL_OK alone). */
+vl_reason_t vl_credit_decode(const uint8_t *data, size_t size, vl_credit_t *credit)
+{
+    assert(credit);
+    Volley__Credit *msg = volley__credit__unpack(NULL, size, data);
+    if (!msg)
+        return VL_EPROTO;
+    vl_reason_t reason = VL_OK;
+    if (msg->schema != VL_SCHEMA_VERSION)
+        reason = VL_EVERSION;
+    else if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
+        reason = VL_EPOLICY;
+    else
+        reason = s_credit_check(msg->total_granted, msg->total_received);
+    if (reason == VL_OK) {
+        memcpy(credit->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
+        credit->total_granted = msg->total_granted;
+        credit->total_received = msg->total_received;
+    }
+    volley__credit__free_unpacked(msg, NULL);
     return reason;
 }
 
