@@ -24,12 +24,8 @@ vl_reason_t vl_hello_decode(const uint8_t *data, size_t size, char policy_id[VL_
     Volley__Hello *msg = volley__hello__unpack(NULL, size, data);
     if (!msg)
         return VL_EPROTO;
-    vl_reason_t reason = VL_OK;
-    if (msg->schema != VL_SCHEMA_VERSION)
-        reason = VL_EVERSION;
-    else if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
-        reason = VL_EPOLICY;
-    else
+    vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
+    if (reason == VL_OK)
         memcpy(policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
     volley__hello__free_unpacked(msg, NULL);
     return reason;
@@ -69,12 +65,8 @@ vl_reason_t vl_credit_decode(const uint8_t *data, size_t size, vl_credit_t *cred
     Volley__Credit *msg = volley__credit__unpack(NULL, size, data);
     if (!msg)
         return VL_EPROTO;
-    vl_reason_t reason = VL_OK;
-    if (msg->schema != VL_SCHEMA_VERSION)
-        reason = VL_EVERSION;
-    else if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
-        reason = VL_EPOLICY;
-    else
+    vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
+    if (reason == VL_OK)
         reason = s_credit_check(msg->total_granted, msg->total_received);
     if (reason == VL_OK) {
         memcpy(credit->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
@@ -116,10 +108,9 @@ int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
    the reason. */
 static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
 {
-    if (msg->schema != VL_SCHEMA_VERSION)
-        return VL_EVERSION;
-    if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
-        return VL_EPOLICY;
+    vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
+    if (reason != VL_OK)
+        return reason;
     if (!vl_float_is_finite(msg->mean_return) || !vl_float_is_finite(msg->lag_mean) ||
         !vl_float_is_finite(msg->policy_loss) || !vl_float_is_finite(msg->value_loss) ||
         !vl_float_is_finite(msg->entropy) || !vl_double_is_finite(msg->uptime_s))

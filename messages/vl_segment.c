@@ -115,10 +115,9 @@ static vl_reason_t s_check_header(const Volley__Segment *msg, const vl_limits_t 
                                   vl_segment_t *seg)
 {
     memset(seg, 0, sizeof *seg);
-    if (msg->schema != VL_SCHEMA_VERSION)
-        return VL_EVERSION;
-    if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
-        return VL_EPOLICY;
+    vl_reason_t head = vl_wire_check_head(msg->schema, msg->policy_id);
+    if (head != VL_OK)
+        return head;
     vl_reason_t reason = s_check_shape(msg, lim, seg);
     if (reason != VL_OK)
         return reason;

@@ -33,10 +33,9 @@ static vl_reason_t s_check_tensor(const Volley__Tensor *t, const vl_limits_t *li
    anything is allocated. Returns VL_OK or the reason. */
 static vl_reason_t s_check_weights(const Volley__Weights *msg, const vl_limits_t *lim)
 {
-    if (msg->schema != VL_SCHEMA_VERSION)
-        return VL_EVERSION;
-    if (!vl_wire_name_ok(msg->policy_id, VL_POLICY_ID_MAX))
-        return VL_EPOLICY;
+    vl_reason_t head = vl_wire_check_head(msg->schema, msg->policy_id);
+    if (head != VL_OK)
+        return head;
     if (msg->n_tensors > lim->max_tensors)
         return VL_ETOOBIG;
     for (size_t i = 0; i < msg->n_tensors; i++) {

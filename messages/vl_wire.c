@@ -91,6 +91,15 @@ int vl_wire_name_ok(const char *s, size_t cap)
     return len > 0 && len < cap;
 }
 
+vl_reason_t vl_wire_check_head(uint32_t schema, const char *policy_id)
+{
+    if (schema != VL_SCHEMA_VERSION)
+        return VL_EVERSION;
+    if (!vl_wire_name_ok(policy_id, VL_POLICY_ID_MAX))
+        return VL_EPOLICY;
+    return VL_OK;
+}
+
 vl_reason_t vl_wire_check_block(const vl_limits_t *lim, uint64_t expected, uint32_t raw_size,
                                 size_t len)
 {

@@ -60,6 +60,10 @@ int vl_wire_all_finite(const float *x, size_t n);
    included); reads at most cap bytes; NULL gives 0. */
 int vl_wire_name_ok(const char *s, size_t cap);
 
+/* Checks what every message starts with: the schema version, then a valid
+   policy id. Returns VL_OK, VL_EVERSION or VL_EPOLICY. */
+vl_reason_t vl_wire_check_head(uint32_t schema, const char *policy_id);
+
 /* Checks an LZ4 block before it is decompressed: `expected` raw bytes
    implied by the declared shape, raw_size as declared, len compressed bytes.
    VL_ETOOBIG over lim->max_raw_bytes; VL_ESHAPE if raw_size != expected;
