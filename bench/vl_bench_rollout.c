@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/vl_rng.h"
+#include "volley.pb-c.h"
 
 /* Starts segment k: header and freshly allocated arrays. Returns 0 or -1. */
 static int s_start(const vl_env_ops_t *env, uint32_t T, size_t k, vl_segment_t *s, void **arrays)
@@ -73,4 +74,27 @@ done:
     free(obs);
     free(next);
     return rc;
+}
+
+int vl_bench_encode(const vl_segment_t *seg, uint8_t **wire, size_t *wire_size, uint8_t **block,
+                    int *block_len, uint32_t *raw_size)
+{
+    *block = NULL;
+    if (vl_segment_encode(seg, wire, wire_size) != 0) {
+        *wire = NULL;
+        return -1;
+    }
+    Volley__Segment *msg = volley__segment__unpack(NULL, *wire_size, *wire);
+    if (msg && (*block = malloc(msg->payload.len)) != NULL) {
+        memcpy(*block, msg->payload.data, msg->payload.len);
+        *block_len = (int)msg->payload.len;
+        *raw_size = msg->raw_size;
+    }
+    if (msg)
+        volley__segment__free_unpacked(msg, NULL);
+    if (*block)
+        return 0;
+    free(*wire);
+    *wire = NULL;
+    return -1;
 }

@@ -16,4 +16,11 @@
 int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t seed,
                      vl_segment_t *segs, void **arrays);
 
+/* Encodes seg into *wire (*wire_size bytes) and copies the LZ4 block that
+   wire carries into *block (*block_len bytes; raw_size when decompressed),
+   for benchmarks that time bare LZ4 on exactly what travels. Caller frees
+   both. Returns 0, or -1 (what was made is freed and set NULL). */
+int vl_bench_encode(const vl_segment_t *seg, uint8_t **wire, size_t *wire_size, uint8_t **block,
+                    int *block_len, uint32_t *raw_size);
+
 #endif

@@ -291,23 +291,13 @@ static int s_fill(s_data_t *d, const vl_env_ops_t *env, uint64_t seed)
 static int s_encode_all(s_data_t *d)
 {
     for (size_t k = 0; k < S_SEGS; k++) {
-        if (vl_segment_encode(&d->src[k], &d->wire[k], &d->wire_size[k]) != 0)
+        if (vl_bench_encode(&d->src[k], &d->wire[k], &d->wire_size[k], &d->block[k],
+                            &d->block_len[k], &d->raw_size) != 0)
             return -1;
-        Volley__Segment *msg = volley__segment__unpack(NULL, d->wire_size[k], d->wire[k]);
-        if (!msg)
-            return -1;
-        d->raw_size = msg->raw_size;
-        d->block_len[k] = (int)msg->payload.len;
-        d->block[k] = malloc(msg->payload.len);
-        d->payload[k] = malloc(msg->raw_size);
-        int ok = d->block[k] && d->payload[k];
-        if (ok) {
-            memcpy(d->block[k], msg->payload.data, msg->payload.len);
-            ok = LZ4_decompress_safe((const char *)d->block[k], (char *)d->payload[k],
-                                     d->block_len[k], (int)d->raw_size) == (int)d->raw_size;
-        }
-        volley__segment__free_unpacked(msg, NULL);
-        if (!ok)
+        d->payload[k] = malloc(d->raw_size);
+        if (!d->payload[k] ||
+            LZ4_decompress_safe((const char *)d->block[k], (char *)d->payload[k], d->block_len[k],
+                                (int)d->raw_size) != (int)d->raw_size)
             return -1;
     }
     return 0;
