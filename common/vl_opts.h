@@ -15,7 +15,8 @@ enum {
     VL_PORT_LEARNERS = 1,    // broker ROUTER, learners DEALER (hello, segments)
     VL_PORT_WEIGHTS_IN = 2,  // broker XSUB, learners PUB weights and stats
     VL_PORT_WEIGHTS_OUT = 3, // broker XPUB, actors and monitors SUB
-    VL_PORT_COUNT = 4
+    VL_PORT_CONTROL = 4,     // broker ROUTER: actors' beats, status, pause/resume, shutdown
+    VL_PORT_COUNT = 5
 };
 
 /* Topic of learner progress reports on the weights stream; policy ids may not

@@ -26,6 +26,7 @@ typedef struct {
     uint32_t obs_wire_bytes; // packed bytes per observation, from obs_spec
     uint32_t num_actions;
     int64_t send_ns;
+    int64_t recv_ns;           // receiver's wall clock when it took the segment (not on the wire)
     uint8_t *obs;              // [T + 1][obs_row_bytes] rows; floats [T + 1][D] when all f32
     int32_t *actions;          // [T]
     float *rewards;            // [T]
@@ -95,11 +96,13 @@ typedef struct {
 typedef struct {
     char policy_id[VL_POLICY_ID_MAX];
     uint64_t version;
+    int64_t publish_ns;   // publisher's CLOCK_REALTIME when encoded (0: unknown)
     uint32_t n_tensors;
     vl_tensor_t *tensors; // owned
 } vl_weights_t;
 
-/* Encodes a policy's tensors at a version into a new buffer.
+/* Encodes a policy's tensors at a version into a new buffer, stamped with
+   the wall-clock time now (weights are encoded as they are published).
    Returns 0 and sets *out (caller frees with free()) and *out_size, or -1. */
 int vl_weights_encode(const char *policy_id, uint64_t version, const vl_tensor_t *tensors,
                       uint32_t n_tensors, uint8_t **out, size_t *out_size);
@@ -156,6 +159,8 @@ typedef struct {
     uint64_t segments_trained;
     uint64_t segments_dropped;
     double uptime_s;
+    float ingest_ms; // actor send -> learner ingest, mean since the last report
+    float train_ms;  // learner ingest -> weights published after training on it, mean
 } vl_stats_t;
 
 /* Encodes stats into a new buffer (caller frees). Returns 0 or -1. */

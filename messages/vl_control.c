@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "vl_codec.h"
+#include "vl_status.h"
 #include "volley.pb-c.h"
 
 /* Encodes a Hello. Returns 0 and sets *out (caller frees), or -1. */
@@ -101,20 +102,31 @@ int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
     msg.segments_trained = stats->segments_trained;
     msg.segments_dropped = stats->segments_dropped;
     msg.uptime_s = stats->uptime_s;
+    msg.ingest_ms = stats->ingest_ms;
+    msg.train_ms = stats->train_ms;
     return vl_wire_pack(&msg.base, out, out_size);
 }
 
 /* Validates an unpacked Stats and copies it into stats. Returns VL_OK or
    the reason. */
-static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
+vl_reason_t vl_stats_check_msg(const Volley__Stats *msg)
 {
     vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
     if (reason != VL_OK)
         return reason;
     if (!vl_float_is_finite(msg->mean_return) || !vl_float_is_finite(msg->lag_mean) ||
         !vl_float_is_finite(msg->policy_loss) || !vl_float_is_finite(msg->value_loss) ||
-        !vl_float_is_finite(msg->entropy) || !vl_double_is_finite(msg->uptime_s))
+        !vl_float_is_finite(msg->entropy) || !vl_double_is_finite(msg->uptime_s) ||
+        !vl_float_is_finite(msg->ingest_ms) || !vl_float_is_finite(msg->train_ms))
         return VL_ENONFINITE;
+    return VL_OK;
+}
+
+static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
+{
+    vl_reason_t reason = vl_stats_check_msg(msg);
+    if (reason != VL_OK)
+        return reason;
     memcpy(stats->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
     stats->version = msg->version;
     stats->env_steps = msg->env_steps;
@@ -131,6 +143,8 @@ static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
     stats->segments_trained = msg->segments_trained;
     stats->segments_dropped = msg->segments_dropped;
     stats->uptime_s = msg->uptime_s;
+    stats->ingest_ms = msg->ingest_ms;
+    stats->train_ms = msg->train_ms;
     return VL_OK;
 }
 

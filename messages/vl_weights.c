@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vl_log.h"
 #include "vl_codec.h"
 #include "volley.pb-c.h"
 
@@ -75,6 +76,7 @@ static vl_reason_t s_weights_from_msg(const Volley__Weights *msg, vl_weights_t *
         return VL_ETOOBIG;
     memcpy(w->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
     w->version = msg->version;
+    w->publish_ns = msg->publish_ns;
     vl_reason_t reason = VL_OK;
     if (msg->n_tensors > 0) {
         w->tensors = calloc(msg->n_tensors, sizeof *w->tensors);
@@ -171,6 +173,7 @@ int vl_weights_encode(const char *policy_id, uint64_t version, const vl_tensor_t
     msg.schema = VL_SCHEMA_VERSION;
     msg.policy_id = (char *)policy_id;
     msg.version = version;
+    msg.publish_ns = vl_wall_ns();
     msg.n_tensors = n_tensors;
     msg.tensors = ptrs;
     rc = vl_wire_pack(&msg.base, out, out_size);
