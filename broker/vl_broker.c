@@ -12,17 +12,26 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
+#include "../messages/vl_status.h"
 #include "vl_inspect.h"
+#include "vl_roster.h"
 
 #define S_MAX_LEARNERS       64
 #define S_MAX_TOPICS         256          // last-value cache entries (policies + stats)
 #define S_IDENTITY_MAX       256          // libzmq routing ids are at most 255 bytes
 #define S_LEARNER_TIMEOUT_NS 5000000000LL // a learner says hello every second
+#define S_ACTOR_TIMEOUT_NS   5000000000LL // an actor beats every second
+#define S_WINDOW_NS          1000000000LL // rates are over windows of this length
+#define S_VERB_MAX           16           // longest control verb
 #define S_BATCH              256          // messages taken per socket per poll wake-up
 #define S_MAX_ARRAYS         (256u << 20) // largest decoded segment inspected
 // Bytes a queued segment is charged beyond its size: our node (zmq_msg_t and a link) and
 // libzmq's content header, each with its malloc header, so the byte bound bounds memory.
 #define S_QUEUED_OVERHEAD 128
+// libzmq receives small messages into shared 8 KiB-ish batch buffers and hands them out by
+// reference: one queued 1 KiB segment can keep a whole buffer alive. Queued messages below
+// this size are copied out, so the queue's byte bound is what it holds.
+#define S_COPY_BELOW (64 << 10)
 
 /* Why a message was dropped: the codec's reasons, then the broker's own. */
 enum {
@@ -30,12 +39,15 @@ enum {
     S_DROP_QUEUE_FULL,  // libzmq's send queue (--hwm) full
     S_DROP_QUEUE_BYTES, // oldest pushed out of the learner's queue (--queue-bytes)
     S_DROP_GONE,        // queued for a learner that went silent or was replaced
+    S_DROP_STALE,       // policy version older than the newest by more than --max-lag
+    S_DROP_VERB,        // a control request with an unknown verb
     S_DROP_REASONS
 };
 
 /* What was dropped, for counting and logging. */
-enum { S_SEGMENT, S_HELLO, S_CREDIT, S_PUBLICATION, S_KINDS };
-static const char *s_kind_names[S_KINDS] = {"segments", "hellos", "credits", "publications"};
+enum { S_SEGMENT, S_HELLO, S_CREDIT, S_PUBLICATION, S_COMMAND, S_KINDS };
+static const char *s_kind_names[S_KINDS] = {"segments", "hellos", "credits", "publications",
+                                            "commands"};
 
 /* A segment waiting for its learner's credit. */
 typedef struct s_queued_s {
@@ -54,6 +66,13 @@ typedef struct {
     s_queued_t *head, *tail; // waiting for credit, oldest first
     uint64_t queued;         // segments in the queue
     size_t queued_bytes;     // their sizes plus S_QUEUED_OVERHEAD each
+    int paused;              // 1: hold its segments in the queue (control PAUSE)
+    uint64_t delivered;      // segments sent to it
+    uint64_t win_delivered;  // in the current rate window
+    float delivered_per_s;   // over the last window
+    uint64_t newest_version; // of the weights it published
+    int have_stats;
+    vl_stats_t stats; // the last it published
 } s_learner_t;
 
 typedef struct {
@@ -67,6 +86,7 @@ struct vl_broker_s {
     void *router; // learners: hellos in, segments out
     void *xsub;   // weights and stats from learners
     void *xpub;   // weights and stats to actors and monitors
+    void *control; // beats, status, pause/resume, shutdown
     vl_limits_t limits;
     s_learner_t learners[S_MAX_LEARNERS];
     int n_learners;
@@ -74,6 +94,13 @@ struct vl_broker_s {
     int n_cached;
     vl_inspect_t *inspect;
     size_t queue_bytes; // bound of each learner's queue
+    uint64_t max_lag;   // 0: no bound
+    int64_t log_every_ns;
+    vl_roster_t *roster;
+    int64_t start_ns, window_ns, logged_ns; // monotonic
+    uint64_t win_received;
+    float received_per_s;
+    int shutdown; // a SHUTDOWN request came
     uint64_t received;
     uint64_t routed;
     uint64_t dropped[S_KINDS][S_DROP_REASONS];
@@ -86,7 +113,10 @@ vl_broker_config_t vl_broker_config_default(void)
                                 .max_msg = 64 << 20,
                                 .sndhwm = 1000,
                                 .inspect_full = 1,
-                                .queue_bytes = 64 << 20};
+                                .queue_bytes = 64 << 20,
+                                .max_lag = 0,
+                                .log_every_s = 10,
+                                .max_actors = 4096};
 }
 
 static const char *s_drop_str(int reason)
@@ -99,6 +129,10 @@ static const char *s_drop_str(int reason)
         return "learner queue over its byte bound";
     if (reason == S_DROP_GONE)
         return "learner gone";
+    if (reason == S_DROP_STALE)
+        return "too stale";
+    if (reason == S_DROP_VERB)
+        return "unknown verb";
     return vl_reason_str((vl_reason_t)reason);
 }
 
@@ -125,17 +159,30 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
         return NULL;
     self->limits = vl_limits_default();
     self->queue_bytes = c->queue_bytes;
+    self->max_lag = c->max_lag;
+    self->log_every_ns = (int64_t)c->log_every_s * 1000000000LL;
+    self->start_ns = self->window_ns = self->logged_ns = vl_now_ns();
     self->ctx = zmq_ctx_new();
     self->inspect = vl_inspect_new(c->inspect_full, S_MAX_ARRAYS);
-    if (!self->ctx || !self->inspect)
+    self->roster = vl_roster_new(c->max_actors, S_ACTOR_TIMEOUT_NS);
+    if (!self->ctx || !self->inspect || !self->roster)
         goto err;
     self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS);
     self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS);
     self->xsub = s_bind(self, c, ZMQ_XSUB, VL_PORT_WEIGHTS_IN);
     self->xpub = s_bind(self, c, ZMQ_XPUB, VL_PORT_WEIGHTS_OUT);
-    if (!self->pull || !self->router || !self->xsub || !self->xpub)
+    self->control = s_bind(self, c, ZMQ_ROUTER, VL_PORT_CONTROL);
+    if (!self->pull || !self->router || !self->xsub || !self->xpub || !self->control)
         goto err;
     int one = 1;
+    // libzmq's own heartbeats: a peer whose host died or whose link was cut is disconnected
+    // within seconds (ROUTER then reports it unreachable), not at TCP's timeout.
+    int ivl = 1000, timeout = 3000;
+    void *beating[] = {self->router, self->control, self->pull};
+    for (int i = 0; i < 3; i++) {
+        zmq_setsockopt(beating[i], ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
+        zmq_setsockopt(beating[i], ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout);
+    }
     zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(self->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
     // Every subscription reaches us, repeats included: each is a late joiner to serve from the
@@ -144,8 +191,9 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     // Take everything learners publish, so the cache is filled whoever subscribes.
     uint8_t all = 1;
     zmq_send(self->xsub, &all, 1, 0);
-    vl_info("listening on ports %d (segments) %d (learners) %d (weights in) %d (weights out)",
-            c->port, c->port + 1, c->port + 2, c->port + 3);
+    vl_info("listening on ports %d (segments) %d (learners) %d (weights in) %d (weights out) "
+            "%d (control)",
+            c->port, c->port + 1, c->port + 2, c->port + 3, c->port + 4);
     return self;
 err:
     vl_broker_destroy(&self);
@@ -252,6 +300,8 @@ static int s_send_to(vl_broker_t *self, s_learner_t *l, zmq_msg_t *msg)
     }
     zmq_msg_send(msg, self->router, 0);
     l->sent++;
+    l->delivered++;
+    l->win_delivered++;
     self->routed++;
     return 0;
 }
@@ -259,7 +309,7 @@ static int s_send_to(vl_broker_t *self, s_learner_t *l, zmq_msg_t *msg)
 /* Sends queued segments while the learner has credit. */
 static void s_drain(vl_broker_t *self, s_learner_t *l)
 {
-    while (l->head && s_credit(l) > 0) {
+    while (l->head && s_credit(l) > 0 && !l->paused) {
         s_queued_t *q = s_queue_pop(l);
         int rc = s_send_to(self, l, &q->msg);
         s_queued_free(q);
@@ -335,8 +385,13 @@ static void s_enqueue(vl_broker_t *self, s_learner_t *l, zmq_msg_t *msg)
         s_drop(self, S_SEGMENT, S_DROP_QUEUE_BYTES, l->policy);
         s_queued_free(s_queue_pop(l));
     }
-    zmq_msg_init(&q->msg);
-    zmq_msg_move(&q->msg, msg);
+    size_t size = zmq_msg_size(msg);
+    if (size < S_COPY_BELOW && zmq_msg_init_size(&q->msg, size) == 0) {
+        memcpy(zmq_msg_data(&q->msg), zmq_msg_data(msg), size);
+    } else {
+        zmq_msg_init(&q->msg);
+        zmq_msg_move(&q->msg, msg);
+    }
     q->next = NULL;
     if (l->tail)
         l->tail->next = q;
@@ -357,12 +412,18 @@ static void s_route(vl_broker_t *self, zmq_msg_t *msg)
         s_drop(self, S_SEGMENT, r, NULL);
         return;
     }
+    vl_roster_segment(self->roster, seg.actor_id, seg.policy_id, seg.seq, seg.send_ns,
+                      vl_wall_ns(), vl_now_ns());
     s_learner_t *l = s_learner_find(self, seg.policy_id);
     if (!l) {
         s_drop(self, S_SEGMENT, S_DROP_NO_LEARNER, seg.policy_id);
         return;
     }
-    if (!l->head && s_credit(l) > 0)
+    if (self->max_lag && l->newest_version > seg.policy_version + self->max_lag) {
+        s_drop(self, S_SEGMENT, S_DROP_STALE, seg.policy_id);
+        return;
+    }
+    if (!l->head && s_credit(l) > 0 && !l->paused)
         s_send_to(self, l, msg);
     else
         s_enqueue(self, l, msg);
@@ -376,6 +437,7 @@ static int s_recv_segment(vl_broker_t *self)
     int rc = zmq_msg_recv(&msg, self->pull, ZMQ_DONTWAIT) >= 0 ? 0 : -1;
     if (rc == 0) {
         self->received++;
+        self->win_received++;
         if (zmq_msg_more(&msg)) {
             s_drop(self, S_SEGMENT, VL_EPROTO, NULL);
             while (zmq_msg_more(&msg) && zmq_msg_recv(&msg, self->pull, 0) >= 0)
@@ -405,16 +467,39 @@ static s_cached_t *s_cache_slot(vl_broker_t *self, const void *topic, size_t len
     return c;
 }
 
+/* Keeps what a learner's publication says of it: its stats, or the
+   newest version of its weights. */
+static void s_note_publication(vl_broker_t *self, const char *topic, size_t len,
+                               const vl_publication_t *pub)
+{
+    char policy[VL_POLICY_ID_MAX];
+    if (pub->is_stats) {
+        s_learner_t *l = s_learner_find(self, pub->stats.policy_id);
+        if (l) {
+            l->stats = pub->stats;
+            l->have_stats = 1;
+        }
+        return;
+    }
+    memcpy(policy, topic, len); // checked by vl_inspect_publication: shorter than the array
+    policy[len] = 0;
+    s_learner_t *l = s_learner_find(self, policy);
+    if (l && pub->version > l->newest_version)
+        l->newest_version = pub->version;
+}
+
 /* Forwards a checked [topic][body] publication and keeps it as the topic's
    last value, or counts why not. */
 static void s_forward_publication(vl_broker_t *self, zmq_msg_t *topic, zmq_msg_t *body)
 {
+    vl_publication_t pub;
     vl_reason_t r = vl_inspect_publication(self->inspect, zmq_msg_data(topic), zmq_msg_size(topic),
-                                           zmq_msg_data(body), zmq_msg_size(body));
+                                           zmq_msg_data(body), zmq_msg_size(body), &pub);
     if (r != VL_OK) {
         s_drop(self, S_PUBLICATION, r, NULL);
         return;
     }
+    s_note_publication(self, zmq_msg_data(topic), zmq_msg_size(topic), &pub);
     s_cached_t *c = s_cache_slot(self, zmq_msg_data(topic), zmq_msg_size(topic));
     if (c)
         zmq_msg_copy(&c->body, body);
@@ -472,6 +557,306 @@ static int s_recv_subscription(vl_broker_t *self)
     return 0;
 }
 
+/* Replies [verb][text] (text may be NULL) to a control requester. */
+static void s_reply(vl_broker_t *self, zmq_msg_t *id, const char *verb, const void *data,
+                    size_t size)
+{
+    zmq_msg_t to;
+    zmq_msg_init(&to);
+    zmq_msg_copy(&to, id);
+    if (zmq_msg_send(&to, self->control, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&to);
+        return;
+    }
+    zmq_send(self->control, verb, strlen(verb), data ? ZMQ_SNDMORE : 0);
+    if (data)
+        zmq_send(self->control, data, size, 0);
+}
+
+/* Replies ERROR with a reason, counting the request dropped. */
+static void s_refuse(vl_broker_t *self, zmq_msg_t *id, int reason)
+{
+    s_drop(self, S_COMMAND, reason, NULL);
+    const char *text = s_drop_str(reason);
+    s_reply(self, id, VL_VERB_ERROR, text, strlen(text));
+}
+
+/* Returns the number of segments queued for all learners. */
+static uint64_t s_queued_total(const vl_broker_t *self)
+{
+    uint64_t queued = 0;
+    for (int i = 0; i < self->n_learners; i++)
+        queued += self->learners[i].queued;
+    return queued;
+}
+
+/* Returns the number of segments dropped, all reasons. */
+static uint64_t s_dropped_total(const vl_broker_t *self)
+{
+    uint64_t dropped = 0;
+    for (int r = 0; r < S_DROP_REASONS; r++)
+        dropped += self->dropped[S_SEGMENT][r];
+    return dropped;
+}
+
+/* Fills a Stats message from a learner's last stats. */
+static void s_stats_msg(const vl_stats_t *st, Volley__Stats *m)
+{
+    volley__stats__init(m);
+    m->schema = VL_SCHEMA_VERSION;
+    m->policy_id = (char *)st->policy_id;
+    m->version = st->version;
+    m->env_steps = st->env_steps;
+    m->episodes = st->episodes;
+    m->mean_return = st->mean_return;
+    m->window = st->window;
+    m->lag_mean = st->lag_mean;
+    m->lag_min = st->lag_min;
+    m->lag_median = st->lag_median;
+    m->lag_max = st->lag_max;
+    m->policy_loss = st->policy_loss;
+    m->value_loss = st->value_loss;
+    m->entropy = st->entropy;
+    m->segments_trained = st->segments_trained;
+    m->segments_dropped = st->segments_dropped;
+    m->uptime_s = st->uptime_s;
+    m->ingest_ms = st->ingest_ms;
+    m->train_ms = st->train_ms;
+}
+
+/* Fills one learner's row (stats into *stats, which the row then points to). */
+static void s_learner_row(const s_learner_t *l, int64_t now, Volley__LearnerRow *r,
+                          Volley__Stats *stats)
+{
+    volley__learner_row__init(r);
+    r->policy_id = (char *)l->policy;
+    r->credit = s_credit(l);
+    r->queued = l->queued;
+    r->queued_bytes = l->queued_bytes;
+    r->delivered = l->delivered;
+    r->delivered_per_s = l->delivered_per_s;
+    r->paused = l->paused;
+    r->silent_s = (float)((now - l->seen_ns) / 1e9);
+    if (l->have_stats) {
+        s_stats_msg(&l->stats, stats);
+        r->stats = stats;
+    }
+}
+
+/* Status rows, allocated together and freed together. */
+typedef struct {
+    Volley__ActorRow *actors;
+    Volley__ActorRow **actor_ptrs;
+    Volley__LearnerRow learners[S_MAX_LEARNERS];
+    Volley__LearnerRow *learner_ptrs[S_MAX_LEARNERS];
+    Volley__Stats stats[S_MAX_LEARNERS];
+    Volley__DropRow drops[S_KINDS * S_DROP_REASONS];
+    Volley__DropRow *drop_ptrs[S_KINDS * S_DROP_REASONS];
+} s_status_rows_t;
+
+/* Fills the drop rows of st from the counters (non-zero ones only). */
+static void s_drop_rows(const vl_broker_t *self, Volley__Status *st, s_status_rows_t *rows)
+{
+    size_t n = 0;
+    for (int k = 0; k < S_KINDS; k++)
+        for (int r = 1; r < S_DROP_REASONS; r++)
+            if (self->dropped[k][r]) {
+                Volley__DropRow *d = &rows->drops[n];
+                volley__drop_row__init(d);
+                d->kind = (char *)s_kind_names[k];
+                d->reason = (char *)s_drop_str(r);
+                d->count = self->dropped[k][r];
+                rows->drop_ptrs[n++] = d;
+            }
+    st->n_drops = n;
+    st->drops = rows->drop_ptrs;
+}
+
+/* Builds the Status of the broker now into st, with its rows in *rows.
+   Returns 0, or -1 on no memory (nothing to free then). */
+static int s_status_build(vl_broker_t *self, Volley__Status *st, s_status_rows_t *rows)
+{
+    int64_t now = vl_now_ns();
+    uint32_t n = vl_roster_count(self->roster);
+    rows->actors = calloc(n ? n : 1, sizeof *rows->actors);
+    rows->actor_ptrs = calloc(n ? n : 1, sizeof *rows->actor_ptrs);
+    if (!rows->actors || !rows->actor_ptrs) {
+        free(rows->actors);
+        free(rows->actor_ptrs);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        volley__actor_row__init(&rows->actors[i]);
+        rows->actor_ptrs[i] = &rows->actors[i];
+    }
+    vl_roster_rows(self->roster, rows->actors, now);
+    volley__status__init(st);
+    st->uptime_s = (double)(now - self->start_ns) / 1e9;
+    st->received = self->received;
+    st->routed = self->routed;
+    st->dropped = s_dropped_total(self);
+    st->queued = s_queued_total(self);
+    st->received_per_s = self->received_per_s;
+    st->queue_bytes_bound = self->queue_bytes;
+    st->rss_bytes = vl_proc_rss_bytes();
+    st->n_actors = n;
+    st->actors = rows->actor_ptrs;
+    for (int i = 0; i < self->n_learners; i++) {
+        s_learner_row(&self->learners[i], now, &rows->learners[i], &rows->stats[i]);
+        rows->learner_ptrs[i] = &rows->learners[i];
+    }
+    st->n_learners = (size_t)self->n_learners;
+    st->learners = rows->learner_ptrs;
+    s_drop_rows(self, st, rows);
+    return 0;
+}
+
+/* Answers a STATUS request. */
+static void s_on_status(vl_broker_t *self, zmq_msg_t *id)
+{
+    static s_status_rows_t rows; // large; one broker per process serves one request at a time
+    Volley__Status st;
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    if (s_status_build(self, &st, &rows) != 0)
+        return;
+    if (vl_status_encode(&st, &buf, &size) == 0)
+        s_reply(self, id, VL_VERB_STATUS, buf, size);
+    free(buf);
+    free(rows.actors);
+    free(rows.actor_ptrs);
+}
+
+/* Pauses or resumes the stream of the learner named in arg. */
+static void s_on_pause(vl_broker_t *self, zmq_msg_t *id, int pause, const zmq_msg_t *arg)
+{
+    char policy[VL_POLICY_ID_MAX];
+    size_t len = arg ? zmq_msg_size(arg) : 0;
+    if (len == 0 || len >= sizeof policy) {
+        s_refuse(self, id, VL_EPOLICY);
+        return;
+    }
+    memcpy(policy, zmq_msg_data((zmq_msg_t *)arg), len);
+    policy[len] = 0;
+    s_learner_t *l = s_learner_find(self, policy);
+    if (!l) {
+        s_refuse(self, id, vl_wire_name_ok(policy, sizeof policy) ? S_DROP_NO_LEARNER : VL_EPOLICY);
+        return;
+    }
+    l->paused = pause;
+    vl_info("learner for policy '%s' %s by a control request", policy,
+            pause ? "paused" : "resumed");
+    if (!pause)
+        s_drain(self, l);
+    s_reply(self, id, VL_VERB_OK, NULL, 0);
+}
+
+/* Takes an actor's beat (no reply: beats are one way). */
+static void s_on_beat(vl_broker_t *self, const zmq_msg_t *arg)
+{
+    vl_beat_t beat;
+    vl_reason_t r = arg ? vl_beat_decode(zmq_msg_data((zmq_msg_t *)arg), zmq_msg_size(arg), &beat)
+                        : VL_EPROTO;
+    if (r != VL_OK)
+        s_drop(self, S_COMMAND, r, NULL);
+    else
+        vl_roster_beat(self->roster, &beat, vl_now_ns());
+}
+
+/* Serves one control request [verb][argument?]. */
+static void s_on_request(vl_broker_t *self, zmq_msg_t *id, const char *verb, const zmq_msg_t *arg)
+{
+    if (strcmp(verb, VL_VERB_BEAT) == 0) {
+        s_on_beat(self, arg);
+    } else if (strcmp(verb, VL_VERB_STATUS) == 0) {
+        s_on_status(self, id);
+    } else if (strcmp(verb, VL_VERB_PAUSE) == 0 || strcmp(verb, VL_VERB_RESUME) == 0) {
+        s_on_pause(self, id, verb[0] == 'P', arg);
+    } else if (strcmp(verb, VL_VERB_SHUTDOWN) == 0) {
+        vl_info("shutting down: asked on the control port");
+        self->shutdown = 1;
+        s_reply(self, id, VL_VERB_OK, NULL, 0);
+    } else {
+        s_refuse(self, id, S_DROP_VERB);
+    }
+}
+
+/* Reads one [identity][verb][argument?] from the control port. Returns 0,
+   or -1 when none is waiting. */
+static int s_recv_control(vl_broker_t *self)
+{
+    zmq_msg_t id, verb, arg;
+    zmq_msg_init(&id);
+    zmq_msg_init(&verb);
+    zmq_msg_init(&arg);
+    int rc = zmq_msg_recv(&id, self->control, ZMQ_DONTWAIT) >= 0 ? 0 : -1;
+    int frames = 1;
+    if (rc == 0 && zmq_msg_more(&id) && zmq_msg_recv(&verb, self->control, 0) >= 0) {
+        frames++;
+        if (zmq_msg_more(&verb) && zmq_msg_recv(&arg, self->control, 0) >= 0)
+            frames++;
+    }
+    zmq_msg_t *last = frames == 3 ? &arg : &verb;
+    int extra = rc == 0 && frames > 1 && zmq_msg_more(last);
+    while (rc == 0 && frames > 1 && zmq_msg_more(last) && zmq_msg_recv(last, self->control, 0) >= 0)
+        ; // a request has at most two frames
+    char name[S_VERB_MAX + 1];
+    size_t len = zmq_msg_size(&verb);
+    if (rc == 0 && frames > 1 && !extra && len <= S_VERB_MAX) {
+        memcpy(name, zmq_msg_data(&verb), len);
+        name[len] = 0;
+        s_on_request(self, &id, name, frames == 3 ? &arg : NULL);
+    } else if (rc == 0) {
+        s_refuse(self, &id, VL_EPROTO);
+    }
+    zmq_msg_close(&id);
+    zmq_msg_close(&verb);
+    zmq_msg_close(&arg);
+    return rc;
+}
+
+/* Logs the broker's counters as key=value lines: one for the broker, one
+   per learner. */
+static void s_log_status(vl_broker_t *self)
+{
+    vl_info("status received=%llu routed=%llu dropped=%llu queued=%llu received_per_s=%.1f "
+            "actors=%u alive=%u learners=%d rss_bytes=%llu",
+            (unsigned long long)self->received, (unsigned long long)self->routed,
+            (unsigned long long)s_dropped_total(self), (unsigned long long)s_queued_total(self),
+            (double)self->received_per_s, vl_roster_count(self->roster),
+            vl_roster_alive(self->roster), self->n_learners, vl_proc_rss_bytes());
+    for (int i = 0; i < self->n_learners; i++) {
+        const s_learner_t *l = &self->learners[i];
+        vl_info("learner policy=%s credit=%llu queued=%llu queued_bytes=%zu delivered=%llu "
+                "delivered_per_s=%.1f paused=%d version=%llu",
+                l->policy, (unsigned long long)s_credit(l), (unsigned long long)l->queued,
+                l->queued_bytes, (unsigned long long)l->delivered, (double)l->delivered_per_s,
+                l->paused, (unsigned long long)l->newest_version);
+    }
+}
+
+/* Once a second: closes the rate windows; every log_every: logs status. */
+static void s_tick(vl_broker_t *self)
+{
+    int64_t now = vl_now_ns();
+    vl_roster_tick(self->roster, now);
+    int64_t elapsed = now - self->window_ns;
+    if (elapsed >= S_WINDOW_NS) {
+        self->received_per_s = (float)(self->win_received * 1e9 / (double)elapsed);
+        self->win_received = 0;
+        for (int i = 0; i < self->n_learners; i++) {
+            s_learner_t *l = &self->learners[i];
+            l->delivered_per_s = (float)(l->win_delivered * 1e9 / (double)elapsed);
+            l->win_delivered = 0;
+        }
+        self->window_ns = now;
+    }
+    if (self->log_every_ns > 0 && now - self->logged_ns >= self->log_every_ns) {
+        s_log_status(self);
+        self->logged_ns = now;
+    }
+}
+
 /* Forgets learners that stopped saying hello. */
 static void s_expire_learners(vl_broker_t *self)
 {
@@ -483,38 +868,34 @@ static void s_expire_learners(vl_broker_t *self)
 
 int vl_broker_run(vl_broker_t *self)
 {
-    zmq_pollitem_t items[] = {{self->pull, 0, ZMQ_POLLIN, 0},
+    // Control first, then hellos and weights: control is never queued behind bulk data.
+    zmq_pollitem_t items[] = {{self->control, 0, ZMQ_POLLIN, 0},
                               {self->router, 0, ZMQ_POLLIN, 0},
                               {self->xsub, 0, ZMQ_POLLIN, 0},
-                              {self->xpub, 0, ZMQ_POLLIN, 0}};
-    int (*handlers[])(vl_broker_t *) = {s_recv_segment, s_recv_router, s_recv_publication,
-                                        s_recv_subscription};
-    while (!vl_interrupted) {
-        if (zmq_poll(items, 4, 1000) < 0) {
+                              {self->xpub, 0, ZMQ_POLLIN, 0},
+                              {self->pull, 0, ZMQ_POLLIN, 0}};
+    int (*handlers[])(vl_broker_t *) = {s_recv_control, s_recv_router, s_recv_publication,
+                                        s_recv_subscription, s_recv_segment};
+    while (!vl_interrupted && !self->shutdown) {
+        if (zmq_poll(items, 5, 250) < 0) {
             if (zmq_errno() == EINTR)
                 continue;
             vl_error("poll failed: %s", zmq_strerror(zmq_errno()));
             return -1;
         }
-        // Hellos and weights first: control is never queued behind bulk data.
-        for (int k = 1; k <= 4; k++) {
-            int i = k % 4;
+        for (int i = 0; i < 5; i++)
             for (int b = 0; (items[i].revents & ZMQ_POLLIN) && b < S_BATCH; b++)
                 if (handlers[i](self) < 0)
                     break;
-        }
         s_expire_learners(self);
+        s_tick(self);
     }
     return 0;
 }
 
 void vl_broker_log_counters(const vl_broker_t *self)
 {
-    uint64_t dropped = 0, queued = 0;
-    for (int r = 0; r < S_DROP_REASONS; r++)
-        dropped += self->dropped[S_SEGMENT][r];
-    for (int i = 0; i < self->n_learners; i++)
-        queued += self->learners[i].queued;
+    uint64_t dropped = s_dropped_total(self), queued = s_queued_total(self);
     vl_info("segments received=%llu routed=%llu dropped=%llu queued=%llu (%s)",
             (unsigned long long)self->received, (unsigned long long)self->routed,
             (unsigned long long)dropped, (unsigned long long)queued,
@@ -542,8 +923,9 @@ void vl_broker_destroy(vl_broker_t **self_p)
         zmq_msg_close(&self->cache[i].body);
     }
     vl_inspect_destroy(&self->inspect);
-    void *socks[] = {self->pull, self->router, self->xsub, self->xpub};
-    for (int i = 0; i < 4; i++)
+    vl_roster_destroy(&self->roster);
+    void *socks[] = {self->pull, self->router, self->xsub, self->xpub, self->control};
+    for (int i = 0; i < 5; i++)
         if (socks[i])
             zmq_close(socks[i]);
     if (self->ctx)

@@ -15,15 +15,19 @@ typedef struct vl_broker_s vl_broker_t;
 
 typedef struct {
     const char *bind_host; // interface to listen on, "*" for all
-    int port;              // base port; the broker uses port .. port + 3
+    int port;              // base port; the broker uses port .. port + 4
     int64_t max_msg;       // bytes; larger messages are refused by libzmq
     int sndhwm;            // messages queued per learner before drops
     int inspect_full;      // 1: decode every segment in full; 0: headers only
     size_t queue_bytes;    // bound of each learner's queue of segments waiting for credit
+    uint64_t max_lag;      // drop segments this many versions behind the newest weights (0: never)
+    int log_every_s;       // seconds between key=value status log lines (0: none)
+    uint32_t max_actors;   // actors accounted for at once
 } vl_broker_config_t;
 
 /* Returns the defaults: all interfaces, port 7600, 64 MiB, 1000 messages,
-   full inspection, 64 MiB queued per learner. */
+   full inspection, 64 MiB queued per learner, no lag bound, status logged
+   every 10 s, 4096 actors. */
 vl_broker_config_t vl_broker_config_default(void);
 
 /* Creates a broker and binds its sockets. Returns NULL after logging why

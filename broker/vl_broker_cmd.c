@@ -6,21 +6,25 @@
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../messages/vl_status.h"
 #include "vl_broker.h"
 
 static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
-            "                     [--queue-bytes N] [--inspect full|header] [--quiet|--verbose]\n"
+            "                     [--queue-bytes N] [--inspect full|header] [--max-lag N]\n"
+            "                     [--log-every S] [--max-actors N] [--quiet|--verbose]\n"
             "\n"
             "Routes segments from actors to the learner serving each policy, and weights from\n"
             "learners to actors, keeping the newest weights for actors that join late. Checks\n"
-            "everything it forwards; on exit it logs what it dropped, by kind and reason.\n"
+            "everything it forwards and counts every segment: received = routed + dropped\n"
+            "(by reason) + queued. `volley top --broker HOST:PORT` shows it live.\n"
             "\n"
             "  --port N         base port (default 7600); listens on N (actor segments),\n"
             "                   N+1 (learners), N+2 (weights from learners), N+3 (weights to\n"
-            "                   actors and monitors)\n"
+            "                   actors and monitors), N+4 (control: actors' heartbeats,\n"
+            "                   status, pause/resume a learner, shutdown; see `volley ctl`)\n"
             "  --bind HOST      interface to listen on (default *, all)\n"
             "  --max-msg BYTES  refuse larger messages (default 67108864)\n"
             "  --hwm N          segments in libzmq's send queue per learner before drops\n"
@@ -29,6 +33,13 @@ static void s_usage(FILE *out)
             "                   beyond them the oldest are dropped (default 67108864)\n"
             "  --inspect full|header  decode and check every segment in full (default), or\n"
             "                   check headers only (faster; learners still check in full)\n"
+            "  --max-lag N      drop segments acted on weights more than N versions older than\n"
+            "                   the newest their learner published, as too stale (default 0:\n"
+            "                   keep all; learners apply their own bound)\n"
+            "  --log-every S    log the counters as key=value lines every S seconds (default\n"
+            "                   10; 0: only at exit)\n"
+            "  --max-actors N   actors accounted for at once (default 4096); beyond it, new\n"
+            "                   actors replace the longest silent\n"
             "  --quiet          warnings and errors only\n"
             "  --verbose        debug logging\n"
             "  -h, --help       this text\n");
@@ -42,6 +53,9 @@ int vl_broker_main(int argc, char **argv)
                                          {"hwm", required_argument, 0, 'w'},
                                          {"queue-bytes", required_argument, 0, 'Q'},
                                          {"inspect", required_argument, 0, 'i'},
+                                         {"max-lag", required_argument, 0, 'L'},
+                                         {"log-every", required_argument, 0, 'E'},
+                                         {"max-actors", required_argument, 0, 'A'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'},
@@ -82,6 +96,21 @@ int vl_broker_main(int argc, char **argv)
                 return 2;
             }
             c.inspect_full = strcmp(optarg, "full") == 0;
+            break;
+        case 'L':
+            if (vl_opt_long("broker", "max-lag", optarg, 0, 1L << 40, &v))
+                return 2;
+            c.max_lag = (uint64_t)v;
+            break;
+        case 'E':
+            if (vl_opt_long("broker", "log-every", optarg, 0, 86400, &v))
+                return 2;
+            c.log_every_s = (int)v;
+            break;
+        case 'A':
+            if (vl_opt_long("broker", "max-actors", optarg, 1, VL_STATUS_MAX_ACTORS, &v))
+                return 2;
+            c.max_actors = (uint32_t)v;
             break;
         case 'q':
             level = VL_LOG_WARN;

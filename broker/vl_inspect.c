@@ -59,23 +59,24 @@ vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t s
 }
 
 vl_reason_t vl_inspect_publication(vl_inspect_t *self, const uint8_t *topic, size_t topic_len,
-                                   const uint8_t *body, size_t body_len)
+                                   const uint8_t *body, size_t body_len, vl_publication_t *out)
 {
     char name[VL_POLICY_ID_MAX];
     if (topic_len == 0 || topic_len >= sizeof name)
         return VL_EPOLICY;
     memcpy(name, topic, topic_len);
     name[topic_len] = 0;
-    if (strcmp(name, VL_STATS_TOPIC) == 0) {
-        vl_stats_t stats;
-        return vl_stats_decode(body, body_len, &stats);
-    }
+    out->is_stats = strcmp(name, VL_STATS_TOPIC) == 0;
+    if (out->is_stats)
+        return vl_stats_decode(body, body_len, &out->stats);
     if (!vl_wire_name_ok(name, sizeof name) || name[0] == '~')
         return VL_EPOLICY;
     vl_weights_t *w = NULL;
     vl_reason_t r = vl_weights_decode(body, body_len, &self->limits, &w);
     if (r == VL_OK && strcmp(w->policy_id, name) != 0)
         r = VL_EMISMATCH;
+    if (r == VL_OK)
+        out->version = w->version;
     vl_weights_destroy(&w);
     return r;
 }

@@ -26,8 +26,15 @@ void vl_inspect_destroy(vl_inspect_t **self_p);
 vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t size,
                                vl_segment_t *seg);
 
-/* Checks a [topic][body] publication from a learner. */
+/* What a checked publication said. */
+typedef struct {
+    int is_stats;     // 1: a learner's stats (below); 0: weights
+    vl_stats_t stats; // when is_stats
+    uint64_t version; // weights version, when !is_stats
+} vl_publication_t;
+
+/* Checks a [topic][body] publication from a learner; on VL_OK fills *out. */
 vl_reason_t vl_inspect_publication(vl_inspect_t *self, const uint8_t *topic, size_t topic_len,
-                                   const uint8_t *body, size_t body_len);
+                                   const uint8_t *body, size_t body_len, vl_publication_t *out);
 
 #endif

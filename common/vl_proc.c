@@ -77,3 +77,15 @@ void vl_proc_stop(pid_t *pids, int n, int grace_ms)
         }
     }
 }
+
+unsigned long long vl_proc_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size = 0, resident = 0;
+    if (!f)
+        return 0;
+    int n = fscanf(f, "%llu %llu", &size, &resident);
+    fclose(f);
+    long page = sysconf(_SC_PAGESIZE);
+    return n == 2 && page > 0 ? resident * (unsigned long long)page : 0;
+}

@@ -27,4 +27,8 @@ void vl_proc_stop(pid_t *pids, int n, int grace_ms);
    (its entry set to 0 and *status set), or -1 if none has. */
 int vl_proc_reap(pid_t *pids, int n, int *status);
 
+/* Returns this process's resident memory in bytes (/proc/self/statm), or 0
+   where that cannot be read. */
+unsigned long long vl_proc_rss_bytes(void);
+
 #endif
