@@ -15,13 +15,16 @@
 #include "../common/vl_sock.h"
 #include "../learner/vl_policy.h"
 #include "../messages/vl_codec.h"
+#include "../messages/vl_status.h"
 
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
+#define S_BEAT_EVERY_NS     1000000000LL // the broker calls an actor silent after 5 s
 
 struct vl_actor_s {
     vl_actor_config_t c;
     uint32_t D, A; // observation size, actions
     void *ctx, *push, *sub;
+    void *control; // DEALER to the broker's control port: beats
     vl_policy_t *policy;
     uint64_t version; // weights version acting now
     int have_weights;
@@ -41,6 +44,12 @@ struct vl_actor_s {
     vl_limits_t limits;
     uint64_t steps, sent;
     int warned_load;
+    // since the last beat
+    int64_t beat_ns;      // monotonic, when it was sent
+    uint64_t beat_steps;  // self->steps then
+    double apply_ms_sum;  // weights publish -> applied
+    float apply_ms_max;
+    uint32_t applied;
 };
 
 vl_actor_config_t vl_actor_config_default(void)
@@ -121,7 +130,8 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
                                  S_MAX_WEIGHTS_BYTES);
     self->sub =
         vl_sock_connect(self->ctx, ZMQ_SUB, c->broker, VL_PORT_WEIGHTS_OUT, 0, S_MAX_WEIGHTS_BYTES);
-    if (!self->push || !self->sub)
+    self->control = vl_sock_connect(self->ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, 0, 4096);
+    if (!self->push || !self->sub || !self->control)
         goto err;
     zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, c->policy, strlen(c->policy));
     return self;
@@ -129,6 +139,51 @@ err:
     vl_error("cannot start the actor");
     vl_actor_destroy(&self);
     return NULL;
+}
+
+/* Counts the time from the publication of weights to now, when they were
+   applied (publish_ns 0: not stamped). */
+static void s_note_applied(vl_actor_t *self, int64_t publish_ns)
+{
+    int64_t d = publish_ns ? vl_wall_ns() - publish_ns : -1;
+    if (d < 0)
+        return; // not stamped, or the learner's clock is ahead of ours
+    float ms = (float)(d / 1e6);
+    self->apply_ms_sum += ms;
+    self->apply_ms_max = ms > self->apply_ms_max ? ms : self->apply_ms_max;
+    self->applied++;
+}
+
+/* Sends a beat to the broker's control port if a second has passed since
+   the last: alive, segments sent, weights version, apply latency, speed. */
+static void s_beat(vl_actor_t *self)
+{
+    int64_t now = vl_now_ns(), elapsed = now - self->beat_ns;
+    if (elapsed < S_BEAT_EVERY_NS)
+        return;
+    vl_beat_t b = {.actor_id = self->c.actor_id,
+                   .segments_sent = self->sent,
+                   .weights_version = self->version,
+                   .apply_ms = self->applied ? (float)(self->apply_ms_sum / self->applied) : 0.0f,
+                   .apply_ms_max = self->apply_ms_max,
+                   .env_steps_per_s =
+                       self->beat_ns ? (float)((self->steps - self->beat_steps) * 1e9 / elapsed)
+                                     : 0.0f};
+    snprintf(b.policy_id, sizeof b.policy_id, "%s", self->c.policy);
+    uint8_t *buf;
+    size_t size;
+    if (vl_beat_encode(&b, &buf, &size) == 0) {
+        // Never blocks: with no broker, beats wait in the socket's queue until its limit.
+        if (zmq_send(self->control, VL_VERB_BEAT, strlen(VL_VERB_BEAT),
+                     ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+            zmq_send(self->control, buf, size, ZMQ_DONTWAIT);
+        free(buf);
+    }
+    self->beat_ns = now;
+    self->beat_steps = self->steps;
+    self->apply_ms_sum = 0.0;
+    self->apply_ms_max = 0.0f;
+    self->applied = 0;
 }
 
 /* Applies one weights message if it is for our policy and new. */
@@ -143,6 +198,7 @@ static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
     if (strcmp(w->policy_id, self->c.policy) == 0 &&
         (!self->have_weights || w->version != self->version)) {
         if (vl_policy_load(self->policy, w) == 0) {
+            s_note_applied(self, w->publish_ns);
             self->version = w->version;
             self->have_weights = 1;
             self->rounds_on_version = 0;
@@ -161,6 +217,7 @@ static int s_poll_weights(vl_actor_t *self, int timeout_ms)
 {
     uint64_t before = self->version;
     int had = self->have_weights;
+    s_beat(self);
     zmq_pollitem_t item = {self->sub, 0, ZMQ_POLLIN, 0};
     int rc = zmq_poll(&item, 1, timeout_ms);
     if (rc < 0)
@@ -326,6 +383,8 @@ void vl_actor_destroy(vl_actor_t **self_p)
         zmq_close(self->push);
     if (self->sub)
         zmq_close(self->sub);
+    if (self->control)
+        zmq_close(self->control);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     vl_policy_destroy(&self->policy);

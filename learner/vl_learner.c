@@ -34,6 +34,8 @@ typedef struct {
     uint64_t refused[VL_EREASONS]; // by reason
     float returns[S_WINDOW];       // ring of the last episodes' returns
     uint32_t n_returns, next_return;
+    double ingest_ms_sum; // actor send -> ingest, since the last report
+    uint64_t ingest_n;
 } s_ingest_stats_t;
 
 struct vl_learner_s {
@@ -54,6 +56,10 @@ struct vl_learner_s {
     uint64_t *lag_counts; // [max_lag + 1] segments trained on at each lag since the last report
     vl_update_stats_t last;
     int64_t start_ns;
+    double trained_recv_sum; // recv_ns of the segments in the update not yet published
+    int trained_n;
+    double train_ms_sum; // ingest -> published, since the last report
+    uint64_t train_n;
     char checkpoint[4096]; // path, empty when off
 };
 
@@ -110,7 +116,10 @@ static vl_reason_t s_check_fit(const vl_learner_t *self, const vl_segment_t *s)
 static void s_count(vl_learner_t *self, const vl_segment_t *s)
 {
     s_ingest_stats_t *in = &self->in;
+    int64_t d = s->recv_ns - s->send_ns; // across hosts: clock skew may make it negative
     pthread_mutex_lock(&in->lock);
+    in->ingest_ms_sum += d > 0 ? (double)d / 1e6 : 0.0;
+    in->ingest_n++;
     in->accepted++;
     in->env_steps += s->horizon;
     in->episodes += s->n_episodes;
@@ -142,6 +151,7 @@ static void s_ingest_one(vl_learner_t *self, const uint8_t *data, size_t size)
         s_refuse(self, r);
         return;
     }
+    seg.recv_ns = vl_wall_ns();
     s_count(self, &seg);
     vl_buffer_commit(self->buf, slot, &seg);
 }
@@ -257,6 +267,17 @@ static void s_publish_weights(vl_learner_t *self)
         s_publish(self, self->c.policy, buf, size);
 }
 
+/* Counts, for the segments just trained on, the time from their ingest to
+   now, when the weights trained on them were published. */
+static void s_count_train_time(vl_learner_t *self)
+{
+    double now = (double)vl_wall_ns();
+    self->train_ms_sum += (now * self->trained_n - self->trained_recv_sum) / 1e6;
+    self->train_n += (uint64_t)self->trained_n;
+    self->trained_recv_sum = 0;
+    self->trained_n = 0;
+}
+
 /* Counts the policy lags of segments trained on since the last report. */
 static void s_count_lags(vl_learner_t *self, const uint32_t *lags, int n)
 {
@@ -302,6 +323,9 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
     for (uint32_t i = 0; i < in->n_returns; i++)
         sum += in->returns[i];
     st->mean_return = in->n_returns ? (float)(sum / in->n_returns) : 0;
+    st->ingest_ms = in->ingest_n ? (float)(in->ingest_ms_sum / (double)in->ingest_n) : 0;
+    in->ingest_ms_sum = 0;
+    in->ingest_n = 0;
     uint64_t refused = 0;
     for (int r = 0; r < VL_EREASONS; r++)
         refused += in->refused[r];
@@ -314,6 +338,9 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
     st->segments_trained = self->trained;
     st->segments_dropped = refused + vl_replay_stale(self->replay) + vl_buffer_evicted(self->buf);
     st->uptime_s = (double)(vl_now_ns() - self->start_ns) / 1e9;
+    st->train_ms = self->train_n ? (float)(self->train_ms_sum / (double)self->train_n) : 0;
+    self->train_ms_sum = 0;
+    self->train_n = 0;
 }
 
 /* Publishes progress on VL_STATS_TOPIC and logs it at debug level. */
@@ -426,6 +453,9 @@ static int s_train_once(vl_learner_t *self)
         rc = vl_trainer_update(self->trainer, segs, n, w_used ? w : NULL, sums, &self->last);
         rc = rc == 0 ? 1 : -1;
         self->trained += (uint64_t)n;
+        for (int i = 0; i < n; i++)
+            self->trained_recv_sum += (double)segs[i]->recv_ns;
+        self->trained_n += n;
     }
     vl_replay_done(self->replay, n > 0 && rc > 0 ? sums : NULL);
     return rc;
@@ -447,6 +477,7 @@ int vl_learner_run(vl_learner_t *self)
         if (rc > 0) {
             self->version++;
             s_publish_weights(self);
+            s_count_train_time(self);
         }
         if (vl_now_ns() >= next_heartbeat) {
             s_publish_weights(self); // reaches a broker that restarted, or a lost publication
