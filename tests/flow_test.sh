@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Credit-based flow control: a learner that stops (SIGSTOP, 4 s) grants no credit,
+# Credit-based flow control: a learner that stops (SIGSTOP, 4 s; FLOW_STOP_S=30
+# for the 30 s figure) grants no credit,
 # so the broker queues its segments in a queue bounded in bytes, dropping the
 # oldest; the broker's memory stays bounded, training resumes on SIGCONT, and
 # the broker's counters add up: received = routed + dropped + queued.
@@ -34,15 +35,18 @@ pass "training: version $(version), broker RSS ${rss0} kB"
 # Hence 3 x QUEUE above the running RSS, plus 20 MB for the TCP send buffer
 # towards the stopped learner, libzmq batches and allocator slack.
 limit=$((rss0 + 3 * QUEUE / 1024 + 20 * 1024))
+STOP_S=${FLOW_STOP_S:-4}
 kill -STOP $LEARNER
 peak=$rss0
-for _ in $(seq 40); do # 4 s: under the broker's 5 s expiry, so the queue, not expiry, bounds it
+# 4 s: under the broker's 5 s expiry, so the queue, not the expiry, bounds it; longer, the
+# broker forgets the silent learner at 5 s, frees its queue and drops its segments as unserved.
+for _ in $(seq $((STOP_S * 10))); do
     r=$(rss_kb)
     [ "$r" -gt "$peak" ] && peak=$r
     sleep 0.1
 done
 kill -CONT $LEARNER
-echo "broker RSS: ${rss0} kB before the stop, peak ${peak} kB while stopped, limit ${limit} kB"
+echo "broker RSS: ${rss0} kB before the stop, peak ${peak} kB while stopped ${STOP_S} s, limit ${limit} kB"
 [ "$peak" -le "$limit" ] || fail "broker RSS ${peak} kB over ${limit} kB with the learner stopped"
 pass "broker memory bounded while the learner was stopped"
 

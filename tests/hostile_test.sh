@@ -6,7 +6,7 @@
 INJECT=${2:?usage: $0 volley vl_inject}
 PORT=$(free_port)
 
-"$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 > "$TMP/broker.log" 2>&1 &
+"$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --max-lag 20 > "$TMP/broker.log" 2>&1 &
 BROKER=$!
 PIDS+=($BROKER)
 "$VOLLEY" learner --broker 127.0.0.1:$PORT --batch 4 --capacity 16 --verbose > "$TMP/learner.log" 2>&1 &
@@ -14,11 +14,14 @@ PIDS+=($!)
 "$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
 PIDS+=($!)
 version() { grep -oE "version=[0-9]+" "$TMP/learner.log" | tail -1 | cut -d= -f2; }
-wait_for "$TMP/learner.log" 20 "version=[2-9]" || fail "training did not start"
+# past version 20, so that a segment of version 0 is too stale for --max-lag 20
+wait_for "$TMP/learner.log" 30 "version=([3-9][0-9]|[0-9]{3,})" || fail "training did not start"
 before=$(version)
 
 FAULTS="seg-garbage seg-truncated seg-multipart seg-version seg-horizon seg-shape seg-policy
         seg-bound seg-bomb seg-corrupt seg-nan-reward seg-inf-obs seg-action seg-unknown-policy
+        seg-stale cmd-verb cmd-long-verb cmd-frames beat-garbage beat-missing beat-nan
+        pause-unknown pause-policy
         hello-garbage hello-version hello-policy
         pub-garbage pub-nan-weights pub-mismatch pub-stats-nan pub-one-frame"
 "$INJECT" 127.0.0.1:$PORT $FAULTS || fail "vl_inject failed"
@@ -48,6 +51,12 @@ expect_count segments "bad lz4 payload" 3          # bound, bomb, corrupt
 expect_count segments "non-finite float" 2         # reward, observation
 expect_count segments "action out of range" 1
 expect_count segments "no learner serves its policy" 1
+expect_count segments "too stale" 1
+expect_count commands "unknown verb" 1
+expect_count commands "malformed protobuf" 4        # long verb, three frames, beat garbage, beat missing
+expect_count commands "non-finite float" 1         # beat
+expect_count commands "no learner serves its policy" 1
+expect_count commands "bad policy id" 1
 expect_count hellos "malformed protobuf" 1
 expect_count hellos "wrong schema version" 1
 expect_count hellos "bad policy id" 1

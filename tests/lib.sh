@@ -19,8 +19,8 @@ pass() { echo "ok   $*"; }
 free_port() {
     local p
     for _ in $(seq 50); do
-        p=$((20000 + (RANDOM % 9000) * 4))
-        if ! (ss -ltn 2>/dev/null | grep -qE ":($p|$((p+1))|$((p+2))|$((p+3))) "); then echo $p; return; fi
+        p=$((20000 + (RANDOM % 8000) * 5))
+        if ! (ss -ltn 2>/dev/null | grep -qE ":($p|$((p+1))|$((p+2))|$((p+3))|$((p+4))) "); then echo $p; return; fi
     done
     echo 27600
 }

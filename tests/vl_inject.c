@@ -13,13 +13,14 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
+#include "../messages/vl_status.h"
 #include "volley.pb-c.h"
 
 #define T 16
 #define D 4
 
 typedef struct {
-    void *push, *dealer, *pub;
+    void *push, *dealer, *pub, *control;
 } s_socks_t;
 
 /* A valid CartPole-shaped segment for policy, unpacked for editing. */
@@ -135,12 +136,53 @@ static int s_segment_fault(void *push, const char *fault)
         s_edit_payload(m, s_inf_obs);
     else if (strcmp(fault, "seg-action") == 0)
         s_edit_payload(m, s_bad_action);
-    else if (strcmp(fault, "seg-unknown-policy") != 0)
-        rc = -1;
+    else if (strcmp(fault, "seg-unknown-policy") != 0 && strcmp(fault, "seg-stale") != 0)
+        rc = -1; // those two are valid segments: of a policy nobody serves, of version 0
     if (rc == 0)
         s_send_msg(push, &m->base);
     s_free_segment(m, payload, policy_id);
     return rc;
+}
+
+/* Sends a control-port fault: bad verbs, frames, beats, pause requests.
+   The broker's ERROR replies are left unread. -1 for an unknown fault. */
+static int s_control_fault(void *control, const char *fault)
+{
+    char verb[100];
+    memset(verb, 'V', sizeof verb);
+    Volley__Beat beat = VOLLEY__BEAT__INIT;
+    beat.schema = VL_SCHEMA_VERSION;
+    beat.policy_id = "default";
+    beat.apply_ms = NAN;
+    const char *arg = NULL;
+    if (strcmp(fault, "cmd-verb") == 0)
+        zmq_send(control, "FROB", 4, 0);
+    else if (strcmp(fault, "cmd-long-verb") == 0)
+        zmq_send(control, verb, sizeof verb, 0);
+    else if (strcmp(fault, "cmd-frames") == 0) {
+        zmq_send(control, VL_VERB_STATUS, strlen(VL_VERB_STATUS), ZMQ_SNDMORE);
+        zmq_send(control, "a", 1, ZMQ_SNDMORE);
+        zmq_send(control, "b", 1, 0);
+    } else if (strcmp(fault, "beat-garbage") == 0)
+        arg = "\xff\xff\xff garbage";
+    else if (strcmp(fault, "beat-missing") == 0)
+        zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), 0);
+    else if (strcmp(fault, "pause-unknown") == 0) {
+        zmq_send(control, VL_VERB_PAUSE, strlen(VL_VERB_PAUSE), ZMQ_SNDMORE);
+        zmq_send(control, "nobody", 6, 0);
+    } else if (strcmp(fault, "pause-policy") == 0) {
+        zmq_send(control, VL_VERB_PAUSE, strlen(VL_VERB_PAUSE), ZMQ_SNDMORE);
+        zmq_send(control, "bad\n", 4, 0);
+    } else if (strcmp(fault, "beat-nan") != 0)
+        return -1;
+    if (arg) {
+        zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), ZMQ_SNDMORE);
+        zmq_send(control, arg, strlen(arg), 0);
+    } else if (strcmp(fault, "beat-nan") == 0) {
+        zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), ZMQ_SNDMORE);
+        s_send_msg(control, &beat.base);
+    }
+    return 0;
 }
 
 /* Sends raw bytes or a Hello/publication fault; -1 for an unknown fault. */
@@ -218,16 +260,18 @@ int main(int argc, char **argv)
     void *ctx = zmq_ctx_new();
     s_socks_t s = {vl_sock_connect(ctx, ZMQ_PUSH, argv[1], VL_PORT_SEGMENTS, 2000, 1 << 20),
                    vl_sock_connect(ctx, ZMQ_DEALER, argv[1], VL_PORT_LEARNERS, 2000, 1 << 20),
-                   vl_sock_connect(ctx, ZMQ_PUB, argv[1], VL_PORT_WEIGHTS_IN, 2000, 1 << 20)};
-    if (!s.push || !s.dealer || !s.pub)
+                   vl_sock_connect(ctx, ZMQ_PUB, argv[1], VL_PORT_WEIGHTS_IN, 2000, 1 << 20),
+                   vl_sock_connect(ctx, ZMQ_DEALER, argv[1], VL_PORT_CONTROL, 2000, 1 << 20)};
+    if (!s.push || !s.dealer || !s.pub || !s.control)
         return 1;
     usleep(500 * 1000); // let the broker's subscribe-all reach our PUB
     int rc = 0;
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i];
         int r = strncmp(f, "seg-", 4) == 0 && s_segment_fault(s.push, f) == 0 ? 0
-                : strncmp(f, "pub-", 4) == 0 ? s_publication_fault(s.pub, f)
-                                             : s_other_fault(&s, f);
+                : strncmp(f, "pub-", 4) == 0                                   ? s_publication_fault(s.pub, f)
+                : s_control_fault(s.control, f) == 0                            ? 0
+                                                                               : s_other_fault(&s, f);
         if (r != 0) {
             fprintf(stderr, "vl_inject: unknown fault '%s'\n", f);
             rc = 2;
@@ -236,6 +280,7 @@ int main(int argc, char **argv)
     zmq_close(s.push);
     zmq_close(s.dealer);
     zmq_close(s.pub);
+    zmq_close(s.control);
     zmq_ctx_term(ctx); // lingers until everything is sent
     return rc;
 }
