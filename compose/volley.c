@@ -5,6 +5,7 @@
 #include "../actors/vl_actor.h"
 #include "../broker/vl_broker.h"
 #include "../learner/vl_learner.h"
+#include "vl_top.h"
 #include "vl_up.h"
 
 typedef struct {
@@ -18,6 +19,8 @@ static const s_command_t s_commands[] = {
     {.name = "broker", .main = vl_broker_main, .summary = "route segments and weights"},
     {.name = "learner", .main = vl_learner_main, .summary = "train a policy, publish weights"},
     {.name = "actor", .main = vl_actor_main, .summary = "step environments, push segments"},
+    {.name = "top", .main = vl_top_main, .summary = "live view of a run, from the broker"},
+    {.name = "ctl", .main = vl_ctl_main, .summary = "ask the broker: status, pause, resume, stop"},
 };
 
 static void s_usage(FILE *out)
