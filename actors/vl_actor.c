@@ -145,10 +145,10 @@ err:
    applied (publish_ns 0: not stamped). */
 static void s_note_applied(vl_actor_t *self, int64_t publish_ns)
 {
-    int64_t d = publish_ns ? vl_wall_ns() - publish_ns : -1;
-    if (d < 0)
-        return; // not stamped, or the learner's clock is ahead of ours
-    float ms = (float)(d / 1e6);
+    double span = publish_ns ? vl_span_ms(publish_ns, vl_wall_ns()) : -1.0;
+    if (span < 0)
+        return; // not stamped, a learner's clock ahead of ours, or nonsense
+    float ms = (float)span;
     self->apply_ms_sum += ms;
     self->apply_ms_max = ms > self->apply_ms_max ? ms : self->apply_ms_max;
     self->applied++;

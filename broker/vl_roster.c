@@ -155,8 +155,8 @@ void vl_roster_segment(vl_roster_t *self, uint32_t actor_id, const char *policy,
     a->last_seq = seq;
     a->segments++;
     a->win_segments++;
-    int64_t d = wall_ns - send_ns; // clocks of two hosts: may be skewed, even negative
-    a->win_send_ms += d > 0 ? (double)d / 1e6 : 0.0;
+    double span = vl_span_ms(send_ns, wall_ns); // two hosts' clocks: may be skewed
+    a->win_send_ms += span > 0 ? span : 0.0;
 }
 
 void vl_roster_beat(vl_roster_t *self, const vl_beat_t *beat, int64_t now_ns)

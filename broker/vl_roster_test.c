@@ -1,5 +1,6 @@
 /*  vl_roster_test: per-actor accounting: sequence gaps, restarts, rates,
     silence, beats, a full table, row order. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +57,23 @@ static void test_rates_and_send_time(void)
     vl_roster_tick(r, t + 3 * S_SEC);
     rows = s_rows(r, t + 3 * S_SEC);
     VL_CHECK(rows[0].segments_per_s == 0.0f);
+    free(rows);
+    vl_roster_destroy(&r);
+}
+
+static void test_hostile_send_time(void)
+{
+    vl_roster_t *r = vl_roster_new(8, 5 * S_SEC);
+    int64_t t = 100 * S_SEC;
+    vl_roster_tick(r, t);
+    vl_roster_segment(r, 1, "p", 0, INT64_MIN, 1000, t);       // would overflow
+    vl_roster_segment(r, 1, "p", 1, INT64_MAX, 1000, t);       // from the future
+    vl_roster_segment(r, 1, "p", 2, -5000000000000000000, 1000, t); // years ago
+    vl_roster_segment(r, 1, "p", 3, 1000, 1000 + 4000000, t);  // 4 ms: the one that counts
+    vl_roster_tick(r, t + S_SEC);
+    Volley__ActorRow *rows = s_rows(r, t + S_SEC);
+    VL_CHECK(rows[0].segments == 4);
+    VL_CHECK_NEAR(rows[0].send_ms, 1.0, 1e-3); // 4 ms over 4 segments; the rest count as 0
     free(rows);
     vl_roster_destroy(&r);
 }
@@ -132,6 +150,7 @@ int main(void)
     vl_log_init("roster_test", VL_LOG_WARN);
     VL_RUN(test_gaps_and_restarts);
     VL_RUN(test_rates_and_send_time);
+    VL_RUN(test_hostile_send_time);
     VL_RUN(test_silence_and_beats);
     VL_RUN(test_full_table);
     VL_RUN(test_same_id_two_policies);

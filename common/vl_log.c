@@ -52,3 +52,11 @@ int64_t vl_wall_ns(void)
 {
     return s_clock_ns(CLOCK_REALTIME);
 }
+
+double vl_span_ms(int64_t from_ns, int64_t to_ns)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(to_ns, from_ns, &d) || d < 0 || d > 3600LL * 1000000000LL)
+        return -1.0;
+    return (double)d / 1e6;
+}

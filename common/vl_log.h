@@ -25,4 +25,9 @@ int64_t vl_now_ns(void);
 /* Returns wall-clock (CLOCK_REALTIME) time in nanoseconds. */
 int64_t vl_wall_ns(void);
 
+/* Returns to_ns - from_ns in milliseconds when it is between 0 and an hour,
+   else -1: stamps read from the wire are hostile (the subtraction must not
+   overflow) and clocks of two hosts may disagree. */
+double vl_span_ms(int64_t from_ns, int64_t to_ns);
+
 #endif

@@ -116,9 +116,9 @@ static vl_reason_t s_check_fit(const vl_learner_t *self, const vl_segment_t *s)
 static void s_count(vl_learner_t *self, const vl_segment_t *s)
 {
     s_ingest_stats_t *in = &self->in;
-    int64_t d = s->recv_ns - s->send_ns; // across hosts: clock skew may make it negative
+    double span = vl_span_ms(s->send_ns, s->recv_ns); // hostile stamp, or skewed clocks
     pthread_mutex_lock(&in->lock);
-    in->ingest_ms_sum += d > 0 ? (double)d / 1e6 : 0.0;
+    in->ingest_ms_sum += span > 0 ? span : 0.0;
     in->ingest_n++;
     in->accepted++;
     in->env_steps += s->horizon;
