@@ -4,14 +4,17 @@
     nothing leaked: libFuzzer's leak check). On VL_OK: policy id and tensor
     names printable, tensor count within the limit, every shape of rank 1
     (cols 1) or 2 with nonzero dims and at most max_tensor_elems values,
-    every value finite; the round trip: vl_weights_encode succeeds and its
-    bytes decode to identical weights; destroy nulls the pointer and is safe
-    twice. */
+    every value finite; publish_ns is the one on the wire (as protobuf-c
+    unpacks it); the round trip: vl_weights_encode succeeds and its bytes
+    decode to identical weights but for publish_ns, which the encoder stamps
+    afresh with the wall clock (so it is the re-encoded wire's, and not 0);
+    destroy nulls the pointer and is safe twice. */
 #include <stdint.h>
 #include <string.h>
 
 #include "fuzz_common.h"
 #include "messages/vl_codec.h"
+#include "volley.pb-c.h"
 
 /* Default limits, raw bytes lowered to keep the fuzzer's allocations small
    (LZ4's 255:1 bound already ties them to the input size). */
@@ -39,7 +42,19 @@ static void s_check_decoded(const vl_weights_t *w, const vl_limits_t *lim)
     }
 }
 
-/* Checks that two decoded weights are the same, value for value. */
+/* Returns the publish_ns field of wire bytes as protobuf-c unpacks them;
+   aborts if they do not unpack (a decoder that accepted them did). */
+static int64_t s_wire_publish_ns(const uint8_t *data, size_t size)
+{
+    Volley__Weights *msg = volley__weights__unpack(NULL, size, data);
+    FUZZ_CHECK(msg);
+    int64_t ns = msg->publish_ns;
+    volley__weights__free_unpacked(msg, NULL);
+    return ns;
+}
+
+/* Checks that two decoded weights are the same, value for value, but for
+   publish_ns (a re-encode stamps its own). */
 static void s_check_same(const vl_weights_t *a, const vl_weights_t *b)
 {
     FUZZ_CHECK(strcmp(a->policy_id, b->policy_id) == 0 && a->version == b->version);
@@ -63,6 +78,8 @@ static void s_check_round_trip(const vl_weights_t *w, const vl_limits_t *lim)
     FUZZ_CHECK(vl_weights_decode(wire, wire_size, lim, &copy) == VL_OK && copy);
     s_check_decoded(copy, lim);
     s_check_same(w, copy);
+    FUZZ_CHECK(copy->publish_ns > 0); // the wall clock, stamped by the encoder
+    FUZZ_CHECK(copy->publish_ns == s_wire_publish_ns(wire, wire_size));
     vl_weights_destroy(&copy);
     free(wire);
 }
@@ -80,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(w);
     s_check_decoded(w, &lim);
+    FUZZ_CHECK(w->publish_ns == s_wire_publish_ns(data, size)); // any value, as sent
     s_check_round_trip(w, &lim);
     vl_weights_destroy(&w);
     FUZZ_CHECK(w == NULL);

@@ -1,9 +1,11 @@
 /*  make_corpus: writes valid seed messages for the fuzz harnesses, made by
     volley's own encoders, into DIR/<kind>/seed_N (kinds: segment, weights,
-    hello, stats; the directories must not need more than one mkdir level).
-    Values come from a fixed generator, so the seeds are the same on every
-    run. Each seed is decoded again before it is written: a seed the decoder
-    refuses is a bug in the encoder, and make_corpus exits 1.
+    hello, stats, status; the directories must not need more than one mkdir
+    level). Values come from a fixed generator, and the weights' publish_ns
+    (the encoder stamps the wall clock) is set to a fixed time, so the seeds
+    are the same on every run. Each seed is decoded again before it is
+    written: a seed the decoder refuses is a bug in the encoder, and
+    make_corpus exits 1.
 
     usage: make_corpus DIR */
 #include <errno.h>
@@ -15,8 +17,11 @@
 #include <sys/stat.h>
 
 #include "messages/vl_codec.h"
+#include "messages/vl_status.h"
+#include "volley.pb-c.h"
 
 static uint32_t s_rng = 12345u; // fixed: the committed corpus must be reproducible
+#define S_PUBLISH_NS 1700000000123456789ll // the weights seed's publish time, fixed likewise
 
 /* Returns the next value of a small LCG, in [0, 1). */
 static float s_uniform(void)
@@ -117,6 +122,26 @@ static int s_segments(const char *dir)
     return 0;
 }
 
+/* Sets the publish_ns of encoded weights to S_PUBLISH_NS: unpacks *wire,
+   packs it again into a new buffer that replaces it. Returns 0 or -1. */
+static int s_fix_publish_ns(uint8_t **wire, size_t *size)
+{
+    Volley__Weights *msg = volley__weights__unpack(NULL, *size, *wire);
+    if (!msg)
+        return -1;
+    msg->publish_ns = S_PUBLISH_NS;
+    uint8_t *fixed = NULL;
+    size_t n = 0;
+    int rc = vl_wire_pack(&msg->base, &fixed, &n);
+    volley__weights__free_unpacked(msg, NULL);
+    if (rc != 0)
+        return -1;
+    free(*wire);
+    *wire = fixed;
+    *size = n;
+    return 0;
+}
+
 /* Writes a weights seed of two tensors, a [4, 3] matrix and its [3] bias. */
 static int s_weights(const char *dir)
 {
@@ -135,7 +160,8 @@ static int s_weights(const char *dir)
     vl_weights_t *back = NULL;
     int rc = -1;
     if (vl_weights_encode("cartpole", 9, tensors, 2, &wire, &size) == 0 &&
-        vl_weights_decode(wire, size, &lim, &back) == VL_OK)
+        s_fix_publish_ns(&wire, &size) == 0 &&
+        vl_weights_decode(wire, size, &lim, &back) == VL_OK && back->publish_ns == S_PUBLISH_NS)
         rc = s_write(dir, "weights", 1, wire, size);
     else
         fprintf(stderr, "make_corpus: weights seed does not round-trip\n");
@@ -175,7 +201,11 @@ static int s_stats(const char *dir)
                         .entropy = 0.6f,
                         .segments_trained = 4096,
                         .segments_dropped = 3,
-                        .uptime_s = 61.5};
+                        .uptime_s = 61.5,
+                        .lag_min = 1,
+                        .lag_median = 1,
+                        .ingest_ms = 2.75f,
+                        .train_ms = 40.5f};
     uint8_t *wire = NULL;
     size_t size = 0;
     vl_stats_t back;
@@ -184,6 +214,122 @@ static int s_stats(const char *dir)
         rc = s_write(dir, "stats", 1, wire, size);
     else
         fprintf(stderr, "make_corpus: stats seed does not round-trip\n");
+    free(wire);
+    return rc;
+}
+
+/* Writes a beat seed with every field set. */
+static int s_beat(const char *dir)
+{
+    vl_beat_t beat = {.policy_id = "cartpole",
+                      .actor_id = 3,
+                      .segments_sent = 812,
+                      .weights_version = 119,
+                      .apply_ms = 1.5f,
+                      .apply_ms_max = 6.25f,
+                      .env_steps_per_s = 5120.0f};
+    uint8_t *wire = NULL;
+    size_t size = 0;
+    vl_beat_t back;
+    int rc = -1;
+    if (vl_beat_encode(&beat, &wire, &size) == 0 && vl_beat_decode(wire, size, &back) == VL_OK)
+        rc = s_write(dir, "status", 1, wire, size);
+    else
+        fprintf(stderr, "make_corpus: beat seed does not round-trip\n");
+    free(wire);
+    return rc;
+}
+
+/* Writes a status seed as a broker builds one: two actor rows (one silent),
+   a learner with stats and a paused one without, two drop rows. */
+static int s_status(const char *dir)
+{
+    Volley__ActorRow actors[2];
+    Volley__ActorRow *actor_ptrs[2] = {&actors[0], &actors[1]};
+    for (int i = 0; i < 2; i++) {
+        volley__actor_row__init(&actors[i]);
+        actors[i].actor_id = (uint32_t)i;
+        actors[i].policy_id = i == 0 ? "cartpole" : "catch";
+        actors[i].segments = 800u + (uint64_t)i;
+        actors[i].seq_gaps = (uint64_t)i;
+        actors[i].segments_per_s = i == 0 ? 20.0f : 0.0f;
+        actors[i].send_ms = 0.75f;
+        actors[i].weights_version = 119;
+        actors[i].apply_ms = 1.5f;
+        actors[i].env_steps_per_s = 5120.0f;
+        actors[i].silent_s = i == 0 ? 0.25f : 9.5f;
+        actors[i].alive = i == 0;
+        actors[i].restarts = (uint32_t)i;
+    }
+    Volley__Stats stats;
+    volley__stats__init(&stats);
+    stats.schema = VL_SCHEMA_VERSION;
+    stats.policy_id = "cartpole";
+    stats.version = 119;
+    stats.env_steps = 1u << 20;
+    stats.episodes = 5000;
+    stats.mean_return = 187.5f;
+    stats.window = 100;
+    stats.lag_mean = 1.25f;
+    stats.lag_max = 4;
+    stats.policy_loss = -0.02f;
+    stats.value_loss = 0.5f;
+    stats.entropy = 0.6f;
+    stats.segments_trained = 4096;
+    stats.segments_dropped = 3;
+    stats.uptime_s = 61.5;
+    stats.lag_median = 1;
+    stats.ingest_ms = 2.75f;
+    stats.train_ms = 40.5f;
+    Volley__LearnerRow learners[2];
+    Volley__LearnerRow *learner_ptrs[2] = {&learners[0], &learners[1]};
+    for (int i = 0; i < 2; i++) {
+        volley__learner_row__init(&learners[i]);
+        learners[i].policy_id = i == 0 ? "cartpole" : "catch";
+        learners[i].credit = 32;
+        learners[i].queued = (uint64_t)(7 * i);
+        learners[i].queued_bytes = (uint64_t)(7 * i * 300);
+        learners[i].delivered = 4096;
+        learners[i].delivered_per_s = 19.5f;
+        learners[i].paused = i == 1;
+        learners[i].silent_s = 0.125f;
+        learners[i].stats = i == 0 ? &stats : NULL;
+    }
+    Volley__DropRow drops[2];
+    Volley__DropRow *drop_ptrs[2] = {&drops[0], &drops[1]};
+    for (int i = 0; i < 2; i++) {
+        volley__drop_row__init(&drops[i]);
+        drops[i].kind = i == 0 ? "segments" : "credits";
+        drops[i].reason = (char *)vl_reason_str(i == 0 ? VL_ENONFINITE : VL_ESHAPE);
+        drops[i].count = 3u - (uint64_t)i;
+    }
+    Volley__Status status;
+    volley__status__init(&status);
+    status.uptime_s = 62.0;
+    status.received = 4106;
+    status.routed = 4096;
+    status.dropped = 3;
+    status.queued = 7;
+    status.received_per_s = 39.5f;
+    status.queue_bytes_bound = 64u << 20;
+    status.rss_bytes = 12u << 20;
+    status.n_actors = 2;
+    status.actors = actor_ptrs;
+    status.n_learners = 2;
+    status.learners = learner_ptrs;
+    status.n_drops = 2;
+    status.drops = drop_ptrs;
+    uint8_t *wire = NULL;
+    size_t size = 0;
+    vl_reason_t reason = VL_EREASONS;
+    Volley__Status *back = NULL;
+    int rc = -1;
+    if (vl_status_encode(&status, &wire, &size) == 0 &&
+        (back = vl_status_decode(wire, size, &reason)) != NULL)
+        rc = s_write(dir, "status", 2, wire, size);
+    else
+        fprintf(stderr, "make_corpus: status seed does not decode (%s)\n", vl_reason_str(reason));
+    vl_status_free(&back);
     free(wire);
     return rc;
 }
@@ -199,7 +345,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (s_segments(argv[1]) != 0 || s_weights(argv[1]) != 0 || s_hello(argv[1]) != 0 ||
-        s_stats(argv[1]) != 0)
+        s_stats(argv[1]) != 0 || s_beat(argv[1]) != 0 || s_status(argv[1]) != 0)
         return 1;
     return 0;
 }
