@@ -15,7 +15,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$TMP"/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -20 "$f"; }; done; exit 1; }
 pass() { echo "ok   $*"; }
-# A base port with four free ports after it, away from the default 7600.
+# A base port with the four ports after it free, away from the default 7600.
 free_port() {
     local p
     for _ in $(seq 50); do
