@@ -58,22 +58,22 @@
 #include "learner/vl_policy.h"
 #include "messages/vl_codec.h"
 
-#define S_POLICY        "bench"   // policy id: the topic the actors subscribe to
-#define S_ACTORS        4         // subscriber threads per path
-#define S_PUBS          300       // measured publications per path
-#define S_QUICK_PUBS    40        // ... with --quick
-#define S_PERIOD_S      0.02      // between publications: latency, not a flood
-#define S_WARM_VERSION  100000    // warm-up versions start here, measured ones at ...
-#define S_FIRST_VERSION 1000000   // ... this: both 3-byte varints, so every body is one size
-#define S_FIRST_WAIT_S  5.0       // warm-up: every actor must have seen a message by then
-#define S_DRAIN_S       1.0       // after the last publication, stragglers get this long
-#define S_POLL_MS       50        // subscribers' poll timeout, so they see stop
+#define S_POLICY        "bench"     // policy id: the topic the actors subscribe to
+#define S_ACTORS        4           // subscriber threads per path
+#define S_PUBS          300         // measured publications per path
+#define S_QUICK_PUBS    40          // ... with --quick
+#define S_PERIOD_S      0.02        // between publications: latency, not a flood
+#define S_WARM_VERSION  100000      // warm-up versions start here, measured ones at ...
+#define S_FIRST_VERSION 1000000     // ... this: both 3-byte varints, so every body is one size
+#define S_FIRST_WAIT_S  5.0         // warm-up: every actor must have seen a message by then
+#define S_DRAIN_S       1.0         // after the last publication, stragglers get this long
+#define S_POLL_MS       50          // subscribers' poll timeout, so they see stop
 #define S_MAX_MSG       (256 << 20) // incoming message cap, as the actor's SUB
-#define S_MAX_TENSORS   64        // as the learner's s_publish_weights
-#define S_LARGE_OBS     256       // the large case: obs dim ...
-#define S_LARGE_HIDDEN  256       // ... and hidden units (about 1 MB of weights)
-#define S_STAMP_BYTES   16        // raw path: send stamp and version at the body's start
-#define S_TARGET        2.0       // broker applied p50 / raw p50, at most
+#define S_MAX_TENSORS   64          // as the learner's s_publish_weights
+#define S_LARGE_OBS     256         // the large case: obs dim ...
+#define S_LARGE_HIDDEN  256         // ... and hidden units (about 1 MB of weights)
+#define S_STAMP_BYTES   16          // raw path: send stamp and version at the body's start
+#define S_TARGET        2.0         // broker applied p50 / raw p50, at most
 
 /* ---- cases and results ------------------------------------------------------- */
 
@@ -87,8 +87,8 @@ typedef struct {
 
 /* One path's samples, pooled over the actors. */
 typedef struct {
-    double *recv_us;  // [S_ACTORS * n]; NAN where a publication never came
-    double *apply_us; // ... until applied (broker path; NAN on the raw path)
+    double *recv_us;   // [S_ACTORS * n]; NAN where a publication never came
+    double *apply_us;  // ... until applied (broker path; NAN on the raw path)
     double *encode_us; // [n], the publisher's encode per publication
     uint64_t lost[S_ACTORS];
     uint64_t dups;    // publications that came twice to one actor
@@ -141,11 +141,11 @@ static void s_sleep_until(double t)
 static void s_cases(s_case_t cases[2])
 {
     vl_actor_config_t d = vl_actor_config_default();
-    cases[0] = (s_case_t){.obs_dim = d.env->obs_dim, .num_actions = d.env->num_actions,
-                          .hidden = d.hidden};
+    cases[0] = (s_case_t){
+        .obs_dim = d.env->obs_dim, .num_actions = d.env->num_actions, .hidden = d.hidden};
     snprintf(cases[0].name, sizeof cases[0].name, "default (%s)", d.env->name);
-    cases[1] = (s_case_t){.obs_dim = S_LARGE_OBS, .num_actions = d.env->num_actions,
-                          .hidden = S_LARGE_HIDDEN};
+    cases[1] = (s_case_t){
+        .obs_dim = S_LARGE_OBS, .num_actions = d.env->num_actions, .hidden = S_LARGE_HIDDEN};
     snprintf(cases[1].name, sizeof cases[1].name, "large");
 }
 
@@ -158,8 +158,8 @@ static void s_broker_start(const char *volley, int port)
 {
     char port_s[16];
     snprintf(port_s, sizeof port_s, "%d", port);
-    char *argv[] = {(char *)volley, "broker", "--port", port_s, "--bind", "127.0.0.1", "--quiet",
-                    NULL};
+    char *argv[] = {(char *)volley, "broker",    "--port",  port_s,
+                    "--bind",       "127.0.0.1", "--quiet", NULL};
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
 #ifdef __linux__
@@ -233,17 +233,17 @@ typedef struct {
     void *ctx, *sock;    // its own context, SUB subscribed to S_POLICY
     vl_policy_t *policy; // broker path: the network loaded from each message
     vl_limits_t limits;
-    size_t size;         // raw path: every body is this long
-    uint32_t n;          // measured publications
-    double *recv_us;     // [n], by version - S_FIRST_VERSION; NAN until it came
-    double *apply_us;    // [n], likewise; NAN on the raw path
-    uint64_t current;    // version applied now (0: none yet)
-    atomic_int seen;     // some message arrived (the warm-up waits for it)
-    atomic_uint got;     // measured publications recorded
+    size_t size;      // raw path: every body is this long
+    uint32_t n;       // measured publications
+    double *recv_us;  // [n], by version - S_FIRST_VERSION; NAN until it came
+    double *apply_us; // [n], likewise; NAN on the raw path
+    uint64_t current; // version applied now (0: none yet)
+    atomic_int seen;  // some message arrived (the warm-up waits for it)
+    atomic_uint got;  // measured publications recorded
     atomic_int stop;
-    uint64_t dups;       // a measured publication that came again; read after join
-    uint64_t bad;        // malformed, undecodable, unloadable or wrong; read after join
-    char why[160];       // the first bad one's reason
+    uint64_t dups; // a measured publication that came again; read after join
+    uint64_t bad;  // malformed, undecodable, unloadable or wrong; read after join
+    char why[160]; // the first bad one's reason
     pthread_t tid;
 } s_actor_t;
 
@@ -615,12 +615,14 @@ static s_stats_t s_stats(const double *xs, size_t n)
     return s;
 }
 
-/* Writes "a+b+c+d" of the per-actor losses into buf. */
+/* Writes the per-actor losses, "a+b+...", into buf. */
 static void s_lost_str(const uint64_t *lost, char *buf, size_t cap)
 {
-    snprintf(buf, cap, "%llu+%llu+%llu+%llu", (unsigned long long)lost[0],
-             (unsigned long long)lost[1], (unsigned long long)lost[2],
-             (unsigned long long)lost[3]);
+    size_t len = 0;
+    buf[0] = 0;
+    for (int i = 0; i < S_ACTORS && len < cap; i++)
+        len += (size_t)snprintf(buf + len, cap - len, "%s%llu", i ? "+" : "",
+                                (unsigned long long)lost[i]);
 }
 
 static void s_print_row(const s_case_t *c, size_t size, const char *path, s_stats_t s,
@@ -628,9 +630,8 @@ static void s_print_row(const s_case_t *c, size_t size, const char *path, s_stat
 {
     char lost[64];
     s_lost_str(r->lost, lost, sizeof lost);
-    printf("  %-18s %9zu  %-26s %9.1f %9.1f %9.1f %8llu  %-12s %4llu\n", c->name, size, path,
-           s.p50, s.p99, s.max, (unsigned long long)s.samples, lost,
-           (unsigned long long)r->dups);
+    printf("  %-18s %9zu  %-26s %9.1f %9.1f %9.1f %8llu  %-12s %4llu\n", c->name, size, path, s.p50,
+           s.p99, s.max, (unsigned long long)s.samples, lost, (unsigned long long)r->dups);
 }
 
 /* Prints one case's rows; returns the broker-applied / raw p50 ratio. */
@@ -762,7 +763,8 @@ int main(int argc, char **argv)
            "  %d publications per path, %.0f ms apart, after a warm-up; one ZeroMQ context per\n"
            "  actor and for the publisher; %ld cores online%s\n",
            S_ACTORS, plan.runs, plan.run_s * 1e3, cores,
-           cores <= 2 ? ":\n  the broker, 4 actors, the publisher and their I/O threads compete" : "");
+           cores <= 2 ? ":\n  the broker, 4 actors, the publisher and their I/O threads compete"
+                      : "");
     double load0 = s_load();
     s_case_t cases[2];
     s_cases(cases);
@@ -787,7 +789,8 @@ int main(int argc, char **argv)
     printf("\n");
     for (int k = 0; k < 2; k++)
         printf("  %s, %zu B: broker applied p50 / raw p50 = %.2fx, target <= %.1fx: %s\n",
-               cases[k].name, sizes[k], ratio[k], S_TARGET, ratio[k] <= S_TARGET ? "met" : "missed");
+               cases[k].name, sizes[k], ratio[k], S_TARGET,
+               ratio[k] <= S_TARGET ? "met" : "missed");
     for (int k = 0; k < 2; k++)
         for (int p = 0; p < 2; p++)
             s_run_free(&runs[k][p]);
