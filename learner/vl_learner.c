@@ -16,6 +16,7 @@
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
 #include "vl_buffer.h"
+#include "vl_ingest.h"
 #include "vl_replay.h"
 #include "vl_resume.h"
 #include "vl_trainer.h"
@@ -102,19 +103,10 @@ static void s_refuse(vl_learner_t *self, vl_reason_t r)
         vl_warn("refusing segments: %s; logged once, counted after", vl_reason_str(r));
 }
 
-/* Returns VL_OK if a valid segment is one this learner trains on. */
-static vl_reason_t s_check_fit(const vl_learner_t *self, const vl_segment_t *s)
-{
-    if (s->horizon != self->c.horizon || s->num_actions != self->A ||
-        !vl_obs_spec_equal(&s->obs_spec, &self->c.env->obs_spec) ||
-        strcmp(s->policy_id, self->c.policy) != 0)
-        return VL_EMISMATCH;
-    return VL_OK;
-}
-
 /* Adds an accepted segment's steps and finished episodes to the counters. */
-static void s_count(vl_learner_t *self, const vl_segment_t *s)
+static void s_count(void *ctx, const vl_segment_t *s)
 {
+    vl_learner_t *self = ctx;
     s_ingest_stats_t *in = &self->in;
     double span = vl_span_ms(s->send_ns, s->recv_ns); // hostile stamp, or skewed clocks
     pthread_mutex_lock(&in->lock);
@@ -135,25 +127,10 @@ static void s_count(vl_learner_t *self, const vl_segment_t *s)
 /* Decodes one received segment into a buffer slot, or refuses it. */
 static void s_ingest_one(vl_learner_t *self, const uint8_t *data, size_t size)
 {
-    void *arrays;
-    size_t cap;
-    int slot = vl_buffer_claim(self->buf, &arrays, &cap);
-    if (slot < 0) {
-        s_refuse(self, VL_ETOOBIG); // every slot busy: cannot happen with capacity >= 2 batches
-        return;
-    }
-    vl_segment_t seg;
-    vl_reason_t r = vl_segment_decode(data, size, &self->limits, &seg, arrays, cap);
-    if (r == VL_OK)
-        r = s_check_fit(self, &seg);
-    if (r != VL_OK) {
-        vl_buffer_abandon(self->buf, slot);
+    vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size,
+                              vl_wall_ns(), s_count, self);
+    if (r != VL_OK)
         s_refuse(self, r);
-        return;
-    }
-    seg.recv_ns = vl_wall_ns();
-    s_count(self, &seg);
-    vl_buffer_commit(self->buf, slot, &seg);
 }
 
 /* The ingest thread's credit with the broker: absolute counters since its

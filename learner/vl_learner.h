@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../actors/vl_env.h"
+#include "../common/vl_opts.h"
 
 typedef struct vl_learner_s vl_learner_t;
 
@@ -35,6 +36,11 @@ typedef struct {
     uint32_t checkpoint_every;  // seconds between checkpoints
     int resume;                 // continue from the checkpoint if there is one
 } vl_learner_config_t;
+
+/* The learner's numeric flags (--seed, --batch, --lr, ...), shared with
+   `volley replay`, whose learner takes the same. */
+extern const vl_num_opt_t vl_learner_opts[];
+extern const int vl_learner_n_opts;
 
 /* Returns defaults tuned for CartPole on a small machine. */
 vl_learner_config_t vl_learner_config_default(void);

@@ -10,7 +10,7 @@
 #define S_OPT(name, kind, field, lo, hi, help)                                                     \
     VL_NUM_OPT(vl_learner_config_t, name, kind, field, lo, hi, help)
 
-static const vl_num_opt_t s_nums[] = {
+const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("seed", VL_OPT_U64, seed, 0, 1L << 62, "initial weights, minibatch order"),
     S_OPT("horizon", VL_OPT_U32, horizon, 1, 4096, "steps per segment, as the actors'"),
     S_OPT("hidden", VL_OPT_U32, hidden, 1, 4096, "hidden units per layer, as the actors'"),
@@ -36,7 +36,7 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("rho-bar", VL_OPT_FLOAT, rho_bar, 0, 1e30, "V-trace rho clip"),
     S_OPT("c-bar", VL_OPT_FLOAT, c_bar, 0, 1e30, "V-trace c clip"),
 };
-#define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
+const int vl_learner_n_opts = (int)(sizeof vl_learner_opts / sizeof vl_learner_opts[0]);
 
 static void s_usage(FILE *out)
 {
@@ -55,7 +55,7 @@ static void s_usage(FILE *out)
             "                     numbers, counters (a corrupt checkpoint is refused)\n");
     vl_env_print_help(out);
     vl_learner_config_t defaults = vl_learner_config_default();
-    vl_opt_print(out, s_nums, S_NNUMS, &defaults);
+    vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"
                  "  --verbose          debug logging, with progress every second\n"
                  "  -h, --help         this text\n");
@@ -66,7 +66,7 @@ int vl_learner_main(int argc, char **argv)
     vl_learner_config_t c = vl_learner_config_default();
     vl_role_opts_t role = {
         .policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO, .learner = 1};
-    int rc = vl_opt_parse_role("learner", argc, argv, s_nums, S_NNUMS, &c, &role, s_usage);
+    int rc = vl_opt_parse_role("learner", argc, argv, vl_learner_opts, vl_learner_n_opts, &c, &role, s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     if (!(c.env = vl_env_lookup("learner", role.env)))

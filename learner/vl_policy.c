@@ -369,3 +369,9 @@ int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
     }
     return 0;
 }
+
+void vl_policy_set_portable(vl_policy_t *self)
+{
+    for (int i = 0; i < S_NETS; i++)
+        vl_mlp_set_kernels(self->net[i], VL_MLP_KERNELS_PORTABLE);
+}

@@ -70,6 +70,11 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
    clipping. */
 float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm);
 
+/* Makes both networks use the portable kernels (plain C, SSE2 at most):
+   the same results on every x86-64, where the AVX2+FMA kernels round
+   differently. For deterministic runs (volley replay). */
+void vl_policy_set_portable(vl_policy_t *self);
+
 /* Returns how many parameter tensors the policy has. */
 uint32_t vl_policy_tensor_count(const vl_policy_t *self);
 

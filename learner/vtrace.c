@@ -575,12 +575,6 @@ static int s_best_path(void)
     return path;
 }
 
-/* A test hook, declared only by vtrace_test.c: makes vl_vtrace use path
-   (0 scalar, 1 SSE2, 2 AVX2; -1 the best available, as by default).
-   Returns path (for -1, the one chosen), or -1 when this build or CPU
-   lacks it, leaving the choice alone. */
-int vl_vtrace_path(int path);
-
 int vl_vtrace_path(int path)
 {
     if (path == S_PATH_AUTO)

@@ -17,4 +17,11 @@ typedef struct {
 void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, const float *rewards,
                const float *dones, const float *log_rhos, float *vs, float *pg_adv);
 
+/* Makes vl_vtrace use one path for the whole process: 0 scalar, 1 SSE2,
+   2 AVX2+FMA, -1 the best this CPU has (the default). The paths agree to
+   rounding, not bit for bit: a deterministic run (volley replay) picks SSE2,
+   which every x86-64 has. Returns the path chosen, or -1 when this build or
+   CPU lacks it (the choice is left alone). */
+int vl_vtrace_path(int path);
+
 #endif

@@ -357,7 +357,6 @@ static void test_empty(void)
 
 /* vtrace.c's test hook: 0 scalar, 1 SSE2, 2 AVX2, -1 the best; returns the
    path now in use, or -1 when this build or CPU lacks it. */
-int vl_vtrace_path(int path);
 
 #define S_PATHS 3
 

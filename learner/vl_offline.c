@@ -1,0 +1,143 @@
+/*  vl_offline: ingest, then an update per batch of arrivals. */
+#include "vl_offline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "vl_buffer.h"
+#include "vl_ingest.h"
+#include "vl_replay.h"
+#include "vl_trainer.h"
+#include "vtrace.h"
+
+#define S_WINDOW 100 // episodes in the mean return
+
+struct vl_offline_s {
+    vl_learner_config_t c;
+    uint32_t A;
+    vl_limits_t limits;
+    vl_buffer_t *buf;
+    vl_replay_t *replay;
+    vl_trainer_t *trainer;
+    uint32_t arrived; // segments ingested since the last update
+    vl_offline_stats_t st;
+    float returns[S_WINDOW];
+    uint32_t n_returns, next_return;
+};
+
+vl_offline_t *vl_offline_new(const vl_learner_config_t *c)
+{
+    vl_offline_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->c = *c;
+    self->A = c->env->num_actions;
+    self->limits = vl_limits_default();
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->env->obs_spec);
+    self->trainer = vl_trainer_new(c, c->env->obs_dim, self->A);
+    self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
+    if (!self->buf || !self->trainer || !self->replay) {
+        vl_offline_destroy(&self);
+        return NULL;
+    }
+    vl_policy_set_portable(vl_trainer_policy(self->trainer));
+    vl_vtrace_path(1); // SSE2: every x86-64 has it, and it rounds the same everywhere
+    return self;
+}
+
+void vl_offline_destroy(vl_offline_t **self_p)
+{
+    vl_offline_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    vl_replay_destroy(&self->replay);
+    vl_trainer_destroy(&self->trainer);
+    vl_buffer_destroy(&self->buf);
+    free(self);
+    *self_p = NULL;
+}
+
+/* Counts an accepted segment's steps and episodes (before it is committed). */
+static void s_count(void *ctx, const vl_segment_t *s)
+{
+    vl_offline_t *self = ctx;
+    self->st.accepted++;
+    self->st.env_steps += s->horizon;
+    self->st.episodes += s->n_episodes;
+    for (uint32_t e = 0; e < s->n_episodes; e++) {
+        self->returns[self->next_return] = s->episode_returns[e];
+        self->next_return = (self->next_return + 1) % S_WINDOW;
+        if (self->n_returns < S_WINDOW)
+            self->n_returns++;
+    }
+}
+
+/* Runs one update on what the replay policy picks. Returns 0 or -1. */
+static int s_update(vl_offline_t *self)
+{
+    uint32_t B = self->c.batch_segments, lags[B];
+    const vl_segment_t *segs[B];
+    float w[B], sums[B];
+    int w_used = 0, rc = 0;
+    uint64_t stale_before = vl_replay_stale(self->replay);
+    int n = vl_replay_next(self->replay, self->st.updates, 0, segs, lags, w, &w_used);
+    if (n > 0) {
+        vl_update_stats_t us;
+        rc = vl_trainer_update(self->trainer, segs, n, w_used ? w : NULL, sums, &us);
+        if (rc == 0) {
+            self->st.updates++;
+            self->st.trained += (uint64_t)n;
+        }
+    }
+    vl_replay_done(self->replay, n > 0 && rc == 0 ? sums : NULL);
+    self->st.stale += vl_replay_stale(self->replay) - stale_before;
+    return rc;
+}
+
+int vl_offline_feed(vl_offline_t *self, const uint8_t *data, size_t size, int64_t recv_ns)
+{
+    self->st.messages++;
+    vl_reason_t r =
+        vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, recv_ns, s_count, self);
+    if (r != VL_OK) {
+        self->st.refused[r]++;
+        return 0;
+    }
+    if (++self->arrived < self->c.batch_segments)
+        return 0;
+    self->arrived = 0;
+    return s_update(self);
+}
+
+void vl_offline_stats(const vl_offline_t *self, vl_offline_stats_t *out)
+{
+    *out = self->st;
+    double sum = 0;
+    for (uint32_t i = 0; i < self->n_returns; i++)
+        sum += self->returns[i];
+    out->mean_return = self->n_returns ? (float)(sum / self->n_returns) : 0.0f;
+}
+
+/* Folds n bytes into an FNV-1a 64-bit hash. */
+static uint64_t s_fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+uint64_t vl_offline_checksum(vl_offline_t *self)
+{
+    vl_policy_t *p = vl_trainer_policy(self->trainer);
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint32_t i = 0; i < vl_policy_tensor_count(p); i++) {
+        vl_tensor_t t;
+        vl_policy_tensor(p, i, &t);
+        uint32_t shape[3] = {t.ndim, t.rows, t.cols};
+        h = s_fnv(h, t.name, strlen(t.name) + 1);
+        h = s_fnv(h, shape, sizeof shape);
+        h = s_fnv(h, t.data, (size_t)t.rows * t.cols * sizeof(float));
+    }
+    return h;
+}
