@@ -14,6 +14,7 @@
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
 #include "vl_inspect.h"
+#include "vl_recorder.h"
 #include "vl_roster.h"
 
 #define S_MAX_LEARNERS       64
@@ -97,6 +98,7 @@ struct vl_broker_s {
     uint64_t max_lag;   // 0: no bound
     int64_t log_every_ns;
     vl_roster_t *roster;
+    vl_recorder_t *recorder; // NULL: not recording
     int64_t start_ns, window_ns, logged_ns; // monotonic
     uint64_t win_received;
     float received_per_s;
@@ -116,7 +118,9 @@ vl_broker_config_t vl_broker_config_default(void)
                                 .queue_bytes = 64 << 20,
                                 .max_lag = 0,
                                 .log_every_s = 10,
-                                .max_actors = 4096};
+                                .max_actors = 4096,
+                                .record = NULL,
+                                .record_flush = VL_FLUSH_EVERYSEC};
 }
 
 static const char *s_drop_str(int reason)
@@ -152,6 +156,26 @@ static void *s_bind(vl_broker_t *self, const vl_broker_config_t *c, int type, in
     return vl_sock_bind(self->ctx, type, c->bind_host, c->port + offset, 0, c->max_msg);
 }
 
+/* Starts recording to c->record, the configuration in the file's header.
+   Returns 0, or -1 after logging why. */
+static int s_start_recording(vl_broker_t *self, const vl_broker_config_t *c)
+{
+    char config[512];
+    snprintf(config, sizeof config,
+             "volley broker schema=%d port=%d bind=%s inspect=%s max_msg=%lld queue_bytes=%zu "
+             "max_lag=%llu flush=%s",
+             VL_SCHEMA_VERSION, c->port, c->bind_host, c->inspect_full ? "full" : "header",
+             (long long)c->max_msg, c->queue_bytes, (unsigned long long)c->max_lag,
+             vl_flush_name((vl_flush_t)c->record_flush));
+    self->recorder = vl_recorder_new(c->record, config, (vl_flush_t)c->record_flush);
+    return self->recorder ? 0 : -1;
+}
+
+int vl_broker_stop_recording(vl_broker_t *self)
+{
+    return vl_recorder_destroy(&self->recorder);
+}
+
 vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
 {
     vl_broker_t *self = calloc(1, sizeof *self);
@@ -166,6 +190,8 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->inspect = vl_inspect_new(c->inspect_full, S_MAX_ARRAYS);
     self->roster = vl_roster_new(c->max_actors, S_ACTOR_TIMEOUT_NS);
     if (!self->ctx || !self->inspect || !self->roster)
+        goto err;
+    if (c->record && s_start_recording(self, c) != 0)
         goto err;
     self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS);
     self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS);
@@ -408,6 +434,8 @@ static void s_route(vl_broker_t *self, zmq_msg_t *msg)
 {
     vl_segment_t seg;
     vl_reason_t r = vl_inspect_segment(self->inspect, zmq_msg_data(msg), zmq_msg_size(msg), &seg);
+    if (self->recorder) // every message, refused ones too: a replay meets them again
+        vl_recorder_add(self->recorder, msg, vl_wall_ns(), r == VL_OK ? seg.actor_id : UINT32_MAX);
     if (r != VL_OK) {
         s_drop(self, S_SEGMENT, r, NULL);
         return;
@@ -922,6 +950,7 @@ void vl_broker_destroy(vl_broker_t **self_p)
         zmq_msg_close(&self->cache[i].topic);
         zmq_msg_close(&self->cache[i].body);
     }
+    vl_recorder_destroy(&self->recorder);
     vl_inspect_destroy(&self->inspect);
     vl_roster_destroy(&self->roster);
     void *socks[] = {self->pull, self->router, self->xsub, self->xpub, self->control};

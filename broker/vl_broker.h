@@ -23,11 +23,13 @@ typedef struct {
     uint64_t max_lag;      // drop segments this many versions behind the newest weights (0: never)
     int log_every_s;       // seconds between key=value status log lines (0: none)
     uint32_t max_actors;   // actors accounted for at once
+    const char *record;    // file to record every segment message into (NULL: none)
+    int record_flush;      // a vl_flush_t: when the recording reaches the disk
 } vl_broker_config_t;
 
 /* Returns the defaults: all interfaces, port 7600, 64 MiB, 1000 messages,
    full inspection, 64 MiB queued per learner, no lag bound, status logged
-   every 10 s, 4096 actors. */
+   every 10 s, 4096 actors, no recording (flushed every second if on). */
 vl_broker_config_t vl_broker_config_default(void);
 
 /* Creates a broker and binds its sockets. Returns NULL after logging why
@@ -41,6 +43,11 @@ int vl_broker_run(vl_broker_t *self);
    queued (the first is the sum of the others), and what was dropped, by kind
    (segments, hellos, credits, publications) and reason. */
 void vl_broker_log_counters(const vl_broker_t *self);
+
+/* Finishes the recording, if there is one: writes out what is queued,
+   syncs and closes the file. Returns 0, or -1 if some message could not be
+   recorded. */
+int vl_broker_stop_recording(vl_broker_t *self);
 
 /* Closes the sockets, frees the broker and nulls the pointer; safe twice. */
 void vl_broker_destroy(vl_broker_t **self_p);

@@ -7,6 +7,7 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../messages/vl_status.h"
+#include "../messages/vl_stream.h"
 #include "vl_broker.h"
 
 static void s_usage(FILE *out)
@@ -14,7 +15,8 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
             "                     [--queue-bytes N] [--inspect full|header] [--max-lag N]\n"
-            "                     [--log-every S] [--max-actors N] [--quiet|--verbose]\n"
+            "                     [--log-every S] [--max-actors N] [--record FILE]\n"
+            "                     [--record-flush always|everysec|never] [--quiet|--verbose]\n"
             "\n"
             "Routes segments from actors to the learner serving each policy, and weights from\n"
             "learners to actors, keeping the newest weights for actors that join late. Checks\n"
@@ -40,6 +42,13 @@ static void s_usage(FILE *out)
             "                   10; 0: only at exit)\n"
             "  --max-actors N   actors accounted for at once (default 4096); beyond it, new\n"
             "                   actors replace the longest silent\n"
+            "  --record FILE    record every segment message received, as received, into FILE\n"
+            "                   (a new file; `volley replay FILE` trains on it again, bit for bit)\n"
+            "  --record-flush always|everysec|never  when the recording reaches the disk:\n"
+            "                   after every message (slowest, loses nothing on a power cut),\n"
+            "                   once a second (default: a crash loses at most the last second),\n"
+            "                   or when the OS decides (a process crash loses nothing, a power\n"
+            "                   cut may lose more); a torn tail is detected on replay\n"
             "  --quiet          warnings and errors only\n"
             "  --verbose        debug logging\n"
             "  -h, --help       this text\n");
@@ -56,6 +65,8 @@ int vl_broker_main(int argc, char **argv)
                                          {"max-lag", required_argument, 0, 'L'},
                                          {"log-every", required_argument, 0, 'E'},
                                          {"max-actors", required_argument, 0, 'A'},
+                                         {"record", required_argument, 0, 'R'},
+                                         {"record-flush", required_argument, 0, 'F'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'},
@@ -112,6 +123,20 @@ int vl_broker_main(int argc, char **argv)
                 return 2;
             c.max_actors = (uint32_t)v;
             break;
+        case 'R':
+            c.record = optarg;
+            break;
+        case 'F': {
+            vl_flush_t f;
+            if (vl_flush_parse(optarg, &f) != 0) {
+                fprintf(stderr,
+                        "volley broker: --record-flush wants always, everysec or never, not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            c.record_flush = (int)f;
+            break;
+        }
         case 'q':
             level = VL_LOG_WARN;
             break;
@@ -136,6 +161,8 @@ int vl_broker_main(int argc, char **argv)
     if (!broker)
         return 1;
     int rc = vl_broker_run(broker);
+    if (vl_broker_stop_recording(broker) != 0)
+        rc = -1;
     vl_broker_log_counters(broker);
     vl_broker_destroy(&broker);
     return rc == 0 ? 0 : 1;
