@@ -168,13 +168,22 @@ int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out)
 }
 
 /* Checks what no single role flag can. Returns 0 or -1 after printing why. */
-static int s_check_role(const char *cmd, int argc, char **argv, const vl_role_opts_t *role)
+static int s_check_role(const char *cmd, int argc, char **argv, vl_role_opts_t *role)
 {
     char endpoint[300];
+    if (role->replay && optind == argc - 1) {
+        role->file = argv[optind++];
+    } else if (role->replay) {
+        fprintf(stderr, "volley %s: %s\n", cmd,
+                optind < argc ? "one recording at a time" : "which recording? (a FILE argument)");
+        return -1;
+    }
     if (optind < argc) {
         fprintf(stderr, "volley %s: unexpected argument '%s'\n", cmd, argv[optind]);
         return -1;
     }
+    if (!role->broker && role->replay)
+        return 0; // into a learner of its own
     if (!role->broker) {
         fprintf(stderr, "volley %s: --broker HOST[:PORT] is required\n", cmd);
         return -1;
@@ -185,19 +194,22 @@ static int s_check_role(const char *cmd, int argc, char **argv, const vl_role_op
 int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
                       void *config, vl_role_opts_t *role, void (*usage)(FILE *out))
 {
-    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE, O_CHECKPOINT, O_RESUME };
-    struct option opts[n + 9];
+    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE, O_PACE, O_CHECKPOINT, O_RESUME };
+    struct option opts[n + 10];
     struct option shared[] = {{"broker", required_argument, 0, O_BROKER},
                               {"policy", required_argument, 0, O_POLICY},
                               {"env", required_argument, 0, O_ENV},
                               {"quiet", no_argument, 0, O_QUIET},
                               {"verbose", no_argument, 0, O_VERBOSE},
                               {"help", no_argument, 0, 'h'},
+                              {"pace", required_argument, 0, O_PACE},
                               {"checkpoint", required_argument, 0, O_CHECKPOINT},
                               {"resume", no_argument, 0, O_RESUME},
                               {0, 0, 0, 0}};
+    if (!role->replay) // only replay paces
+        shared[6] = shared[7], shared[7] = shared[8], shared[8] = (struct option){0, 0, 0, 0};
     if (!role->learner) // only learners checkpoint: end the table before those two
-        shared[6] = (struct option){0, 0, 0, 0};
+        shared[role->replay ? 7 : 6] = (struct option){0, 0, 0, 0};
     vl_opt_getopt(nums, n, 0, opts);
     memcpy(opts + n, shared, sizeof shared);
     int opt, bad = 0;
@@ -216,6 +228,12 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             role->checkpoint = optarg;
         else if (opt == O_RESUME)
             role->resume = 1;
+        else if (opt == O_PACE && (strcmp(optarg, "fast") == 0 || strcmp(optarg, "recorded") == 0))
+            role->pace_recorded = optarg[0] == 'r';
+        else if (opt == O_PACE) {
+            fprintf(stderr, "volley %s: --pace wants fast or recorded, not '%s'\n", cmd, optarg);
+            bad = 1;
+        }
         else {
             usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;

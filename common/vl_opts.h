@@ -83,6 +83,9 @@ typedef struct {
     int learner;            // set by the caller: accept --checkpoint DIR and --resume
     const char *checkpoint; // --checkpoint DIR
     int resume;             // --resume
+    int replay;             // set by the caller: one FILE argument, --pace, --broker optional
+    const char *file;       // that FILE
+    int pace_recorded;      // --pace recorded (1) or fast (0)
 } vl_role_opts_t;
 
 /* Parses a role's argv: the shared flags into role (which holds the

@@ -24,6 +24,7 @@ typedef struct {
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
     const char *lr;         // passed through to the learner when set
     const char *checkpoint; // passed through: the learner's --checkpoint DIR
+    const char *record;     // passed through: the broker's --record FILE
     int resume;
     int verbose;
 } s_up_config_t;
@@ -67,7 +68,7 @@ static void s_usage(FILE *out)
     fprintf(
         out,
         "usage: volley up [--env NAME] [numeric options] [--lr X] [--checkpoint DIR [--resume]]\n"
-        "                 [--verbose]\n"
+        "                 [--record FILE] [--verbose]\n"
         "\n"
         "Trains on this box: starts a broker, a learner and N actors over loopback\n"
         "sockets, prints progress every second, and stops them all when the environment\n"
@@ -78,6 +79,8 @@ static void s_usage(FILE *out)
     vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
     fprintf(out, "  --checkpoint DIR   the learner checkpoints to DIR (see volley learner --help)\n"
                  "  --resume           the learner continues from its checkpoint in DIR\n"
+                 "  --record FILE      the broker records every segment message into FILE (a new\n"
+                 "                     file), for `volley replay FILE`\n"
                  "  --lr X             learning rate (default: the learner's)\n"
                  "  --verbose          let the processes log what they do\n"
                  "  -h, --help         this text\n");
@@ -86,14 +89,15 @@ static void s_usage(FILE *out)
 /* Parses flags into c. Returns 0, 1 after --help, or -1 on bad input. */
 static int s_parse(int argc, char **argv, s_up_config_t *c)
 {
-    enum { O_ENV = 1000, O_LR, O_VERBOSE, O_CHECKPOINT, O_RESUME };
-    struct option opts[S_NNUMS + 7] = {{"env", required_argument, 0, O_ENV},
+    enum { O_ENV = 1000, O_LR, O_VERBOSE, O_CHECKPOINT, O_RESUME, O_RECORD };
+    struct option opts[S_NNUMS + 8] = {{"record", required_argument, 0, O_RECORD},
+                                       {"env", required_argument, 0, O_ENV},
                                        {"lr", required_argument, 0, O_LR},
                                        {"verbose", no_argument, 0, O_VERBOSE},
                                        {"help", no_argument, 0, 'h'},
                                        {"checkpoint", required_argument, 0, O_CHECKPOINT},
                                        {"resume", no_argument, 0, O_RESUME}};
-    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 6);
+    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 7);
     int opt, bad = 0;
     float lr;
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -111,6 +115,8 @@ static int s_parse(int argc, char **argv, s_up_config_t *c)
             c->checkpoint = optarg;
         else if (opt == O_RESUME)
             c->resume = 1;
+        else if (opt == O_RECORD)
+            c->record = optarg;
         else {
             s_usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;
@@ -127,30 +133,32 @@ static int s_parse(int argc, char **argv, s_up_config_t *c)
     return bad ? -1 : 0;
 }
 
-/* A child's command line under construction. */
+/* A child's command line under construction: numbers are formatted into
+   store, other arguments (ours, or the user's paths) are pointed to. */
 typedef struct {
-    char store[S_MAX_ARGS][64];
+    char store[S_MAX_ARGS][32];
     char *argv[S_MAX_ARGS + 1];
     int argc;
 } s_args_t;
 
-/* Appends one argument (silently capped at S_MAX_ARGS: ours are fewer). */
+/* Appends one argument, which must outlive the child's start (silently
+   capped at S_MAX_ARGS: ours are fewer). */
 static void s_add(s_args_t *a, const char *text)
 {
     if (a->argc == S_MAX_ARGS)
         return;
-    snprintf(a->store[a->argc], sizeof a->store[0], "%s", text);
-    a->argv[a->argc] = a->store[a->argc];
+    a->argv[a->argc] = (char *)text;
     a->argv[++a->argc] = NULL;
 }
 
 /* Appends a flag and its whole-number value. */
 static void s_add_long(s_args_t *a, const char *flag, long v)
 {
-    char text[24];
-    snprintf(text, sizeof text, "%ld", v);
     s_add(a, flag);
-    s_add(a, text);
+    if (a->argc == S_MAX_ARGS)
+        return;
+    snprintf(a->store[a->argc], sizeof a->store[0], "%ld", v);
+    s_add(a, a->store[a->argc]);
 }
 
 /* Starts `volley <role> --broker 127.0.0.1:<port>` plus what is common to
@@ -186,6 +194,10 @@ static int s_start(const s_up_config_t *c, pid_t *pids)
     s_add_long(&a, "--port", c->port);
     s_add(&a, "--bind");
     s_add(&a, "127.0.0.1");
+    if (c->record) {
+        s_add(&a, "--record");
+        s_add(&a, c->record);
+    }
     if ((pids[n] = s_spawn(c, "broker", &a)) <= 0)
         return n;
     n++;
