@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 "$VOLLEY" --help | grep -q "usage: volley <command>" || fail "volley --help"
-for cmd in up broker learner actor; do
+for cmd in up broker learner actor replay top ctl; do
     "$VOLLEY" $cmd --help > "$TMP/help.txt" || fail "volley $cmd --help exits non-zero"
     grep -q "usage: volley $cmd" "$TMP/help.txt" || fail "volley $cmd --help has no usage line"
 done
@@ -29,5 +29,11 @@ expect_refusal "unknown --env 'mars'" up --env mars
 expect_refusal "--policy wants" actor --broker 127.0.0.1 --policy '~stats'
 expect_refusal "--broker port wants" actor --broker 127.0.0.1:notaport
 expect_refusal "--capacity .* must be at least 2 x --batch" learner --broker 127.0.0.1 --batch 40 --capacity 64
+expect_refusal "which recording" replay
+expect_refusal "one recording at a time" replay a.vlrec b.vlrec
+expect_refusal "--pace wants fast or recorded" replay a.vlrec --pace slow
+expect_refusal "--checkpoint" replay a.vlrec --checkpoint /tmp
+expect_refusal "--record-flush wants always, everysec or never" broker --record-flush sometimes
+expect_refusal "--max-lag wants a whole number" broker --max-lag -1
 pass "bad flags are refused with a reason and exit 2"
 echo "2 passed, 0 failed"

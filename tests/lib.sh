@@ -3,6 +3,7 @@
 # loopback sockets and kills everything it started on exit.
 set -u
 VOLLEY=${1:?usage: $0 path/to/volley}
+VOLLEY=$(cd "$(dirname "$VOLLEY")" && pwd)/$(basename "$VOLLEY") # tests may cd
 TMP=$(mktemp -d)
 PIDS=()
 cleanup() {
