@@ -194,9 +194,22 @@ static int s_check_role(const char *cmd, int argc, char **argv, vl_role_opts_t *
 int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
                       void *config, vl_role_opts_t *role, void (*usage)(FILE *out))
 {
-    enum { O_BROKER = 1000, O_POLICY, O_ENV, O_QUIET, O_VERBOSE, O_PACE, O_CHECKPOINT, O_RESUME };
-    struct option opts[n + 10];
-    struct option shared[] = {{"broker", required_argument, 0, O_BROKER},
+    enum {
+        O_BROKER = 1000,
+        O_POLICY,
+        O_ENV,
+        O_QUIET,
+        O_VERBOSE,
+        O_CERT,
+        O_BROKER_KEY,
+        O_PACE,
+        O_CHECKPOINT,
+        O_RESUME
+    };
+    struct option opts[n + 12];
+    struct option shared[] = {{"cert", required_argument, 0, O_CERT},
+                              {"broker-key", required_argument, 0, O_BROKER_KEY},
+                              {"broker", required_argument, 0, O_BROKER},
                               {"policy", required_argument, 0, O_POLICY},
                               {"env", required_argument, 0, O_ENV},
                               {"quiet", no_argument, 0, O_QUIET},
@@ -207,9 +220,9 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
                               {"resume", no_argument, 0, O_RESUME},
                               {0, 0, 0, 0}};
     if (!role->replay) // only replay paces
-        shared[6] = shared[7], shared[7] = shared[8], shared[8] = (struct option){0, 0, 0, 0};
+        shared[8] = shared[9], shared[9] = shared[10], shared[10] = (struct option){0, 0, 0, 0};
     if (!role->learner) // only learners checkpoint: end the table before those two
-        shared[role->replay ? 7 : 6] = (struct option){0, 0, 0, 0};
+        shared[role->replay ? 9 : 8] = (struct option){0, 0, 0, 0};
     vl_opt_getopt(nums, n, 0, opts);
     memcpy(opts + n, shared, sizeof shared);
     int opt, bad = 0;
@@ -228,6 +241,10 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             role->checkpoint = optarg;
         else if (opt == O_RESUME)
             role->resume = 1;
+        else if (opt == O_CERT)
+            role->cert = optarg;
+        else if (opt == O_BROKER_KEY)
+            role->broker_key = optarg;
         else if (opt == O_PACE && (strcmp(optarg, "fast") == 0 || strcmp(optarg, "recorded") == 0))
             role->pace_recorded = optarg[0] == 'r';
         else if (opt == O_PACE) {
@@ -239,6 +256,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             return opt == 'h' ? 1 : -1;
         }
     }
+    if (!bad)
+        bad = vl_opt_check_curve(cmd, role->cert, role->broker_key) != 0;
     if (!bad && role->resume && !role->checkpoint) {
         fprintf(stderr, "volley %s: --resume needs --checkpoint DIR\n", cmd);
         bad = 1;
@@ -252,4 +271,19 @@ void vl_opt_print_role(FILE *out, const char *policy_help)
             "  --broker HOST[:PORT]  the broker (default port %d)\n"
             "  --policy NAME      %s (default 'default')\n",
             VL_DEFAULT_PORT, policy_help);
+}
+
+void vl_opt_print_curve(FILE *out)
+{
+    fprintf(out, "  --cert FILE        our CURVE certificate (from `volley keygen`; the secret key\n"
+                 "                     is read from FILE_secret): encrypt and authenticate\n"
+                 "  --broker-key FILE  the broker's public certificate (with --cert)\n");
+}
+
+int vl_opt_check_curve(const char *cmd, const char *cert, const char *broker_key)
+{
+    if (!cert == !broker_key)
+        return 0;
+    fprintf(stderr, "volley %s: --cert and --broker-key go together\n", cmd);
+    return -1;
 }

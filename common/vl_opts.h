@@ -86,6 +86,8 @@ typedef struct {
     int replay;             // set by the caller: one FILE argument, --pace, --broker optional
     const char *file;       // that FILE
     int pace_recorded;      // --pace recorded (1) or fast (0)
+    const char *cert;       // --cert FILE: our CURVE certificate (secret in FILE_secret)
+    const char *broker_key; // --broker-key FILE: the broker's public certificate
 } vl_role_opts_t;
 
 /* Parses a role's argv: the shared flags into role (which holds the
@@ -97,5 +99,12 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
 
 /* Prints the shared role flags' help lines. */
 void vl_opt_print_role(FILE *out, const char *policy_help);
+
+/* Prints the help lines of --cert and --broker-key. */
+void vl_opt_print_curve(FILE *out);
+
+/* Checks that --cert and --broker-key come together. Returns 0, or -1
+   after printing why. */
+int vl_opt_check_curve(const char *cmd, const char *cert, const char *broker_key);
 
 #endif

@@ -7,17 +7,66 @@
 #include "vl_log.h"
 #include "vl_opts.h"
 
+#define S_HEARTBEAT_MS     1000 // a PING each second on an idle connection
+#define S_HEARTBEAT_TTL_MS 6000 // the peer may drop us after this silence
+// No traffic for this long after a PING: the peer is gone. Any inbound data resets it, and
+// both ends ping, so a large message in flight does not count as silence.
+#define S_HEARTBEAT_TIMEOUT_MS 4000
+#define S_RECONNECT_MS         100  // first retry after a lost connection
+#define S_RECONNECT_MAX_MS     5000 // doubling up to this
+
+static const vl_curve_t *s_curve;
+
+void vl_sock_set_curve(const vl_curve_t *curve)
+{
+    s_curve = curve;
+}
+
+int vl_sock_curve_on(void)
+{
+    return s_curve != NULL;
+}
+
+int vl_sock_client_curve(const char *cert, const char *broker_key, vl_curve_t **out)
+{
+    *out = NULL;
+    if (!cert)
+        return 0;
+    char why[512];
+    *out = vl_curve_client_new(cert, broker_key, why, sizeof why);
+    if (!*out) {
+        vl_error("CURVE: %s", why);
+        return -1;
+    }
+    vl_info("CURVE on: our public key %s", vl_curve_public_txt(*out));
+    vl_sock_set_curve(*out);
+    return 0;
+}
+
+/* Sets an int option. */
+static void s_set(void *s, int option, int value)
+{
+    zmq_setsockopt(s, option, &value, sizeof value);
+}
+
 /* Creates a socket with the options, then connects or binds it to
    endpoint. Returns it, or NULL after logging why. */
 static void *s_open(void *ctx, int type, const char *endpoint, int bind, int linger_ms,
                     int64_t max_msg)
 {
     void *s = zmq_socket(ctx, type);
+    int curve_ok = 1;
     if (s) {
-        zmq_setsockopt(s, ZMQ_LINGER, &linger_ms, sizeof linger_ms);
+        s_set(s, ZMQ_LINGER, linger_ms);
         zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &max_msg, sizeof max_msg);
+        s_set(s, ZMQ_HEARTBEAT_IVL, S_HEARTBEAT_MS);
+        s_set(s, ZMQ_HEARTBEAT_TTL, S_HEARTBEAT_TTL_MS);
+        s_set(s, ZMQ_HEARTBEAT_TIMEOUT, S_HEARTBEAT_TIMEOUT_MS);
+        s_set(s, ZMQ_RECONNECT_IVL, S_RECONNECT_MS);
+        s_set(s, ZMQ_RECONNECT_IVL_MAX, S_RECONNECT_MAX_MS);
+        curve_ok = !s_curve || vl_curve_apply(s_curve, s) == 0;
     }
-    if (!s || (bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint)) != 0) {
+    if (!s || !curve_ok || (bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint)) != 0) {
         vl_error("cannot %s %s: %s", bind ? "listen on" : "connect to", endpoint,
                  zmq_strerror(zmq_errno()));
         if (s)

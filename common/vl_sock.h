@@ -1,10 +1,27 @@
 /*  vl_sock: creating volley's ZeroMQ sockets the one way they are all made:
-    linger set, incoming messages capped in size, connected to a broker port
-    or bound to one, with a logged reason on failure. */
+    linger set, incoming messages capped in size, heartbeats on (a frozen or
+    vanished peer is dropped within seconds), reconnecting with backoff, CURVE
+    when the process has an identity, connected to a broker port or bound to
+    one, with a logged reason on failure. */
 #ifndef VL_SOCK_H
 #define VL_SOCK_H
 
 #include <stdint.h>
+
+#include "vl_curve.h"
+
+/* Makes every socket this process creates from now on use curve (NULL:
+   none). A process has one identity: set it once, before its sockets. */
+void vl_sock_set_curve(const vl_curve_t *curve);
+
+/* Returns 1 if this process's sockets use CURVE. */
+int vl_sock_curve_on(void);
+
+/* For a client process (actor, learner, monitor): loads --cert and
+   --broker-key when given and makes every socket from now on use them.
+   Returns 0 (*out NULL when not given), or -1 after logging why. The caller
+   destroys *out after its sockets. */
+int vl_sock_client_curve(const char *cert, const char *broker_key, vl_curve_t **out);
 
 /* Creates a socket of type with linger_ms and max_msg (bytes; larger
    incoming messages are refused by libzmq) and connects it to base port +

@@ -1,0 +1,225 @@
+/*  vl_curve: certificates, the authenticator, socket options, and a monitor
+    of client handshakes. */
+#include "vl_curve.h"
+
+#include <czmq.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vl_log.h"
+
+#ifndef ZMQ_ZAP_ENFORCE_DOMAIN
+#define ZMQ_ZAP_ENFORCE_DOMAIN 93 // libzmq 4.3 knows it; its header hides it among the drafts
+#endif
+#define S_REFUSED_EVERY_NS 30000000000LL // a lasting refusal is logged again this often
+
+struct vl_curve_s {
+    zcert_t *cert;
+    int server;
+    uint8_t broker_key[32]; // clients: the server's public key
+    zactor_t *auth;         // server: the authenticator, or NULL
+};
+
+struct vl_curve_watch_s {
+    void *sock; // watched
+    void *pair; // the monitor's events
+    char what[64];
+    int refused;
+    int64_t logged_ns;
+};
+
+void *vl_curve_context(void)
+{
+    zsys_handler_set(NULL); // SIGINT/SIGTERM are ours (vl_proc)
+    return zsys_init();
+}
+
+/* Loads a certificate, checking that it has the secret key when need_secret. */
+static zcert_t *s_load(const char *path, int need_secret, char *why, size_t n)
+{
+    zcert_t *cert = path ? zcert_load(path) : NULL;
+    if (!cert) {
+        snprintf(why, n, "cannot read the certificate %s", path ? path : "(none given)");
+        return NULL;
+    }
+    static const uint8_t zero[32];
+    if (need_secret && memcmp(zcert_secret_key(cert), zero, 32) == 0) {
+        snprintf(why, n, "%s has no secret key (%s_secret missing)", path, path);
+        zcert_destroy(&cert);
+    }
+    return cert;
+}
+
+vl_curve_t *vl_curve_client_new(const char *cert_path, const char *broker_cert_path, char *why,
+                                size_t why_size)
+{
+    zcert_t *broker = s_load(broker_cert_path, 0, why, why_size);
+    zcert_t *cert = broker ? s_load(cert_path, 1, why, why_size) : NULL;
+    vl_curve_t *self = cert ? calloc(1, sizeof *self) : NULL;
+    if (self) {
+        self->cert = cert;
+        memcpy(self->broker_key, zcert_public_key(broker), 32);
+    } else {
+        zcert_destroy(&cert);
+    }
+    zcert_destroy(&broker);
+    return self;
+}
+
+vl_curve_t *vl_curve_server_new(const char *cert_path, const char *allow_dir, char *why,
+                                size_t why_size)
+{
+    if (allow_dir && !zsys_file_exists(allow_dir)) {
+        snprintf(why, why_size, "the allowed-keys directory %s does not exist", allow_dir);
+        return NULL;
+    }
+    zcert_t *cert = s_load(cert_path, 1, why, why_size);
+    vl_curve_t *self = cert ? calloc(1, sizeof *self) : NULL;
+    if (!self) {
+        zcert_destroy(&cert);
+        return NULL;
+    }
+    self->cert = cert;
+    self->server = 1;
+    if (allow_dir && vl_curve_context()) {
+        self->auth = zactor_new(zauth, NULL);
+        if (self->auth) {
+            zstr_sendx(self->auth, "CURVE", allow_dir, NULL);
+            zsock_wait(self->auth);
+        }
+    }
+    if (allow_dir && !self->auth) {
+        snprintf(why, why_size, "cannot start the authenticator");
+        vl_curve_destroy(&self);
+    }
+    return self;
+}
+
+int vl_curve_apply(const vl_curve_t *self, void *sock)
+{
+    zcert_apply(self->cert, sock);
+    if (!self->server)
+        return zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, self->broker_key, 32);
+    int one = 1;
+    if (zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one) != 0 ||
+        zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, VL_CURVE_DOMAIN, strlen(VL_CURVE_DOMAIN)) != 0)
+        return -1;
+    // Without this a CURVE server with no ZAP handler lets every key in.
+    return zmq_setsockopt(sock, ZMQ_ZAP_ENFORCE_DOMAIN, &one, sizeof one);
+}
+
+const char *vl_curve_public_txt(const vl_curve_t *self)
+{
+    return zcert_public_txt(self->cert);
+}
+
+int vl_curve_keygen(const char *path, const char *name, char *why, size_t why_size)
+{
+    zcert_t *cert = zcert_new();
+    if (!cert) {
+        snprintf(why, why_size, "cannot make a key pair");
+        return -1;
+    }
+    zcert_set_meta(cert, "name", "%s", name);
+    zcert_set_meta(cert, "made-by", "volley keygen");
+    int rc = zcert_save(cert, path);
+    if (rc != 0)
+        snprintf(why, why_size, "cannot write %s or %s_secret", path, path);
+    zcert_destroy(&cert);
+    return rc == 0 ? 0 : -1;
+}
+
+void vl_curve_destroy(vl_curve_t **self_p)
+{
+    vl_curve_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    zactor_destroy(&self->auth);
+    zcert_destroy(&self->cert);
+    free(self);
+    *self_p = NULL;
+}
+
+vl_curve_watch_t *vl_curve_watch_new(void *ctx, void *sock, const char *what)
+{
+    static int n;
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "inproc://vl-curve-watch-%d",
+             __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED));
+    int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+    vl_curve_watch_t *self = calloc(1, sizeof *self);
+    if (!self || zmq_socket_monitor(sock, endpoint, events) != 0)
+        goto err;
+    self->pair = zmq_socket(ctx, ZMQ_PAIR);
+    if (!self->pair || zmq_connect(self->pair, endpoint) != 0)
+        goto err;
+    snprintf(self->what, sizeof self->what, "%s", what);
+    self->sock = sock;
+    return self;
+err:
+    if (self && self->pair)
+        zmq_close(self->pair);
+    free(self);
+    return NULL;
+}
+
+/* Logs one handshake event. */
+static void s_note(vl_curve_watch_t *self, uint16_t event, uint32_t value)
+{
+
+    int64_t now = vl_now_ns();
+    if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        if (self->refused)
+            vl_info("%s: the broker accepts our key now", self->what);
+        self->refused = 0;
+        return;
+    }
+    int first = !self->refused;
+    self->refused = 1;
+    if (!first && now - self->logged_ns < S_REFUSED_EVERY_NS)
+        return;
+    self->logged_ns = now;
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        vl_error("%s: the broker refused our key (ZAP status %u): nothing is delivered until our "
+                 "public certificate is in the broker's --allow directory",
+                 self->what, value);
+    else
+        vl_error("%s: the CURVE handshake with the broker failed (is --broker-key the broker's "
+                 "public certificate?); retrying",
+                 self->what);
+}
+
+int vl_curve_watch_poll(vl_curve_watch_t *self)
+{
+    if (!self)
+        return 0;
+
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    while (zmq_msg_recv(&m, self->pair, ZMQ_DONTWAIT) >= 0) {
+        // Frame 1: uint16 event, uint32 value; frame 2: the endpoint.
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&m) >= 6) {
+            memcpy(&event, zmq_msg_data(&m), 2);
+            memcpy(&value, (uint8_t *)zmq_msg_data(&m) + 2, 4);
+        }
+        while (zmq_msg_more(&m) && zmq_msg_recv(&m, self->pair, 0) >= 0)
+            ;
+        s_note(self, event, value);
+    }
+    zmq_msg_close(&m);
+    return self->refused;
+}
+
+void vl_curve_watch_destroy(vl_curve_watch_t **self_p)
+{
+    vl_curve_watch_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    zmq_socket_monitor(self->sock, NULL, 0);
+    zmq_close(self->pair);
+    free(self);
+    *self_p = NULL;
+}

@@ -1,0 +1,69 @@
+/*  vl_curve: CURVE security for volley's sockets, with czmq's zcert
+    (certificates in zcert_save format: FILE holds the public key, FILE_secret
+    the secret one) and zauth (the broker's authenticator: a directory of
+    allowed public certificates, reloaded when it changes).
+    The broker is the CURVE server on every port; actors, learners and
+    monitors are clients that know the broker's public key. A CURVE server
+    with no ZAP handler running accepts any key: we set ZMQ_ZAP_ENFORCE_DOMAIN
+    (through libzmq: Debian's czmq has no setter for it), so that then every
+    client is refused instead. */
+#ifndef VL_CURVE_H
+#define VL_CURVE_H
+
+#include <stddef.h>
+
+typedef struct vl_curve_s vl_curve_t;
+
+/* ZAP domain the broker's sockets authenticate in. */
+#define VL_CURVE_DOMAIN "volley"
+
+/* Returns czmq's process-wide ZeroMQ context (zsys), with czmq's signal
+   handling off: a broker with an authenticator must create its sockets in
+   it, since zauth serves the context it lives in. NULL on failure. */
+void *vl_curve_context(void);
+
+/* Loads a client identity: its certificate (public and secret) and the
+   broker's public certificate. NULL after writing why. */
+vl_curve_t *vl_curve_client_new(const char *cert_path, const char *broker_cert_path, char *why,
+                                size_t why_size);
+
+/* Loads the broker's certificate and starts zauth allowing the public
+   certificates in allow_dir, in vl_curve_context(). allow_dir NULL starts
+   no authenticator: every client is then refused (tests prove it). NULL
+   after writing why. */
+vl_curve_t *vl_curve_server_new(const char *cert_path, const char *allow_dir, char *why,
+                                size_t why_size);
+
+/* Makes sock (not yet connected or bound) a CURVE client or server with
+   this identity. Returns 0, or -1 if libzmq refused an option. */
+int vl_curve_apply(const vl_curve_t *self, void *sock);
+
+/* Returns the identity's public key, Z85 text (40 characters). */
+const char *vl_curve_public_txt(const vl_curve_t *self);
+
+/* Writes a new certificate pair to path and path_secret, named name in its
+   metadata. Returns 0, or -1 after writing why. */
+int vl_curve_keygen(const char *path, const char *name, char *why, size_t why_size);
+
+/* Stops the authenticator, frees the identity and nulls the pointer; safe
+   on NULL and twice. */
+void vl_curve_destroy(vl_curve_t **self_p);
+
+/* Watches a client socket's handshakes and logs what the broker said: a
+   refused key (at once, then at most every 30 s while libzmq's reconnection
+   attempts are refused) and being let in after a refusal. */
+typedef struct vl_curve_watch_s vl_curve_watch_t;
+
+/* Starts watching sock (in ctx), naming it `what` in the log. NULL if the
+   monitor cannot start (then nothing is logged). */
+vl_curve_watch_t *vl_curve_watch_new(void *ctx, void *sock, const char *what);
+
+/* Reads the handshake events waiting, logging as above; never blocks. Call
+   it from the socket's thread, each second will do. Returns 1 while the
+   last handshake was refused, else 0. */
+int vl_curve_watch_poll(vl_curve_watch_t *self);
+
+/* Stops watching; safe on NULL and twice. Call before closing the socket. */
+void vl_curve_watch_destroy(vl_curve_watch_t **self_p);
+
+#endif
