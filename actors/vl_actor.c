@@ -25,6 +25,7 @@ struct vl_actor_s {
     uint32_t D, A; // observation size, actions
     void *ctx, *push, *sub;
     void *control; // DEALER to the broker's control port: beats
+    vl_curve_watch_t *watch; // with CURVE: logs the broker refusing our key
     vl_policy_t *policy;
     uint64_t version; // weights version acting now
     int have_weights;
@@ -133,6 +134,8 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     self->control = vl_sock_connect(self->ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, 0, 4096);
     if (!self->push || !self->sub || !self->control)
         goto err;
+    if (vl_sock_curve_on())
+        self->watch = vl_curve_watch_new(self->ctx, self->push, "segments");
     zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, c->policy, strlen(c->policy));
     return self;
 err:
@@ -161,6 +164,7 @@ static void s_beat(vl_actor_t *self)
     int64_t now = vl_now_ns(), elapsed = now - self->beat_ns;
     if (elapsed < S_BEAT_EVERY_NS)
         return;
+    vl_curve_watch_poll(self->watch);
     vl_beat_t b = {.actor_id = self->c.actor_id,
                    .segments_sent = self->sent,
                    .weights_version = self->version,
@@ -379,6 +383,7 @@ void vl_actor_destroy(vl_actor_t **self_p)
     if (self->envs)
         for (uint32_t i = 0; i < self->c.n_envs; i++)
             self->c.env->destroy(self->envs[i]);
+    vl_curve_watch_destroy(&self->watch);
     if (self->push)
         zmq_close(self->push);
     if (self->sub)

@@ -6,6 +6,7 @@
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../common/vl_sock.h"
 #include "vl_actor.h"
 
 #define S_OPT(name, kind, field, lo, hi, help)                                                     \
@@ -38,6 +39,7 @@ static void s_usage(FILE *out)
     vl_env_print_help(out);
     vl_actor_config_t defaults = vl_actor_config_default();
     vl_opt_print(out, s_nums, S_NNUMS, &defaults);
+    vl_opt_print_curve(out);
     fprintf(out, "  --quiet            warnings and errors only\n"
                  "  --verbose          debug logging\n"
                  "  -h, --help         this text\n");
@@ -60,10 +62,12 @@ int vl_actor_main(int argc, char **argv)
     snprintf(name, sizeof name, "actor %u", c.actor_id);
     vl_log_init(name, (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
-    vl_actor_t *actor = vl_actor_new(&c);
-    if (!actor)
+    vl_curve_t *curve;
+    if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
         return 1;
-    rc = vl_actor_run(actor);
+    vl_actor_t *actor = vl_actor_new(&c);
+    rc = actor ? vl_actor_run(actor) : -1;
     vl_actor_destroy(&actor);
+    vl_curve_destroy(&curve);
     return rc == 0 ? 0 : 1;
 }

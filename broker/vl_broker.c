@@ -7,6 +7,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#include "../common/vl_curve.h"
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
@@ -83,6 +84,8 @@ typedef struct {
 
 struct vl_broker_s {
     void *ctx;
+    int own_ctx;       // 0: czmq's, shared with the authenticator
+    vl_curve_t *curve; // NULL: no security
     void *pull;   // segments from actors
     void *router; // learners: hellos in, segments out
     void *xsub;   // weights and stats from learners
@@ -156,6 +159,22 @@ static void *s_bind(vl_broker_t *self, const vl_broker_config_t *c, int type, in
     return vl_sock_bind(self->ctx, type, c->bind_host, c->port + offset, 0, c->max_msg);
 }
 
+/* Loads the broker's certificate, starts the authenticator over c->allow
+   and makes every socket a CURVE server. Returns 0, or -1 after logging. */
+static int s_start_curve(vl_broker_t *self, const vl_broker_config_t *c)
+{
+    char why[512];
+    self->curve = vl_curve_server_new(c->cert, c->allow, why, sizeof why);
+    if (!self->curve) {
+        vl_error("CURVE: %s", why);
+        return -1;
+    }
+    vl_sock_set_curve(self->curve);
+    vl_info("CURVE on: public key %s; clients allowed from %s", vl_curve_public_txt(self->curve),
+            c->allow);
+    return 0;
+}
+
 /* Starts recording to c->record, the configuration in the file's header.
    Returns 0, or -1 after logging why. */
 static int s_start_recording(vl_broker_t *self, const vl_broker_config_t *c)
@@ -186,7 +205,10 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->max_lag = c->max_lag;
     self->log_every_ns = (int64_t)c->log_every_s * 1000000000LL;
     self->start_ns = self->window_ns = self->logged_ns = vl_now_ns();
-    self->ctx = zmq_ctx_new();
+    if (c->cert && s_start_curve(self, c) != 0)
+        goto err;
+    self->own_ctx = !self->curve;
+    self->ctx = self->curve ? vl_curve_context() : zmq_ctx_new();
     self->inspect = vl_inspect_new(c->inspect_full, S_MAX_ARRAYS);
     self->roster = vl_roster_new(c->max_actors, S_ACTOR_TIMEOUT_NS);
     if (!self->ctx || !self->inspect || !self->roster)
@@ -201,14 +223,6 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     if (!self->pull || !self->router || !self->xsub || !self->xpub || !self->control)
         goto err;
     int one = 1;
-    // libzmq's own heartbeats: a peer whose host died or whose link was cut is disconnected
-    // within seconds (ROUTER then reports it unreachable), not at TCP's timeout.
-    int ivl = 1000, timeout = 3000;
-    void *beating[] = {self->router, self->control, self->pull};
-    for (int i = 0; i < 3; i++) {
-        zmq_setsockopt(beating[i], ZMQ_HEARTBEAT_IVL, &ivl, sizeof ivl);
-        zmq_setsockopt(beating[i], ZMQ_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout);
-    }
     zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(self->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
     // Every subscription reaches us, repeats included: each is a late joiner to serve from the
@@ -957,8 +971,10 @@ void vl_broker_destroy(vl_broker_t **self_p)
     for (int i = 0; i < 5; i++)
         if (socks[i])
             zmq_close(socks[i]);
-    if (self->ctx)
-        zmq_ctx_term(self->ctx);
+    vl_curve_destroy(&self->curve); // the authenticator's sockets are in the shared context
+    if (self->ctx && self->own_ctx)
+        zmq_ctx_term(self->ctx); // czmq's own is ended by czmq at exit
+    vl_sock_set_curve(NULL);
     free(self);
     *self_p = NULL;
 }

@@ -16,7 +16,8 @@ static void s_usage(FILE *out)
             "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
             "                     [--queue-bytes N] [--inspect full|header] [--max-lag N]\n"
             "                     [--log-every S] [--max-actors N] [--record FILE]\n"
-            "                     [--record-flush always|everysec|never] [--quiet|--verbose]\n"
+            "                     [--record-flush always|everysec|never]\n"
+            "                     [--cert FILE --allow DIR] [--quiet|--verbose]\n"
             "\n"
             "Routes segments from actors to the learner serving each policy, and weights from\n"
             "learners to actors, keeping the newest weights for actors that join late. Checks\n"
@@ -49,6 +50,10 @@ static void s_usage(FILE *out)
             "                   once a second (default: a crash loses at most the last second),\n"
             "                   or when the OS decides (a process crash loses nothing, a power\n"
             "                   cut may lose more); a torn tail is detected on replay\n"
+            "  --cert FILE      CURVE: the broker's certificate (from `volley keygen`; its secret\n"
+            "                   key in FILE_secret): every port encrypts and authenticates\n"
+            "  --allow DIR      CURVE: the public certificates of the actors, learners and\n"
+            "                   monitors let in (re-read when it changes); others are refused\n"
             "  --quiet          warnings and errors only\n"
             "  --verbose        debug logging\n"
             "  -h, --help       this text\n");
@@ -67,6 +72,8 @@ int vl_broker_main(int argc, char **argv)
                                          {"max-actors", required_argument, 0, 'A'},
                                          {"record", required_argument, 0, 'R'},
                                          {"record-flush", required_argument, 0, 'F'},
+                                         {"cert", required_argument, 0, 'C'},
+                                         {"allow", required_argument, 0, 'W'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'},
@@ -126,6 +133,12 @@ int vl_broker_main(int argc, char **argv)
         case 'R':
             c.record = optarg;
             break;
+        case 'C':
+            c.cert = optarg;
+            break;
+        case 'W':
+            c.allow = optarg;
+            break;
         case 'F': {
             vl_flush_t f;
             if (vl_flush_parse(optarg, &f) != 0) {
@@ -153,6 +166,10 @@ int vl_broker_main(int argc, char **argv)
     }
     if (optind < argc) {
         fprintf(stderr, "volley broker: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!c.cert != !c.allow) {
+        fprintf(stderr, "volley broker: --cert and --allow go together\n");
         return 2;
     }
     vl_log_init("broker", level);

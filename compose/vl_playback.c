@@ -49,6 +49,7 @@ static void s_usage(FILE *out)
             "  --broker HOST[:PORT]  send the records to a running broker's segment port\n"
             "                     instead (a load test with real traffic); no learner here\n");
     vl_opt_print_role(out, "policy whose segments train the learner");
+    vl_opt_print_curve(out);
     vl_env_print_help(out);
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
@@ -222,5 +223,10 @@ int vl_playback_main(int argc, char **argv)
     c.policy = role.policy;
     vl_log_init("replay", (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
-    return s_replay(role.file, &c, &role);
+    vl_curve_t *curve;
+    if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
+        return 1;
+    rc = s_replay(role.file, &c, &role);
+    vl_curve_destroy(&curve);
+    return rc;
 }

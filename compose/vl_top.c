@@ -151,11 +151,13 @@ typedef struct {
     const char *broker;
     float interval_s;
     int once, kv;
+    const char *cert, *broker_key; // CURVE, both or neither
 } s_top_opts_t;
 
 static void s_top_usage(FILE *out)
 {
     fprintf(out, "usage: volley top --broker HOST[:PORT] [--interval S] [--once] [--kv]\n"
+                 "                  [--cert FILE --broker-key FILE]\n"
                  "\n"
                  "A live view of a run, from the broker's control port (base port + 4): the\n"
                  "broker's counters (received = routed + dropped + queued), each learner's flow\n"
@@ -172,6 +174,8 @@ static void s_top_usage(FILE *out)
                  "                        learner, actor and drop reason, each starting with\n"
                  "                        ts=<UTC time> kind=<broker|learner|actor|drop>\n"
                  "                        (kind=error when the broker does not answer)\n"
+                 "  --cert FILE           CURVE: our certificate (a secured broker's monitor key)\n"
+                 "  --broker-key FILE     CURVE: the broker's public certificate\n"
                  "  -h, --help            this text\n");
 }
 
@@ -181,6 +185,7 @@ static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
     static const struct option opts[] = {
         {"broker", required_argument, 0, 'b'}, {"interval", required_argument, 0, 'i'},
         {"once", no_argument, 0, 'o'},         {"kv", no_argument, 0, 'k'},
+        {"cert", required_argument, 0, 'c'},   {"broker-key", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -193,6 +198,10 @@ static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
             o->once = 1;
         else if (opt == 'k')
             o->kv = 1;
+        else if (opt == 'c')
+            o->cert = optarg;
+        else if (opt == 'K')
+            o->broker_key = optarg;
         else {
             s_top_usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;
@@ -207,6 +216,8 @@ static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
         fprintf(stderr, "volley top: --broker HOST[:PORT] is required\n");
         return -1;
     }
+    if (vl_opt_check_curve("top", o->cert, o->broker_key))
+        return -1;
     return vl_opt_endpoint("top", o->broker, VL_PORT_CONTROL, endpoint, sizeof endpoint);
 }
 
@@ -335,7 +346,12 @@ int vl_top_main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     vl_log_init("top", VL_LOG_WARN);
     vl_proc_catch_signals();
-    return s_top_run(&o);
+    vl_curve_t *curve;
+    if (vl_sock_client_curve(o.cert, o.broker_key, &curve) != 0)
+        return 1;
+    rc = s_top_run(&o);
+    vl_curve_destroy(&curve);
+    return rc;
 }
 
 /* ---- volley ctl -------------------------------------------------------- */
@@ -353,6 +369,7 @@ static void s_ctl_usage(FILE *out)
             "  pause POLICY    hold that policy's segments in the broker's queue\n"
             "  resume POLICY   send them to its learner again\n"
             "  shutdown        the broker exits\n"
+            "  --cert FILE --broker-key FILE  CURVE: our certificate and the broker's public one\n"
             "  --broker HOST[:PORT]  the broker (default port 7600)\n"
             "  -h, --help      this text\n");
 }
@@ -373,14 +390,21 @@ static const s_ctl_verb_t s_ctl_verbs[] = {
 /* Parses ctl's command line. Returns 0 with *broker, *verb and *policy set,
    1 after --help, -1 after saying why. */
 static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_verb_t **verb,
-                       const char **policy)
+                       const char **policy, const char **cert, const char **broker_key)
 {
-    static const struct option opts[] = {
-        {"broker", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"broker", required_argument, 0, 'b'},
+                                         {"cert", required_argument, 0, 'c'},
+                                         {"broker-key", required_argument, 0, 'K'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     int opt;
     while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         if (opt == 'b')
             *broker = optarg;
+        else if (opt == 'c')
+            *cert = optarg;
+        else if (opt == 'K')
+            *broker_key = optarg;
         else {
             s_ctl_usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;
@@ -391,6 +415,8 @@ static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_v
         fprintf(stderr, "volley ctl: --broker HOST[:PORT] is required\n");
         return -1;
     }
+    if (vl_opt_check_curve("ctl", *cert, *broker_key))
+        return -1;
     if (vl_opt_endpoint("ctl", *broker, VL_PORT_CONTROL, endpoint, sizeof endpoint))
         return -1;
     if (optind >= argc) {
@@ -424,17 +450,21 @@ static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_v
 
 int vl_ctl_main(int argc, char **argv)
 {
-    const char *broker = NULL, *policy = NULL;
+    const char *broker = NULL, *policy = NULL, *cert = NULL, *broker_key = NULL;
     const s_ctl_verb_t *verb = NULL;
-    int rc = s_ctl_parse(argc, argv, &broker, &verb, &policy);
+    int rc = s_ctl_parse(argc, argv, &broker, &verb, &policy, &cert, &broker_key);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     vl_log_init("ctl", VL_LOG_WARN);
     vl_proc_catch_signals();
+    vl_curve_t *curve;
+    if (vl_sock_client_curve(cert, broker_key, &curve) != 0)
+        return 1;
     s_client_t c = {.ctx = zmq_ctx_new(), .broker = broker};
     s_reply_t r;
     s_request(&c, verb->verb, policy, S_ANSWER_MS, &r);
     s_client_close(&c);
+    vl_curve_destroy(&curve);
     rc = 1;
     if (r.answer == S_OK || (r.answer == S_STATUS && strcmp(verb->verb, VL_VERB_STATUS) == 0)) {
         if (r.status)

@@ -6,6 +6,7 @@
 #include "../broker/vl_broker.h"
 #include "../learner/vl_learner.h"
 #include "vl_top.h"
+#include "vl_keygen.h"
 #include "vl_playback.h"
 #include "vl_up.h"
 
@@ -23,6 +24,7 @@ static const s_command_t s_commands[] = {
     {.name = "replay", .main = vl_playback_main, .summary = "train again on a recording, bit for bit"},
     {.name = "top", .main = vl_top_main, .summary = "live view of a run, from the broker"},
     {.name = "ctl", .main = vl_ctl_main, .summary = "ask the broker: status, pause, resume, stop"},
+    {.name = "keygen", .main = vl_keygen_main, .summary = "CURVE certificates for a secured run"},
 };
 
 static void s_usage(FILE *out)

@@ -192,6 +192,8 @@ static void *s_ingest_main(void *arg)
         atomic_store(&self->stop, 1);
         return NULL;
     }
+    vl_curve_watch_t *watch =
+        vl_sock_curve_on() ? vl_curve_watch_new(self->ctx, dealer, "segments and credit") : NULL;
     // Half the buffer: the trainer's batches (capacity >= 2 batches) always fit in it.
     uint32_t window = self->c.capacity / 2;
     s_flow_t flow = {0, 0, window > self->c.batch_segments ? window : self->c.batch_segments};
@@ -202,6 +204,7 @@ static void *s_ingest_main(void *arg)
         int hello = vl_now_ns() >= next_hello;
         if (hello) {
             s_hello(self, dealer);
+            vl_curve_watch_poll(watch);
             next_hello = vl_now_ns() + S_HELLO_NS;
         }
         s_top_up(self, dealer, &flow, hello); // with every hello: a restarted broker learns it
@@ -218,6 +221,7 @@ static void *s_ingest_main(void *arg)
         }
     }
     zmq_msg_close(&msg);
+    vl_curve_watch_destroy(&watch);
     zmq_close(dealer);
     return NULL;
 }

@@ -5,6 +5,7 @@
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../common/vl_sock.h"
 #include "vl_learner.h"
 
 #define S_OPT(name, kind, field, lo, hi, help)                                                     \
@@ -53,6 +54,7 @@ static void s_usage(FILE *out)
             "                     at exit (atomically, checksummed)\n"
             "  --resume           continue from DIR/<policy>.ckpt: weights, optimizer, version\n"
             "                     numbers, counters (a corrupt checkpoint is refused)\n");
+    vl_opt_print_curve(out);
     vl_env_print_help(out);
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
@@ -84,10 +86,12 @@ int vl_learner_main(int argc, char **argv)
     c.resume = role.resume;
     vl_log_init("learner", (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
-    vl_learner_t *learner = vl_learner_new(&c);
-    if (!learner)
+    vl_curve_t *curve;
+    if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
         return 1;
-    rc = vl_learner_run(learner);
+    vl_learner_t *learner = vl_learner_new(&c);
+    rc = learner ? vl_learner_run(learner) : -1;
     vl_learner_destroy(&learner);
+    vl_curve_destroy(&curve);
     return rc == 0 ? 0 : 1;
 }
