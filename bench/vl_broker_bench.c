@@ -17,13 +17,26 @@
       broker full     sender PUSH to a `volley broker --inspect full` child
                       (its base port), receiver DEALER on base + 1 saying
                       hello for the segment's policy every second
-      broker header   the same with `--inspect header`
+      broker record   broker full with `--record FILE --record-flush
+                      everysec` as well: a fresh broker per size case,
+                      recording into FILE in a new mkdtemp directory under
+                      --record-dir (default /tmp), both removed after the
+                      case; compared with broker full of the same run (the
+                      target: recording costs <= 10%). After the broker stops
+                      the file must hold a valid header and whole records
+                      of the segment's size, at least as many as arrived
+      broker header   the same as broker full with `--inspect header`
 
     Sender and receiver each have their own ZeroMQ context (one I/O thread
     each) on every path. After a warm-up, best of N wall-clock windows;
     segments/s and GB/s (1e9 wire bytes) as the receiver saw them. After a
     path's windows the sender stops and the receiver drains; `lost` is sent
-    minus received (the broker drops what a full learner queue refuses). */
+    minus received (the broker drops what a full learner queue refuses).
+
+    Every broker child is stopped on every exit: a normal end stops each in
+    turn, s_die and SIGINT/SIGTERM/SIGHUP stop all that run (and remove the
+    recording), and each child asks for SIGTERM should the bench die
+    unannounced (PR_SET_PDEATHSIG). */
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
@@ -33,6 +46,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +58,7 @@
 #include "common/vl_opts.h"
 #include "common/vl_rng.h"
 #include "messages/vl_codec.h"
+#include "messages/vl_stream.h"
 
 #define S_HORIZON       16      // steps per segment
 #define S_ACTIONS       4       // num_actions declared by the segments
@@ -61,6 +78,10 @@
 #define S_MAX_MSG       (8 << 20) // receivers refuse larger messages
 #define S_CHECK_EVERY   256       // messages between checksums of what arrived
 #define S_TARGET        0.8       // forwarding / direct, per size and inspection
+#define S_RECORD_TARGET 0.9       // recorded / unrecorded full inspection: costs <= 10%
+#define S_STOP_WAIT_S   3.0       // a broker not gone this long after SIGTERM is killed
+#define S_FLUSH_WAIT_S  60.0      // ... one that is writing out its recording
+#define S_MAX_KIDS      8         // broker children alive at once, at most
 
 /* ---- cases ----------------------------------------------------------------- */
 
@@ -72,15 +93,15 @@ typedef struct {
 static const s_size_t s_sizes[] = {{"16 KiB", 16 << 10}, {"256 KiB", 256 << 10}};
 #define S_NSIZES (sizeof s_sizes / sizeof s_sizes[0])
 
-typedef enum { S_DIRECT, S_RELAY, S_FULL, S_HEADER, S_NPATHS } s_path_t;
+typedef enum { S_DIRECT, S_RELAY, S_FULL, S_RECORD, S_HEADER, S_NPATHS } s_path_t;
 
 static const char *s_path_names[S_NPATHS] = {
-    [S_DIRECT] = "direct PUSH -> PULL",
-    [S_RELAY] = "bare relay thread",
-    [S_FULL] = "broker, --inspect full",
+    [S_DIRECT] = "direct PUSH -> PULL",      [S_RELAY] = "bare relay thread",
+    [S_FULL] = "broker, --inspect full",     [S_RECORD] = "broker, --inspect full, --record",
     [S_HEADER] = "broker, --inspect header",
 };
-static const char *s_inspect_arg[S_NPATHS] = {[S_FULL] = "full", [S_HEADER] = "header"};
+static const char *s_inspect_arg[S_NPATHS] = {
+    [S_FULL] = "full", [S_RECORD] = "full", [S_HEADER] = "header"};
 
 /* One path's best window and its tallies. */
 typedef struct {
@@ -88,15 +109,12 @@ typedef struct {
     double bench_cores;  // CPU s / wall s of this process (sender, receiver, I/O threads)
     double broker_cores; // ... of the broker child; 0 on the direct path
     uint64_t sent;
-    uint64_t lost; // sent, never received
+    uint64_t lost;        // sent, never received
+    uint64_t got;         // received
+    double rec_mbps;      // recording: 1e6 bytes/s the file grew in the best window
+    uint64_t rec_bytes;   // ... the file's size once its broker stopped
+    uint64_t rec_records; // ... whole records in it
 } s_result_t;
-
-/* Prints why and exits: a figure over wrong output means nothing. */
-static void s_die(const char *what, const char *why)
-{
-    fprintf(stderr, "vl_broker_bench: %s: %s\n", what, why);
-    exit(1);
-}
 
 static double s_now(void)
 {
@@ -117,6 +135,103 @@ static void s_sleep(double s)
     struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)(fmod(s, 1) * 1e9)};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
+}
+
+/* ---- the broker children and the recording: stopped and removed on every exit -- */
+
+static pid_t s_self;                             // this process, not a child between fork and exec
+static volatile sig_atomic_t s_kids[S_MAX_KIDS]; // broker children alive; 0: a free slot
+static char s_rec_dir[4096], s_rec_file[4200];   // the recording in progress, if ...
+static volatile sig_atomic_t s_rec_live;         // ... this is set
+
+/* Notes a broker child, for s_cleanup. */
+static void s_kid_add(pid_t pid)
+{
+    for (int i = 0; i < S_MAX_KIDS; i++)
+        if (s_kids[i] == 0) {
+            s_kids[i] = pid;
+            return;
+        }
+    kill(pid, SIGTERM); // never happens: the bench runs at most S_MAX_KIDS brokers
+}
+
+/* Forgets a broker child once reaped. */
+static void s_kid_forget(pid_t pid)
+{
+    for (int i = 0; i < S_MAX_KIDS; i++)
+        if (s_kids[i] == pid)
+            s_kids[i] = 0;
+}
+
+/* Reaps child pid (already sent SIGTERM), SIGKILLing it after wait_s.
+   Returns its wait status. Async-signal-safe. */
+static int s_reap(pid_t pid, double wait_s)
+{
+    int status = 0;
+    for (double waited = 0; waited < wait_s; waited += 0.01) {
+        if (waitpid(pid, &status, WNOHANG) != 0) // reaped, or not ours (-1)
+            return status;
+        s_sleep(0.01);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+/* Removes the recording in progress and its directory, if any.
+   Async-signal-safe. */
+static void s_rec_remove(void)
+{
+    if (!s_rec_live)
+        return;
+    s_rec_live = 0;
+    unlink(s_rec_file); // a broker still writing it keeps it open: the space goes when it exits
+    rmdir(s_rec_dir);
+}
+
+/* Stops every broker child still running and removes the recording.
+   Async-signal-safe, for s_die and the signal handler. */
+static void s_cleanup(void)
+{
+    for (int i = 0; i < S_MAX_KIDS; i++)
+        if (s_kids[i] > 0)
+            kill(s_kids[i], SIGTERM);
+    s_rec_remove();
+    for (int i = 0; i < S_MAX_KIDS; i++)
+        if (s_kids[i] > 0) {
+            s_reap(s_kids[i], S_STOP_WAIT_S);
+            s_kids[i] = 0;
+        }
+}
+
+/* Cleans up and dies of the signal, as if it had not been caught. */
+static void s_on_signal(int sig)
+{
+    if (getpid() != s_self) // a child between fork and exec
+        _exit(127);
+    s_cleanup();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Makes SIGINT, SIGTERM and SIGHUP clean up before the bench dies of them. */
+static void s_catch_signals(void)
+{
+    s_self = getpid();
+    struct sigaction sa = {.sa_handler = s_on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Prints why, stops the brokers and exits: a figure over wrong output means
+   nothing. */
+static void s_die(const char *what, const char *why)
+{
+    fprintf(stderr, "vl_broker_bench: %s: %s\n", what, why);
+    s_cleanup();
+    exit(1);
 }
 
 /* Returns the CPU seconds (user + system) process pid used so far, from
@@ -301,40 +416,47 @@ static void s_connect(void *s, const char *endpoint)
         s_die(endpoint, zmq_strerror(zmq_errno()));
 }
 
-/* Starts `volley broker` on 127.0.0.1:port.. with the inspection given.
-   Returns its pid; exits if it cannot start or dies at once. */
-static pid_t s_broker_start(const char *volley, int port, const char *inspect)
+/* Starts `volley broker` on 127.0.0.1:port.. with the inspection given,
+   recording into record unless it is NULL. Returns its pid; exits if it
+   cannot start or dies at once. */
+static pid_t s_broker_start(const char *volley, int port, const char *inspect, const char *record)
 {
     char port_s[16];
     snprintf(port_s, sizeof port_s, "%d", port);
-    char *argv[] = {(char *)volley, "broker",  "--port",    port_s,          "--bind",
-                    "127.0.0.1",    "--quiet", "--inspect", (char *)inspect, NULL};
-    pid_t pid = fork();
+    char *argv[] = {(char *)volley,  "broker",    "--port",       port_s,
+                    "--bind",        "127.0.0.1", "--quiet",      "--inspect",
+                    (char *)inspect, "--record",  (char *)record, "--record-flush",
+                    "everysec",      NULL};
+    if (!record)
+        argv[9] = NULL;
+    pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); // the bench dying unannounced stops it too
+        if (getppid() != parent)          // ... even if that happened before the line above
+            _exit(127);
         execv(volley, argv);
         fprintf(stderr, "vl_broker_bench: cannot run %s: %s\n", volley, strerror(errno));
         _exit(127);
     }
     if (pid < 0)
         s_die("fork", strerror(errno));
+    s_kid_add(pid);
     s_sleep(0.2);
-    int status;
-    if (waitpid(pid, &status, WNOHANG) == pid)
+    if (waitpid(pid, NULL, WNOHANG) == pid) {
+        s_kid_forget(pid);
         s_die(volley, "the broker exited at once (see its message above)");
+    }
     return pid;
 }
 
-/* SIGTERMs the broker and reaps it, SIGKILL after 3 s. */
-static void s_broker_stop(pid_t pid)
+/* SIGTERMs the broker and reaps it, SIGKILL after wait_s. Returns its wait
+   status. */
+static int s_broker_stop(pid_t pid, double wait_s)
 {
     kill(pid, SIGTERM);
-    for (int i = 0; i < 300; i++) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return;
-        s_sleep(0.01);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    int status = s_reap(pid, wait_s);
+    s_kid_forget(pid);
+    return status;
 }
 
 /* ---- the relay: what one more hop costs without the broker's work ------ */
@@ -437,19 +559,29 @@ static void s_wait_first(s_receiver_t *r, const char *what)
             s_die(what, "nothing arrived (is the broker running and the hello heard?)");
 }
 
-/* Times runs windows of run_s each; keeps the best in res. */
-static void s_windows(s_receiver_t *r, pid_t broker, int runs, double run_s, s_result_t *res)
+/* Returns path's size in bytes, 0 if it cannot be read. */
+static uint64_t s_file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Times runs windows of run_s each; keeps the best in res, with how fast
+   the recording rec grew in it (rec NULL: no recording). */
+static void s_windows(s_receiver_t *r, pid_t broker, const char *rec, int runs, double run_s,
+                      s_result_t *res)
 {
     for (int i = 0; i < runs; i++) {
-        uint64_t n0 = atomic_load(&r->got);
+        uint64_t n0 = atomic_load(&r->got), f0 = rec ? s_file_size(rec) : 0;
         double t0 = s_now(), c0 = s_cpu_self(), b0 = broker ? s_cpu_of(broker) : 0;
         s_sleep(run_s);
-        uint64_t n1 = atomic_load(&r->got);
+        uint64_t n1 = atomic_load(&r->got), f1 = rec ? s_file_size(rec) : 0;
         double wall = s_now() - t0, rate = (double)(n1 - n0) / wall;
         if (rate > res->rate) {
             res->rate = rate;
             res->bench_cores = (s_cpu_self() - c0) / wall;
             res->broker_cores = broker ? (s_cpu_of(broker) - b0) / wall : 0;
+            res->rec_mbps = (double)(f1 - f0) / wall / 1e6;
         }
     }
 }
@@ -487,14 +619,15 @@ static s_result_t s_measure(const s_route_t *rt, const s_size_t *c, const uint8_
     s_wait_first(&r, s_path_names[rt->path]);
     s_sleep(fmin(run_s / 2, S_WARMUP_S)); // queues fill, the broker's scratch grows
     s_result_t res = {0};
-    s_windows(&r, rt->broker, runs, run_s, &res);
+    s_windows(&r, rt->broker, rt->path == S_RECORD ? s_rec_file : NULL, runs, run_s, &res);
     atomic_store(&s.stop, 1);
     pthread_join(st, NULL);
     res.sent = atomic_load(&s.sent);
     s_drain(&r, res.sent);
     atomic_store(&r.stop, 1);
     pthread_join(rt_id, NULL);
-    res.lost = res.sent - atomic_load(&r.got);
+    res.got = atomic_load(&r.got);
+    res.lost = res.sent - res.got;
     if (rt->path == S_RELAY)
         s_relay_stop(&relay);
     zmq_close(s.sock);
@@ -504,6 +637,89 @@ static s_result_t s_measure(const s_route_t *rt, const s_size_t *c, const uint8_
     if (r.bad)
         s_die(c->name, "a message arrived with the wrong size or checksum");
     return res;
+}
+
+/* ---- the recording path ------------------------------------------------ */
+
+/* Makes a fresh directory under parent and names the recording in it
+   (s_rec_dir, s_rec_file, removed by s_rec_remove). Exits on failure. */
+static void s_rec_create(const char *parent, const s_size_t *c)
+{
+    snprintf(s_rec_dir, sizeof s_rec_dir, "%s/vl_broker_bench.XXXXXX", parent);
+    if (!mkdtemp(s_rec_dir))
+        s_die(s_rec_dir, strerror(errno));
+    snprintf(s_rec_file, sizeof s_rec_file, "%s/%.*s.vlrec", s_rec_dir, (int)strcspn(c->name, " "),
+             c->name); // "16 KiB" -> 16.vlrec
+    s_rec_live = 1;
+}
+
+/* Checks the stopped broker's recording: a valid header, a first record
+   that is the segment sent, then only whole records of its size, at least
+   as many as arrived. Sets res's rec_bytes and rec_records; exits if any
+   of it fails (a recording of nothing would make a false "met"). */
+static void s_rec_check(const s_size_t *c, const uint8_t *wire, size_t size, s_result_t *res)
+{
+    char why[256];
+    vl_stream_reader_t *rd = vl_stream_reader_open(s_rec_file, why, sizeof why);
+    if (!rd)
+        s_die(s_rec_file, why);
+    uint64_t header = vl_stream_reader_offset(rd), per = size + VL_STREAM_RECORD;
+    vl_stream_record_t rec;
+    int ok = vl_stream_next(rd, &rec) == VL_STREAM_OK && rec.size == size &&
+             memcmp(rec.data, wire, size) == 0;
+    vl_stream_reader_destroy(&rd);
+    res->rec_bytes = s_file_size(s_rec_file);
+    if (!ok || res->rec_bytes < header || (res->rec_bytes - header) % per != 0)
+        s_die(c->name, "the recording is not whole records of the segment sent");
+    res->rec_records = (res->rec_bytes - header) / per;
+    if (res->rec_records < res->got)
+        s_die(c->name, "the recording holds fewer segments than arrived");
+}
+
+/* Measures the recording route at one size: a fresh broker recording into
+   a new directory under dir, stopped (writing out the rest), its file
+   checked, then removed. */
+static s_result_t s_measure_record(s_route_t *rt, const char *volley, const char *dir,
+                                   const s_size_t *c, const uint8_t *wire, size_t size, int runs,
+                                   double run_s)
+{
+    s_rec_create(dir, c);
+    if ((rt->port = vl_free_base_port(rt->port)) < 0)
+        s_die("ports", "no free base port");
+    rt->broker = s_broker_start(volley, rt->port, s_inspect_arg[rt->path], s_rec_file);
+    s_result_t res = s_measure(rt, c, wire, size, runs, run_s);
+    int status = s_broker_stop(rt->broker, S_FLUSH_WAIT_S);
+    rt->broker = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        s_die(c->name, "the recording broker failed (see its message above)");
+    s_rec_check(c, wire, size, &res);
+    s_rec_remove();
+    return res;
+}
+
+/* Writes dir's filesystem type and free space into out. */
+static void s_fs_describe(const char *dir, char *out, size_t cap)
+{
+    static const struct {
+        unsigned long magic;
+        const char *name;
+    } fs[] = {{0xEF53, "ext2/3/4"},  {0x01021994, "tmpfs"},     {0x58465342, "xfs"},
+              {0x9123683E, "btrfs"}, {0x794C7630, "overlayfs"}, {0x6969, "nfs"},
+              {0x2FC12FC1, "zfs"},   {0xF2F52010, "f2fs"},      {0x858458F6, "ramfs"}};
+    struct statfs sf;
+    if (statfs(dir, &sf) != 0)
+        s_die(dir, strerror(errno));
+    unsigned long magic = (unsigned long)sf.f_type & 0xFFFFFFFFul;
+    const char *name = NULL;
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
+        if (fs[i].magic == magic)
+            name = fs[i].name;
+    char type[32];
+    if (name)
+        snprintf(type, sizeof type, "%s", name);
+    else
+        snprintf(type, sizeof type, "f_type 0x%lx", magic);
+    snprintf(out, cap, "%s, %.1f GB free", type, (double)sf.f_bavail * (double)sf.f_bsize / 1e9);
 }
 
 /* ---- output and main --------------------------------------------------- */
@@ -517,7 +733,7 @@ static void s_print_row(const s_size_t *c, size_t size, s_path_t p, const s_resu
     char broker[16] = "-";
     if (s_inspect_arg[p])
         snprintf(broker, sizeof broker, "%.2f", r->broker_cores);
-    printf("  %-8s %10zu  %-26s %11.0f %7.2f %9s %7.2f %7s %8llu / %llu\n", c->name, size,
+    printf("  %-8s %10zu  %-32s %11.0f %7.2f %9s %7.2f %7s %8llu / %llu\n", c->name, size,
            s_path_names[p], r->rate, r->rate * (double)size / 1e9, ratio, r->bench_cores, broker,
            (unsigned long long)r->lost, (unsigned long long)r->sent);
 }
@@ -525,38 +741,40 @@ static void s_print_row(const s_size_t *c, size_t size, s_path_t p, const s_resu
 static void s_usage(FILE *out)
 {
     fprintf(out,
-            "usage: vl_broker_bench [--volley PATH] [--quick] [--help]\n"
+            "usage: vl_broker_bench [--volley PATH] [--record-dir DIR] [--quick] [--help]\n"
             "  Benchmarks the broker forwarding segments actor -> broker -> learner\n"
-            "  (--inspect full and header) beside a direct PUSH -> PULL and a bare relay\n"
-            "  thread (one more hop, no checks), 16 and 256 KiB segments.\n"
-            "  --volley PATH  the volley executable to run the broker from\n"
-            "                 (default: volley beside this benchmark)\n"
-            "  --quick        %d windows of %.2f s per figure instead of %d of %.1f s\n"
-            "  --help         this text\n",
+            "  (--inspect full, the same recording everything with --record, and --inspect\n"
+            "  header) beside a direct PUSH -> PULL and a bare relay thread (one more hop,\n"
+            "  no checks), 16 and 256 KiB segments.\n"
+            "  --volley PATH     the volley executable to run the broker from\n"
+            "                    (default: volley beside this benchmark)\n"
+            "  --record-dir DIR  where the recordings go, each in a new directory removed\n"
+            "                    after its case (default /tmp; a full run writes several GB\n"
+            "                    per case at a time)\n"
+            "  --quick           %d windows of %.2f s per figure instead of %d of %.1f s\n"
+            "  --help            this text\n",
             S_QUICK_RUNS, S_QUICK_RUN_S, S_RUNS, S_RUN_S);
 }
 
-/* Removes "--volley PATH" from argv. Returns PATH, the default (volley beside
-   argv[0]) if absent, or NULL if PATH is missing. */
-static const char *s_take_volley(int *argc, char **argv, char *dflt, size_t cap)
+/* Removes "flag VALUE" from argv, setting *value. Returns 1 if taken, 0 if
+   flag is absent (*value untouched), -1 if VALUE is missing. */
+static int s_take(int *argc, char **argv, const char *flag, const char **value)
 {
     for (int i = 1; i < *argc; i++) {
-        if (strcmp(argv[i], "--volley") != 0)
+        if (strcmp(argv[i], flag) != 0)
             continue;
         if (i + 1 == *argc)
-            return NULL;
-        const char *path = argv[i + 1];
+            return -1;
+        *value = argv[i + 1];
         memmove(&argv[i], &argv[i + 2], (size_t)(*argc - i - 1) * sizeof *argv); // NULL too
         *argc -= 2;
-        return path;
+        return 1;
     }
-    char self[4096];
-    snprintf(self, sizeof self, "%s", argv[0]);
-    snprintf(dflt, cap, "%s/volley", dirname(self));
-    return dflt;
+    return 0;
 }
 
-/* Starts a broker for each inspection; fills routes. */
+/* Starts a broker for each inspection but the recording's (started per
+   case), for which it finds a base port to start from; fills routes. */
 static void s_routes_start(const char *volley, s_route_t *routes, const uint8_t *hello,
                            size_t hello_size)
 {
@@ -569,36 +787,21 @@ static void s_routes_start(const char *volley, s_route_t *routes, const uint8_t 
         if (routes[p].port < 0)
             s_die("ports", "no free base port");
         from = routes[p].port + VL_PORT_COUNT;
-        routes[p].broker = s_broker_start(volley, routes[p].port, s_inspect_arg[p]);
+        if (p == S_RECORD)
+            continue;
+        routes[p].broker = s_broker_start(volley, routes[p].port, s_inspect_arg[p], NULL);
         printf("  broker --inspect %-6s pid %d, ports %d..%d\n", s_inspect_arg[p],
                (int)routes[p].broker, routes[p].port, routes[p].port + VL_PORT_COUNT - 1);
     }
     fflush(stdout); // the pids, for perf record -p, before the runs
 }
 
-int main(int argc, char **argv)
+/* Prints what is measured, how, and where the recordings go. */
+static void s_print_intro(const vl_bench_plan_t *plan, const char *rec_dir)
 {
-    char dflt[4200];
-    const char *volley = s_take_volley(&argc, argv, dflt, sizeof dflt);
-    if (!volley) {
-        fprintf(stderr, "vl_broker_bench: --volley wants a path\n");
-        return 2;
-    }
-    vl_bench_plan_t plan;
-    int rc =
-        vl_bench_parse(argc, argv, "vl_broker_bench", s_usage, (vl_bench_plan_t){S_RUNS, S_RUN_S},
-                       (vl_bench_plan_t){S_QUICK_RUNS, S_QUICK_RUN_S}, &plan);
-    if (rc != 0)
-        return rc == 1 ? 0 : 2;
-    if (access(volley, X_OK) != 0) {
-        fprintf(stderr, "vl_broker_bench: %s: not executable (give --volley PATH)\n", volley);
-        return 1;
-    }
-    uint8_t *hello;
-    size_t hello_size;
-    if (vl_hello_encode(S_POLICY, &hello, &hello_size) != 0)
-        s_die("hello", "cannot encode");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    char fs[96];
+    s_fs_describe(rec_dir, fs, sizeof fs);
     printf("vl_broker_bench: actor PUSH -> volley broker (PULL, inspect, ROUTER) -> learner "
            "DEALER,\n"
            "  beside a direct PUSH -> PULL, over tcp 127.0.0.1, same segment bytes, same run\n"
@@ -606,34 +809,106 @@ int main(int argc, char **argv)
            "  threads and their I/O threads (one ZeroMQ context each) %s\n"
            "  best of %d windows of %.2f s after %.2f s warm-up; GB/s = 1e9 wire bytes/s;\n"
            "  cores = CPU s / wall s in the best window (bench: this process, the relay thread\n"
-           "  included; broker: the child); lost = sent but not received\n",
-           cores, cores <= 2 ? "compete for 2 cores" : "share the machine", plan.runs, plan.run_s,
-           fmin(plan.run_s / 2, S_WARMUP_S));
-    s_route_t routes[S_NPATHS];
-    s_routes_start(volley, routes, hello, hello_size);
-    s_result_t res[S_NSIZES][S_NPATHS];
-    size_t sizes[S_NSIZES];
-    for (size_t k = 0; k < S_NSIZES; k++) {
-        uint8_t *wire = s_build(&s_sizes[k], &sizes[k]);
-        for (int p = 0; p < S_NPATHS; p++)
-            res[k][p] = s_measure(&routes[p], &s_sizes[k], wire, sizes[k], plan.runs, plan.run_s);
-        free(wire);
-    }
-    for (int p = 0; p < S_NPATHS; p++)
-        if (routes[p].broker)
-            s_broker_stop(routes[p].broker);
-    printf("\n  %-8s %10s  %-26s %11s %7s %9s %7s %7s %17s\n", "size", "wire B", "path",
+           "  included; broker: the child); lost = sent but not received\n"
+           "  --record: into %s/vl_broker_bench.XXXXXX/ (%s), --record-flush\n"
+           "  everysec, a fresh broker per size case, the file checked and removed after it;\n"
+           "  MB/s = 1e6 bytes/s the file grew in the best window\n",
+           cores, cores <= 2 ? "compete for 2 cores" : "share the machine", plan->runs, plan->run_s,
+           fmin(plan->run_s / 2, S_WARMUP_S), rec_dir, fs);
+}
+
+/* Prints the table and the targets. */
+static void s_print_results(s_result_t res[S_NSIZES][S_NPATHS], const size_t *sizes)
+{
+    printf("\n  %-8s %10s  %-32s %11s %7s %9s %7s %7s %17s\n", "size", "wire B", "path",
            "segments/s", "GB/s", "x direct", "bench", "broker", "lost / sent");
     for (size_t k = 0; k < S_NSIZES; k++)
         for (int p = 0; p < S_NPATHS; p++)
             s_print_row(&s_sizes[k], sizes[k], (s_path_t)p, &res[k][p], res[k][S_DIRECT].rate);
     printf("\n");
+    for (size_t k = 0; k < S_NSIZES; k++) {
+        const s_result_t *r = &res[k][S_RECORD];
+        printf("  %s, --record: %.2f GB file, %llu records >= %llu received; %.0f MB/s "
+               "written in the best window\n",
+               s_sizes[k].name, (double)r->rec_bytes / 1e9, (unsigned long long)r->rec_records,
+               (unsigned long long)r->got, r->rec_mbps);
+    }
     for (size_t k = 0; k < S_NSIZES; k++)
         for (int p = S_FULL; p < S_NPATHS; p++) {
+            if (p == S_RECORD)
+                continue;
             double x = res[k][p].rate / res[k][S_DIRECT].rate;
             printf("  %s, --inspect %s: target >= %.1fx direct: %s (%.2fx)\n", s_sizes[k].name,
                    s_inspect_arg[p], S_TARGET, x >= S_TARGET ? "met" : "missed", x);
         }
+    for (size_t k = 0; k < S_NSIZES; k++) {
+        double x = res[k][S_RECORD].rate / res[k][S_FULL].rate;
+        printf("  %s, --inspect full, --record: target recording costs <= %.0f%%: %s (%.2fx "
+               "unrecorded)\n",
+               s_sizes[k].name, 100 * (1 - S_RECORD_TARGET),
+               x >= S_RECORD_TARGET ? "met" : "missed", x);
+    }
+}
+
+/* Parses the arguments into *volley (dflt: volley beside argv[0]), *rec_dir
+   and *plan. Returns -1 to run, else the exit code. */
+static int s_args(int argc, char **argv, char *dflt, size_t cap, const char **volley,
+                  const char **rec_dir, vl_bench_plan_t *plan)
+{
+    char self[4096];
+    snprintf(self, sizeof self, "%s", argv[0]);
+    snprintf(dflt, cap, "%s/volley", dirname(self));
+    *volley = dflt;
+    *rec_dir = "/tmp";
+    if (s_take(&argc, argv, "--volley", volley) < 0 ||
+        s_take(&argc, argv, "--record-dir", rec_dir) < 0) {
+        fprintf(stderr, "vl_broker_bench: --volley and --record-dir want a path\n");
+        return 2;
+    }
+    int rc =
+        vl_bench_parse(argc, argv, "vl_broker_bench", s_usage, (vl_bench_plan_t){S_RUNS, S_RUN_S},
+                       (vl_bench_plan_t){S_QUICK_RUNS, S_QUICK_RUN_S}, plan);
+    if (rc != 0)
+        return rc == 1 ? 0 : 2;
+    if (access(*volley, X_OK) != 0) {
+        fprintf(stderr, "vl_broker_bench: %s: not executable (give --volley PATH)\n", *volley);
+        return 1;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    char dflt[4200];
+    const char *volley, *rec_dir;
+    vl_bench_plan_t plan;
+    int rc = s_args(argc, argv, dflt, sizeof dflt, &volley, &rec_dir, &plan);
+    if (rc >= 0)
+        return rc;
+    s_catch_signals();
+    uint8_t *hello;
+    size_t hello_size;
+    if (vl_hello_encode(S_POLICY, &hello, &hello_size) != 0)
+        s_die("hello", "cannot encode");
+    s_print_intro(&plan, rec_dir);
+    s_route_t routes[S_NPATHS];
+    s_routes_start(volley, routes, hello, hello_size);
+    s_result_t res[S_NSIZES][S_NPATHS];
+    size_t sizes[S_NSIZES];
+    for (size_t k = 0; k < S_NSIZES; k++) {
+        const s_size_t *c = &s_sizes[k];
+        uint8_t *wire = s_build(c, &sizes[k]);
+        for (int p = 0; p < S_NPATHS; p++)
+            res[k][p] = p == S_RECORD
+                            ? s_measure_record(&routes[p], volley, rec_dir, c, wire, sizes[k],
+                                               plan.runs, plan.run_s)
+                            : s_measure(&routes[p], c, wire, sizes[k], plan.runs, plan.run_s);
+        free(wire);
+    }
+    for (int p = 0; p < S_NPATHS; p++)
+        if (routes[p].broker)
+            s_broker_stop(routes[p].broker, S_STOP_WAIT_S);
+    s_print_results(res, sizes);
     free(hello);
     return 0;
 }
