@@ -29,7 +29,7 @@
 #define S_FIXED      28 // header bytes before the config text
 #define S_HEAD_CRC   20 // record bytes head_crc covers
 #define S_WHY        256
-#define S_GROW_ROUND (1u << 20) // a grown read buffer is a whole number of MiB
+#define S_GROW_ROUND (1u << 20)  // a grown read buffer is a whole number of MiB
 #define S_MIN_BUF    (64u << 10) // the smallest read buffer: a small file needs no more
 
 struct vl_stream_writer_s {
@@ -347,12 +347,12 @@ static int s_grow(vl_stream_reader_t *r, size_t want)
     return 0;
 }
 
-static vl_stream_status_t s_stop(vl_stream_reader_t *r, vl_stream_status_t status,
-                                 const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static vl_stream_status_t s_stop(vl_stream_reader_t *r, vl_stream_status_t status, const char *fmt,
+                                 ...) __attribute__((format(printf, 3, 4)));
 
 /* Stops the reader with status and why. Returns status. */
-static vl_stream_status_t s_stop(vl_stream_reader_t *r, vl_stream_status_t status,
-                                 const char *fmt, ...)
+static vl_stream_status_t s_stop(vl_stream_reader_t *r, vl_stream_status_t status, const char *fmt,
+                                 ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -362,37 +362,49 @@ static vl_stream_status_t s_stop(vl_stream_reader_t *r, vl_stream_status_t statu
     return status;
 }
 
+static vl_stream_status_t s_bad_record(vl_stream_reader_t *r, vl_stream_status_t status,
+                                       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Stops the reader at the record at its offset, TORN or CORRUPT, saying
+   what is wrong with it. Returns status. */
+static vl_stream_status_t s_bad_record(vl_stream_reader_t *r, vl_stream_status_t status,
+                                       const char *fmt, ...)
+{
+    char what[S_WHY / 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return s_stop(r, status, "%s record at byte %llu (%llu valid before it): %s",
+                  status == VL_STREAM_TORN ? "torn" : "corrupt", (unsigned long long)r->offset,
+                  (unsigned long long)r->records, what);
+}
+
 /* Returns 1 if the file is a regular one too short to hold want bytes from
    the reader's offset, so a torn tail is known without a buffer for it. */
 static int s_cannot_hold(const vl_stream_reader_t *r, size_t want)
 {
     struct stat st;
-    return fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) &&
-           (uint64_t)st.st_size < r->offset + want;
+    return fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < r->offset + want;
 }
 
 /* Buffers the whole record of `size` payload bytes at r->offset. Returns
    VL_STREAM_OK or the status the reader stopped with. */
 static vl_stream_status_t s_load_record(vl_stream_reader_t *r, uint32_t size)
 {
-    unsigned long long at = r->offset, n = r->records;
+    unsigned long long at = r->offset;
     size_t want = VL_STREAM_RECORD + (size_t)size;
     if (want > r->cap) {
         if (s_cannot_hold(r, want))
-            return s_stop(r, VL_STREAM_TORN,
-                          "torn record at byte %llu (record %llu): the file ends before its %zu "
-                          "bytes",
-                          at, n, want);
+            return s_bad_record(r, VL_STREAM_TORN, "the file ends within its %zu bytes", want);
         if (s_grow(r, want) < 0)
-            return s_stop(r, VL_STREAM_IOERR, "out of memory for the record at byte %llu (%zu "
-                          "bytes)", at, want);
+            return s_stop(r, VL_STREAM_IOERR, "out of memory for the record at byte %llu", at);
     }
     if (s_fill(r, want) < 0)
         return s_stop(r, VL_STREAM_IOERR, "read error at byte %llu: %s", at, strerror(errno));
     if (r->end - r->pos < want)
-        return s_stop(r, VL_STREAM_TORN,
-                      "torn record at byte %llu (record %llu): %zu of its %zu bytes are in the file",
-                      at, n, r->end - r->pos, want);
+        return s_bad_record(r, VL_STREAM_TORN, "the file ends %zu bytes into its %zu",
+                            r->end - r->pos, want);
     return VL_STREAM_OK;
 }
 
@@ -407,32 +419,24 @@ vl_stream_status_t vl_stream_next(vl_stream_reader_t *r, vl_stream_record_t *rec
         return s_stop(r, VL_STREAM_IOERR, "read error at byte %llu: %s", at, strerror(errno));
     size_t have = r->end - r->pos;
     if (have == 0)
-        return s_stop(r, VL_STREAM_END, "end of the recording at byte %llu, after %llu records",
-                      at, n);
+        return s_stop(r, VL_STREAM_END, "end of the recording at byte %llu, after %llu records", at,
+                      n);
     if (have < VL_STREAM_RECORD)
-        return s_stop(r, VL_STREAM_TORN,
-                      "torn record at byte %llu (record %llu): %zu of its %d-byte head are in "
-                      "the file",
-                      at, n, have, VL_STREAM_RECORD);
+        return s_bad_record(r, VL_STREAM_TORN, "the file ends %zu bytes into its %d-byte head",
+                            have, VL_STREAM_RECORD);
     const uint8_t *h = r->buf + r->pos;
     if (vl_crc32c(0, h, S_HEAD_CRC) != s_get32(h + S_HEAD_CRC))
-        return s_stop(r, VL_STREAM_CORRUPT,
-                      "corrupt record at byte %llu (record %llu): head checksum mismatch", at, n);
+        return s_bad_record(r, VL_STREAM_CORRUPT, "head checksum mismatch");
     uint32_t size = s_get32(h);
     if (size > VL_STREAM_MAX_RECORD)
-        return s_stop(r, VL_STREAM_CORRUPT,
-                      "corrupt record at byte %llu (record %llu): it declares %u bytes (at most "
-                      "%u)",
-                      at, n, size, VL_STREAM_MAX_RECORD);
+        return s_bad_record(r, VL_STREAM_CORRUPT, "it declares %u bytes, over the limit of %u",
+                            size, VL_STREAM_MAX_RECORD);
     vl_stream_status_t status = s_load_record(r, size);
     if (status != VL_STREAM_OK)
         return status;
     h = r->buf + r->pos; // the buffer may have moved
     if (vl_crc32c(0, h + VL_STREAM_RECORD, size) != s_get32(h + 16))
-        return s_stop(r, VL_STREAM_CORRUPT,
-                      "corrupt record at byte %llu (record %llu): payload checksum mismatch (%u "
-                      "bytes)",
-                      at, n, size);
+        return s_bad_record(r, VL_STREAM_CORRUPT, "payload checksum mismatch (%u bytes)", size);
     *rec = (vl_stream_record_t){.recv_ns = (int64_t)s_get64(h + 8),
                                 .source = s_get32(h + 4),
                                 .data = h + VL_STREAM_RECORD,

@@ -43,8 +43,7 @@
 #define VL_STREAM_HEADER     32           // header bytes besides the config text
 #define VL_STREAM_RECORD     24           // record bytes besides the payload
 #define VL_STREAM_WRITE_BUF  (1u << 20)   // a writer buffers this much before a write
-#define VL_STREAM_READ_BUF   (4u << 20)   // a reader reads this much at a time (grown for a
-                                          // larger record)
+#define VL_STREAM_READ_BUF   (4u << 20)   // a reader's reads: more for a larger record
 
 /* When a writer's appends reach the disk. */
 typedef enum {

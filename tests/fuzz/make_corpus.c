@@ -1,11 +1,11 @@
 /*  make_corpus: writes valid seed messages for the fuzz harnesses, made by
     volley's own encoders, into DIR/<kind>/seed_N (kinds: segment, weights,
-    hello, stats, status; the directories must not need more than one mkdir
-    level). Values come from a fixed generator, and the weights' publish_ns
-    (the encoder stamps the wall clock) is set to a fixed time, so the seeds
-    are the same on every run. Each seed is decoded again before it is
-    written: a seed the decoder refuses is a bug in the encoder, and
-    make_corpus exits 1.
+    hello, stats, status, stream; the directories must not need more than one
+    mkdir level). Values come from a fixed generator, and the weights' publish_ns
+    (the encoder stamps the wall clock) is set to a fixed time, and so is a
+    recording's creation time, so the seeds are the same on every run. Each
+    seed is decoded again before it is written: a seed the decoder refuses
+    is a bug in the encoder, and make_corpus exits 1.
 
     usage: make_corpus DIR */
 #include <errno.h>
@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/vl_crc32c.h"
 #include "messages/vl_codec.h"
 #include "messages/vl_status.h"
+#include "messages/vl_stream.h"
 #include "volley.pb-c.h"
 
 static uint32_t s_rng = 12345u; // fixed: the committed corpus must be reproducible
@@ -334,6 +337,94 @@ static int s_status(const char *dir)
     return rc;
 }
 
+/* A record of a stream seed. */
+typedef struct {
+    int64_t recv_ns;
+    uint32_t source;
+    const uint8_t *data;
+    size_t size;
+} s_rec_t;
+
+/* Returns the number of records a reader finds in path before a clean
+   end, or -1. */
+static long s_stream_count(const char *path)
+{
+    char why[256] = "";
+    vl_stream_reader_t *r = vl_stream_reader_open(path, why, sizeof why);
+    vl_stream_record_t rec;
+    vl_stream_status_t st = VL_STREAM_IOERR;
+    while (r && (st = vl_stream_next(r, &rec)) == VL_STREAM_OK)
+        ;
+    long n = st == VL_STREAM_END ? (long)vl_stream_reader_records(r) : -1;
+    if (n < 0)
+        fprintf(stderr, "make_corpus: %s: %s\n", path, r ? vl_stream_reader_why(r) : why);
+    vl_stream_reader_destroy(&r);
+    return n;
+}
+
+/* Records n records with vl_stream's writer, sets the creation time to
+   S_PUBLISH_NS (and the header's checksum to match), writes the file as
+   DIR/stream/seed_index and checks that it reads back. Returns 0 or -1. */
+static int s_stream_seed(const char *dir, int index, const char *config, const s_rec_t *recs, int n)
+{
+    char tmp[4096], why[256] = "";
+    snprintf(tmp, sizeof tmp, "%s/stream.tmp", dir);
+    unlink(tmp); // the writer never overwrites: a leftover of a failed run goes first
+    vl_stream_writer_t *w = vl_stream_writer_new(tmp, config, VL_FLUSH_NEVER, why, sizeof why);
+    for (int i = 0; w && i < n; i++)
+        if (vl_stream_append(w, recs[i].recv_ns, recs[i].source, recs[i].data, recs[i].size) != 0)
+            vl_stream_writer_destroy(&w);
+    uint64_t size = vl_stream_writer_bytes(w);
+    uint8_t *file = w && vl_stream_writer_destroy(&w) == 0 ? malloc(size) : NULL;
+    FILE *f = file ? fopen(tmp, "rb") : NULL;
+    int rc = f && fread(file, 1, size, f) == size ? 0 : -1;
+    if (f)
+        fclose(f);
+    unlink(tmp);
+    if (rc == 0) {
+        size_t crc_at = VL_STREAM_HEADER - 4 + strlen(config);
+        for (int i = 0; i < 8; i++)
+            file[16 + i] = (uint8_t)((uint64_t)S_PUBLISH_NS >> (8 * i));
+        uint32_t crc = vl_crc32c(0, file, crc_at);
+        for (int i = 0; i < 4; i++)
+            file[crc_at + (size_t)i] = (uint8_t)(crc >> (8 * i));
+        rc = s_write(dir, "stream", index, file, size);
+    }
+    free(file);
+    snprintf(tmp, sizeof tmp, "%s/stream/seed_%d", dir, index);
+    if (rc == 0 && s_stream_count(tmp) != n) {
+        fprintf(stderr, "make_corpus: stream seed %d does not read back\n", index);
+        rc = -1;
+    }
+    if (rc != 0 && why[0])
+        fprintf(stderr, "make_corpus: stream seed %d: %s\n", index, why);
+    return rc;
+}
+
+/* Writes the recording seeds: what a broker records (a hello, a beat, an
+   empty message), a header with no records, and one longer record. */
+static int s_streams(const char *dir)
+{
+    uint8_t *hello = NULL, *beat = NULL, noise[1000];
+    size_t hello_size = 0, beat_size = 0;
+    vl_beat_t b = {.policy_id = "cartpole", .actor_id = 2, .segments_sent = 40};
+    for (size_t i = 0; i < sizeof noise; i++)
+        noise[i] = (uint8_t)(s_uniform() * 256.0f);
+    int rc = -1;
+    if (vl_hello_encode("cartpole", &hello, &hello_size) == 0 &&
+        vl_beat_encode(&b, &beat, &beat_size) == 0) {
+        s_rec_t broker[3] = {
+            {1000, UINT32_MAX, hello, hello_size}, {2000, 2, beat, beat_size}, {2500, 2, NULL, 0}};
+        s_rec_t one[1] = {{-1, 7, noise, sizeof noise}};
+        if (s_stream_seed(dir, 1, "volley broker --port 7600 --record run.vls", broker, 3) == 0 &&
+            s_stream_seed(dir, 2, "", NULL, 0) == 0 && s_stream_seed(dir, 3, "x=1", one, 1) == 0)
+            rc = 0;
+    }
+    free(hello);
+    free(beat);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -345,7 +436,8 @@ int main(int argc, char **argv)
         return 1;
     }
     if (s_segments(argv[1]) != 0 || s_weights(argv[1]) != 0 || s_hello(argv[1]) != 0 ||
-        s_stats(argv[1]) != 0 || s_beat(argv[1]) != 0 || s_status(argv[1]) != 0)
+        s_stats(argv[1]) != 0 || s_beat(argv[1]) != 0 || s_status(argv[1]) != 0 ||
+        s_streams(argv[1]) != 0)
         return 1;
     return 0;
 }

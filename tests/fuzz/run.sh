@@ -7,11 +7,11 @@
 # usage: run.sh --build-dir DIR [--seconds N] [--only KIND]
 #   DIR      a CMake build tree of volley (DIR/messages/volley.pb-c.c must exist)
 #   N        seconds per fuzzer (default 8)
-#   KIND     segment | weights | hello | stats | status (default: all five)
+#   KIND     segment | weights | hello | stats | status | stream (default: all six)
 # env: FUZZ_SEED=S replays a run's seed; CLANG=path picks the compiler.
 set -u
 
-KINDS="segment weights hello stats status"
+KINDS="segment weights hello stats status stream"
 
 usage() {
   echo "usage: $0 --build-dir DIR [--seconds N] [--only KIND]" >&2
@@ -75,7 +75,7 @@ cflags="-std=c11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=all -I$repo -I$build
 libs="-lprotobuf-c -llz4 -lm -lpthread"
 srcs="$repo/messages/vl_wire.c $repo/messages/vl_obs.c $repo/messages/vl_segment.c
       $repo/messages/vl_weights.c $repo/messages/vl_control.c $repo/messages/vl_status.c
-      $repo/common/vl_log.c $gen"
+      $repo/messages/vl_stream.c $repo/common/vl_log.c $repo/common/vl_crc32c.c $gen"
 mkdir -p "$out/obj"
 objs=
 build_start=$(date +%s)
