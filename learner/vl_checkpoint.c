@@ -12,6 +12,7 @@
     allocated; since they give every chunk's offset, the workers then read,
     check and decompress chunks in any order, each straight into its
     section's buffer. */
+#include "../common/vl_le.h"
 #include "vl_checkpoint.h"
 
 #include <errno.h>
@@ -83,30 +84,6 @@ typedef struct {
 } s_pool_t;
 
 static const uint8_t s_empty[1]; // an empty section's bytes
-
-/* ---- little-endian fields, whatever the host ------------------------- */
-
-static void s_put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void s_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t s_get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t s_get64(const uint8_t *p)
-{
-    return (uint64_t)s_get32(p) | (uint64_t)s_get32(p + 4) << 32;
-}
 
 /* ---- I/O that finishes what it starts -------------------------------- */
 
@@ -437,24 +414,24 @@ static uint8_t *s_encode_meta(const s_pool_t *p, const vl_section_t *sections, i
     if (!m)
         return NULL;
     memcpy(m, S_MAGIC, 8);
-    s_put32(m + 8, S_VERSION);
-    s_put32(m + 12, (uint32_t)n);
-    s_put32(m + 16, p->chunk_size);
-    s_put64(m + 24, p->n_chunks);
-    s_put64(m + 32, p->offset + S_TRAILER);
+    vl_le_put32(m + 8, S_VERSION);
+    vl_le_put32(m + 12, (uint32_t)n);
+    vl_le_put32(m + 16, p->chunk_size);
+    vl_le_put64(m + 24, p->n_chunks);
+    vl_le_put64(m + 32, p->offset + S_TRAILER);
     uint8_t *e = m + S_HEADER;
     for (int i = 0; i < n; i++, e += S_SECTION) {
         memcpy(e, sections[i].name, strlen(sections[i].name));
-        s_put64(e + 32, sections[i].size);
+        vl_le_put64(e + 32, sections[i].size);
     }
     for (uint64_t i = 0; i < p->n_chunks; i++, e += S_CHUNK) {
         const s_chunk_t *c = &p->chunks[i];
-        s_put32(e, c->raw_size);
-        s_put32(e + 4, c->stored_size);
-        s_put32(e + 8, c->raw_crc);
-        s_put32(e + 12, c->stored_crc);
+        vl_le_put32(e, c->raw_size);
+        vl_le_put32(e + 4, c->stored_size);
+        vl_le_put32(e + 8, c->raw_crc);
+        vl_le_put32(e + 12, c->stored_crc);
     }
-    s_put32(e, vl_crc32c(0, m, meta_size - S_META_CRC));
+    vl_le_put32(e, vl_crc32c(0, m, meta_size - S_META_CRC));
     return m;
 }
 
@@ -494,7 +471,7 @@ int vl_checkpoint_write_opts(const char *path, const vl_section_t *sections, int
         goto err;
     uint8_t trailer[S_TRAILER] = {0};
     uint32_t meta_crc = vl_crc32c(0, meta, meta_size);
-    s_put32(trailer, vl_crc32c_combine(meta_crc, p.data_crc, p.offset - meta_size));
+    vl_le_put32(trailer, vl_crc32c_combine(meta_crc, p.data_crc, p.offset - meta_size));
     memcpy(trailer + 8, S_END_MAGIC, 8);
     if (s_pwrite_all(p.fd, meta, meta_size, 0) < 0 ||
         s_pwrite_all(p.fd, trailer, S_TRAILER, p.offset) < 0)
@@ -572,15 +549,15 @@ static int s_read_header(int fd, uint64_t size, s_header_t *h, char *why)
         return s_why(why, "not a volley checkpoint");
     if (size < S_HEADER)
         return s_why(why, "truncated at byte %llu", (unsigned long long)size);
-    uint32_t version = s_get32(b + 8);
+    uint32_t version = vl_le_get32(b + 8);
     if (version != S_VERSION)
         return s_why(why, "unsupported checkpoint format version %u (this build reads %d)", version,
                      S_VERSION);
-    h->n_sections = s_get32(b + 12);
-    h->chunk_size = s_get32(b + 16);
-    h->n_chunks = s_get64(b + 24);
-    h->file_size = s_get64(b + 32);
-    if (s_get32(b + 20) || s_get64(b + 40))
+    h->n_sections = vl_le_get32(b + 12);
+    h->chunk_size = vl_le_get32(b + 16);
+    h->n_chunks = vl_le_get64(b + 24);
+    h->file_size = vl_le_get64(b + 32);
+    if (vl_le_get32(b + 20) || vl_le_get64(b + 40))
         return s_why(why, "corrupt header: reserved bytes are not zero");
     if (h->n_sections > VL_CHECKPOINT_MAX_SECTIONS)
         return s_why(why, "corrupt header: %u sections", h->n_sections);
@@ -619,7 +596,7 @@ static int s_parse_sections(const uint8_t *meta, const s_header_t *h, vl_checkpo
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(self->sections[j].name, s->name) == 0)
                 return s_why(why, "corrupt section table: two sections named '%s'", s->name);
-        s->size = s_get64(e + 32);
+        s->size = vl_le_get64(e + 32);
         uint64_t count = s->size / cs + (s->size % cs != 0);
         if (count > h->n_chunks - total || s->size > SIZE_MAX)
             return s_why(why, "corrupt section table: section '%s' claims %llu bytes", s->name,
@@ -649,10 +626,10 @@ static int s_parse_chunks(const uint8_t *meta, const s_header_t *h, uint64_t siz
         const s_section_t *s = &self->sections[i];
         for (uint64_t at = 0, k = 0; at < s->size; at += cs, k++, c++, e += S_CHUNK) {
             uint64_t want = s->size - at < cs ? s->size - at : cs;
-            *c = (s_chunk_t){.raw_size = s_get32(e),
-                             .stored_size = s_get32(e + 4),
-                             .raw_crc = s_get32(e + 8),
-                             .stored_crc = s_get32(e + 12),
+            *c = (s_chunk_t){.raw_size = vl_le_get32(e),
+                             .stored_size = vl_le_get32(e + 4),
+                             .raw_crc = vl_le_get32(e + 8),
+                             .stored_crc = vl_le_get32(e + 12),
                              .section = i,
                              .index = k,
                              .raw_off = at,
@@ -689,15 +666,15 @@ static int s_read_meta(int fd, uint64_t size, vl_checkpoint_t *self, s_pool_t *p
     if (s_pread_all(fd, meta, h.meta_size, 0) != (ssize_t)h.meta_size ||
         s_pread_all(fd, t, S_TRAILER, size - S_TRAILER) != S_TRAILER)
         s_why(why, "cannot read the tables: %s", errno ? strerror(errno) : "file shrank");
-    else if (vl_crc32c(0, meta, h.meta_size - S_META_CRC) != s_get32(meta + h.meta_size - 8) ||
-             s_get32(meta + h.meta_size - 4) != 0)
+    else if (vl_crc32c(0, meta, h.meta_size - S_META_CRC) != vl_le_get32(meta + h.meta_size - 8) ||
+             vl_le_get32(meta + h.meta_size - 4) != 0)
         s_why(why, "checksum mismatch in the header or tables");
     else if (h.file_size > size)
         s_why(why, "truncated at byte %llu (of %llu)", (unsigned long long)size,
               (unsigned long long)h.file_size);
     else if (h.file_size < size)
         s_why(why, "%llu unexpected bytes after the end", (unsigned long long)(size - h.file_size));
-    else if (memcmp(t + 8, S_END_MAGIC, 8) != 0 || s_get32(t + 4) != 0)
+    else if (memcmp(t + 8, S_END_MAGIC, 8) != 0 || vl_le_get32(t + 4) != 0)
         s_why(why, "corrupt trailer");
     else if (!(self->sections = calloc(h.n_sections ? h.n_sections : 1, sizeof *self->sections)))
         s_why(why, "out of memory");
@@ -706,7 +683,7 @@ static int s_read_meta(int fd, uint64_t size, vl_checkpoint_t *self, s_pool_t *p
     if (rc == 0) {
         p->chunk_size = h.chunk_size;
         *meta_crc = vl_crc32c(0, meta, h.meta_size);
-        *file_crc = s_get32(t);
+        *file_crc = vl_le_get32(t);
     }
     free(meta);
     return rc;
