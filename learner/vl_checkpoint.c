@@ -12,7 +12,6 @@
     allocated; since they give every chunk's offset, the workers then read,
     check and decompress chunks in any order, each straight into its
     section's buffer. */
-#include "../common/vl_le.h"
 #include "vl_checkpoint.h"
 
 #include <errno.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "../common/vl_crc32c.h"
+#include "../common/vl_le.h"
 #include "../common/vl_log.h"
 
 #define S_MAGIC       "VLCKPT\0\1"
