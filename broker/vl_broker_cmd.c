@@ -168,6 +168,12 @@ int vl_broker_main(int argc, char **argv)
         fprintf(stderr, "volley broker: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
+    if (c.record && c.max_msg > (int64_t)VL_STREAM_MAX_RECORD) {
+        fprintf(stderr, "volley broker: --record keeps messages up to %u bytes: --max-msg %lld is "
+                        "over it\n",
+                VL_STREAM_MAX_RECORD, (long long)c.max_msg);
+        return 2;
+    }
     if (!c.cert != !c.allow) {
         fprintf(stderr, "volley broker: --cert and --allow go together\n");
         return 2;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../common/vl_crc32c.h"
+#include "../common/vl_le.h"
 #include "../common/vl_log.h"
 
 #define S_MAGIC      "VLSTREAM"
@@ -70,30 +71,6 @@ int vl_flush_parse(const char *text, vl_flush_t *out)
 const char *vl_flush_name(vl_flush_t flush)
 {
     return (unsigned)flush <= VL_FLUSH_NEVER ? s_flush_names[flush] : "unknown";
-}
-
-/* ---- little-endian fields, whatever the host ------------------------- */
-
-static void s_put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void s_put64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t s_get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t s_get64(const uint8_t *p)
-{
-    return (uint64_t)s_get32(p) | (uint64_t)s_get32(p + 4) << 32;
 }
 
 static void s_say(char *why, size_t why_size, const char *fmt, ...)
@@ -175,12 +152,12 @@ static int s_write_header(vl_stream_writer_t *w, const char *path, const char *c
 {
     uint8_t *h = w->buf; // the header always fits the empty buffer
     memcpy(h, S_MAGIC, 8);
-    s_put32(h + 8, VL_STREAM_VERSION);
-    s_put32(h + 12, 0);
-    s_put64(h + 16, (uint64_t)vl_wall_ns());
-    s_put32(h + 24, (uint32_t)len);
+    vl_le_put32(h + 8, VL_STREAM_VERSION);
+    vl_le_put32(h + 12, 0);
+    vl_le_put64(h + 16, (uint64_t)vl_wall_ns());
+    vl_le_put32(h + 24, (uint32_t)len);
     memcpy(h + S_FIXED, config, len);
-    s_put32(h + S_FIXED + len, vl_crc32c(0, h, S_FIXED + len));
+    vl_le_put32(h + S_FIXED + len, vl_crc32c(0, h, S_FIXED + len));
     w->used = VL_STREAM_HEADER + len;
     w->bytes = w->used;
     if (vl_stream_flush(w, w->flush != VL_FLUSH_NEVER) < 0)
@@ -228,6 +205,9 @@ vl_stream_writer_t *vl_stream_writer_new(const char *path, const char *config, v
     return w;
 }
 
+/* Payloads from this size up are written from where they are, not copied. */
+#define S_COPY_BELOW (64u << 10)
+
 int vl_stream_append(vl_stream_writer_t *w, int64_t recv_ns, uint32_t source, const void *data,
                      size_t size)
 {
@@ -239,12 +219,14 @@ int vl_stream_append(vl_stream_writer_t *w, int64_t recv_ns, uint32_t source, co
         return -1;
     }
     uint8_t head[VL_STREAM_RECORD];
-    s_put32(head, (uint32_t)size);
-    s_put32(head + 4, source);
-    s_put64(head + 8, (uint64_t)recv_ns);
-    s_put32(head + 16, vl_crc32c(0, data, size));
-    s_put32(head + 20, vl_crc32c(0, head, S_HEAD_CRC));
-    if (VL_STREAM_RECORD + size <= VL_STREAM_WRITE_BUF - w->used) {
+    vl_le_put32(head, (uint32_t)size);
+    vl_le_put32(head + 4, source);
+    vl_le_put64(head + 8, (uint64_t)recv_ns);
+    vl_le_put32(head + 16, vl_crc32c(0, data, size));
+    vl_le_put32(head + 20, vl_crc32c(0, head, S_HEAD_CRC));
+    // Small records gather in the buffer (one write for many); a large one goes out with
+    // what is buffered in one writev, without being copied first.
+    if (size < S_COPY_BELOW && VL_STREAM_RECORD + size <= VL_STREAM_WRITE_BUF - w->used) {
         memcpy(w->buf + w->used, head, sizeof head);
         if (size)
             memcpy(w->buf + w->used + sizeof head, data, size);
@@ -425,9 +407,9 @@ vl_stream_status_t vl_stream_next(vl_stream_reader_t *r, vl_stream_record_t *rec
         return s_bad_record(r, VL_STREAM_TORN, "the file ends %zu bytes into its %d-byte head",
                             have, VL_STREAM_RECORD);
     const uint8_t *h = r->buf + r->pos;
-    if (vl_crc32c(0, h, S_HEAD_CRC) != s_get32(h + S_HEAD_CRC))
+    if (vl_crc32c(0, h, S_HEAD_CRC) != vl_le_get32(h + S_HEAD_CRC))
         return s_bad_record(r, VL_STREAM_CORRUPT, "head checksum mismatch");
-    uint32_t size = s_get32(h);
+    uint32_t size = vl_le_get32(h);
     if (size > VL_STREAM_MAX_RECORD)
         return s_bad_record(r, VL_STREAM_CORRUPT, "it declares %u bytes, over the limit of %u",
                             size, VL_STREAM_MAX_RECORD);
@@ -435,10 +417,10 @@ vl_stream_status_t vl_stream_next(vl_stream_reader_t *r, vl_stream_record_t *rec
     if (status != VL_STREAM_OK)
         return status;
     h = r->buf + r->pos; // the buffer may have moved
-    if (vl_crc32c(0, h + VL_STREAM_RECORD, size) != s_get32(h + 16))
+    if (vl_crc32c(0, h + VL_STREAM_RECORD, size) != vl_le_get32(h + 16))
         return s_bad_record(r, VL_STREAM_CORRUPT, "payload checksum mismatch (%u bytes)", size);
-    *rec = (vl_stream_record_t){.recv_ns = (int64_t)s_get64(h + 8),
-                                .source = s_get32(h + 4),
+    *rec = (vl_stream_record_t){.recv_ns = (int64_t)vl_le_get64(h + 8),
+                                .source = vl_le_get32(h + 4),
                                 .data = h + VL_STREAM_RECORD,
                                 .size = size,
                                 .offset = r->offset};
@@ -462,7 +444,7 @@ static int s_read_header(vl_stream_reader_t *r, char *why, size_t why_size)
         s_say(why, why_size, "not a volley recording");
         return -1;
     }
-    uint32_t version = have >= 12 ? s_get32(h + 8) : VL_STREAM_VERSION;
+    uint32_t version = have >= 12 ? vl_le_get32(h + 8) : VL_STREAM_VERSION;
     if (version != VL_STREAM_VERSION) {
         s_say(why, why_size, "unsupported recording version %u (this build reads %d)", version,
               VL_STREAM_VERSION);
@@ -472,7 +454,7 @@ static int s_read_header(vl_stream_reader_t *r, char *why, size_t why_size)
         s_say(why, why_size, "truncated in the header (%zu bytes)", have);
         return -1;
     }
-    uint32_t len = s_get32(h + 24);
+    uint32_t len = vl_le_get32(h + 24);
     if (len > VL_STREAM_MAX_CONFIG) {
         s_say(why, why_size, "corrupt header: a config of %u bytes (at most %u)", len,
               VL_STREAM_MAX_CONFIG);
@@ -492,12 +474,12 @@ static int s_read_header(vl_stream_reader_t *r, char *why, size_t why_size)
         s_say(why, why_size, "truncated in the header (%zu bytes of its %zu)", r->end, size);
         return -1;
     }
-    if (vl_crc32c(0, h, size - 4) != s_get32(h + size - 4)) {
+    if (vl_crc32c(0, h, size - 4) != vl_le_get32(h + size - 4)) {
         s_say(why, why_size, "header checksum mismatch");
         return -1;
     }
-    if (s_get32(h + 12) != 0) {
-        s_say(why, why_size, "unsupported header flags 0x%x", s_get32(h + 12));
+    if (vl_le_get32(h + 12) != 0) {
+        s_say(why, why_size, "unsupported header flags 0x%x", vl_le_get32(h + 12));
         return -1;
     }
     if (memchr(h + S_FIXED, 0, len)) {
@@ -510,7 +492,7 @@ static int s_read_header(vl_stream_reader_t *r, char *why, size_t why_size)
     }
     memcpy(r->config, h + S_FIXED, len);
     r->config[len] = '\0';
-    r->created_ns = (int64_t)s_get64(h + 16);
+    r->created_ns = (int64_t)vl_le_get64(h + 16);
     r->pos = size;
     r->offset = size;
     return 0;
