@@ -26,6 +26,13 @@
                       the file must hold a valid header and whole records
                       of the segment's size, at least as many as arrived
       broker header   the same as broker full with `--inspect header`
+      broker CURVE    broker full with CURVE on every port: `volley keygen`
+                      run once into a new mkdtemp directory (removed at
+                      exit), the broker started with --cert/--allow, the
+                      sender PUSH and receiver DEALER CURVE clients with the
+                      actor's and learner's certificates; compared with
+                      broker full of the same run (no target: the ratio is
+                      printed)
 
     Sender and receiver each have their own ZeroMQ context (one I/O thread
     each) on every path. After a warm-up, best of N wall-clock windows;
@@ -35,8 +42,8 @@
 
     Every broker child is stopped on every exit: a normal end stops each in
     turn, s_die and SIGINT/SIGTERM/SIGHUP stop all that run (and remove the
-    recording), and each child asks for SIGTERM should the bench die
-    unannounced (PR_SET_PDEATHSIG). */
+    recording and the keys), and each child asks for SIGTERM should the
+    bench die unannounced (PR_SET_PDEATHSIG). */
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
@@ -55,6 +62,7 @@
 #include <zmq.h>
 
 #include "bench/vl_bench.h"
+#include "common/vl_curve.h"
 #include "common/vl_opts.h"
 #include "common/vl_rng.h"
 #include "messages/vl_codec.h"
@@ -93,15 +101,18 @@ typedef struct {
 static const s_size_t s_sizes[] = {{"16 KiB", 16 << 10}, {"256 KiB", 256 << 10}};
 #define S_NSIZES (sizeof s_sizes / sizeof s_sizes[0])
 
-typedef enum { S_DIRECT, S_RELAY, S_FULL, S_RECORD, S_HEADER, S_NPATHS } s_path_t;
+typedef enum { S_DIRECT, S_RELAY, S_FULL, S_CURVE, S_RECORD, S_HEADER, S_NPATHS } s_path_t;
 
 static const char *s_path_names[S_NPATHS] = {
-    [S_DIRECT] = "direct PUSH -> PULL",      [S_RELAY] = "bare relay thread",
-    [S_FULL] = "broker, --inspect full",     [S_RECORD] = "broker, --inspect full, --record",
+    [S_DIRECT] = "direct PUSH -> PULL",
+    [S_RELAY] = "bare relay thread",
+    [S_FULL] = "broker, --inspect full",
+    [S_CURVE] = "broker, --inspect full, CURVE",
+    [S_RECORD] = "broker, --inspect full, --record",
     [S_HEADER] = "broker, --inspect header",
 };
 static const char *s_inspect_arg[S_NPATHS] = {
-    [S_FULL] = "full", [S_RECORD] = "full", [S_HEADER] = "header"};
+    [S_FULL] = "full", [S_CURVE] = "full", [S_RECORD] = "full", [S_HEADER] = "header"};
 
 /* One path's best window and its tallies. */
 typedef struct {
@@ -143,6 +154,16 @@ static pid_t s_self;                             // this process, not a child be
 static volatile sig_atomic_t s_kids[S_MAX_KIDS]; // broker children alive; 0: a free slot
 static char s_rec_dir[4096], s_rec_file[4200];   // the recording in progress, if ...
 static volatile sig_atomic_t s_rec_live;         // ... this is set
+
+/* The CURVE certificates `volley keygen` wrote, removed at exit. */
+static const char *s_key_names[] = {
+    "broker.cert",        "broker.cert_secret",   "actor.cert",          "actor.cert_secret",
+    "learner.cert",       "learner.cert_secret",  "monitor.cert",        "monitor.cert_secret",
+    "allowed/actor.cert", "allowed/learner.cert", "allowed/monitor.cert"};
+#define S_NKEYS (sizeof s_key_names / sizeof s_key_names[0])
+static char s_key_dir[4096], s_key_allowed[4200]; // the key directory and its allowed/, if ...
+static char s_key_paths[S_NKEYS][4200];           // ... holding these, and ...
+static volatile sig_atomic_t s_keys_live;         // ... this is set
 
 /* Notes a broker child, for s_cleanup. */
 static void s_kid_add(pid_t pid)
@@ -189,14 +210,27 @@ static void s_rec_remove(void)
     rmdir(s_rec_dir);
 }
 
-/* Stops every broker child still running and removes the recording.
-   Async-signal-safe, for s_die and the signal handler. */
+/* Removes the CURVE key directory, if any. Async-signal-safe. */
+static void s_keys_remove(void)
+{
+    if (!s_keys_live)
+        return;
+    s_keys_live = 0;
+    for (size_t i = 0; i < S_NKEYS; i++)
+        unlink(s_key_paths[i]);
+    rmdir(s_key_allowed);
+    rmdir(s_key_dir);
+}
+
+/* Stops every broker child still running and removes the recording and
+   the keys. Async-signal-safe, for s_die and the signal handler. */
 static void s_cleanup(void)
 {
     for (int i = 0; i < S_MAX_KIDS; i++)
         if (s_kids[i] > 0)
             kill(s_kids[i], SIGTERM);
     s_rec_remove();
+    s_keys_remove();
     for (int i = 0; i < S_MAX_KIDS; i++)
         if (s_kids[i] > 0) {
             s_reap(s_kids[i], S_STOP_WAIT_S);
@@ -417,18 +451,31 @@ static void s_connect(void *s, const char *endpoint)
 }
 
 /* Starts `volley broker` on 127.0.0.1:port.. with the inspection given,
-   recording into record unless it is NULL. Returns its pid; exits if it
-   cannot start or dies at once. */
-static pid_t s_broker_start(const char *volley, int port, const char *inspect, const char *record)
+   recording into record unless it is NULL, with CURVE (the keys in
+   s_key_dir) if curve. Returns its pid; exits if it cannot start or dies at
+   once. */
+static pid_t s_broker_start(const char *volley, int port, const char *inspect, const char *record,
+                            int curve)
 {
-    char port_s[16];
+    char port_s[16], cert[4200];
     snprintf(port_s, sizeof port_s, "%d", port);
-    char *argv[] = {(char *)volley,  "broker",    "--port",       port_s,
-                    "--bind",        "127.0.0.1", "--quiet",      "--inspect",
-                    (char *)inspect, "--record",  (char *)record, "--record-flush",
-                    "everysec",      NULL};
-    if (!record)
-        argv[9] = NULL;
+    snprintf(cert, sizeof cert, "%s/broker.cert", s_key_dir);
+    char *argv[20] = {(char *)volley, "broker",  "--port",    port_s,         "--bind",
+                      "127.0.0.1",    "--quiet", "--inspect", (char *)inspect};
+    int n = 9;
+    if (record) {
+        argv[n++] = "--record";
+        argv[n++] = (char *)record;
+        argv[n++] = "--record-flush";
+        argv[n++] = "everysec";
+    }
+    if (curve) {
+        argv[n++] = "--cert";
+        argv[n++] = cert;
+        argv[n++] = "--allow";
+        argv[n++] = s_key_allowed;
+    }
+    argv[n] = NULL;
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM); // the bench dying unannounced stops it too
@@ -522,6 +569,8 @@ typedef struct {
     int port;     // the broker's base port
     const uint8_t *hello;
     size_t hello_size;
+    const vl_curve_t *sender_curve;   // S_CURVE: the actor's identity, else NULL
+    const vl_curve_t *receiver_curve; // ... and the learner's
 } s_route_t;
 
 /* Opens the sender's and receiver's sockets for a route (starting the relay
@@ -543,8 +592,12 @@ static void s_open(const s_route_t *rt, void *send_ctx, void *recv_ctx, s_sender
         return;
     }
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", rt->port + VL_PORT_SEGMENTS);
+    if (rt->sender_curve && vl_curve_apply(rt->sender_curve, s->sock) != 0)
+        s_die("CURVE", "libzmq refused the sender's options");
     s_connect(s->sock, ep);
     r->sock = s_socket(recv_ctx, ZMQ_DEALER);
+    if (rt->receiver_curve && vl_curve_apply(rt->receiver_curve, r->sock) != 0)
+        s_die("CURVE", "libzmq refused the receiver's options");
     snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", rt->port + VL_PORT_LEARNERS);
     s_connect(r->sock, ep);
     r->hello = rt->hello;
@@ -686,7 +739,7 @@ static s_result_t s_measure_record(s_route_t *rt, const char *volley, const char
     s_rec_create(dir, c);
     if ((rt->port = vl_free_base_port(rt->port)) < 0)
         s_die("ports", "no free base port");
-    rt->broker = s_broker_start(volley, rt->port, s_inspect_arg[rt->path], s_rec_file);
+    rt->broker = s_broker_start(volley, rt->port, s_inspect_arg[rt->path], s_rec_file, 0);
     s_result_t res = s_measure(rt, c, wire, size, runs, run_s);
     int status = s_broker_stop(rt->broker, S_FLUSH_WAIT_S);
     rt->broker = 0;
@@ -695,6 +748,49 @@ static s_result_t s_measure_record(s_route_t *rt, const char *volley, const char
     s_rec_check(c, wire, size, &res);
     s_rec_remove();
     return res;
+}
+
+/* ---- the CURVE path's keys ---------------------------------------------- */
+
+/* Runs `volley keygen` into a new directory under /tmp (s_key_dir, removed
+   by s_keys_remove) and loads the actor's and learner's identities into
+   *sender and *receiver. Exits on failure. */
+static void s_keys_create(const char *volley, vl_curve_t **sender, vl_curve_t **receiver)
+{
+    snprintf(s_key_dir, sizeof s_key_dir, "/tmp/vl_broker_bench_keys.XXXXXX");
+    if (!mkdtemp(s_key_dir))
+        s_die(s_key_dir, strerror(errno));
+    snprintf(s_key_allowed, sizeof s_key_allowed, "%s/allowed", s_key_dir);
+    for (size_t i = 0; i < S_NKEYS; i++)
+        snprintf(s_key_paths[i], sizeof s_key_paths[i], "%s/%s", s_key_dir, s_key_names[i]);
+    s_keys_live = 1;
+    fflush(NULL); // the child's freopen would write out a copy of what is buffered
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent)
+            _exit(127);
+        if (!freopen("/dev/null", "w", stdout))
+            _exit(127);
+        execl(volley, volley, "keygen", s_key_dir, (char *)NULL);
+        fprintf(stderr, "vl_broker_bench: cannot run %s: %s\n", volley, strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0)
+        s_die("fork", strerror(errno));
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        s_die("volley keygen", "failed (see its message above)");
+    char why[512], broker[4200], actor[4200], learner[4200];
+    snprintf(broker, sizeof broker, "%s/broker.cert", s_key_dir);
+    snprintf(actor, sizeof actor, "%s/actor.cert", s_key_dir);
+    snprintf(learner, sizeof learner, "%s/learner.cert", s_key_dir);
+    *sender = vl_curve_client_new(actor, broker, why, sizeof why);
+    *receiver = *sender ? vl_curve_client_new(learner, broker, why, sizeof why) : NULL;
+    if (!*receiver)
+        s_die("CURVE", why);
 }
 
 /* Writes dir's filesystem type and free space into out. */
@@ -743,9 +839,9 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: vl_broker_bench [--volley PATH] [--record-dir DIR] [--quick] [--help]\n"
             "  Benchmarks the broker forwarding segments actor -> broker -> learner\n"
-            "  (--inspect full, the same recording everything with --record, and --inspect\n"
-            "  header) beside a direct PUSH -> PULL and a bare relay thread (one more hop,\n"
-            "  no checks), 16 and 256 KiB segments.\n"
+            "  (--inspect full, the same with CURVE on every port, the same recording\n"
+            "  everything with --record, and --inspect header) beside a direct PUSH -> PULL\n"
+            "  and a bare relay thread (one more hop, no checks), 16 and 256 KiB segments.\n"
             "  --volley PATH     the volley executable to run the broker from\n"
             "                    (default: volley beside this benchmark)\n"
             "  --record-dir DIR  where the recordings go, each in a new directory removed\n"
@@ -776,7 +872,8 @@ static int s_take(int *argc, char **argv, const char *flag, const char **value)
 /* Starts a broker for each inspection but the recording's (started per
    case), for which it finds a base port to start from; fills routes. */
 static void s_routes_start(const char *volley, s_route_t *routes, const uint8_t *hello,
-                           size_t hello_size)
+                           size_t hello_size, const vl_curve_t *sender_curve,
+                           const vl_curve_t *receiver_curve)
 {
     int from = 20000 + (int)(getpid() % 20000);
     for (int p = 0; p < S_NPATHS; p++) {
@@ -789,9 +886,15 @@ static void s_routes_start(const char *volley, s_route_t *routes, const uint8_t 
         from = routes[p].port + VL_PORT_COUNT;
         if (p == S_RECORD)
             continue;
-        routes[p].broker = s_broker_start(volley, routes[p].port, s_inspect_arg[p], NULL);
-        printf("  broker --inspect %-6s pid %d, ports %d..%d\n", s_inspect_arg[p],
-               (int)routes[p].broker, routes[p].port, routes[p].port + VL_PORT_COUNT - 1);
+        routes[p].broker =
+            s_broker_start(volley, routes[p].port, s_inspect_arg[p], NULL, p == S_CURVE);
+        if (p == S_CURVE) {
+            routes[p].sender_curve = sender_curve;
+            routes[p].receiver_curve = receiver_curve;
+        }
+        printf("  broker --inspect %-6s%s pid %d, ports %d..%d\n", s_inspect_arg[p],
+               p == S_CURVE ? " CURVE" : "", (int)routes[p].broker, routes[p].port,
+               routes[p].port + VL_PORT_COUNT - 1);
     }
     fflush(stdout); // the pids, for perf record -p, before the runs
 }
@@ -812,7 +915,10 @@ static void s_print_intro(const vl_bench_plan_t *plan, const char *rec_dir)
            "  included; broker: the child); lost = sent but not received\n"
            "  --record: into %s/vl_broker_bench.XXXXXX/ (%s), --record-flush\n"
            "  everysec, a fresh broker per size case, the file checked and removed after it;\n"
-           "  MB/s = 1e6 bytes/s the file grew in the best window\n",
+           "  MB/s = 1e6 bytes/s the file grew in the best window\n"
+           "  CURVE: keys from `volley keygen` in /tmp/vl_broker_bench_keys.XXXXXX/ (removed\n"
+           "  at exit), broker --cert/--allow, sender and receiver CURVE clients (the actor's\n"
+           "  and learner's certificates)\n",
            cores, cores <= 2 ? "compete for 2 cores" : "share the machine", plan->runs, plan->run_s,
            fmin(plan->run_s / 2, S_WARMUP_S), rec_dir, fs);
 }
@@ -835,7 +941,7 @@ static void s_print_results(s_result_t res[S_NSIZES][S_NPATHS], const size_t *si
     }
     for (size_t k = 0; k < S_NSIZES; k++)
         for (int p = S_FULL; p < S_NPATHS; p++) {
-            if (p == S_RECORD)
+            if (p == S_RECORD || p == S_CURVE)
                 continue;
             double x = res[k][p].rate / res[k][S_DIRECT].rate;
             printf("  %s, --inspect %s: target >= %.1fx direct: %s (%.2fx)\n", s_sizes[k].name,
@@ -847,6 +953,12 @@ static void s_print_results(s_result_t res[S_NSIZES][S_NPATHS], const size_t *si
                "unrecorded)\n",
                s_sizes[k].name, 100 * (1 - S_RECORD_TARGET),
                x >= S_RECORD_TARGET ? "met" : "missed", x);
+    }
+    for (size_t k = 0; k < S_NSIZES; k++) {
+        double x = res[k][S_FULL].rate / res[k][S_CURVE].rate;
+        printf("  %s, --inspect full, CURVE: CURVE costs %.2fx (%.0f segments/s, %.2fx the "
+               "unsecured %.0f; no target)\n",
+               s_sizes[k].name, x, res[k][S_CURVE].rate, 1 / x, res[k][S_FULL].rate);
     }
 }
 
@@ -891,8 +1003,10 @@ int main(int argc, char **argv)
     if (vl_hello_encode(S_POLICY, &hello, &hello_size) != 0)
         s_die("hello", "cannot encode");
     s_print_intro(&plan, rec_dir);
+    vl_curve_t *sender_curve, *receiver_curve;
+    s_keys_create(volley, &sender_curve, &receiver_curve);
     s_route_t routes[S_NPATHS];
-    s_routes_start(volley, routes, hello, hello_size);
+    s_routes_start(volley, routes, hello, hello_size, sender_curve, receiver_curve);
     s_result_t res[S_NSIZES][S_NPATHS];
     size_t sizes[S_NSIZES];
     for (size_t k = 0; k < S_NSIZES; k++) {
@@ -908,6 +1022,9 @@ int main(int argc, char **argv)
     for (int p = 0; p < S_NPATHS; p++)
         if (routes[p].broker)
             s_broker_stop(routes[p].broker, S_STOP_WAIT_S);
+    s_keys_remove();
+    vl_curve_destroy(&sender_curve);
+    vl_curve_destroy(&receiver_curve);
     s_print_results(res, sizes);
     free(hello);
     return 0;
