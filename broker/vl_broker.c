@@ -289,21 +289,16 @@ static void s_learner_remove(vl_broker_t *self, s_learner_t *l, const char *why)
     *l = self->learners[--self->n_learners];
 }
 
-/* Registers (or refreshes) the learner that sent a hello. */
-static void s_on_hello(vl_broker_t *self, const uint8_t *id, size_t id_len, const uint8_t *data,
-                       size_t size)
+/* Registers (or refreshes) the learner serving policy on connection id.
+   Returns it, or NULL when the table is full. */
+static s_learner_t *s_register(vl_broker_t *self, const uint8_t *id, size_t id_len,
+                               const char *policy)
 {
-    char policy[VL_POLICY_ID_MAX];
-    vl_reason_t r = vl_hello_decode(data, size, policy);
-    if (r != VL_OK || id_len > S_IDENTITY_MAX) {
-        s_drop(self, S_HELLO, r != VL_OK ? r : VL_ETOOBIG, NULL);
-        return;
-    }
     s_learner_t *l = s_learner_find(self, policy);
     if (!l) {
         if (self->n_learners == S_MAX_LEARNERS) {
             vl_warn("ignoring learner for '%s': %d learners already", policy, S_MAX_LEARNERS);
-            return;
+            return NULL;
         }
         l = &self->learners[self->n_learners++];
         memset(l, 0, sizeof *l);
@@ -318,6 +313,20 @@ static void s_on_hello(vl_broker_t *self, const uint8_t *id, size_t id_len, cons
     memcpy(l->id, id, id_len);
     l->id_len = id_len;
     l->seen_ns = vl_now_ns();
+    return l;
+}
+
+/* Registers (or refreshes) the learner that sent a hello. */
+static void s_on_hello(vl_broker_t *self, const uint8_t *id, size_t id_len, const uint8_t *data,
+                       size_t size)
+{
+    char policy[VL_POLICY_ID_MAX];
+    vl_reason_t r = vl_hello_decode(data, size, policy);
+    if (r != VL_OK || id_len > S_IDENTITY_MAX) {
+        s_drop(self, S_HELLO, r != VL_OK ? r : VL_ETOOBIG, NULL);
+        return;
+    }
+    s_register(self, id, id_len, policy);
 }
 
 /* Returns how many more segments a learner can take now. */
@@ -362,11 +371,11 @@ static void s_drain(vl_broker_t *self, s_learner_t *l)
    of what we sent on it; every one sets what it may receive in all. */
 static void s_on_credit(vl_broker_t *self, const uint8_t *id, size_t id_len, const vl_credit_t *cr)
 {
-    s_learner_t *l = s_learner_find(self, cr->policy_id);
-    if (!l || l->id_len != id_len || memcmp(l->id, id, id_len) != 0) {
-        s_drop(self, S_CREDIT, S_DROP_NO_LEARNER, cr->policy_id); // no hello on this connection
+    // A Credit names its policy: it counts as a hello, so a learner reconnecting to a restarted
+    // broker is served at its first credit, not at its next hello (up to a second later).
+    s_learner_t *l = s_register(self, id, id_len, cr->policy_id);
+    if (!l)
         return;
-    }
     if (!l->credited) {
         l->sent = cr->total_received; // segments in flight to a previous broker are lost
         l->granted = cr->total_granted;
