@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libprotobuf-c-dev
-          protobuf-c-compiler liblz4-dev procps iproute2 clang libclang-rt-14-dev)
+          protobuf-c-compiler liblz4-dev procps iproute2 clang libclang-rt-14-dev
+          docker-compose) # tests/compose_test.sh checks compose/docker/ with it (no engine needed)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The entrypoint of volley's containers (compose/docker/Dockerfile):
+#
+#   entrypoint.sh broker|learner|actor|top|ctl [volley flags...]
+#       runs `volley ROLE flags...` (exec: volley is the container's process)
+#   entrypoint.sh actors [volley actor flags...]
+#       runs ACTORS actor processes (0 or unset: one per core), with ids
+#       ACTOR_ID_BASE+1 .. ACTOR_ID_BASE+ACTORS; when one exits it stops the
+#       others and exits 1, so the container's restart policy starts them again
+#
+# CURVE is on when $VOLLEY_KEYS/broker.cert exists (files from `volley keygen`):
+#   broker        --cert KEYS/broker.cert --allow KEYS/allowed
+#   learner       --cert KEYS/learner.cert --broker-key KEYS/broker.cert
+#   actor(s)      --cert KEYS/actor.cert   --broker-key KEYS/broker.cert
+#   top, ctl      --cert KEYS/monitor.cert --broker-key KEYS/broker.cert
+# VOLLEY_CERT=NAME uses KEYS/NAME.cert instead (e.g. one key per actor host).
+# The broker records every segment into a new DATA/recordings/broker-<UTC time>.vlrec
+# when RECORD=on.
+#
+# Outside a container (tests/compose_test.sh runs these same commands as plain
+# processes) the paths come from VOLLEY_BIN (default: this repository's
+# build/volley), VOLLEY_KEYS (default /keys) and VOLLEY_DATA (default /data).
+# VOLLEY_DRY_RUN=1 prints each command line instead of running it.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=${VOLLEY_BIN:-$here/build/volley}
+KEYS=${VOLLEY_KEYS:-/keys}
+DATA=${VOLLEY_DATA:-/data}
+say() { echo "entrypoint: $*" >&2; }
+die() { say "$*"; exit 2; }
+
+[ $# -ge 1 ] || die "usage: entrypoint.sh broker|learner|actor|actors|top|ctl [volley flags]"
+role=$1
+shift
+case $role in
+    broker | learner | actor | actors | top | ctl) ;;
+    *) exec "$BIN" "$role" "$@" ;; # --help, keygen, replay, up: volley as it is
+esac
+
+extra=()
+if [ -f "$KEYS/broker.cert" ]; then
+    case $role in
+        broker) extra=(--cert "$KEYS/broker.cert" --allow "$KEYS/allowed") ;;
+        learner) name=${VOLLEY_CERT:-learner} ;;
+        actor | actors) name=${VOLLEY_CERT:-actor} ;;
+        top | ctl) name=${VOLLEY_CERT:-monitor} ;;
+    esac
+    if [ "$role" = broker ]; then
+        [ -f "$KEYS/broker.cert_secret" ] || die "CURVE: $KEYS/broker.cert_secret is missing (the broker's secret key)"
+        [ -d "$KEYS/allowed" ] || die "CURVE: $KEYS/allowed/ is missing (the clients' public certificates)"
+    else
+        [ -f "$KEYS/$name.cert_secret" ] ||
+            die "CURVE: $KEYS/broker.cert is here but $KEYS/$name.cert_secret is not (set VOLLEY_CERT=NAME for $KEYS/NAME.cert)"
+        extra=(--cert "$KEYS/$name.cert" --broker-key "$KEYS/broker.cert")
+    fi
+    say "$role: CURVE on, keys from $KEYS"
+else
+    say "$role: CURVE off (no $KEYS/broker.cert)"
+fi
+
+if [ "$role" = broker ] && [ "${RECORD:-off}" = on ]; then
+    mkdir -p "$DATA/recordings"
+    extra+=(--record "$DATA/recordings/broker-$(date -u +%Y%m%dT%H%M%S.%NZ).vlrec")
+fi
+
+run() {
+    if [ -n "${VOLLEY_DRY_RUN:-}" ]; then
+        echo "$*"
+    else
+        "$@"
+    fi
+}
+
+if [ "$role" != actors ]; then
+    [ -n "${VOLLEY_DRY_RUN:-}" ] && { run "$BIN" "$role" "${extra[@]}" "$@"; exit 0; }
+    exec "$BIN" "$role" "${extra[@]}" "$@"
+fi
+
+# actors: one process per core (or ACTORS), each with its own id (the seed of
+# its environments is mixed with it, so ids must differ across all actor hosts).
+n=${ACTORS:-0}
+[[ $n =~ ^[0-9]+$ ]] || die "ACTORS wants a whole number, not '$n'"
+[ "$n" -gt 0 ] || n=$(nproc)
+[ "$n" -le 999 ] || die "ACTORS is at most 999 per host, not $n"
+base=${ACTOR_ID_BASE:-}
+if [ -z "$base" ]; then
+    # Distinct per machine without configuration: the hostname and the network
+    # interfaces' addresses (the containers use the host's network).
+    sum=$({ cat /proc/sys/kernel/hostname; cat /sys/class/net/*/address; } 2>/dev/null | cksum)
+    base=$(((${sum%% *} % 2000000 + 1) * 1000))
+fi
+[[ $base =~ ^[0-9]+$ ]] && [ "$base" -le 2147482000 ] ||
+    die "ACTOR_ID_BASE wants a whole number up to 2147482000, not '$base'"
+say "actors: $n processes, ids $((base + 1))..$((base + n))"
+
+pids=()
+stop() {
+    trap - TERM INT
+    [ ${#pids[@]} -eq 0 ] || kill -TERM "${pids[@]}" 2>/dev/null || true
+    wait || true
+    exit "$1"
+}
+trap 'stop 0' TERM INT
+for ((i = 1; i <= n; i++)); do
+    if [ -n "${VOLLEY_DRY_RUN:-}" ]; then
+        run "$BIN" actor --id $((base + i)) "${extra[@]}" "$@"
+    else
+        "$BIN" actor --id $((base + i)) "${extra[@]}" "$@" &
+        pids+=($!)
+    fi
+done
+[ -z "${VOLLEY_DRY_RUN:-}" ] || exit 0
+set +e
+wait -n
+rc=$?
+say "actors: an actor exited with status $rc; stopping the others (the restart policy starts them again)"
+stop 1
