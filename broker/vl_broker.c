@@ -23,6 +23,10 @@
 #define S_IDENTITY_MAX       256          // libzmq routing ids are at most 255 bytes
 #define S_LEARNER_TIMEOUT_NS 5000000000LL // a learner says hello every second
 #define S_ACTOR_TIMEOUT_NS   5000000000LL // an actor beats every second
+// For this long after the broker starts, segments of a policy no learner has claimed yet are
+// held for it (in a queue like a learner's, dropped if none claims it in S_LEARNER_TIMEOUT_NS):
+// after a broker restart, actors flush what they held before the learner has said hello.
+#define S_STARTUP_GRACE_NS 3000000000LL
 #define S_WINDOW_NS          1000000000LL // rates are over windows of this length
 #define S_VERB_MAX           16           // longest control verb
 #define S_BATCH              256          // messages taken per socket per poll wake-up
@@ -289,21 +293,32 @@ static void s_learner_remove(vl_broker_t *self, s_learner_t *l, const char *why)
     *l = self->learners[--self->n_learners];
 }
 
+/* Adds a learner entry for policy with no connection yet (id_len 0): it
+   holds segments until a learner claims the policy. NULL when full. */
+static s_learner_t *s_learner_add(vl_broker_t *self, const char *policy)
+{
+    if (self->n_learners == S_MAX_LEARNERS) {
+        vl_warn("ignoring learner for '%s': %d learners already", policy, S_MAX_LEARNERS);
+        return NULL;
+    }
+    s_learner_t *l = &self->learners[self->n_learners++];
+    memset(l, 0, sizeof *l);
+    snprintf(l->policy, sizeof l->policy, "%s", policy);
+    l->seen_ns = vl_now_ns();
+    return l;
+}
+
 /* Registers (or refreshes) the learner serving policy on connection id.
    Returns it, or NULL when the table is full. */
 static s_learner_t *s_register(vl_broker_t *self, const uint8_t *id, size_t id_len,
                                const char *policy)
 {
     s_learner_t *l = s_learner_find(self, policy);
-    if (!l) {
-        if (self->n_learners == S_MAX_LEARNERS) {
-            vl_warn("ignoring learner for '%s': %d learners already", policy, S_MAX_LEARNERS);
-            return NULL;
-        }
-        l = &self->learners[self->n_learners++];
-        memset(l, 0, sizeof *l);
-        snprintf(l->policy, sizeof l->policy, "%s", policy);
-        vl_info("learner for policy '%s' joined", policy);
+    if (!l && !(l = s_learner_add(self, policy)))
+        return NULL;
+    if (l->id_len == 0) {
+        vl_info("learner for policy '%s' joined%s", policy,
+                l->queued ? "; segments held since the broker started go to it" : "");
     } else if (l->id_len != id_len || memcmp(l->id, id, id_len) != 0) {
         vl_info("learner for policy '%s' replaced by a new connection", policy);
         s_queue_clear(self, l, S_DROP_GONE); // its counters start again: so does ours
@@ -466,6 +481,8 @@ static void s_route(vl_broker_t *self, zmq_msg_t *msg)
     vl_roster_segment(self->roster, seg.actor_id, seg.policy_id, seg.seq, seg.send_ns,
                       vl_wall_ns(), vl_now_ns());
     s_learner_t *l = s_learner_find(self, seg.policy_id);
+    if (!l && vl_now_ns() - self->start_ns < S_STARTUP_GRACE_NS)
+        l = s_learner_add(self, seg.policy_id); // hold it: its learner may not have said hello yet
     if (!l) {
         s_drop(self, S_SEGMENT, S_DROP_NO_LEARNER, seg.policy_id);
         return;
@@ -914,7 +931,8 @@ static void s_expire_learners(vl_broker_t *self)
     int64_t now = vl_now_ns();
     for (int i = self->n_learners - 1; i >= 0; i--)
         if (now - self->learners[i].seen_ns > S_LEARNER_TIMEOUT_NS)
-            s_learner_remove(self, &self->learners[i], "went silent");
+            s_learner_remove(self, &self->learners[i],
+                             self->learners[i].id_len ? "went silent" : "never said hello");
 }
 
 int vl_broker_run(vl_broker_t *self)
