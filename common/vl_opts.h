@@ -41,7 +41,9 @@ int vl_opt_endpoint(const char *cmd, const char *host_port, int offset, char *ou
 int vl_opt_policy(const char *cmd, const char *policy);
 
 /* Finds a base port on 127.0.0.1 with VL_PORT_COUNT consecutive free TCP
-   ports, trying from `from` upward. Returns it, or -1. */
+   ports, trying from `from` upward. Returns it, or -1. Start below 32768,
+   Linux's ephemeral range, so that no outgoing connection takes the port
+   between this check and the bind. */
 int vl_free_base_port(int from);
 
 /* How a numeric flag's field is stored. */

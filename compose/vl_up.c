@@ -326,7 +326,7 @@ int vl_up_main(int argc, char **argv)
     int rc = s_parse(argc, argv, &c);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    if (c.port == 0 && (c.port = vl_free_base_port(20000 + (getpid() % 5000) * 8)) < 0) {
+    if (c.port == 0 && (c.port = vl_free_base_port(20000 + (getpid() % 2000) * 6)) < 0) {
         fprintf(stderr, "volley up: no free ports found\n");
         return 1;
     }
