@@ -24,7 +24,7 @@ struct vl_actor_s {
     vl_actor_config_t c;
     uint32_t D, A; // observation size, actions
     void *ctx, *push, *sub;
-    void *control; // DEALER to the broker's control port: beats
+    void *control;           // DEALER to the broker's control port: beats
     vl_curve_watch_t *watch; // with CURVE: logs the broker refusing our key
     vl_policy_t *policy;
     uint64_t version; // weights version acting now
@@ -46,9 +46,9 @@ struct vl_actor_s {
     uint64_t steps, sent;
     int warned_load;
     // since the last beat
-    int64_t beat_ns;      // monotonic, when it was sent
-    uint64_t beat_steps;  // self->steps then
-    double apply_ms_sum;  // weights publish -> applied
+    int64_t beat_ns;     // monotonic, when it was sent
+    uint64_t beat_steps; // self->steps then
+    double apply_ms_sum; // weights publish -> applied
     float apply_ms_max;
     uint32_t applied;
 };

@@ -27,10 +27,10 @@
 // held for it (in a queue like a learner's, dropped if none claims it in S_LEARNER_TIMEOUT_NS):
 // after a broker restart, actors flush what they held before the learner has said hello.
 #define S_STARTUP_GRACE_NS 3000000000LL
-#define S_WINDOW_NS          1000000000LL // rates are over windows of this length
-#define S_VERB_MAX           16           // longest control verb
-#define S_BATCH              256          // messages taken per socket per poll wake-up
-#define S_MAX_ARRAYS         (256u << 20) // largest decoded segment inspected
+#define S_WINDOW_NS        1000000000LL // rates are over windows of this length
+#define S_VERB_MAX         16           // longest control verb
+#define S_BATCH            256          // messages taken per socket per poll wake-up
+#define S_MAX_ARRAYS       (256u << 20) // largest decoded segment inspected
 // Bytes a queued segment is charged beyond its size: our node (zmq_msg_t and a link) and
 // libzmq's content header, each with its malloc header, so the byte bound bounds memory.
 #define S_QUEUED_OVERHEAD 128
@@ -90,11 +90,11 @@ struct vl_broker_s {
     void *ctx;
     int own_ctx;       // 0: czmq's, shared with the authenticator
     vl_curve_t *curve; // NULL: no security
-    void *pull;   // segments from actors
-    void *router; // learners: hellos in, segments out
-    void *xsub;   // weights and stats from learners
-    void *xpub;   // weights and stats to actors and monitors
-    void *control; // beats, status, pause/resume, shutdown
+    void *pull;        // segments from actors
+    void *router;      // learners: hellos in, segments out
+    void *xsub;        // weights and stats from learners
+    void *xpub;        // weights and stats to actors and monitors
+    void *control;     // beats, status, pause/resume, shutdown
     vl_limits_t limits;
     s_learner_t learners[S_MAX_LEARNERS];
     int n_learners;
@@ -105,7 +105,7 @@ struct vl_broker_s {
     uint64_t max_lag;   // 0: no bound
     int64_t log_every_ns;
     vl_roster_t *roster;
-    vl_recorder_t *recorder; // NULL: not recording
+    vl_recorder_t *recorder;                // NULL: not recording
     int64_t start_ns, window_ns, logged_ns; // monotonic
     uint64_t win_received;
     float received_per_s;
@@ -478,8 +478,8 @@ static void s_route(vl_broker_t *self, zmq_msg_t *msg)
         s_drop(self, S_SEGMENT, r, NULL);
         return;
     }
-    vl_roster_segment(self->roster, seg.actor_id, seg.policy_id, seg.seq, seg.send_ns,
-                      vl_wall_ns(), vl_now_ns());
+    vl_roster_segment(self->roster, seg.actor_id, seg.policy_id, seg.seq, seg.send_ns, vl_wall_ns(),
+                      vl_now_ns());
     s_learner_t *l = s_learner_find(self, seg.policy_id);
     if (!l && vl_now_ns() - self->start_ns < S_STARTUP_GRACE_NS)
         l = s_learner_add(self, seg.policy_id); // hold it: its learner may not have said hello yet
@@ -823,8 +823,8 @@ static void s_on_pause(vl_broker_t *self, zmq_msg_t *id, int pause, const zmq_ms
 static void s_on_beat(vl_broker_t *self, const zmq_msg_t *arg)
 {
     vl_beat_t beat;
-    vl_reason_t r = arg ? vl_beat_decode(zmq_msg_data((zmq_msg_t *)arg), zmq_msg_size(arg), &beat)
-                        : VL_EPROTO;
+    vl_reason_t r =
+        arg ? vl_beat_decode(zmq_msg_data((zmq_msg_t *)arg), zmq_msg_size(arg), &beat) : VL_EPROTO;
     if (r != VL_OK)
         s_drop(self, S_COMMAND, r, NULL);
     else

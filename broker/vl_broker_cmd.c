@@ -12,51 +12,52 @@
 
 static void s_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
-            "                     [--queue-bytes N] [--inspect full|header] [--max-lag N]\n"
-            "                     [--log-every S] [--max-actors N] [--record FILE]\n"
-            "                     [--record-flush always|everysec|never]\n"
-            "                     [--cert FILE --allow DIR] [--quiet|--verbose]\n"
-            "\n"
-            "Routes segments from actors to the learner serving each policy, and weights from\n"
-            "learners to actors, keeping the newest weights for actors that join late. Checks\n"
-            "everything it forwards and counts every segment: received = routed + dropped\n"
-            "(by reason) + queued. `volley top --broker HOST:PORT` shows it live.\n"
-            "\n"
-            "  --port N         base port (default 7600); listens on N (actor segments),\n"
-            "                   N+1 (learners), N+2 (weights from learners), N+3 (weights to\n"
-            "                   actors and monitors), N+4 (control: actors' heartbeats,\n"
-            "                   status, pause/resume a learner, shutdown; see `volley ctl`)\n"
-            "  --bind HOST      interface to listen on (default *, all)\n"
-            "  --max-msg BYTES  refuse larger messages (default 67108864)\n"
-            "  --hwm N          segments in libzmq's send queue per learner before drops\n"
-            "                   (default 1000)\n"
-            "  --queue-bytes N  bytes of segments kept per learner while it grants no credit;\n"
-            "                   beyond them the oldest are dropped (default 67108864)\n"
-            "  --inspect full|header  decode and check every segment in full (default), or\n"
-            "                   check headers only (faster; learners still check in full)\n"
-            "  --max-lag N      drop segments acted on weights more than N versions older than\n"
-            "                   the newest their learner published, as too stale (default 0:\n"
-            "                   keep all; learners apply their own bound)\n"
-            "  --log-every S    log the counters as key=value lines every S seconds (default\n"
-            "                   10; 0: only at exit)\n"
-            "  --max-actors N   actors accounted for at once (default 4096); beyond it, new\n"
-            "                   actors replace the longest silent\n"
-            "  --record FILE    record every segment message received, as received, into FILE\n"
-            "                   (a new file; `volley replay FILE` trains on it again, bit for bit)\n"
-            "  --record-flush always|everysec|never  when the recording reaches the disk:\n"
-            "                   after every message (slowest, loses nothing on a power cut),\n"
-            "                   once a second (default: a crash loses at most the last second),\n"
-            "                   or when the OS decides (a process crash loses nothing, a power\n"
-            "                   cut may lose more); a torn tail is detected on replay\n"
-            "  --cert FILE      CURVE: the broker's certificate (from `volley keygen`; its secret\n"
-            "                   key in FILE_secret): every port encrypts and authenticates\n"
-            "  --allow DIR      CURVE: the public certificates of the actors, learners and\n"
-            "                   monitors let in (re-read when it changes); others are refused\n"
-            "  --quiet          warnings and errors only\n"
-            "  --verbose        debug logging\n"
-            "  -h, --help       this text\n");
+    fprintf(
+        out,
+        "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
+        "                     [--queue-bytes N] [--inspect full|header] [--max-lag N]\n"
+        "                     [--log-every S] [--max-actors N] [--record FILE]\n"
+        "                     [--record-flush always|everysec|never]\n"
+        "                     [--cert FILE --allow DIR] [--quiet|--verbose]\n"
+        "\n"
+        "Routes segments from actors to the learner serving each policy, and weights from\n"
+        "learners to actors, keeping the newest weights for actors that join late. Checks\n"
+        "everything it forwards and counts every segment: received = routed + dropped\n"
+        "(by reason) + queued. `volley top --broker HOST:PORT` shows it live.\n"
+        "\n"
+        "  --port N         base port (default 7600); listens on N (actor segments),\n"
+        "                   N+1 (learners), N+2 (weights from learners), N+3 (weights to\n"
+        "                   actors and monitors), N+4 (control: actors' heartbeats,\n"
+        "                   status, pause/resume a learner, shutdown; see `volley ctl`)\n"
+        "  --bind HOST      interface to listen on (default *, all)\n"
+        "  --max-msg BYTES  refuse larger messages (default 67108864)\n"
+        "  --hwm N          segments in libzmq's send queue per learner before drops\n"
+        "                   (default 1000)\n"
+        "  --queue-bytes N  bytes of segments kept per learner while it grants no credit;\n"
+        "                   beyond them the oldest are dropped (default 67108864)\n"
+        "  --inspect full|header  decode and check every segment in full (default), or\n"
+        "                   check headers only (faster; learners still check in full)\n"
+        "  --max-lag N      drop segments acted on weights more than N versions older than\n"
+        "                   the newest their learner published, as too stale (default 0:\n"
+        "                   keep all; learners apply their own bound)\n"
+        "  --log-every S    log the counters as key=value lines every S seconds (default\n"
+        "                   10; 0: only at exit)\n"
+        "  --max-actors N   actors accounted for at once (default 4096); beyond it, new\n"
+        "                   actors replace the longest silent\n"
+        "  --record FILE    record every segment message received, as received, into FILE\n"
+        "                   (a new file; `volley replay FILE` trains on it again, bit for bit)\n"
+        "  --record-flush always|everysec|never  when the recording reaches the disk:\n"
+        "                   after every message (slowest, loses nothing on a power cut),\n"
+        "                   once a second (default: a crash loses at most the last second),\n"
+        "                   or when the OS decides (a process crash loses nothing, a power\n"
+        "                   cut may lose more); a torn tail is detected on replay\n"
+        "  --cert FILE      CURVE: the broker's certificate (from `volley keygen`; its secret\n"
+        "                   key in FILE_secret): every port encrypts and authenticates\n"
+        "  --allow DIR      CURVE: the public certificates of the actors, learners and\n"
+        "                   monitors let in (re-read when it changes); others are refused\n"
+        "  --quiet          warnings and errors only\n"
+        "  --verbose        debug logging\n"
+        "  -h, --help       this text\n");
 }
 
 int vl_broker_main(int argc, char **argv)
@@ -169,8 +170,9 @@ int vl_broker_main(int argc, char **argv)
         return 2;
     }
     if (c.record && c.max_msg > (int64_t)VL_STREAM_MAX_RECORD) {
-        fprintf(stderr, "volley broker: --record keeps messages up to %u bytes: --max-msg %lld is "
-                        "over it\n",
+        fprintf(stderr,
+                "volley broker: --record keeps messages up to %u bytes: --max-msg %lld is "
+                "over it\n",
                 VL_STREAM_MAX_RECORD, (long long)c.max_msg);
         return 2;
     }

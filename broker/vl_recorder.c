@@ -9,7 +9,7 @@
 
 #include "../common/vl_log.h"
 
-#define S_MAX_MESSAGES 4096      // queued references
+#define S_MAX_MESSAGES 4096       // queued references
 #define S_MAX_BYTES    (64 << 20) // bytes they hold, beyond which the broker waits
 #define S_FLUSH_NS     1000000000LL
 
@@ -26,19 +26,18 @@ struct vl_recorder_s {
     pthread_mutex_t lock;
     pthread_cond_t not_empty, not_full;
     s_entry_t ring[S_MAX_MESSAGES];
-    uint32_t head, count; // under lock
-    size_t bytes;         // under lock: of the queued messages and the one being written
-    int stop;             // under lock
-    int failed;           // writer thread only, then read after join
+    uint32_t head, count;   // under lock
+    size_t bytes;           // under lock: of the queued messages and the one being written
+    int stop;               // under lock
+    int failed;             // writer thread only, then read after join
     uint64_t written, lost; // written by the thread; read as a snapshot
 };
 
 /* Appends one entry, or counts it lost after a write error (logged once). */
 static void s_write(vl_recorder_t *self, s_entry_t *e)
 {
-    if (!self->failed &&
-        vl_stream_append(self->w, e->recv_ns, e->source, zmq_msg_data(&e->msg),
-                         zmq_msg_size(&e->msg)) != 0) {
+    if (!self->failed && vl_stream_append(self->w, e->recv_ns, e->source, zmq_msg_data(&e->msg),
+                                          zmq_msg_size(&e->msg)) != 0) {
         self->failed = 1;
         vl_error("recording stopped: %s; the broker goes on, unrecorded messages are counted",
                  vl_stream_writer_error(self->w));
@@ -167,7 +166,8 @@ int vl_recorder_destroy(vl_recorder_t **self_p)
     vl_info("recorded %llu messages, %llu bytes%s", (unsigned long long)self->written,
             (unsigned long long)bytes, self->lost ? "; SOME WERE NOT RECORDED" : "");
     if (self->lost)
-        vl_error("recording incomplete: %llu messages not recorded", (unsigned long long)self->lost);
+        vl_error("recording incomplete: %llu messages not recorded",
+                 (unsigned long long)self->lost);
     rc = rc != 0 || self->lost ? -1 : 0;
     pthread_cond_destroy(&self->not_empty);
     pthread_cond_destroy(&self->not_full);

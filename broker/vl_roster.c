@@ -100,8 +100,8 @@ static int s_evict_silent(vl_roster_t *self, int64_t now_ns)
         return -1;
     oldest->used = 0;
     self->count--;
-    for (uint32_t i = ((uint32_t)(oldest - self->slots) + 1) & (self->cap - 1);
-         self->slots[i].used; i = (i + 1) & (self->cap - 1)) {
+    for (uint32_t i = ((uint32_t)(oldest - self->slots) + 1) & (self->cap - 1); self->slots[i].used;
+         i = (i + 1) & (self->cap - 1)) {
         s_actor_t moved = self->slots[i];
         self->slots[i].used = 0;
         *s_probe(self, moved.actor_id, moved.policy) = moved;

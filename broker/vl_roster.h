@@ -36,9 +36,9 @@ uint32_t vl_roster_count(const vl_roster_t *self);
 /* Returns the actors heard from within the timeout. */
 uint32_t vl_roster_alive(const vl_roster_t *self);
 
-/* Fills rows[0 .. vl_roster_count) in (policy, actor id) order (caller's storage, each initialised by
-   the caller with VOLLEY__ACTOR_ROW__INIT) as of monotonic now_ns. The rows'
-   policy ids point into the roster: valid until its next call. */
+/* Fills rows[0 .. vl_roster_count) in (policy, actor id) order (caller's storage, each initialised
+   by the caller with VOLLEY__ACTOR_ROW__INIT) as of monotonic now_ns. The rows' policy ids point
+   into the roster: valid until its next call. */
 void vl_roster_rows(const vl_roster_t *self, Volley__ActorRow *rows, int64_t now_ns);
 
 /* Frees the roster and nulls the pointer; safe on NULL and twice. */

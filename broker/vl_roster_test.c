@@ -66,10 +66,10 @@ static void test_hostile_send_time(void)
     vl_roster_t *r = vl_roster_new(8, 5 * S_SEC);
     int64_t t = 100 * S_SEC;
     vl_roster_tick(r, t);
-    vl_roster_segment(r, 1, "p", 0, INT64_MIN, 1000, t);       // would overflow
-    vl_roster_segment(r, 1, "p", 1, INT64_MAX, 1000, t);       // from the future
+    vl_roster_segment(r, 1, "p", 0, INT64_MIN, 1000, t);            // would overflow
+    vl_roster_segment(r, 1, "p", 1, INT64_MAX, 1000, t);            // from the future
     vl_roster_segment(r, 1, "p", 2, -5000000000000000000, 1000, t); // years ago
-    vl_roster_segment(r, 1, "p", 3, 1000, 1000 + 4000000, t);  // 4 ms: the one that counts
+    vl_roster_segment(r, 1, "p", 3, 1000, 1000 + 4000000, t);       // 4 ms: the one that counts
     vl_roster_tick(r, t + S_SEC);
     Volley__ActorRow *rows = s_rows(r, t + S_SEC);
     VL_CHECK(rows[0].segments == 4);
@@ -85,7 +85,10 @@ static void test_silence_and_beats(void)
     vl_roster_tick(r, t);
     vl_roster_segment(r, 1, "p", 0, 0, 0, t);
     vl_roster_segment(r, 2, "p", 0, 0, 0, t);
-    vl_beat_t beat = {.policy_id = "p", .actor_id = 2, .weights_version = 42, .apply_ms = 1.5f,
+    vl_beat_t beat = {.policy_id = "p",
+                      .actor_id = 2,
+                      .weights_version = 42,
+                      .apply_ms = 1.5f,
                       .env_steps_per_s = 1000.0f};
     vl_roster_beat(r, &beat, t + 6 * S_SEC); // actor 2 beats, actor 1 says nothing
     vl_roster_tick(r, t + 6 * S_SEC);
@@ -108,7 +111,7 @@ static void test_full_table(void)
     vl_roster_t *r = vl_roster_new(4, 5 * S_SEC);
     int64_t t = 100 * S_SEC;
     for (uint32_t id = 0; id < 4; id++)
-        vl_roster_segment(r, id, "p", 0, 0, 0, t + id); // actor 0 heard first
+        vl_roster_segment(r, id, "p", 0, 0, 0, t + id);   // actor 0 heard first
     vl_roster_segment(r, 9, "p", 0, 0, 0, t + 1 * S_SEC); // all alive: not tracked
     VL_CHECK(vl_roster_count(r) == 4);
     for (uint32_t id = 1; id < 4; id++)

@@ -250,8 +250,7 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         else if (opt == O_PACE) {
             fprintf(stderr, "volley %s: --pace wants fast or recorded, not '%s'\n", cmd, optarg);
             bad = 1;
-        }
-        else {
+        } else {
             usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;
         }
@@ -275,9 +274,10 @@ void vl_opt_print_role(FILE *out, const char *policy_help)
 
 void vl_opt_print_curve(FILE *out)
 {
-    fprintf(out, "  --cert FILE        our CURVE certificate (from `volley keygen`; the secret key\n"
-                 "                     is read from FILE_secret): encrypt and authenticate\n"
-                 "  --broker-key FILE  the broker's public certificate (with --cert)\n");
+    fprintf(out,
+            "  --cert FILE        our CURVE certificate (from `volley keygen`; the secret key\n"
+            "                     is read from FILE_secret): encrypt and authenticate\n"
+            "  --broker-key FILE  the broker's public certificate (with --cert)\n");
 }
 
 int vl_opt_check_curve(const char *cmd, const char *cert, const char *broker_key)

@@ -15,21 +15,22 @@
 
 static void s_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: volley keygen DIR [--clients NAME[,NAME...]]\n"
-            "\n"
-            "Writes the CURVE certificates of a secured run into DIR (made, mode 0700):\n"
-            "  DIR/broker.cert, DIR/broker.cert_secret      the broker's (--cert on the broker;\n"
-            "                                               broker.cert alone is --broker-key\n"
-            "                                               for everyone else)\n"
-            "  DIR/NAME.cert, DIR/NAME.cert_secret          one per client (--cert on its hosts)\n"
-            "  DIR/allowed/NAME.cert                        public keys let in (--allow DIR/allowed\n"
-            "                                               on the broker); delete one to shut a\n"
-            "                                               client out, add one to let it in\n"
-            "Never overwrites a certificate. Secret files stay on the hosts that use them.\n"
-            "\n"
-            "  --clients LIST     client names (default actor,learner,monitor)\n"
-            "  -h, --help         this text\n");
+    fprintf(
+        out,
+        "usage: volley keygen DIR [--clients NAME[,NAME...]]\n"
+        "\n"
+        "Writes the CURVE certificates of a secured run into DIR (made, mode 0700):\n"
+        "  DIR/broker.cert, DIR/broker.cert_secret      the broker's (--cert on the broker;\n"
+        "                                               broker.cert alone is --broker-key\n"
+        "                                               for everyone else)\n"
+        "  DIR/NAME.cert, DIR/NAME.cert_secret          one per client (--cert on its hosts)\n"
+        "  DIR/allowed/NAME.cert                        public keys let in (--allow DIR/allowed\n"
+        "                                               on the broker); delete one to shut a\n"
+        "                                               client out, add one to let it in\n"
+        "Never overwrites a certificate. Secret files stay on the hosts that use them.\n"
+        "\n"
+        "  --clients LIST     client names (default actor,learner,monitor)\n"
+        "  -h, --help         this text\n");
 }
 
 /* Returns 1 if path exists. */
@@ -94,9 +95,8 @@ static int s_split(char *list, char **names)
 
 int vl_keygen_main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"clients", required_argument, 0, 'c'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
+    static const struct option opts[] = {
+        {"clients", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     char list[1024] = "actor,learner,monitor";
     int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

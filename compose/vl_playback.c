@@ -152,7 +152,8 @@ static int s_sink_open(s_sink_t *k, const vl_learner_config_t *c, const char *br
         return k->learner ? 0 : -1;
     }
     k->ctx = zmq_ctx_new();
-    k->push = k->ctx ? vl_sock_connect(k->ctx, ZMQ_PUSH, broker, VL_PORT_SEGMENTS, 10000, 4096) : NULL;
+    k->push =
+        k->ctx ? vl_sock_connect(k->ctx, ZMQ_PUSH, broker, VL_PORT_SEGMENTS, 10000, 4096) : NULL;
     if (!k->push)
         vl_error("cannot connect to the broker at %s", broker);
     return k->push ? 0 : -1;
@@ -215,8 +216,9 @@ int vl_playback_main(int argc, char **argv)
     if (!(c.env = vl_env_lookup("replay", role.env)))
         return 2;
     if (c.capacity < 2 * c.batch_segments + c.retain) {
-        fprintf(stderr, "volley replay: --capacity (%u) must be at least 2 x --batch (%u) + "
-                        "--retain (%u)\n",
+        fprintf(stderr,
+                "volley replay: --capacity (%u) must be at least 2 x --batch (%u) + "
+                "--retain (%u)\n",
                 c.capacity, c.batch_segments, c.retain);
         return 2;
     }

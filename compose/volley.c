@@ -5,9 +5,9 @@
 #include "../actors/vl_actor.h"
 #include "../broker/vl_broker.h"
 #include "../learner/vl_learner.h"
-#include "vl_top.h"
 #include "vl_keygen.h"
 #include "vl_playback.h"
+#include "vl_top.h"
 #include "vl_up.h"
 
 typedef struct {
@@ -21,7 +21,9 @@ static const s_command_t s_commands[] = {
     {.name = "broker", .main = vl_broker_main, .summary = "route segments and weights"},
     {.name = "learner", .main = vl_learner_main, .summary = "train a policy, publish weights"},
     {.name = "actor", .main = vl_actor_main, .summary = "step environments, push segments"},
-    {.name = "replay", .main = vl_playback_main, .summary = "train again on a recording, bit for bit"},
+    {.name = "replay",
+     .main = vl_playback_main,
+     .summary = "train again on a recording, bit for bit"},
     {.name = "top", .main = vl_top_main, .summary = "live view of a run, from the broker"},
     {.name = "ctl", .main = vl_ctl_main, .summary = "ask the broker: status, pause, resume, stop"},
     {.name = "keygen", .main = vl_keygen_main, .summary = "CURVE certificates for a secured run"},

@@ -127,8 +127,8 @@ static void s_count(void *ctx, const vl_segment_t *s)
 /* Decodes one received segment into a buffer slot, or refuses it. */
 static void s_ingest_one(vl_learner_t *self, const uint8_t *data, size_t size)
 {
-    vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size,
-                              vl_wall_ns(), s_count, self);
+    vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, vl_wall_ns(),
+                              s_count, self);
     if (r != VL_OK)
         s_refuse(self, r);
 }

@@ -68,7 +68,8 @@ int vl_learner_main(int argc, char **argv)
     vl_learner_config_t c = vl_learner_config_default();
     vl_role_opts_t role = {
         .policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO, .learner = 1};
-    int rc = vl_opt_parse_role("learner", argc, argv, vl_learner_opts, vl_learner_n_opts, &c, &role, s_usage);
+    int rc = vl_opt_parse_role("learner", argc, argv, vl_learner_opts, vl_learner_n_opts, &c, &role,
+                               s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
     if (!(c.env = vl_env_lookup("learner", role.env)))

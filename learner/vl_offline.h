@@ -18,14 +18,14 @@ typedef struct vl_offline_s vl_offline_t;
 
 /* What an offline learner has done. */
 typedef struct {
-    uint64_t messages;               // fed
-    uint64_t accepted;               // ingested into the buffer
-    uint64_t refused[VL_EREASONS];   // by reason (VL_EMISMATCH: another policy or shape)
-    uint64_t updates;                // = the weights version
-    uint64_t trained;                // segments in those updates
-    uint64_t stale;                  // dropped as more than max_lag versions old
-    uint64_t env_steps, episodes;    // in the accepted segments
-    float mean_return;               // over the last 100 episodes
+    uint64_t messages;             // fed
+    uint64_t accepted;             // ingested into the buffer
+    uint64_t refused[VL_EREASONS]; // by reason (VL_EMISMATCH: another policy or shape)
+    uint64_t updates;              // = the weights version
+    uint64_t trained;              // segments in those updates
+    uint64_t stale;                // dropped as more than max_lag versions old
+    uint64_t env_steps, episodes;  // in the accepted segments
+    float mean_return;             // over the last 100 episodes
 } vl_offline_stats_t;
 
 /* Creates an offline learner for config (broker ignored). Returns NULL on

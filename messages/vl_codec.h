@@ -96,7 +96,7 @@ typedef struct {
 typedef struct {
     char policy_id[VL_POLICY_ID_MAX];
     uint64_t version;
-    int64_t publish_ns;   // publisher's CLOCK_REALTIME when encoded (0: unknown)
+    int64_t publish_ns; // publisher's CLOCK_REALTIME when encoded (0: unknown)
     uint32_t n_tensors;
     vl_tensor_t *tensors; // owned
 } vl_weights_t;

@@ -40,7 +40,8 @@ vl_reason_t vl_beat_decode(const uint8_t *data, size_t size, vl_beat_t *beat)
     if (!msg)
         return VL_EPROTO;
     vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
-    if (reason == VL_OK && !s_beat_figures_ok(msg->apply_ms, msg->apply_ms_max, msg->env_steps_per_s))
+    if (reason == VL_OK &&
+        !s_beat_figures_ok(msg->apply_ms, msg->apply_ms_max, msg->env_steps_per_s))
         reason = VL_ENONFINITE;
     if (reason == VL_OK) {
         memcpy(beat->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);

@@ -335,10 +335,9 @@ static void test_status_round_trip(void)
     same = same && st && st->schema == VL_SCHEMA_VERSION && strcmp(st->policy_id, "alpha") == 0 &&
            st->version == sb->version && st->env_steps == sb->env_steps &&
            st->episodes == sb->episodes && st->mean_return == sb->mean_return &&
-           st->window == sb->window && st->lag_mean == sb->lag_mean &&
-           st->lag_max == sb->lag_max && st->policy_loss == sb->policy_loss &&
-           st->value_loss == sb->value_loss && st->entropy == sb->entropy &&
-           st->segments_trained == sb->segments_trained &&
+           st->window == sb->window && st->lag_mean == sb->lag_mean && st->lag_max == sb->lag_max &&
+           st->policy_loss == sb->policy_loss && st->value_loss == sb->value_loss &&
+           st->entropy == sb->entropy && st->segments_trained == sb->segments_trained &&
            st->segments_dropped == sb->segments_dropped && st->uptime_s == sb->uptime_s &&
            st->lag_min == sb->lag_min && st->lag_median == sb->lag_median &&
            st->ingest_ms == sb->ingest_ms && st->train_ms == sb->train_ms;

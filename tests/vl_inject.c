@@ -269,9 +269,9 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i];
         int r = strncmp(f, "seg-", 4) == 0 && s_segment_fault(s.push, f) == 0 ? 0
-                : strncmp(f, "pub-", 4) == 0                                   ? s_publication_fault(s.pub, f)
-                : s_control_fault(s.control, f) == 0                            ? 0
-                                                                               : s_other_fault(&s, f);
+                : strncmp(f, "pub-", 4) == 0         ? s_publication_fault(s.pub, f)
+                : s_control_fault(s.control, f) == 0 ? 0
+                                                     : s_other_fault(&s, f);
         if (r != 0) {
             fprintf(stderr, "vl_inject: unknown fault '%s'\n", f);
             rc = 2;

@@ -23,7 +23,7 @@
 #include "messages/vl_stream.h"
 #include "volley.pb-c.h"
 
-static uint32_t s_rng = 12345u; // fixed: the committed corpus must be reproducible
+static uint32_t s_rng = 12345u;            // fixed: the committed corpus must be reproducible
 #define S_PUBLISH_NS 1700000000123456789ll // the weights seed's publish time, fixed likewise
 
 /* Returns the next value of a small LCG, in [0, 1). */
