@@ -48,8 +48,13 @@ resumed=$(sed -n 's/.*resumed from .* at version \([0-9]*\),.*/\1/p' "$TMP/learn
 saved=$resumed
 wait_for "$TMP/learner2.log" 20 "version=[0-9]+ .* return=([1-9][0-9][0-9]|[2-9][0-9])\." ||
     fail "the resumed policy is not the trained one: $(returns "$TMP/learner2.log" | tr '\n' ' ')"
-first=$(sed -n 's/.*debug: version=\([0-9]*\) .*/\1/p' "$TMP/learner2.log" | head -1)
-last=$(sed -n 's/.*debug: version=\([0-9]*\) .*/\1/p' "$TMP/learner2.log" | tail -1)
+versions() { sed -n 's/.*debug: version=\([0-9]*\) .*/\1/p' "$TMP/learner2.log"; }
+for _ in $(seq 100); do # the first report may come before the first update
+    last=$(versions | tail -1)
+    [ "${last:-0}" -gt "$saved" ] && break
+    sleep 0.2
+done
+first=$(versions | head -1)
 [ "$first" -ge "$saved" ] && [ "$last" -gt "$saved" ] || fail "versions did not continue from $saved ($first..$last)"
 r2=$(returns "$TMP/learner2.log" | sort -n | tail -1)
 pass "resumed at version $saved, went on to $last, mean return $r2 (a fresh policy scores ~20)"
