@@ -3,9 +3,11 @@
 #ifndef VL_BENCH_H
 #define VL_BENCH_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* How many timed runs of how many seconds each; the best run counts. */
 typedef struct {
@@ -48,6 +50,34 @@ static inline uint64_t vl_bench_checksum(const void *data, size_t n)
     for (; n > 0; n--, p++)
         h = (h ^ *p) * 0x100000001b3ull;
     return h ^ (h >> 29);
+}
+
+/* The cleanup a bench with children registered, and the bench's own pid. */
+static void (*vl_bench_cleanup_fn)(void);
+static pid_t vl_bench_self;
+
+/* Cleans up and dies of the signal, as if it had not been caught. */
+static inline void vl_bench_on_signal(int sig)
+{
+    if (getpid() != vl_bench_self) // a child between fork and exec
+        _exit(127);
+    if (vl_bench_cleanup_fn)
+        vl_bench_cleanup_fn();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* Makes SIGINT, SIGTERM and SIGHUP run cleanup (stop children, remove
+   files) before the bench dies of them. */
+static inline void vl_bench_catch_signals(void (*cleanup)(void))
+{
+    vl_bench_cleanup_fn = cleanup;
+    vl_bench_self = getpid();
+    struct sigaction sa = {.sa_handler = vl_bench_on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 #endif

@@ -150,7 +150,6 @@ static void s_sleep(double s)
 
 /* ---- the broker children and the recording: stopped and removed on every exit -- */
 
-static pid_t s_self;                             // this process, not a child between fork and exec
 static volatile sig_atomic_t s_kids[S_MAX_KIDS]; // broker children alive; 0: a free slot
 static char s_rec_dir[4096], s_rec_file[4200];   // the recording in progress, if ...
 static volatile sig_atomic_t s_rec_live;         // ... this is set
@@ -236,27 +235,6 @@ static void s_cleanup(void)
             s_reap(s_kids[i], S_STOP_WAIT_S);
             s_kids[i] = 0;
         }
-}
-
-/* Cleans up and dies of the signal, as if it had not been caught. */
-static void s_on_signal(int sig)
-{
-    if (getpid() != s_self) // a child between fork and exec
-        _exit(127);
-    s_cleanup();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/* Makes SIGINT, SIGTERM and SIGHUP clean up before the bench dies of them. */
-static void s_catch_signals(void)
-{
-    s_self = getpid();
-    struct sigaction sa = {.sa_handler = s_on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* Prints why, stops the brokers and exits: a figure over wrong output means
@@ -997,7 +975,7 @@ int main(int argc, char **argv)
     int rc = s_args(argc, argv, dflt, sizeof dflt, &volley, &rec_dir, &plan);
     if (rc >= 0)
         return rc;
-    s_catch_signals();
+    vl_bench_catch_signals(s_cleanup);
     uint8_t *hello;
     size_t hello_size;
     if (vl_hello_encode(S_POLICY, &hello, &hello_size) != 0)

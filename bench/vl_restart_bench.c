@@ -93,7 +93,6 @@ enum { S_BROKER, S_LEARNER, S_ACTOR0, S_NKIDS = S_ACTOR0 + S_ACTORS };
 
 static const char *s_kid_names[S_NKIDS] = {"broker", "learner", "actor-1", "actor-2"};
 
-static pid_t s_self;                          // this process, not a child between fork and exec
 static volatile sig_atomic_t s_kids[S_NKIDS]; // children alive; 0: none in that role
 static char s_log_dir[4096];                  // the logs' directory, if ...
 static char s_logs[S_NKIDS][4200];            // ... holding these, and ...
@@ -132,25 +131,6 @@ static void s_cleanup(void)
             unlink(s_logs[i]);
         rmdir(s_log_dir);
     }
-}
-
-static void s_on_signal(int sig)
-{
-    if (getpid() != s_self) // a child between fork and exec
-        _exit(127);
-    s_cleanup();
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void s_catch_signals(void)
-{
-    s_self = getpid();
-    struct sigaction sa = {.sa_handler = s_on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* Prints the last S_LOG_TAIL lines of each child's log to stderr. */
@@ -610,7 +590,7 @@ int main(int argc, char **argv)
     int rc = s_args(argc, argv, dflt, sizeof dflt, &volley, &down_s, &plan);
     if (rc >= 0)
         return rc;
-    s_catch_signals();
+    vl_bench_catch_signals(s_cleanup);
     s_logs_create();
     int port = vl_free_base_port(20000 + (int)(getpid() % 20000));
     if (port < 0)

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "../common/vl_crc32c.h"
+#include "../common/vl_fs.h"
 #include "../common/vl_le.h"
 #include "../common/vl_log.h"
 
@@ -387,25 +388,6 @@ static int s_open_temp(const char *path, char **tmp_p)
     return -1;
 }
 
-/* Makes a rename in path's directory durable. Returns 0, or -1 with errno. */
-static int s_sync_dir(const char *path)
-{
-    char *dir = strdup(path);
-    if (!dir)
-        return -1;
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = '\0'; // keep "/" itself
-    int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -1;
-    int err = errno;
-    if (fd >= 0)
-        close(fd);
-    free(dir);
-    errno = err;
-    return rc;
-}
-
 /* Returns the header, tables and meta_crc (caller frees), or NULL. */
 static uint8_t *s_encode_meta(const s_pool_t *p, const vl_section_t *sections, int n,
                               uint64_t meta_size)
@@ -487,7 +469,7 @@ int vl_checkpoint_write_opts(const char *path, const vl_section_t *sections, int
     what = "rename its temp file over it";
     if (rename(tmp, path) < 0)
         goto err;
-    if (s_sync_dir(path) < 0) // the new file is in place, only its durability is in doubt
+    if (vl_fs_sync_dir(path) < 0) // the new file is in place, only its durability is in doubt
         vl_warn("checkpoint %s: fsync of its directory: %s", path, strerror(errno));
     free(tmp);
     free(meta);

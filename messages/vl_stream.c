@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../common/vl_crc32c.h"
+#include "../common/vl_fs.h"
 #include "../common/vl_le.h"
 #include "../common/vl_log.h"
 
@@ -126,26 +127,6 @@ static int s_fail(vl_stream_writer_t *w, const char *what)
     return -1;
 }
 
-/* Makes a new entry in path's directory durable. Returns 0, or -1 with
-   errno. */
-static int s_sync_dir(const char *path)
-{
-    char *dir = strdup(path);
-    if (!dir)
-        return -1;
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[slash == dir] = '\0'; // keep "/" itself
-    int fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = fd >= 0 && fsync(fd) == 0 ? 0 : -1;
-    int err = errno;
-    if (fd >= 0)
-        close(fd);
-    free(dir);
-    errno = err;
-    return rc;
-}
-
 /* Writes the header for config (len bytes) to w's new file, synced unless
    NEVER. Returns 0, or -1 with w->error. */
 static int s_write_header(vl_stream_writer_t *w, const char *path, const char *config, size_t len)
@@ -162,7 +143,7 @@ static int s_write_header(vl_stream_writer_t *w, const char *path, const char *c
     w->bytes = w->used;
     if (vl_stream_flush(w, w->flush != VL_FLUSH_NEVER) < 0)
         return -1;
-    if (w->flush != VL_FLUSH_NEVER && s_sync_dir(path) < 0)
+    if (w->flush != VL_FLUSH_NEVER && vl_fs_sync_dir(path) < 0)
         return s_fail(w, "sync of its directory");
     return 0;
 }
