@@ -27,6 +27,7 @@
 // held for it (in a queue like a learner's, dropped if none claims it in S_LEARNER_TIMEOUT_NS):
 // after a broker restart, actors flush what they held before the learner has said hello.
 #define S_STARTUP_GRACE_NS 3000000000LL
+#define S_MAX_UNCLAIMED    4 // policies held for at once that way: a bound on what anyone can park
 #define S_WINDOW_NS        1000000000LL // rates are over windows of this length
 #define S_VERB_MAX         16           // longest control verb
 #define S_BATCH            256          // messages taken per socket per poll wake-up
@@ -109,7 +110,8 @@ struct vl_broker_s {
     int64_t start_ns, window_ns, logged_ns; // monotonic
     uint64_t win_received;
     float received_per_s;
-    int shutdown; // a SHUTDOWN request came
+    int shutdown;    // a SHUTDOWN request came
+    int warned_full; // the learner table was full (logged once)
     uint64_t received;
     uint64_t routed;
     uint64_t dropped[S_KINDS][S_DROP_REASONS];
@@ -298,7 +300,9 @@ static void s_learner_remove(vl_broker_t *self, s_learner_t *l, const char *why)
 static s_learner_t *s_learner_add(vl_broker_t *self, const char *policy)
 {
     if (self->n_learners == S_MAX_LEARNERS) {
-        vl_warn("ignoring learner for '%s': %d learners already", policy, S_MAX_LEARNERS);
+        if (!self->warned_full++)
+            vl_warn("ignoring learner for '%s': %d learners already; logged once", policy,
+                    S_MAX_LEARNERS);
         return NULL;
     }
     s_learner_t *l = &self->learners[self->n_learners++];
@@ -324,6 +328,8 @@ static s_learner_t *s_register(vl_broker_t *self, const uint8_t *id, size_t id_l
         s_queue_clear(self, l, S_DROP_GONE); // its counters start again: so does ours
         l->credited = 0;
         l->granted = l->sent = 0;
+        l->newest_version = 0; // a learner started afresh publishes low versions again
+        l->have_stats = 0;
     }
     memcpy(l->id, id, id_len);
     l->id_len = id_len;
@@ -386,11 +392,18 @@ static void s_drain(vl_broker_t *self, s_learner_t *l)
    of what we sent on it; every one sets what it may receive in all. */
 static void s_on_credit(vl_broker_t *self, const uint8_t *id, size_t id_len, const vl_credit_t *cr)
 {
-    // A Credit names its policy: it counts as a hello, so a learner reconnecting to a restarted
-    // broker is served at its first credit, not at its next hello (up to a second later).
-    s_learner_t *l = s_register(self, id, id_len, cr->policy_id);
-    if (!l)
+    // A Credit names its policy: on a policy with no connection yet it counts as a hello, so a
+    // learner reconnecting to a restarted broker is served at its first credit, not at its next
+    // hello (up to a second later). Replacing another live connection is left to a Hello.
+    s_learner_t *l = s_learner_find(self, cr->policy_id);
+    if (!l || l->id_len == 0)
+        l = s_register(self, id, id_len, cr->policy_id);
+    else if (l->id_len != id_len || memcmp(l->id, id, id_len) != 0)
+        l = NULL;
+    if (!l) {
+        s_drop(self, S_CREDIT, S_DROP_NO_LEARNER, cr->policy_id); // no hello on this connection
         return;
+    }
     if (!l->credited) {
         l->sent = cr->total_received; // segments in flight to a previous broker are lost
         l->granted = cr->total_granted;
@@ -466,28 +479,38 @@ static void s_enqueue(vl_broker_t *self, s_learner_t *l, zmq_msg_t *msg)
     l->queued_bytes += charge;
 }
 
+/* Returns how many learner entries wait for a learner to claim them. */
+static int s_unclaimed(const vl_broker_t *self)
+{
+    int n = 0;
+    for (int i = 0; i < self->n_learners; i++)
+        n += self->learners[i].id_len == 0;
+    return n;
+}
+
 /* Sends a segment to the learner of its policy if it has credit, queues it
    if not, or counts why it is dropped. */
-static void s_route(vl_broker_t *self, zmq_msg_t *msg)
+static void s_route(vl_broker_t *self, zmq_msg_t *msg, int64_t wall_ns, int64_t now_ns)
 {
     vl_segment_t seg;
     vl_reason_t r = vl_inspect_segment(self->inspect, zmq_msg_data(msg), zmq_msg_size(msg), &seg);
     if (self->recorder) // every message, refused ones too: a replay meets them again
-        vl_recorder_add(self->recorder, msg, vl_wall_ns(), r == VL_OK ? seg.actor_id : UINT32_MAX);
+        vl_recorder_add(self->recorder, msg, wall_ns, r == VL_OK ? seg.actor_id : UINT32_MAX);
     if (r != VL_OK) {
         s_drop(self, S_SEGMENT, r, NULL);
         return;
     }
-    vl_roster_segment(self->roster, seg.actor_id, seg.policy_id, seg.seq, seg.send_ns, vl_wall_ns(),
-                      vl_now_ns());
+    vl_roster_segment(self->roster, seg.actor_id, seg.policy_id, seg.seq, seg.send_ns, wall_ns,
+                      now_ns);
     s_learner_t *l = s_learner_find(self, seg.policy_id);
-    if (!l && vl_now_ns() - self->start_ns < S_STARTUP_GRACE_NS)
+    if (!l && now_ns - self->start_ns < S_STARTUP_GRACE_NS && s_unclaimed(self) < S_MAX_UNCLAIMED)
         l = s_learner_add(self, seg.policy_id); // hold it: its learner may not have said hello yet
     if (!l) {
         s_drop(self, S_SEGMENT, S_DROP_NO_LEARNER, seg.policy_id);
         return;
     }
-    if (self->max_lag && l->newest_version > seg.policy_version + self->max_lag) {
+    if (self->max_lag && l->newest_version > self->max_lag &&
+        seg.policy_version < l->newest_version - self->max_lag) {
         s_drop(self, S_SEGMENT, S_DROP_STALE, seg.policy_id);
         return;
     }
@@ -511,7 +534,7 @@ static int s_recv_segment(vl_broker_t *self)
             while (zmq_msg_more(&msg) && zmq_msg_recv(&msg, self->pull, 0) >= 0)
                 ;
         } else {
-            s_route(self, &msg);
+            s_route(self, &msg, vl_wall_ns(), vl_now_ns()); // the clocks once, at receipt
         }
     }
     zmq_msg_close(&msg);
@@ -667,31 +690,6 @@ static uint64_t s_dropped_total(const vl_broker_t *self)
     return dropped;
 }
 
-/* Fills a Stats message from a learner's last stats. */
-static void s_stats_msg(const vl_stats_t *st, Volley__Stats *m)
-{
-    volley__stats__init(m);
-    m->schema = VL_SCHEMA_VERSION;
-    m->policy_id = (char *)st->policy_id;
-    m->version = st->version;
-    m->env_steps = st->env_steps;
-    m->episodes = st->episodes;
-    m->mean_return = st->mean_return;
-    m->window = st->window;
-    m->lag_mean = st->lag_mean;
-    m->lag_min = st->lag_min;
-    m->lag_median = st->lag_median;
-    m->lag_max = st->lag_max;
-    m->policy_loss = st->policy_loss;
-    m->value_loss = st->value_loss;
-    m->entropy = st->entropy;
-    m->segments_trained = st->segments_trained;
-    m->segments_dropped = st->segments_dropped;
-    m->uptime_s = st->uptime_s;
-    m->ingest_ms = st->ingest_ms;
-    m->train_ms = st->train_ms;
-}
-
 /* Fills one learner's row (stats into *stats, which the row then points to). */
 static void s_learner_row(const s_learner_t *l, int64_t now, Volley__LearnerRow *r,
                           Volley__Stats *stats)
@@ -706,7 +704,7 @@ static void s_learner_row(const s_learner_t *l, int64_t now, Volley__LearnerRow 
     r->paused = l->paused;
     r->silent_s = (float)((now - l->seen_ns) / 1e9);
     if (l->have_stats) {
-        s_stats_msg(&l->stats, stats);
+        vl_stats_to_msg(&l->stats, stats);
         r->stats = stats;
     }
 }
@@ -998,10 +996,11 @@ void vl_broker_destroy(vl_broker_t **self_p)
     for (int i = 0; i < 5; i++)
         if (socks[i])
             zmq_close(socks[i]);
+    if (self->curve)
+        vl_sock_set_curve(NULL);
     vl_curve_destroy(&self->curve); // the authenticator's sockets are in the shared context
     if (self->ctx && self->own_ctx)
         zmq_ctx_term(self->ctx); // czmq's own is ended by czmq at exit
-    vl_sock_set_curve(NULL);
     free(self);
     *self_p = NULL;
 }

@@ -38,6 +38,7 @@ struct vl_roster_s {
     uint32_t max, count;
     int64_t timeout_ns;
     int64_t window_start_ns;
+    int64_t no_evict_until_ns; // the last scan found every actor alive: none before this
 };
 
 vl_roster_t *vl_roster_new(uint32_t max_actors, int64_t timeout_ns)
@@ -117,8 +118,13 @@ static s_actor_t *s_find(vl_roster_t *self, uint32_t id, const char *policy, int
     if (a->used)
         return a;
     if (self->count == self->max) {
-        if (s_evict_silent(self, now_ns) != 0)
+        // Full of live actors: an untracked one would scan the table on every segment.
+        if (now_ns < self->no_evict_until_ns)
             return NULL;
+        if (s_evict_silent(self, now_ns) != 0) {
+            self->no_evict_until_ns = now_ns + S_WINDOW_NS;
+            return NULL;
+        }
         a = s_probe(self, id, policy);
     }
     memset(a, 0, sizeof *a);

@@ -160,6 +160,8 @@ vl_curve_watch_t *vl_curve_watch_new(void *ctx, void *sock, const char *what)
 err:
     if (self && self->pair)
         zmq_close(self->pair);
+    if (self)
+        zmq_socket_monitor(sock, NULL, 0);
     free(self);
     return NULL;
 }

@@ -80,30 +80,36 @@ vl_reason_t vl_credit_decode(const uint8_t *data, size_t size, vl_credit_t *cred
 
 /* Encodes stats into a new buffer. Returns 0 and sets *out (caller frees),
    or -1 on a bad policy id or no memory. */
+void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg)
+{
+    volley__stats__init(msg);
+    msg->schema = VL_SCHEMA_VERSION;
+    msg->policy_id = (char *)stats->policy_id;
+    msg->version = stats->version;
+    msg->env_steps = stats->env_steps;
+    msg->episodes = stats->episodes;
+    msg->mean_return = stats->mean_return;
+    msg->window = stats->window;
+    msg->lag_mean = stats->lag_mean;
+    msg->lag_max = stats->lag_max;
+    msg->lag_min = stats->lag_min;
+    msg->lag_median = stats->lag_median;
+    msg->policy_loss = stats->policy_loss;
+    msg->value_loss = stats->value_loss;
+    msg->entropy = stats->entropy;
+    msg->segments_trained = stats->segments_trained;
+    msg->segments_dropped = stats->segments_dropped;
+    msg->uptime_s = stats->uptime_s;
+    msg->ingest_ms = stats->ingest_ms;
+    msg->train_ms = stats->train_ms;
+}
+
 int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
 {
     if (!stats || !vl_wire_name_ok(stats->policy_id, VL_POLICY_ID_MAX) || !out || !out_size)
         return -1;
-    Volley__Stats msg = VOLLEY__STATS__INIT;
-    msg.schema = VL_SCHEMA_VERSION;
-    msg.policy_id = (char *)stats->policy_id;
-    msg.version = stats->version;
-    msg.env_steps = stats->env_steps;
-    msg.episodes = stats->episodes;
-    msg.mean_return = stats->mean_return;
-    msg.window = stats->window;
-    msg.lag_mean = stats->lag_mean;
-    msg.lag_max = stats->lag_max;
-    msg.lag_min = stats->lag_min;
-    msg.lag_median = stats->lag_median;
-    msg.policy_loss = stats->policy_loss;
-    msg.value_loss = stats->value_loss;
-    msg.entropy = stats->entropy;
-    msg.segments_trained = stats->segments_trained;
-    msg.segments_dropped = stats->segments_dropped;
-    msg.uptime_s = stats->uptime_s;
-    msg.ingest_ms = stats->ingest_ms;
-    msg.train_ms = stats->train_ms;
+    Volley__Stats msg;
+    vl_stats_to_msg(stats, &msg);
     return vl_wire_pack(&msg.base, out, out_size);
 }
 

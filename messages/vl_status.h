@@ -61,6 +61,9 @@ Volley__Status *vl_status_decode(const uint8_t *data, size_t size, vl_reason_t *
 /* Frees a decoded Status and nulls the pointer; safe on NULL and twice. */
 void vl_status_free(Volley__Status **status_p);
 
+/* Fills msg from stats (vl_control.c); msg's strings point into stats. */
+void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg);
+
 /* Checks an unpacked Stats (vl_control.c): schema, policy id, finite
    floats. Returns VL_OK or the reason. */
 vl_reason_t vl_stats_check_msg(const Volley__Stats *msg);
