@@ -341,7 +341,8 @@ static void s_throttle(vl_actor_t *self)
     int64_t deadline = vl_now_ns() + (int64_t)self->c.wait_ms * 1000000;
     while (!vl_interrupted && self->rounds_on_version >= self->c.max_ahead) {
         int64_t left_ms = (deadline - vl_now_ns()) / 1000000;
-        if (left_ms <= 0 || s_poll_weights(self, (int)left_ms) < 0)
+        int64_t beat_ms = S_BEAT_EVERY_NS / 1000000; // a long --wait-ms must not stop the beats
+        if (left_ms <= 0 || s_poll_weights(self, (int)(left_ms < beat_ms ? left_ms : beat_ms)) < 0)
             break;
     }
 }

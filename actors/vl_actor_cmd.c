@@ -68,6 +68,6 @@ int vl_actor_main(int argc, char **argv)
     vl_actor_t *actor = vl_actor_new(&c);
     rc = actor ? vl_actor_run(actor) : -1;
     vl_actor_destroy(&actor);
-    vl_curve_destroy(&curve);
+    vl_sock_client_curve_end(&curve);
     return rc == 0 ? 0 : 1;
 }

@@ -25,6 +25,7 @@ typedef struct {
     // the current window
     uint64_t win_segments;
     double win_send_ms;
+    uint64_t win_send_n; // segments with a usable send stamp
     // the last closed window
     float segments_per_s, send_ms;
     // from the last beat
@@ -162,7 +163,10 @@ void vl_roster_segment(vl_roster_t *self, uint32_t actor_id, const char *policy,
     a->segments++;
     a->win_segments++;
     double span = vl_span_ms(send_ns, wall_ns); // two hosts' clocks: may be skewed
-    a->win_send_ms += span > 0 ? span : 0.0;
+    if (span >= 0) {
+        a->win_send_ms += span;
+        a->win_send_n++;
+    }
 }
 
 void vl_roster_beat(vl_roster_t *self, const vl_beat_t *beat, int64_t now_ns)
@@ -180,8 +184,8 @@ void vl_roster_beat(vl_roster_t *self, const vl_beat_t *beat, int64_t now_ns)
 static void s_close_window(s_actor_t *a, int64_t elapsed)
 {
     a->segments_per_s = (float)(a->win_segments * 1e9 / (double)elapsed);
-    a->send_ms = a->win_segments ? (float)(a->win_send_ms / (double)a->win_segments) : 0.0f;
-    a->win_segments = 0;
+    a->send_ms = a->win_send_n ? (float)(a->win_send_ms / (double)a->win_send_n) : 0.0f;
+    a->win_segments = a->win_send_n = 0;
     a->win_send_ms = 0.0;
 }
 

@@ -43,6 +43,13 @@ int vl_sock_client_curve(const char *cert, const char *broker_key, vl_curve_t **
     return 0;
 }
 
+void vl_sock_client_curve_end(vl_curve_t **curve)
+{
+    if (curve && *curve && s_curve == *curve)
+        s_curve = NULL;
+    vl_curve_destroy(curve);
+}
+
 /* Sets an int option. */
 static void s_set(void *s, int option, int value)
 {

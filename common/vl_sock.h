@@ -23,6 +23,11 @@ int vl_sock_curve_on(void);
    destroys *out after its sockets. */
 int vl_sock_client_curve(const char *cert, const char *broker_key, vl_curve_t **out);
 
+/* Undoes vl_sock_client_curve after the process's sockets are closed: no
+   socket made later uses the identity, which is then destroyed (*curve
+   nulled; NULL is fine). */
+void vl_sock_client_curve_end(vl_curve_t **curve);
+
 /* Creates a socket of type with linger_ms and max_msg (bytes; larger
    incoming messages are refused by libzmq) and connects it to base port +
    offset of broker ("HOST[:PORT]"). Returns it, or NULL after logging why. */

@@ -88,9 +88,16 @@ static int s_split(char *list, char **names)
             fprintf(stderr, "volley keygen: bad client name '%s'\n", t);
             return -1;
         }
+        for (int i = 0; i < n; i++)
+            if (strcmp(names[i], t) == 0) {
+                fprintf(stderr, "volley keygen: client '%s' named twice\n", t);
+                return -1;
+            }
         names[n++] = t;
     }
-    return n;
+    if (n == 0)
+        fprintf(stderr, "volley keygen: --clients names no client\n");
+    return n > 0 ? n : -1;
 }
 
 int vl_keygen_main(int argc, char **argv)
@@ -100,7 +107,10 @@ int vl_keygen_main(int argc, char **argv)
     char list[1024] = "actor,learner,monitor";
     int opt;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt == 'c' && strlen(optarg) < sizeof list) {
+        if (opt == 'c' && strlen(optarg) >= sizeof list) {
+            fprintf(stderr, "volley keygen: --clients list too long\n");
+            return 2;
+        } else if (opt == 'c') {
             snprintf(list, sizeof list, "%s", optarg);
         } else {
             s_usage(opt == 'h' ? stdout : stderr);

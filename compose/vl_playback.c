@@ -18,6 +18,7 @@
 #include "../messages/vl_stream.h"
 
 #define S_PROGRESS_NS 1000000000LL
+#define S_INTERRUPTED ((vl_stream_status_t)-1) // s_play's own status: stopped by a signal
 
 /* Where the records go: a learner of our own, or a broker. */
 typedef struct {
@@ -38,7 +39,9 @@ static void s_usage(FILE *out)
             "--record FILE`). By default into a deterministic learner of its own: one thread,\n"
             "portable arithmetic, the given seed, an update each time --batch new segments\n"
             "have arrived, so the same file gives the same weights, bit for bit, on any\n"
-            "x86-64; the last line printed is their checksum (16 hex digits). Every record's\n"
+            "x86-64 (with --retain, the ring's sampler uses libm's double exp/log/pow, whose\n"
+            "last bits may differ across CPUs in rare cases); the last line printed is their\n"
+            "checksum (16 hex digits); interrupted, it prints none (exit 130). Every record's\n"
             "checksum is verified: a torn tail (a recording cut short) is replayed up to its\n"
             "last whole record and reported; corruption is reported with its byte offset and\n"
             "nothing is printed as a checksum (exit 1).\n"
@@ -116,10 +119,10 @@ static vl_stream_status_t s_play(vl_stream_reader_t *r, s_sink_t *k, int paced, 
         }
         if (vl_now_ns() >= next_note) {
             s_progress(k, r, size);
-            next_note += S_PROGRESS_NS;
+            next_note = vl_now_ns() + S_PROGRESS_NS;
         }
     }
-    return vl_interrupted ? VL_STREAM_END : st;
+    return vl_interrupted ? S_INTERRUPTED : st;
 }
 
 /* Prints what the offline learner did, then the checksum as the last line. */
@@ -186,14 +189,17 @@ static int s_replay(const char *path, const vl_learner_config_t *c, const vl_rol
     int rc = 1;
     if (s_sink_open(&k, c, role->broker) == 0) {
         vl_stream_status_t st = s_play(r, &k, role->pace_recorded, size);
-        if (st == VL_STREAM_TORN)
+        if (st == S_INTERRUPTED)
+            vl_warn("interrupted after %" PRIu64 " records: no checksum",
+                    vl_stream_reader_records(r));
+        else if (st == VL_STREAM_TORN)
             vl_warn("%s: replayed the valid prefix, %" PRIu64 " records", vl_stream_reader_why(r),
                     vl_stream_reader_records(r));
         else if (st == VL_STREAM_CORRUPT || st == VL_STREAM_IOERR)
             vl_error("%s", st == VL_STREAM_IOERR && !vl_stream_reader_why(r)[0]
                                ? "replay failed"
                                : vl_stream_reader_why(r));
-        rc = st == VL_STREAM_END || st == VL_STREAM_TORN ? 0 : 1;
+        rc = st == VL_STREAM_END || st == VL_STREAM_TORN ? 0 : st == S_INTERRUPTED ? 130 : 1;
         if (rc == 0 && k.learner)
             s_report(&k);
         else if (rc == 0)
@@ -229,6 +235,6 @@ int vl_playback_main(int argc, char **argv)
     if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
         return 1;
     rc = s_replay(role.file, &c, &role);
-    vl_curve_destroy(&curve);
+    vl_sock_client_curve_end(&curve);
     return rc;
 }

@@ -8,7 +8,7 @@
 
 /* The `volley replay` command. Returns 0 (a torn tail is replayed up to
    its last whole record and said), 1 on a corrupt or unreadable recording
-   or a failed update, 2 on bad usage. */
+   or a failed update, 2 on bad usage, 130 when interrupted (no checksum). */
 int vl_playback_main(int argc, char **argv);
 
 #endif

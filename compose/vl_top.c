@@ -350,7 +350,7 @@ int vl_top_main(int argc, char **argv)
     if (vl_sock_client_curve(o.cert, o.broker_key, &curve) != 0)
         return 1;
     rc = s_top_run(&o);
-    vl_curve_destroy(&curve);
+    vl_sock_client_curve_end(&curve);
     return rc;
 }
 
@@ -464,7 +464,7 @@ int vl_ctl_main(int argc, char **argv)
     s_reply_t r;
     s_request(&c, verb->verb, policy, S_ANSWER_MS, &r);
     s_client_close(&c);
-    vl_curve_destroy(&curve);
+    vl_sock_client_curve_end(&curve);
     rc = 1;
     if (r.answer == S_OK || (r.answer == S_STATUS && strcmp(verb->verb, VL_VERB_STATUS) == 0)) {
         if (r.status)

@@ -92,7 +92,7 @@ static const char *s_bytes(uint64_t n, char *buf, size_t size)
 /* Writes seconds as "42.0 s", "3m07s" or "2h05m". */
 static const char *s_duration(double secs, char *buf, size_t size)
 {
-    long s = (long)secs;
+    long s = secs < 1e15 ? (long)secs : (long)1e15; // a peer's figure: keep the cast defined
     if (secs < 60)
         snprintf(buf, size, "%.1f s", secs);
     else if (s < 3600)
@@ -264,8 +264,8 @@ static void s_kv_f(FILE *out, const char *key, double v)
     if (isnan(v))
         return;
     char buf[64];
-    if (v != 0 && fabs(v) < 1e-3) {
-        snprintf(buf, sizeof buf, "%.3g", v);
+    if ((v != 0 && fabs(v) < 1e-3) || fabs(v) >= 1e15) {
+        snprintf(buf, sizeof buf, "%.6g", v); // a huge one would not fit "%.4f"
     } else {
         int n = snprintf(buf, sizeof buf, "%.4f", v);
         while (n > 1 && buf[n - 1] == '0')

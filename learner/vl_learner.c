@@ -110,8 +110,10 @@ static void s_count(void *ctx, const vl_segment_t *s)
     s_ingest_stats_t *in = &self->in;
     double span = vl_span_ms(s->send_ns, s->recv_ns); // hostile stamp, or skewed clocks
     pthread_mutex_lock(&in->lock);
-    in->ingest_ms_sum += span > 0 ? span : 0.0;
-    in->ingest_n++;
+    if (span >= 0) {
+        in->ingest_ms_sum += span;
+        in->ingest_n++;
+    }
     in->accepted++;
     in->env_steps += s->horizon;
     in->episodes += s->n_episodes;

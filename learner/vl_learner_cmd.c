@@ -93,6 +93,6 @@ int vl_learner_main(int argc, char **argv)
     vl_learner_t *learner = vl_learner_new(&c);
     rc = learner ? vl_learner_run(learner) : -1;
     vl_learner_destroy(&learner);
-    vl_curve_destroy(&curve);
+    vl_sock_client_curve_end(&curve);
     return rc == 0 ? 0 : 1;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vl_log.h"
 #include "vl_buffer.h"
 #include "vl_ingest.h"
 #include "vl_replay.h"
@@ -41,7 +42,10 @@ vl_offline_t *vl_offline_new(const vl_learner_config_t *c)
         return NULL;
     }
     vl_policy_set_portable(vl_trainer_policy(self->trainer));
-    vl_vtrace_path(1); // SSE2: every x86-64 has it, and it rounds the same everywhere
+    // SSE2: every x86-64 has it, and it rounds the same everywhere. Process-wide: an offline
+    // learner owns its process (volley replay).
+    if (vl_vtrace_path(1) != 1)
+        vl_warn("V-trace has no SSE2 path in this build: checksums may differ across machines");
     return self;
 }
 

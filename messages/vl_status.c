@@ -102,7 +102,8 @@ static vl_reason_t s_check_status(const Volley__Status *s)
     if (s->n_actors > VL_STATUS_MAX_ACTORS || s->n_learners > VL_STATUS_MAX_LEARNERS ||
         s->n_drops > VL_STATUS_MAX_DROPS)
         return VL_ETOOBIG;
-    if (!vl_double_is_finite(s->uptime_s) || s->uptime_s < 0 || !s_figure_ok(s->received_per_s))
+    if (!vl_double_is_finite(s->uptime_s) || s->uptime_s < 0 ||
+        s->uptime_s > VL_STATUS_MAX_UPTIME || !s_figure_ok(s->received_per_s))
         return VL_ENONFINITE;
     vl_reason_t r = VL_OK;
     for (size_t i = 0; r == VL_OK && i < s->n_actors; i++)

@@ -25,6 +25,9 @@
 #define VL_STATUS_MAX_ACTORS   65536
 #define VL_STATUS_MAX_LEARNERS 1024
 #define VL_STATUS_MAX_DROPS    1024
+/* Largest uptime a Status may claim, in seconds (a century). */
+#define VL_STATUS_MAX_UPTIME 3.2e9
+
 /* Longest drop kind or reason text, NUL included. */
 #define VL_STATUS_TEXT_MAX 96
 

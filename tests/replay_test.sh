@@ -10,7 +10,7 @@
 # valid prefix and says so; a flipped bit is reported with its offset and no
 # checksum is printed; an existing file is never overwritten; replay into a
 # running broker delivers every record; --pace recorded takes at least the
-# recorded time.
+# recorded time; an interrupted replay prints no checksum.
 . "$(dirname "$0")/lib.sh"
 DATA=$(cd "$(dirname "$0")/data" && pwd)
 REC=$DATA/cartpole.vlrec
@@ -39,9 +39,13 @@ pass "another seed, another checksum ($c)"
 # A fresh recording of a live run.
 (cd "$TMP" && "$VOLLEY" up --port 0 --max-steps 20000 --record fresh.vlrec > up.log 2>&1)
 [ -s "$TMP/fresh.vlrec" ] || fail "volley up --record wrote nothing"
-f1=$(replay "$TMP/fresh.vlrec" | tail -1)
+replay "$TMP/fresh.vlrec" > "$TMP/fresh1.out"
+f1=$(tail -1 "$TMP/fresh1.out")
 f2=$(replay "$TMP/fresh.vlrec" | tail -1)
 [ "$f1" = "$f2" ] && [[ "$f1" =~ ^[0-9a-f]{16}$ ]] || fail "a fresh recording replays to $f1 then $f2"
+# It trained (the checksum of untouched weights would repeat too) and refused nothing.
+grep -qE "^records=[0-9]+ accepted=[1-9][0-9]* refused=0 updates=[1-9]" "$TMP/fresh1.out" ||
+    fail "the fresh recording did not train cleanly: $(head -1 "$TMP/fresh1.out")"
 pass "a fresh volley up --record replays twice to $f1"
 (cd "$TMP" && "$VOLLEY" up --port 0 --max-steps 20000 --record fresh.vlrec > up2.log 2>&1) &&
     fail "volley up --record over an existing file succeeded"
@@ -89,12 +93,24 @@ done
 [ "${got:-0}" -eq "$records" ] || fail "the broker received ${got:-0} of $records records"
 pass "replayed into a running broker: $records records received"
 
-# At the recorded pace a replay cannot be faster than the recording.
+# At the recorded pace a replay into a broker (which takes records far faster than they were
+# recorded) lasts at least the recording's span; as fast as possible, much less.
 span_ms=$(replay "$REC" | sed -n 's/.*span_ms=\([0-9]*\).*/\1/p')
-start=$(date +%s%N)
-replay "$REC" --pace recorded > /dev/null
-took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ -n "$span_ms" ] || fail "replay does not print the recorded span"
-[ "$took_ms" -ge "$span_ms" ] || fail "--pace recorded took $took_ms ms for a $span_ms ms recording"
-pass "--pace recorded took $took_ms ms for $span_ms ms of recording"
-echo "8 passed, 0 failed"
+took() { local s; s=$(date +%s%N); "$VOLLEY" replay "$REC" --broker 127.0.0.1:$PORT --quiet "$@"; echo $(( ($(date +%s%N) - s) / 1000000 )); }
+fast_ms=$(took --pace fast)
+paced_ms=$(took --pace recorded)
+[ "$paced_ms" -ge "$span_ms" ] || fail "--pace recorded took $paced_ms ms for a $span_ms ms recording"
+[ "$fast_ms" -lt "$paced_ms" ] || fail "--pace fast ($fast_ms ms) was no faster than recorded ($paced_ms ms)"
+pass "into a broker: --pace recorded took $paced_ms ms for $span_ms ms of recording, fast $fast_ms ms"
+# Interrupted: no checksum, exit 130 (a partial replay must not pass for a whole one).
+"$VOLLEY" replay "$REC" --pace recorded > "$TMP/int.out" 2>&1 &
+rp=$!
+sleep 0.1
+kill -INT $rp
+wait $rp
+rc=$?
+[ $rc -eq 130 ] || fail "an interrupted replay exited $rc, wanted 130"
+grep -qE "^[0-9a-f]{16}$" "$TMP/int.out" && fail "an interrupted replay printed a checksum"
+pass "an interrupted replay prints no checksum and exits 130"
+echo "9 passed, 0 failed"
