@@ -206,25 +206,30 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         O_CHECKPOINT,
         O_RESUME
     };
+    static const struct option common[] = {{"cert", required_argument, 0, O_CERT},
+                                           {"broker-key", required_argument, 0, O_BROKER_KEY},
+                                           {"broker", required_argument, 0, O_BROKER},
+                                           {"policy", required_argument, 0, O_POLICY},
+                                           {"env", required_argument, 0, O_ENV},
+                                           {"quiet", no_argument, 0, O_QUIET},
+                                           {"verbose", no_argument, 0, O_VERBOSE},
+                                           {"help", no_argument, 0, 'h'}};
+    static const struct option replay_only[] = {{"pace", required_argument, 0, O_PACE}};
+    static const struct option learner_only[] = {{"checkpoint", required_argument, 0, O_CHECKPOINT},
+                                                 {"resume", no_argument, 0, O_RESUME}};
     struct option opts[n + 12];
-    struct option shared[] = {{"cert", required_argument, 0, O_CERT},
-                              {"broker-key", required_argument, 0, O_BROKER_KEY},
-                              {"broker", required_argument, 0, O_BROKER},
-                              {"policy", required_argument, 0, O_POLICY},
-                              {"env", required_argument, 0, O_ENV},
-                              {"quiet", no_argument, 0, O_QUIET},
-                              {"verbose", no_argument, 0, O_VERBOSE},
-                              {"help", no_argument, 0, 'h'},
-                              {"pace", required_argument, 0, O_PACE},
-                              {"checkpoint", required_argument, 0, O_CHECKPOINT},
-                              {"resume", no_argument, 0, O_RESUME},
-                              {0, 0, 0, 0}};
-    if (!role->replay) // only replay paces
-        shared[8] = shared[9], shared[9] = shared[10], shared[10] = (struct option){0, 0, 0, 0};
-    if (!role->learner) // only learners checkpoint: end the table before those two
-        shared[role->replay ? 9 : 8] = (struct option){0, 0, 0, 0};
-    vl_opt_getopt(nums, n, 0, opts);
-    memcpy(opts + n, shared, sizeof shared);
+    int k = vl_opt_getopt(nums, n, 0, opts);
+    memcpy(opts + k, common, sizeof common);
+    k += (int)(sizeof common / sizeof common[0]);
+    if (role->replay) {
+        memcpy(opts + k, replay_only, sizeof replay_only);
+        k += (int)(sizeof replay_only / sizeof replay_only[0]);
+    }
+    if (role->learner) {
+        memcpy(opts + k, learner_only, sizeof learner_only);
+        k += (int)(sizeof learner_only / sizeof learner_only[0]);
+    }
+    opts[k] = (struct option){0, 0, 0, 0};
     int opt, bad = 0;
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt >= 0 && opt < n)

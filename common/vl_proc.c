@@ -8,6 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vl_log.h"
+
 volatile sig_atomic_t vl_interrupted = 0;
 
 static void s_on_signal(int sig)
@@ -88,4 +90,13 @@ unsigned long long vl_proc_rss_bytes(void)
     fclose(f);
     long page = sysconf(_SC_PAGESIZE);
     return n == 2 && page > 0 ? resident * (unsigned long long)page : 0;
+}
+
+void vl_proc_sleep_until(int64_t deadline_ns)
+{
+    int64_t left = deadline_ns - vl_now_ns();
+    if (left <= 0 || vl_interrupted)
+        return;
+    struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
+    nanosleep(&ts, NULL); // EINTR on SIGINT/SIGTERM
 }

@@ -4,6 +4,7 @@
 #define VL_PROC_H
 
 #include <signal.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Set to the signal number by SIGINT or SIGTERM once vl_proc_catch_signals
@@ -26,6 +27,11 @@ void vl_proc_stop(pid_t *pids, int n, int grace_ms);
 /* Reaps any child that exited. Returns the index in pids of one that did
    (its entry set to 0 and *status set), or -1 if none has. */
 int vl_proc_reap(pid_t *pids, int n, int *status);
+
+/* Sleeps until the monotonic time deadline_ns (vl_now_ns), or until a
+   signal such as SIGINT arrives (the caller's loop then sees
+   vl_interrupted). Returns at once when the deadline has passed. */
+void vl_proc_sleep_until(int64_t deadline_ns);
 
 /* Returns this process's resident memory in bytes (/proc/self/statm), or 0
    where that cannot be read. */

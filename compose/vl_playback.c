@@ -65,12 +65,8 @@ static void s_usage(FILE *out)
    since the replay started (both in ns), or a signal. */
 static void s_pace(int64_t first_recv, int64_t recv, int64_t start)
 {
-    int64_t due = start + (recv - first_recv), now = vl_now_ns();
-    if (recv <= first_recv || due <= now)
-        return;
-    int64_t d = due - now;
-    struct timespec ts = {(time_t)(d / 1000000000LL), (long)(d % 1000000000LL)};
-    nanosleep(&ts, NULL);
+    if (recv > first_recv)
+        vl_proc_sleep_until(start + (recv - first_recv));
 }
 
 /* Hands one record to the sink. Returns 0, or -1 on a failed update/send. */
@@ -221,13 +217,8 @@ int vl_playback_main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     if (!(c.env = vl_env_lookup("replay", role.env)))
         return 2;
-    if (c.capacity < 2 * c.batch_segments + c.retain) {
-        fprintf(stderr,
-                "volley replay: --capacity (%u) must be at least 2 x --batch (%u) + "
-                "--retain (%u)\n",
-                c.capacity, c.batch_segments, c.retain);
+    if (vl_learner_config_check("replay", &c) != 0)
         return 2;
-    }
     c.policy = role.policy;
     vl_log_init("replay", (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();

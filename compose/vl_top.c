@@ -292,16 +292,6 @@ static void s_show_kv(const s_top_opts_t *o, const s_reply_t *r)
     fflush(stdout);
 }
 
-/* Sleeps until deadline (monotonic ns) or a signal. */
-static void s_sleep_until(int64_t deadline)
-{
-    int64_t left = deadline - vl_now_ns();
-    if (left <= 0 || vl_interrupted)
-        return;
-    struct timespec ts = {(time_t)(left / 1000000000), (long)(left % 1000000000)};
-    nanosleep(&ts, NULL); // EINTR on SIGINT/SIGTERM: the caller's loop sees vl_interrupted
-}
-
 /* Asks for a status every interval and shows it. Returns 0, or 1 when --once
    got no status. */
 static int s_top_run(const s_top_opts_t *o)
@@ -328,7 +318,7 @@ static int s_top_run(const s_top_opts_t *o)
         next += interval;
         if (next < vl_now_ns())
             next = vl_now_ns(); // the broker was slow: no burst of catching up
-        s_sleep_until(next);
+        vl_proc_sleep_until(next);
     }
     if (tty) {
         fputs("\033[?25h\033[?1049l", stdout); // the terminal as it was

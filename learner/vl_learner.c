@@ -93,6 +93,16 @@ vl_learner_config_t vl_learner_config_default(void)
                                  .checkpoint_every = 10};
 }
 
+int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
+{
+    if (c->capacity >= 2 * c->batch_segments + c->retain)
+        return 0;
+    fprintf(stderr,
+            "volley %s: --capacity (%u) must be at least 2 x --batch (%u) + --retain (%u)\n", cmd,
+            c->capacity, c->batch_segments, c->retain);
+    return -1;
+}
+
 /* Counts a refused segment; the first of each reason is logged. */
 static void s_refuse(vl_learner_t *self, vl_reason_t r)
 {

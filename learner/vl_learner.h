@@ -42,6 +42,11 @@ typedef struct {
 extern const vl_num_opt_t vl_learner_opts[];
 extern const int vl_learner_n_opts;
 
+/* Checks what the flags cannot check one by one: the buffer holds two
+   batches and the retained ring. Returns 0, or -1 after printing why as
+   "volley <cmd>: ...". */
+int vl_learner_config_check(const char *cmd, const vl_learner_config_t *config);
+
 /* Returns defaults tuned for CartPole on a small machine. */
 vl_learner_config_t vl_learner_config_default(void);
 

@@ -74,13 +74,8 @@ int vl_learner_main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     if (!(c.env = vl_env_lookup("learner", role.env)))
         return 2;
-    if (c.capacity < 2 * c.batch_segments + c.retain) {
-        fprintf(stderr,
-                "volley learner: --capacity (%u) must be at least 2 x --batch (%u) + --retain "
-                "(%u)\n",
-                c.capacity, c.batch_segments, c.retain);
+    if (vl_learner_config_check("learner", &c) != 0)
         return 2;
-    }
     c.broker = role.broker;
     c.policy = role.policy;
     c.checkpoint_dir = role.checkpoint;
