@@ -3,10 +3,14 @@
 #ifndef VL_BENCH_H
 #define VL_BENCH_H
 
+#include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* How many timed runs of how many seconds each; the best run counts. */
@@ -50,6 +54,32 @@ static inline uint64_t vl_bench_checksum(const void *data, size_t n)
     for (; n > 0; n--, p++)
         h = (h ^ *p) * 0x100000001b3ull;
     return h ^ (h >> 29);
+}
+
+/* Sleeps s seconds (nothing when s <= 0), through signal interruptions.
+   Async-signal-safe. */
+static inline void vl_bench_sleep(double s)
+{
+    if (s <= 0)
+        return;
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)(fmod(s, 1) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* Reaps child pid (already signalled), SIGKILLing it after wait_s. Returns
+   its wait status. Async-signal-safe. */
+static inline int vl_bench_reap(pid_t pid, double wait_s)
+{
+    int status = 0;
+    for (double waited = 0; waited < wait_s; waited += 0.01) {
+        if (waitpid(pid, &status, WNOHANG) != 0) // reaped, or not ours (-1)
+            return status;
+        vl_bench_sleep(0.01);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return status;
 }
 
 /* The cleanup a bench with children registered, and the bench's own pid. */

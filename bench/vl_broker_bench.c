@@ -141,13 +141,6 @@ static double s_cpu_self(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void s_sleep(double s)
-{
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)(fmod(s, 1) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* ---- the broker children and the recording: stopped and removed on every exit -- */
 
 static volatile sig_atomic_t s_kids[S_MAX_KIDS]; // broker children alive; 0: a free slot
@@ -181,21 +174,6 @@ static void s_kid_forget(pid_t pid)
     for (int i = 0; i < S_MAX_KIDS; i++)
         if (s_kids[i] == pid)
             s_kids[i] = 0;
-}
-
-/* Reaps child pid (already sent SIGTERM), SIGKILLing it after wait_s.
-   Returns its wait status. Async-signal-safe. */
-static int s_reap(pid_t pid, double wait_s)
-{
-    int status = 0;
-    for (double waited = 0; waited < wait_s; waited += 0.01) {
-        if (waitpid(pid, &status, WNOHANG) != 0) // reaped, or not ours (-1)
-            return status;
-        s_sleep(0.01);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return status;
 }
 
 /* Removes the recording in progress and its directory, if any.
@@ -232,7 +210,7 @@ static void s_cleanup(void)
     s_keys_remove();
     for (int i = 0; i < S_MAX_KIDS; i++)
         if (s_kids[i] > 0) {
-            s_reap(s_kids[i], S_STOP_WAIT_S);
+            vl_bench_reap(s_kids[i], S_STOP_WAIT_S);
             s_kids[i] = 0;
         }
 }
@@ -466,7 +444,7 @@ static pid_t s_broker_start(const char *volley, int port, const char *inspect, c
     if (pid < 0)
         s_die("fork", strerror(errno));
     s_kid_add(pid);
-    s_sleep(0.2);
+    vl_bench_sleep(0.2);
     if (waitpid(pid, NULL, WNOHANG) == pid) {
         s_kid_forget(pid);
         s_die(volley, "the broker exited at once (see its message above)");
@@ -479,7 +457,7 @@ static pid_t s_broker_start(const char *volley, int port, const char *inspect, c
 static int s_broker_stop(pid_t pid, double wait_s)
 {
     kill(pid, SIGTERM);
-    int status = s_reap(pid, wait_s);
+    int status = vl_bench_reap(pid, wait_s);
     s_kid_forget(pid);
     return status;
 }
@@ -585,7 +563,7 @@ static void s_open(const s_route_t *rt, void *send_ctx, void *recv_ctx, s_sender
 /* Waits until the receiver saw a message; exits after S_FIRST_WAIT_S. */
 static void s_wait_first(s_receiver_t *r, const char *what)
 {
-    for (double t0 = s_now(); atomic_load(&r->got) == 0; s_sleep(0.01))
+    for (double t0 = s_now(); atomic_load(&r->got) == 0; vl_bench_sleep(0.01))
         if (s_now() - t0 > S_FIRST_WAIT_S)
             s_die(what, "nothing arrived (is the broker running and the hello heard?)");
 }
@@ -605,7 +583,7 @@ static void s_windows(s_receiver_t *r, pid_t broker, const char *rec, int runs, 
     for (int i = 0; i < runs; i++) {
         uint64_t n0 = atomic_load(&r->got), f0 = rec ? s_file_size(rec) : 0;
         double t0 = s_now(), c0 = s_cpu_self(), b0 = broker ? s_cpu_of(broker) : 0;
-        s_sleep(run_s);
+        vl_bench_sleep(run_s);
         uint64_t n1 = atomic_load(&r->got), f1 = rec ? s_file_size(rec) : 0;
         double wall = s_now() - t0, rate = (double)(n1 - n0) / wall;
         if (rate > res->rate) {
@@ -623,7 +601,7 @@ static void s_drain(s_receiver_t *r, uint64_t sent)
     uint64_t last = atomic_load(&r->got);
     double idle_since = s_now();
     while (last < sent && s_now() - idle_since < S_DRAIN_IDLE_S) {
-        s_sleep(0.01);
+        vl_bench_sleep(0.01);
         uint64_t now = atomic_load(&r->got);
         if (now != last)
             idle_since = s_now();
@@ -644,11 +622,11 @@ static s_result_t s_measure(const s_route_t *rt, const s_size_t *c, const uint8_
     if (pthread_create(&rt_id, NULL, s_receiver_main, &r) != 0)
         s_die(c->name, "cannot start the receiver thread");
     if (rt->broker)
-        s_sleep(S_HELLO_WAIT_S); // the broker drops segments of a policy no learner serves
+        vl_bench_sleep(S_HELLO_WAIT_S); // the broker drops segments of a policy no learner serves
     if (pthread_create(&st, NULL, s_sender_main, &s) != 0)
         s_die(c->name, "cannot start the sender thread");
     s_wait_first(&r, s_path_names[rt->path]);
-    s_sleep(fmin(run_s / 2, S_WARMUP_S)); // queues fill, the broker's scratch grows
+    vl_bench_sleep(fmin(run_s / 2, S_WARMUP_S)); // queues fill, the broker's scratch grows
     s_result_t res = {0};
     s_windows(&r, rt->broker, rt->path == S_RECORD ? s_rec_file : NULL, runs, run_s, &res);
     atomic_store(&s.stop, 1);

@@ -78,15 +78,6 @@ static double s_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void s_sleep(double s)
-{
-    if (s <= 0)
-        return;
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)(fmod(s, 1) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 /* ---- children and their logs: stopped and removed on every exit ----------- */
 
 enum { S_BROKER, S_LEARNER, S_ACTOR0, S_NKIDS = S_ACTOR0 + S_ACTORS };
@@ -98,21 +89,6 @@ static char s_log_dir[4096];                  // the logs' directory, if ...
 static char s_logs[S_NKIDS][4200];            // ... holding these, and ...
 static volatile sig_atomic_t s_logs_live;     // ... this is set
 
-/* Reaps child pid (already signalled), SIGKILLing it after wait_s. Returns
-   its wait status. Async-signal-safe. */
-static int s_reap(pid_t pid, double wait_s)
-{
-    int status = 0;
-    for (double waited = 0; waited < wait_s; waited += 0.01) {
-        if (waitpid(pid, &status, WNOHANG) != 0) // reaped, or not ours (-1)
-            return status;
-        s_sleep(0.01);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-    return status;
-}
-
 /* Stops every child still running and removes the logs. Async-signal-safe,
    for s_die and the signal handler. */
 static void s_cleanup(void)
@@ -122,7 +98,7 @@ static void s_cleanup(void)
             kill(s_kids[i], SIGTERM);
     for (int i = 0; i < S_NKIDS; i++)
         if (s_kids[i] > 0) {
-            s_reap(s_kids[i], S_STOP_WAIT_S);
+            vl_bench_reap(s_kids[i], S_STOP_WAIT_S);
             s_kids[i] = 0;
         }
     if (s_logs_live) {
@@ -248,7 +224,7 @@ static void s_stop_all(void)
             kill(s_kids[i], SIGTERM);
     for (int i = 0; i < S_NKIDS; i++)
         if (s_kids[i] > 0) {
-            s_reap(s_kids[i], S_STOP_WAIT_S);
+            vl_bench_reap(s_kids[i], S_STOP_WAIT_S);
             s_kids[i] = 0;
         }
 }
@@ -418,7 +394,7 @@ static void s_watch(s_probe_t *p, double t0, s_moments_t *m, const char *what)
             vl_status_free(&st);
         }
         s_check_kids();
-        s_sleep(tick + S_POLL_S - s_now());
+        vl_bench_sleep(tick + S_POLL_S - s_now());
     }
 }
 
@@ -573,7 +549,7 @@ static void s_restart(const s_system_t *sys, s_probe_t *probe, double down_s, s_
     kill(old, SIGKILL);
     waitpid(old, NULL, 0);
     s_kids[S_BROKER] = 0;
-    s_sleep(down_s);
+    vl_bench_sleep(down_s);
     double t0 = s_now();
     s_broker_spawn(sys);
     m->down_ms = (t0 - tk) * 1000;
@@ -613,7 +589,7 @@ int main(int argc, char **argv)
 
     s_moments_t runs[S_RESTARTS > S_QUICK_RESTARTS ? S_RESTARTS : S_QUICK_RESTARTS];
     for (int r = 0; r < plan.runs; r++) {
-        s_sleep(plan.run_s);
+        vl_bench_sleep(plan.run_s);
         s_check_kids();
         char what[32];
         snprintf(what, sizeof what, "restart %d", r + 1);
