@@ -131,7 +131,7 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
                                  S_MAX_WEIGHTS_BYTES);
     self->sub =
         vl_sock_connect(self->ctx, ZMQ_SUB, c->broker, VL_PORT_WEIGHTS_OUT, 0, S_MAX_WEIGHTS_BYTES);
-    self->control = vl_sock_connect(self->ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, 0, 4096);
+    self->control = vl_sock_connect_lossy(self->ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, 4096);
     if (!self->push || !self->sub || !self->control)
         goto err;
     if (vl_sock_curve_on())

@@ -56,11 +56,15 @@ static void s_set(void *s, int option, int value)
     zmq_setsockopt(s, option, &value, sizeof value);
 }
 
+enum { S_BIND = 1, S_LOSSY = 2 }; // s_open's flags
+
 /* Creates a socket with the options, then connects or binds it to
-   endpoint. Returns it, or NULL after logging why. */
-static void *s_open(void *ctx, int type, const char *endpoint, int bind, int linger_ms,
+   endpoint (S_BIND). S_LOSSY: nothing is queued while there is no
+   connection, and little while there is. Returns it, or NULL after logging. */
+static void *s_open(void *ctx, int type, const char *endpoint, int flags, int linger_ms,
                     int64_t max_msg)
 {
+    int bind = flags & S_BIND;
     void *s = zmq_socket(ctx, type);
     int curve_ok = 1;
     if (s) {
@@ -71,6 +75,10 @@ static void *s_open(void *ctx, int type, const char *endpoint, int bind, int lin
         s_set(s, ZMQ_HEARTBEAT_TIMEOUT, S_HEARTBEAT_TIMEOUT_MS);
         s_set(s, ZMQ_RECONNECT_IVL, S_RECONNECT_MS);
         s_set(s, ZMQ_RECONNECT_IVL_MAX, S_RECONNECT_MAX_MS);
+        if (flags & S_LOSSY) {
+            s_set(s, ZMQ_IMMEDIATE, 1);
+            s_set(s, ZMQ_SNDHWM, 4);
+        }
         curve_ok = !s_curve || vl_curve_apply(s_curve, s) == 0;
     }
     if (!s || !curve_ok || (bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint)) != 0) {
@@ -92,9 +100,17 @@ void *vl_sock_connect(void *ctx, int type, const char *broker, int offset, int l
     return s_open(ctx, type, endpoint, 0, linger_ms, max_msg);
 }
 
+void *vl_sock_connect_lossy(void *ctx, int type, const char *broker, int offset, int64_t max_msg)
+{
+    char endpoint[300];
+    if (vl_opt_endpoint("connect", broker, offset, endpoint, sizeof endpoint))
+        return NULL;
+    return s_open(ctx, type, endpoint, S_LOSSY, 0, max_msg);
+}
+
 void *vl_sock_bind(void *ctx, int type, const char *host, int port, int linger_ms, int64_t max_msg)
 {
     char endpoint[300];
     snprintf(endpoint, sizeof endpoint, "tcp://%s:%d", host, port);
-    return s_open(ctx, type, endpoint, 1, linger_ms, max_msg);
+    return s_open(ctx, type, endpoint, S_BIND, linger_ms, max_msg);
 }

@@ -34,6 +34,12 @@ void vl_sock_client_curve_end(vl_curve_t **curve);
 void *vl_sock_connect(void *ctx, int type, const char *broker, int offset, int linger_ms,
                       int64_t max_msg);
 
+/* Connects like vl_sock_connect (linger 0), for one-way news that is stale
+   by the time a broker comes back (an actor's beats): nothing is queued
+   while there is no connection, and at most 4 messages while there is;
+   sends beyond that fail with EAGAIN. */
+void *vl_sock_connect_lossy(void *ctx, int type, const char *broker, int offset, int64_t max_msg);
+
 /* Creates a socket like vl_sock_connect and binds it to tcp://host:port.
    Returns it, or NULL after logging why (e.g. the port is in use). */
 void *vl_sock_bind(void *ctx, int type, const char *host, int port, int linger_ms, int64_t max_msg);
