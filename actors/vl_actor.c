@@ -24,8 +24,8 @@ struct vl_actor_s {
     vl_actor_config_t c;
     uint32_t D, A; // observation size, actions
     void *ctx, *push, *sub;
-    void *control;           // DEALER to the broker's control port: beats
-    vl_curve_watch_t *watch; // with CURVE: logs the broker refusing our key
+    void *control;              // DEALER to the broker's control port: beats
+    vl_curve_watch_t *watch[3]; // with CURVE, per socket: a refused key logged, retried
     vl_policy_t *policy;
     uint64_t version; // weights version acting now
     int have_weights;
@@ -134,8 +134,13 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     self->control = vl_sock_connect_lossy(self->ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, 4096);
     if (!self->push || !self->sub || !self->control)
         goto err;
-    if (vl_sock_curve_on())
-        self->watch = vl_curve_watch_new(self->ctx, self->push, "segments");
+    if (vl_sock_curve_on()) {
+        self->watch[0] = vl_curve_watch_new(self->ctx, self->push, "segments");
+        self->watch[1] = vl_curve_watch_new(self->ctx, self->sub, "weights");
+        self->watch[2] = vl_curve_watch_new(self->ctx, self->control, "beats");
+    }
+    int send_timeout_ms = 1000; // a blocked send comes back to beat (s_send_segments)
+    zmq_setsockopt(self->push, ZMQ_SNDTIMEO, &send_timeout_ms, sizeof send_timeout_ms);
     zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, c->policy, strlen(c->policy));
     return self;
 err:
@@ -164,7 +169,8 @@ static void s_beat(vl_actor_t *self)
     int64_t now = vl_now_ns(), elapsed = now - self->beat_ns;
     if (elapsed < S_BEAT_EVERY_NS)
         return;
-    vl_curve_watch_poll(self->watch);
+    for (int i = 0; i < 3; i++)
+        vl_curve_watch_poll(self->watch[i]);
     vl_beat_t b = {.actor_id = self->c.actor_id,
                    .segments_sent = self->sent,
                    .weights_version = self->version,
@@ -307,9 +313,14 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
             return -1;
         zmq_msg_t msg;
         zmq_msg_init_data(&msg, buf, size, s_free_buf, NULL);
-        if (zmq_msg_send(&msg, self->push, 0) < 0) {
-            zmq_msg_close(&msg);
-            return -1; // EINTR on shutdown, else a real error
+        // Waits while the broker takes nothing (its queue full, it is down, or it refused our
+        // key), beating and watching the key each second meanwhile.
+        while (zmq_msg_send(&msg, self->push, 0) < 0) {
+            if (zmq_errno() != EAGAIN || vl_interrupted) {
+                zmq_msg_close(&msg);
+                return -1; // EINTR on shutdown, else a real error
+            }
+            s_beat(self);
         }
         s->n_episodes = 0;
         self->sent++;
@@ -384,7 +395,8 @@ void vl_actor_destroy(vl_actor_t **self_p)
     if (self->envs)
         for (uint32_t i = 0; i < self->c.n_envs; i++)
             self->c.env->destroy(self->envs[i]);
-    vl_curve_watch_destroy(&self->watch);
+    for (int i = 0; i < 3; i++)
+        vl_curve_watch_destroy(&self->watch[i]);
     if (self->push)
         zmq_close(self->push);
     if (self->sub)

@@ -12,6 +12,9 @@
 #define ZMQ_ZAP_ENFORCE_DOMAIN 93 // libzmq 4.3 knows it; its header hides it among the drafts
 #endif
 #define S_REFUSED_EVERY_NS 30000000000LL // a lasting refusal is logged again this often
+// libzmq gives up a connection whose key the server refused (ZAP 400) and does not reconnect:
+// the watch connects again this often, so a key allowed later gets in without a restart.
+#define S_RETRY_NS 2000000000LL
 
 struct vl_curve_s {
     zcert_t *cert;
@@ -24,8 +27,9 @@ struct vl_curve_watch_s {
     void *sock; // watched
     void *pair; // the monitor's events
     char what[64];
+    char endpoint[256]; // what sock is connected to, to connect again after a refusal
     int refused;
-    int64_t logged_ns;
+    int64_t logged_ns, retried_ns;
 };
 
 void *vl_curve_context(void)
@@ -169,7 +173,6 @@ err:
 /* Logs one handshake event. */
 static void s_note(vl_curve_watch_t *self, uint16_t event, uint32_t value)
 {
-
     int64_t now = vl_now_ns();
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
         if (self->refused)
@@ -179,6 +182,8 @@ static void s_note(vl_curve_watch_t *self, uint16_t event, uint32_t value)
     }
     int first = !self->refused;
     self->refused = 1;
+    if (first)
+        self->retried_ns = now;
     if (!first && now - self->logged_ns < S_REFUSED_EVERY_NS)
         return;
     self->logged_ns = now;
@@ -192,10 +197,27 @@ static void s_note(vl_curve_watch_t *self, uint16_t event, uint32_t value)
                  self->what);
 }
 
+/* While refused, connects again every S_RETRY_NS. */
+static void s_retry(vl_curve_watch_t *self)
+{
+    int64_t now = vl_now_ns();
+    if (!self->refused || now - self->retried_ns < S_RETRY_NS)
+        return;
+    size_t len = sizeof self->endpoint;
+    if (!self->endpoint[0] && zmq_getsockopt(self->sock, ZMQ_LAST_ENDPOINT, self->endpoint, &len))
+        self->endpoint[0] = 0;
+    if (!self->endpoint[0])
+        return;
+    self->retried_ns = now;
+    zmq_disconnect(self->sock, self->endpoint);
+    zmq_connect(self->sock, self->endpoint);
+}
+
 int vl_curve_watch_poll(vl_curve_watch_t *self)
 {
     if (!self)
         return 0;
+    s_retry(self);
 
     zmq_msg_t m;
     zmq_msg_init(&m);

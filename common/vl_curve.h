@@ -50,17 +50,19 @@ int vl_curve_keygen(const char *path, const char *name, char *why, size_t why_si
 void vl_curve_destroy(vl_curve_t **self_p);
 
 /* Watches a client socket's handshakes and logs what the broker said: a
-   refused key (at once, then at most every 30 s while libzmq's reconnection
-   attempts are refused) and being let in after a refusal. */
+   refused key (at once, then at most every 30 s while it stays refused) and
+   being let in after a refusal. libzmq gives up a connection whose key was
+   refused; the watch connects again every 2 s, so a key allowed later gets
+   in without a restart. */
 typedef struct vl_curve_watch_s vl_curve_watch_t;
 
 /* Starts watching sock (in ctx), naming it `what` in the log. NULL if the
    monitor cannot start (then nothing is logged). */
 vl_curve_watch_t *vl_curve_watch_new(void *ctx, void *sock, const char *what);
 
-/* Reads the handshake events waiting, logging as above; never blocks. Call
-   it from the socket's thread, each second will do. Returns 1 while the
-   last handshake was refused, else 0. */
+/* Reads the handshake events waiting, logging and connecting again as
+   above; never blocks. Call it from the socket's thread, each second will
+   do. Returns 1 while the last handshake was refused, else 0. */
 int vl_curve_watch_poll(vl_curve_watch_t *self);
 
 /* Stops watching; safe on NULL and twice. Call before closing the socket. */

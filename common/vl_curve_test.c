@@ -1,7 +1,8 @@
 /*  vl_curve_test: CURVE over real loopback sockets. An allowed client's
     message arrives; a client whose key is not allowed delivers nothing and
     its watch reports the refusal; once its key is added to the allowed
-    directory it gets in (the broker re-reads it: no broker restart); a CURVE
+    directory the same client gets in (the broker re-reads the directory, the
+    watch connects again: no restart of either); a CURVE
     server with no authenticator running refuses even a valid key. */
 #include <czmq.h>
 #include <stdio.h>
@@ -126,11 +127,19 @@ static void test_allowed_refused_then_allowed(void)
     snprintf(pub, sizeof pub, "%s/allowed/stranger.cert", s_dir);
     VL_CHECK(c && zcert_save_public(c, pub) == 0);
     zcert_destroy(&c);
-    s_client_t again = {0}; // libzmq drops a refused connection: the client starts again
-    VL_CHECK(s_client_open(&again, "stranger", endpoint) == 0);
-    VL_CHECK(s_recv(pull, buf, sizeof buf) > 0 && strcmp(buf, "stranger") == 0);
-    VL_CHECK(!vl_curve_watch_poll(again.watch));
-    s_client_close(&again);
+    // libzmq dropped the refused connection; the watch connects again (every 2 s) and the
+    // same socket gets in, no restart.
+    int got = -1;
+    for (int i = 0; i < 60 && got < 0; i++) {
+        vl_curve_watch_poll(bad.watch);
+        zmq_send(bad.push, "again", 5, ZMQ_DONTWAIT);
+        got = zmq_recv(pull, buf, sizeof buf - 1, ZMQ_DONTWAIT);
+        usleep(100 * 1000);
+    }
+    VL_CHECK(got == 5);
+    buf[got] = 0;
+    VL_CHECK(strcmp(buf, "again") == 0);
+    VL_CHECK(!vl_curve_watch_poll(bad.watch));
     s_client_close(&good);
     s_client_close(&bad);
     zmq_close(pull);

@@ -43,7 +43,8 @@ struct vl_learner_s {
     vl_learner_config_t c;
     uint32_t D, A;
     void *ctx;
-    void *pub; // train thread: weights and stats to the broker
+    void *pub;                   // train thread: weights and stats to the broker
+    vl_curve_watch_t *pub_watch; // train thread, with CURVE: a refused key logged, retried
     vl_buffer_t *buf;
     vl_trainer_t *trainer;
     pthread_t ingest;
@@ -422,6 +423,8 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     if (s_checkpoint_setup(self) != 0)
         goto err;
     self->pub = vl_sock_connect(self->ctx, ZMQ_PUB, c->broker, VL_PORT_WEIGHTS_IN, 0, S_MAX_MSG);
+    if (self->pub && vl_sock_curve_on())
+        self->pub_watch = vl_curve_watch_new(self->ctx, self->pub, "weights");
     if (!self->pub || pthread_create(&self->ingest, NULL, s_ingest_main, self) != 0)
         goto err;
     self->ingest_started = 1;
@@ -474,6 +477,7 @@ int vl_learner_run(vl_learner_t *self)
         }
         if (vl_now_ns() >= next_heartbeat) {
             s_publish_weights(self); // reaches a broker that restarted, or a lost publication
+            vl_curve_watch_poll(self->pub_watch);
             next_heartbeat = vl_now_ns() + S_HEARTBEAT_NS;
         }
         if (vl_now_ns() >= next_report) {
@@ -497,6 +501,7 @@ void vl_learner_destroy(vl_learner_t **self_p)
     atomic_store(&self->stop, 1);
     if (self->ingest_started)
         pthread_join(self->ingest, NULL);
+    vl_curve_watch_destroy(&self->pub_watch);
     if (self->pub)
         zmq_close(self->pub);
     if (self->ctx)

@@ -38,4 +38,17 @@ echo "$s" | grep -qE "kind=actor id=(2|3) " && fail "a refused actor got through
 "$VOLLEY" ctl --broker 127.0.0.1:$PORT status > "$TMP/plain-ctl.log" 2>&1 &&
     fail "a status request without CURVE was answered"
 pass "the unallowed and the plain actor deliver nothing; the refused one says why; plain ctl gets no answer"
-echo "3 passed, 0 failed"
+
+# Allow actor 2's key now: the broker re-reads the directory (it notices by the directory's
+# modification time, in seconds) and the running actor connects again by itself.
+sleep 1
+cp "$TMP/other/allowed/actor.cert" "$K/allowed/other-actor.cert"
+for _ in $(seq 100); do
+    status | grep -qE "kind=actor id=2 .*segments=[1-9]" && break
+    sleep 0.2
+done
+status | grep -qE "kind=actor id=2 .*segments=[1-9]" || fail "actor 2 did not get in once its key was allowed"
+wait_for "$TMP/actor-2.log" 5 "the broker accepts our key now" || fail "actor 2 did not say it got in"
+status | grep -qE "kind=actor id=3 " && fail "the plain actor got in"
+pass "a key allowed later lets the running actor in, without a restart"
+echo "4 passed, 0 failed"
