@@ -18,10 +18,10 @@
 #include "vl_buffer.h"
 #include "vl_ingest.h"
 #include "vl_replay.h"
+#include "vl_returns.h"
 #include "vl_resume.h"
 #include "vl_trainer.h"
 
-#define S_WINDOW       100          // episodes in the reported mean return
 #define S_HELLO_NS     1000000000LL // hello to the broker every second
 #define S_REPORT_NS    250000000LL  // stats 4 times a second: up sees "solved" promptly
 #define S_HEARTBEAT_NS 1000000000LL // weights republished every second
@@ -33,8 +33,7 @@ typedef struct {
     pthread_mutex_t lock;
     uint64_t env_steps, episodes, accepted;
     uint64_t refused[VL_EREASONS]; // by reason
-    float returns[S_WINDOW];       // ring of the last episodes' returns
-    uint32_t n_returns, next_return;
+    vl_returns_t returns;          // of the last episodes
     double ingest_ms_sum; // actor send -> ingest, since the last report
     uint64_t ingest_n;
 } s_ingest_stats_t;
@@ -129,10 +128,7 @@ static void s_count(void *ctx, const vl_segment_t *s)
     in->env_steps += s->horizon;
     in->episodes += s->n_episodes;
     for (uint32_t e = 0; e < s->n_episodes; e++) {
-        in->returns[in->next_return] = s->episode_returns[e];
-        in->next_return = (in->next_return + 1) % S_WINDOW;
-        if (in->n_returns < S_WINDOW)
-            in->n_returns++;
+        vl_returns_add(&in->returns, s->episode_returns[e]);
     }
     pthread_mutex_unlock(&in->lock);
 }
@@ -312,11 +308,8 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
     pthread_mutex_lock(&in->lock);
     st->env_steps = in->env_steps;
     st->episodes = in->episodes;
-    st->window = in->n_returns;
-    double sum = 0;
-    for (uint32_t i = 0; i < in->n_returns; i++)
-        sum += in->returns[i];
-    st->mean_return = in->n_returns ? (float)(sum / in->n_returns) : 0;
+    st->window = in->returns.n;
+    st->mean_return = vl_returns_mean(&in->returns);
     st->ingest_ms = in->ingest_n ? (float)(in->ingest_ms_sum / (double)in->ingest_n) : 0;
     in->ingest_ms_sum = 0;
     in->ingest_n = 0;

@@ -8,10 +8,10 @@
 #include "vl_buffer.h"
 #include "vl_ingest.h"
 #include "vl_replay.h"
+#include "vl_returns.h"
 #include "vl_trainer.h"
 #include "vtrace.h"
 
-#define S_WINDOW 100 // episodes in the mean return
 
 struct vl_offline_s {
     vl_learner_config_t c;
@@ -22,8 +22,7 @@ struct vl_offline_s {
     vl_trainer_t *trainer;
     uint32_t arrived; // segments ingested since the last update
     vl_offline_stats_t st;
-    float returns[S_WINDOW];
-    uint32_t n_returns, next_return;
+    vl_returns_t returns; // of the last episodes
 };
 
 vl_offline_t *vl_offline_new(const vl_learner_config_t *c)
@@ -69,10 +68,7 @@ static void s_count(void *ctx, const vl_segment_t *s)
     self->st.env_steps += s->horizon;
     self->st.episodes += s->n_episodes;
     for (uint32_t e = 0; e < s->n_episodes; e++) {
-        self->returns[self->next_return] = s->episode_returns[e];
-        self->next_return = (self->next_return + 1) % S_WINDOW;
-        if (self->n_returns < S_WINDOW)
-            self->n_returns++;
+        vl_returns_add(&self->returns, s->episode_returns[e]);
     }
 }
 
@@ -116,10 +112,7 @@ int vl_offline_feed(vl_offline_t *self, const uint8_t *data, size_t size, int64_
 void vl_offline_stats(const vl_offline_t *self, vl_offline_stats_t *out)
 {
     *out = self->st;
-    double sum = 0;
-    for (uint32_t i = 0; i < self->n_returns; i++)
-        sum += self->returns[i];
-    out->mean_return = self->n_returns ? (float)(sum / self->n_returns) : 0.0f;
+    out->mean_return = vl_returns_mean(&self->returns);
 }
 
 /* Folds n bytes into an FNV-1a 64-bit hash. */
