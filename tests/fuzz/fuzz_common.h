@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "messages/vl_wire.h"
 
@@ -17,6 +18,26 @@
             abort();                                                                               \
         }                                                                                          \
     } while (0)
+
+/* Fills a decoder's output before the call, to see whether a refusal wrote it. */
+#define FUZZ_SENTINEL 0xA5
+
+/* Returns 1 if all n bytes of p are FUZZ_SENTINEL (a refusal left them). */
+static inline int fuzz_untouched(const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != FUZZ_SENTINEL)
+            return 0;
+    return 1;
+}
+
+/* Returns 1 if two floats have the same bits, or are both zero: proto3 does
+   not send a field equal to its default, so -0.0 arrives as +0.0. */
+static inline int fuzz_same_float(float a, float b)
+{
+    return memcmp(&a, &b, sizeof a) == 0 || (a == 0.0f && b == 0.0f);
+}
 
 /* A decoder's reason must be one of the named ones. */
 #define FUZZ_CHECK_REASON(r) FUZZ_CHECK((unsigned)(r) < VL_EREASONS)

@@ -10,25 +10,14 @@
 #include "fuzz_common.h"
 #include "messages/vl_codec.h"
 
-#define S_SENTINEL 0xA5 // fills the output first, to see whether it was written
-
-/* Returns 1 if all n bytes of p are S_SENTINEL. */
-static int s_untouched(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)p[i] != S_SENTINEL)
-            return 0;
-    return 1;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char id[VL_POLICY_ID_MAX];
-    memset(id, S_SENTINEL, sizeof id);
+    memset(id, FUZZ_SENTINEL, sizeof id);
     vl_reason_t reason = vl_hello_decode(data, size, id);
     FUZZ_CHECK_REASON(reason);
     if (reason != VL_OK) {
-        FUZZ_CHECK(s_untouched(id, sizeof id));
+        FUZZ_CHECK(fuzz_untouched(id, sizeof id));
         return 0;
     }
     FUZZ_CHECK(vl_wire_name_ok(id, sizeof id));

@@ -14,25 +14,7 @@
 #include "messages/vl_codec.h"
 #include "volley.pb-c.h"
 
-#define S_SENTINEL 0xA5 // fills the output first, to see whether it was written
 #define S_OTHER    0x5A // fills the round trip's output: a field never written shows
-
-/* Returns 1 if all n bytes of p are S_SENTINEL. */
-static int s_untouched(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != S_SENTINEL)
-            return 0;
-    return 1;
-}
-
-/* Returns 1 if two floats have the same bits, or are both zero: proto3 does
-   not send a field equal to its default, so -0.0 arrives as +0.0. */
-static int s_same_float(float a, float b)
-{
-    return memcmp(&a, &b, sizeof a) == 0 || (a == 0.0f && b == 0.0f);
-}
 
 /* Checks that two stats hold the same fields (compared one by one: the
    struct has padding). */
@@ -44,13 +26,13 @@ static void s_check_same(const vl_stats_t *a, const vl_stats_t *b)
     FUZZ_CHECK(a->lag_max == b->lag_max);
     FUZZ_CHECK(a->segments_trained == b->segments_trained);
     FUZZ_CHECK(a->segments_dropped == b->segments_dropped);
-    FUZZ_CHECK(s_same_float(a->mean_return, b->mean_return));
-    FUZZ_CHECK(s_same_float(a->lag_mean, b->lag_mean));
-    FUZZ_CHECK(s_same_float(a->policy_loss, b->policy_loss));
-    FUZZ_CHECK(s_same_float(a->value_loss, b->value_loss));
-    FUZZ_CHECK(s_same_float(a->entropy, b->entropy));
-    FUZZ_CHECK(s_same_float(a->ingest_ms, b->ingest_ms));
-    FUZZ_CHECK(s_same_float(a->train_ms, b->train_ms));
+    FUZZ_CHECK(fuzz_same_float(a->mean_return, b->mean_return));
+    FUZZ_CHECK(fuzz_same_float(a->lag_mean, b->lag_mean));
+    FUZZ_CHECK(fuzz_same_float(a->policy_loss, b->policy_loss));
+    FUZZ_CHECK(fuzz_same_float(a->value_loss, b->value_loss));
+    FUZZ_CHECK(fuzz_same_float(a->entropy, b->entropy));
+    FUZZ_CHECK(fuzz_same_float(a->ingest_ms, b->ingest_ms));
+    FUZZ_CHECK(fuzz_same_float(a->train_ms, b->train_ms));
     FUZZ_CHECK(memcmp(&a->uptime_s, &b->uptime_s, sizeof a->uptime_s) == 0 ||
                (a->uptime_s == 0.0 && b->uptime_s == 0.0));
     FUZZ_CHECK(a->lag_min == b->lag_min && a->lag_median == b->lag_median);
@@ -85,11 +67,11 @@ static void s_check_wire(const vl_stats_t *s, const uint8_t *data, size_t size)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     vl_stats_t stats;
-    memset(&stats, S_SENTINEL, sizeof stats);
+    memset(&stats, FUZZ_SENTINEL, sizeof stats);
     vl_reason_t reason = vl_stats_decode(data, size, &stats);
     FUZZ_CHECK_REASON(reason);
     if (reason != VL_OK) {
-        FUZZ_CHECK(s_untouched(&stats, sizeof stats));
+        FUZZ_CHECK(fuzz_untouched(&stats, sizeof stats));
         return 0;
     }
     FUZZ_CHECK(vl_wire_name_ok(stats.policy_id, VL_POLICY_ID_MAX));

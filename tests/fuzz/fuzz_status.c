@@ -27,25 +27,7 @@
 #include "messages/vl_status.h"
 #include "volley.pb-c.h"
 
-#define S_SENTINEL 0xA5 // fills the output first, to see whether it was written
 #define S_OTHER    0x5A // fills the round trip's output: a field never written shows
-
-/* Returns 1 if all n bytes of p are S_SENTINEL. */
-static int s_untouched(const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        if (b[i] != S_SENTINEL)
-            return 0;
-    return 1;
-}
-
-/* Returns 1 if two floats have the same bits, or are both zero: proto3 does
-   not send a field equal to its default, so -0.0 arrives as +0.0. */
-static int s_same_float(float a, float b)
-{
-    return memcmp(&a, &b, sizeof a) == 0 || (a == 0.0f && b == 0.0f);
-}
 
 /* Returns 1 if f is finite and not negative (-0.0 included, as the decoder
    has it). */
@@ -69,9 +51,9 @@ static void s_check_same_beat(const vl_beat_t *a, const vl_beat_t *b)
     FUZZ_CHECK(strcmp(a->policy_id, b->policy_id) == 0);
     FUZZ_CHECK(a->actor_id == b->actor_id && a->segments_sent == b->segments_sent);
     FUZZ_CHECK(a->weights_version == b->weights_version);
-    FUZZ_CHECK(s_same_float(a->apply_ms, b->apply_ms));
-    FUZZ_CHECK(s_same_float(a->apply_ms_max, b->apply_ms_max));
-    FUZZ_CHECK(s_same_float(a->env_steps_per_s, b->env_steps_per_s));
+    FUZZ_CHECK(fuzz_same_float(a->apply_ms, b->apply_ms));
+    FUZZ_CHECK(fuzz_same_float(a->apply_ms_max, b->apply_ms_max));
+    FUZZ_CHECK(fuzz_same_float(a->env_steps_per_s, b->env_steps_per_s));
 }
 
 /* Checks a decoded beat against protobuf-c's own reading of the input. */
@@ -92,11 +74,11 @@ static void s_check_beat_wire(const vl_beat_t *b, const uint8_t *data, size_t si
 static void s_fuzz_beat(const uint8_t *data, size_t size)
 {
     vl_beat_t beat;
-    memset(&beat, S_SENTINEL, sizeof beat);
+    memset(&beat, FUZZ_SENTINEL, sizeof beat);
     vl_reason_t reason = vl_beat_decode(data, size, &beat);
     FUZZ_CHECK_REASON(reason);
     if (reason != VL_OK) {
-        FUZZ_CHECK(s_untouched(&beat, sizeof beat));
+        FUZZ_CHECK(fuzz_untouched(&beat, sizeof beat));
         return;
     }
     s_check_text(beat.policy_id, VL_POLICY_ID_MAX);
