@@ -1,7 +1,12 @@
 /*  vl_cartpole: CartPole-v1 exactly as Gymnasium defines it (classic_control/
     cartpole.py under the TimeLimit of 500 steps): Euler integration in double,
     observations handed out as float, as Gymnasium keeps float64 state and
-    returns float32. */
+    returns float32. "Exactly" means bit for bit: every expression is
+    evaluated in the order Gymnasium's source writes it (Python evaluates
+    left to right; np.square(x) is x * x on its own), and this file must be
+    compiled without contracting a * b + c into an fma (-ffp-contract=off,
+    which CMake sets on it), else the float64 state drifts in its last bits
+    from the first step. */
 #include "vl_cartpole.h"
 #include "vl_env.h"
 
@@ -31,24 +36,29 @@ typedef struct {
     int terminated; // the pole fell or the cart left; further steps pay 0
 } cartpole_t;
 
-static void *s_create(void)
+/* Returns a new state seeded with 0, or NULL on no memory; arg is unused. */
+static void *s_create(const char *arg)
 {
+    (void)arg;
     cartpole_t *self = calloc(1, sizeof(*self));
     if (self)
         vl_rng_seed(&self->rng, 0);
     return self;
 }
 
+/* Frees the state; safe on NULL. */
 static void s_destroy(void *state)
 {
     free(state);
 }
 
+/* Seeds the RNG the next reset draws from. */
 static void s_seed(void *state, uint64_t seed)
 {
     vl_rng_seed(&((cartpole_t *)state)->rng, seed);
 }
 
+/* Writes the state as the float observation. */
 static void s_observe(const cartpole_t *self, float *obs)
 {
     for (int i = 0; i < 4; i++)
@@ -66,16 +76,28 @@ static void s_reset(void *state, float *obs)
     s_observe(self, obs);
 }
 
-/* One Euler step of the cart-pole dynamics; position updates use the old
-   velocities, as Gymnasium's "euler" integrator does. */
+/* Returns x * x: np.square, rounded once on its own before it meets any
+   other factor. */
+static double s_square(double x)
+{
+    return x * x;
+}
+
+/* One Euler step of the cart-pole dynamics, term for term as Gymnasium's
+   step() writes it:
+     temp = (force + polemass_length * np.square(theta_dot) * sintheta) / total_mass
+     thetaacc = (gravity * sintheta - costheta * temp) / (length * (4.0 / 3.0
+                - masspole * np.square(costheta) / total_mass))
+     xacc = temp - polemass_length * thetaacc * costheta / total_mass
+   Position updates use the old velocities ("euler" integrator). */
 static void s_integrate(double s[4], int32_t action)
 {
     double x = s[0], x_dot = s[1], theta = s[2], theta_dot = s[3];
     double force = action == 1 ? S_FORCE_MAG : -S_FORCE_MAG;
     double costheta = cos(theta), sintheta = sin(theta);
-    double temp = (force + S_POLEMASS_LENGTH * theta_dot * theta_dot * sintheta) / S_TOTAL_MASS;
+    double temp = (force + S_POLEMASS_LENGTH * s_square(theta_dot) * sintheta) / S_TOTAL_MASS;
     double thetaacc = (S_GRAVITY * sintheta - costheta * temp) /
-                      (S_LENGTH * (4.0 / 3.0 - S_MASSPOLE * costheta * costheta / S_TOTAL_MASS));
+                      (S_LENGTH * (4.0 / 3.0 - S_MASSPOLE * s_square(costheta) / S_TOTAL_MASS));
     double xacc = temp - S_POLEMASS_LENGTH * thetaacc * costheta / S_TOTAL_MASS;
     s[0] = x + S_TAU * x_dot;
     s[1] = x_dot + S_TAU * xacc;
@@ -115,12 +137,14 @@ void vl_cartpole_get_state(const void *state, double s[4])
         s[i] = self->s[i];
 }
 
-const vl_env_ops_t vl_cartpole_ops = {
+const vl_env_t vl_cartpole_env = {
+    .abi_version = VL_ENV_ABI_VERSION,
     .name = "cartpole",
     .summary = "CartPole-v1 as Gymnasium defines it (solved: mean return >= 475)",
-    .obs_dim = 4,
-    .obs_spec = {.n_fields = 1, .fields = {{.encoding = VL_OBS_F32, .ndim = 1, .shape = {4}}}},
+    .n_fields = 1,
+    .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {4}}},
     .num_actions = 2,
+    .has_solved_return = 1,
     .solved_return = 475.0f,
     .create = s_create,
     .destroy = s_destroy,

@@ -32,9 +32,10 @@ typedef struct {
     uint32_t steps; // steps since the last reset, for the safety limit
 } catch_t;
 
-/* Returns a new state seeded with 0, or NULL on no memory. */
-static void *s_create(void)
+/* Returns a new state seeded with 0, or NULL on no memory; arg is unused. */
+static void *s_create(const char *arg)
 {
+    (void)arg;
     catch_t *self = calloc(1, sizeof(*self));
     if (self)
         vl_rng_seed(&self->rng, 0);
@@ -141,17 +142,17 @@ static float s_step(void *state, int32_t action, float *obs, int *terminated, in
     return reward;
 }
 
-const vl_env_ops_t vl_catch_ops = {
+const vl_env_t vl_catch_env = {
+    .abi_version = VL_ENV_ABI_VERSION,
     .name = "catch",
     .summary = "Catch: 16x16 2-bit screen + 32 flags; catch 10 falling balls "
                "(solved: mean return >= 9)",
-    .obs_dim = VL_CATCH_OBS_DIM,
-    .obs_spec =
-        {.n_fields = 3,
-         .fields = {{.encoding = VL_OBS_U2, .ndim = 2, .shape = {VL_CATCH_ROWS, VL_CATCH_COLS}},
-                    {.encoding = VL_OBS_U1, .ndim = 1, .shape = {VL_CATCH_FLAGS}},
-                    {.encoding = VL_OBS_F32, .ndim = 1, .shape = {2}}}},
+    .n_fields = 3,
+    .fields = {{.encoding = VL_ENV_U2, .ndim = 2, .shape = {VL_CATCH_ROWS, VL_CATCH_COLS}},
+               {.encoding = VL_ENV_U1, .ndim = 1, .shape = {VL_CATCH_FLAGS}},
+               {.encoding = VL_ENV_F32, .ndim = 1, .shape = {2}, .low = 0.0f, .high = 1.0f}},
     .num_actions = 3,
+    .has_solved_return = 1,
     .solved_return = 9.0f,
     .create = s_create,
     .destroy = s_destroy,

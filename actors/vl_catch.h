@@ -1,4 +1,4 @@
-/*  vl_catch: the geometry of the Catch environment (vl_catch_ops in
+/*  vl_catch: the geometry of the Catch environment (vl_catch_env in
     vl_env.h), for tests that read its observations. An observation is the
     screen [VL_CATCH_ROWS][VL_CATCH_COLS] (u2), then VL_CATCH_FLAGS flags
     (u1), then two floats (f32): the ball's row / VL_CATCH_ROWS (0 when no

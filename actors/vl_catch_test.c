@@ -104,9 +104,9 @@ static float s_episode(void *env, s_policy_fn policy, vl_rng_t *rng, int *steps)
 {
     float obs[S_DIM], ret = 0;
     int term = 0, trunc = 0;
-    vl_catch_ops.reset(env, obs);
+    vl_catch_env.reset(env, obs);
     for (*steps = 0; *steps < S_EPISODE + 10 && !term && !trunc; ++*steps)
-        ret += vl_catch_ops.step(env, policy(obs, rng), obs, &term, &trunc);
+        ret += vl_catch_env.step(env, policy(obs, rng), obs, &term, &trunc);
     return term && !trunc ? ret : NAN;
 }
 
@@ -147,12 +147,13 @@ static int s_flags_agree(const float *obs, int landed)
 
 static void test_ops_consistent(void)
 {
-    const vl_env_ops_t *ops = &vl_catch_ops;
+    const vl_env_ops_t *ops = vl_env_find("catch");
     vl_limits_t lim = vl_limits_default();
     uint32_t dim = 0, wire = 0, sum = 0;
-    VL_CHECK(vl_env_find("catch") == ops);
+    VL_CHECK(ops && ops->table == &vl_catch_env && !ops->vectorized && !ops->path);
     VL_CHECK(strcmp(ops->name, "catch") == 0 && ops->summary && strstr(ops->summary, ">= 9"));
-    VL_CHECK(ops->num_actions == 3 && ops->solved_return == 9.0f);
+    VL_CHECK(ops->num_actions == 3 && ops->has_solved_return && ops->solved_return == 9.0f);
+    VL_CHECK(ops->low[2] == 0.0f && ops->high[2] == 1.0f); // the positions' declared range
     VL_CHECK(ops->obs_spec.n_fields == 3);
     for (uint32_t i = 0; i < ops->obs_spec.n_fields; i++) {
         const vl_obs_field_t *f = &ops->obs_spec.fields[i];
@@ -173,7 +174,7 @@ static void test_ops_consistent(void)
    its flags agree with its screen. */
 static void test_values_in_range(void)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     vl_rng_t rng;
     float obs[S_DIM];
     int term = 0, trunc = 0, ok = 1, steps = 0;
@@ -181,14 +182,14 @@ static void test_values_in_range(void)
     vl_rng_seed(&rng, 1);
     for (int ep = 0; ep < 5 && ok; ep++) {
         int landed = 0;
-        vl_catch_ops.reset(env, obs);
+        vl_catch_env.reset(env, obs);
         ok = s_obs_valid(obs) && s_flags_agree(obs, landed);
         for (term = 0; !term && ok; steps++) {
-            landed += vl_catch_ops.step(env, s_random(obs, &rng), obs, &term, &trunc) != 0;
+            landed += vl_catch_env.step(env, s_random(obs, &rng), obs, &term, &trunc) != 0;
             ok = s_obs_valid(obs) && s_flags_agree(obs, landed);
         }
     }
-    vl_catch_ops.destroy(env);
+    vl_catch_env.destroy(env);
     VL_CHECK(ok);
     VL_CHECK(steps == 5 * S_EPISODE);
 }
@@ -208,17 +209,17 @@ static int s_ball_at(const float *obs, int row, int col)
 
 static void test_ball_falls_one_row_per_step(void)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     float obs[S_DIM], reward = 0;
     int term = 0, trunc = 0, row, col, ok;
     VL_CHECK(env);
-    vl_catch_ops.reset(env, obs);
+    vl_catch_env.reset(env, obs);
     ok = s_ball(obs, &row, &col) == 0 && row == 0 && col >= 1 && col <= VL_CATCH_COLS - 2;
     for (int t = 1; t < S_FALL && ok; t++) {
-        reward += vl_catch_ops.step(env, VL_CATCH_STAY, obs, &term, &trunc);
+        reward += vl_catch_env.step(env, VL_CATCH_STAY, obs, &term, &trunc);
         ok = s_ball_at(obs, t, col) && !term && !trunc;
     }
-    vl_catch_ops.destroy(env);
+    vl_catch_env.destroy(env);
     VL_CHECK(ok);
     VL_CHECK(reward == 0);
 }
@@ -227,25 +228,25 @@ static void test_ball_falls_one_row_per_step(void)
    step, or 0 when a step before it paid or the count of balls is wrong. */
 static float s_first_ball(s_policy_fn policy, uint64_t seed)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     float obs[S_DIM], early = 0, landing;
     int term, trunc;
     if (!env)
         return 0;
-    vl_catch_ops.seed(env, seed);
-    vl_catch_ops.reset(env, obs);
+    vl_catch_env.seed(env, seed);
+    vl_catch_env.reset(env, obs);
     for (int t = 1; t < S_FALL; t++)
-        early += fabsf(vl_catch_ops.step(env, policy(obs, NULL), obs, &term, &trunc));
-    landing = vl_catch_ops.step(env, policy(obs, NULL), obs, &term, &trunc);
+        early += fabsf(vl_catch_env.step(env, policy(obs, NULL), obs, &term, &trunc));
+    landing = vl_catch_env.step(env, policy(obs, NULL), obs, &term, &trunc);
     int counted = obs[VL_CATCH_OFF_FLAGS] == 1 && obs[VL_CATCH_OFF_FLAGS + 1] == 0;
-    vl_catch_ops.destroy(env);
+    vl_catch_env.destroy(env);
     return early == 0 && counted && !term ? landing : 0;
 }
 
 /* The paddle's three columns catch, the next one out misses. */
 static void test_catch_and_miss(void)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     int steps, edge = 1, miss = 1;
     VL_CHECK(env);
     for (uint64_t seed = 0; seed < 20; seed++) {
@@ -253,11 +254,11 @@ static void test_catch_and_miss(void)
         VL_CHECK(s_first_ball(s_run_away, seed) == -1.0f);
     }
     for (uint64_t seed = 0; seed < 20; seed++) {
-        vl_catch_ops.seed(env, seed);
+        vl_catch_env.seed(env, seed);
         edge &= s_episode(env, s_edge, NULL, &steps) == 10.0f;
         miss &= s_episode(env, s_just_miss, NULL, &steps) == -10.0f;
     }
-    vl_catch_ops.destroy(env);
+    vl_catch_env.destroy(env);
     VL_CHECK(edge);
     VL_CHECK(miss);
 }
@@ -267,15 +268,15 @@ static void test_catch_and_miss(void)
    ball left. Steps after the end pay 0 and end again. */
 static void test_episode_is_ten_balls(void)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     vl_rng_t rng;
     float obs[S_DIM], r;
     int term = 0, trunc = 0, t, landed = 0, ok = 1, row, col;
     VL_CHECK(env);
     vl_rng_seed(&rng, 2);
-    vl_catch_ops.reset(env, obs);
+    vl_catch_env.reset(env, obs);
     for (t = 1; !term && t <= S_EPISODE + 10 && ok; t++) {
-        r = vl_catch_ops.step(env, s_random(obs, &rng), obs, &term, &trunc);
+        r = vl_catch_env.step(env, s_random(obs, &rng), obs, &term, &trunc);
         landed += r != 0;
         ok = (r != 0) == (t % S_FALL == 0) && !trunc;
     }
@@ -283,8 +284,8 @@ static void test_episode_is_ten_balls(void)
     for (int i = 0; i < VL_CATCH_FLAGS; i++)
         full &= obs[VL_CATCH_OFF_FLAGS + i] == (i < VL_CATCH_BALLS);
     int no_ball = s_ball(obs, &row, &col) != 0;
-    r = vl_catch_ops.step(env, VL_CATCH_LEFT, obs, &term, &trunc);
-    vl_catch_ops.destroy(env);
+    r = vl_catch_env.step(env, VL_CATCH_LEFT, obs, &term, &trunc);
+    vl_catch_env.destroy(env);
     VL_CHECK(ok);
     VL_CHECK(t - 1 == S_EPISODE && landed == VL_CATCH_BALLS);
     VL_CHECK(full && no_ball);
@@ -294,29 +295,29 @@ static void test_episode_is_ten_balls(void)
 /* Stepping on past the end reaches the safety limit of 1000 steps. */
 static void test_truncate_at_safety_limit(void)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     float obs[S_DIM];
     int term = 0, trunc = 0, t;
     VL_CHECK(env);
-    vl_catch_ops.reset(env, obs);
+    vl_catch_env.reset(env, obs);
     for (t = 1; t <= 2000 && !trunc; t++)
-        vl_catch_ops.step(env, VL_CATCH_STAY, obs, &term, &trunc);
-    vl_catch_ops.destroy(env);
+        vl_catch_env.step(env, VL_CATCH_STAY, obs, &term, &trunc);
+    vl_catch_env.destroy(env);
     VL_CHECK(t - 1 == 1000 && term == 1);
 }
 
 /* Following the ball scores 10 in every episode, running away -10. */
 static void test_perfect_policy_scores_ten(void)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     int steps, good = 1, bad = 1;
     VL_CHECK(env);
     for (uint64_t seed = 0; seed < 50; seed++) {
-        vl_catch_ops.seed(env, seed);
+        vl_catch_env.seed(env, seed);
         good &= s_episode(env, s_follow, NULL, &steps) == 10.0f && steps == S_EPISODE;
         bad &= s_episode(env, s_run_away, NULL, &steps) == -10.0f && steps == S_EPISODE;
     }
-    vl_catch_ops.destroy(env);
+    vl_catch_env.destroy(env);
     VL_CHECK(good);
     VL_CHECK(bad);
 }
@@ -325,18 +326,18 @@ static void test_perfect_policy_scores_ten(void)
    99, from an env seeded with seed (or left unseeded when seed < 0). */
 static int s_record(int64_t seed, float (*out)[S_DIM])
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     vl_rng_t rng;
     int term = 0, trunc = 0;
     if (!env)
         return -1;
     if (seed >= 0)
-        vl_catch_ops.seed(env, (uint64_t)seed);
+        vl_catch_env.seed(env, (uint64_t)seed);
     vl_rng_seed(&rng, 99);
-    vl_catch_ops.reset(env, out[0]);
+    vl_catch_env.reset(env, out[0]);
     for (int t = 1; t <= S_EPISODE; t++)
-        vl_catch_ops.step(env, s_random(out[t - 1], &rng), out[t], &term, &trunc);
-    vl_catch_ops.destroy(env);
+        vl_catch_env.step(env, s_random(out[t - 1], &rng), out[t], &term, &trunc);
+    vl_catch_env.destroy(env);
     return term ? 0 : -1;
 }
 
@@ -354,19 +355,19 @@ static void test_deterministic_per_seed(void)
 /* Ten episodes' columns cover every column inside the walls, and only those. */
 static void test_ball_columns_cover_the_screen(void)
 {
-    void *env = vl_catch_ops.create();
+    void *env = vl_catch_env.create(NULL);
     int seen[VL_CATCH_COLS] = {0}, term = 0, trunc = 0, row, col, ok = 1;
     float obs[S_DIM];
     VL_CHECK(env);
     for (int ep = 0; ep < 10; ep++) {
-        vl_catch_ops.reset(env, obs);
+        vl_catch_env.reset(env, obs);
         for (term = 0; !term && ok;) {
             ok = s_ball(obs, &row, &col) == 0;
             seen[ok ? col : 0]++;
-            vl_catch_ops.step(env, VL_CATCH_STAY, obs, &term, &trunc);
+            vl_catch_env.step(env, VL_CATCH_STAY, obs, &term, &trunc);
         }
     }
-    vl_catch_ops.destroy(env);
+    vl_catch_env.destroy(env);
     VL_CHECK(ok);
     VL_CHECK(seen[0] == 0 && seen[VL_CATCH_COLS - 1] == 0);
     for (int c = 1; c < VL_CATCH_COLS - 1; c++)
@@ -379,7 +380,7 @@ static void test_pack_unpack_roundtrip(void)
 {
     static float obs[S_EPISODE + 1][S_DIM], back[S_EPISODE + 1][S_DIM];
     static uint8_t wire[(S_EPISODE + 1) * S_WIRE + 1];
-    const vl_obs_spec_t *spec = &vl_catch_ops.obs_spec;
+    const vl_obs_spec_t *spec = &vl_env_find("catch")->obs_spec;
     VL_CHECK(s_record(3, obs) == 0);
     memset(back, 0xff, sizeof(back));
     wire[sizeof(wire) - 1] = 0xa5; // a canary: pack writes no more than it says
@@ -391,7 +392,7 @@ static void test_pack_unpack_roundtrip(void)
 
 static void test_destroy_null(void)
 {
-    vl_catch_ops.destroy(NULL);
+    vl_catch_env.destroy(NULL);
     VL_CHECK(1);
 }
 

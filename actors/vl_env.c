@@ -1,31 +1,605 @@
-/*  vl_env: the table of built-in environments. */
+/*  vl_env: the built-in environments and the plugin loader, one path for
+    both: every table goes through vl_env_check into a vl_env_ops_t. Then
+    vl_envs_t, which steps N environments of either form and checks all they
+    write. */
 #include "vl_env.h"
 
+#include <dlfcn.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const vl_env_ops_t *s_envs[] = {&vl_cartpole_ops, &vl_catch_ops};
+#include "../common/vl_log.h"
 
-#define S_NENVS ((int)(sizeof(s_envs) / sizeof(s_envs[0])))
+_Static_assert(VL_ENV_FIELDS_MAX == VL_OBS_FIELDS_MAX, "env.h and vl_obs.h must agree");
+_Static_assert(VL_ENV_NDIM_MAX == VL_OBS_NDIM_MAX, "env.h and vl_obs.h must agree");
+_Static_assert((int)VL_ENV_F32 == (int)VL_OBS_F32 && (int)VL_ENV_U8 == (int)VL_OBS_U8 &&
+                   (int)VL_ENV_U2 == (int)VL_OBS_U2 && (int)VL_ENV_U1 == (int)VL_OBS_U1,
+               "env.h and vl_obs.h must agree");
+
+#define S_NAME_MAX 64 // "short": it heads log lines and a column of volley top
+
+/* ---- checking a table --------------------------------------------------- */
+
+/* Writes the reason for a refusal into why; returns -1. */
+__attribute__((format(printf, 3, 4))) static int s_refuse(char *why, size_t size, const char *fmt,
+                                                          ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+/* Returns 1 if s is 1 .. max - 1 characters, each printable, spaces only
+   when spaces_ok. */
+static int s_text_ok(const char *s, size_t max, int spaces_ok)
+{
+    size_t n = 0;
+    for (; s && s[n] && n < max; n++)
+        if (s[n] < (spaces_ok ? 0x20 : 0x21) || s[n] > 0x7e)
+            return 0;
+    return s && n > 0 && n < max;
+}
+
+/* Checks the name and summary; returns 0 or -1 with the reason. */
+static int s_check_text(const vl_env_t *t, char *why, size_t size)
+{
+    if (!t->name)
+        return s_refuse(why, size, "no name");
+    if (!s_text_ok(t->name, S_NAME_MAX, 0))
+        return s_refuse(why, size, "name must be 1..%d printable characters, no spaces",
+                        S_NAME_MAX - 1);
+    if (t->summary && t->summary[0] && !s_text_ok(t->summary, 256, 1))
+        return s_refuse(why, size, "summary must be one line of printable text");
+    return 0;
+}
+
+/* Checks field i's encoding, rank, shape and f32 range. */
+static int s_check_field(const vl_env_field_t *f, uint32_t i, char *why, size_t size)
+{
+    if (f->encoding > VL_ENV_U1)
+        return s_refuse(why, size, "field %u has unknown encoding %u", i, f->encoding);
+    if (f->ndim < 1 || f->ndim > VL_ENV_NDIM_MAX)
+        return s_refuse(why, size, "field %u has ndim %u, must be 1..%d", i, f->ndim,
+                        VL_ENV_NDIM_MAX);
+    for (uint32_t d = 0; d < f->ndim; d++)
+        if (f->shape[d] == 0)
+            return s_refuse(why, size, "field %u has size 0 in dimension %u", i, d);
+    if (f->encoding == VL_ENV_F32 && (!isfinite(f->low) || !isfinite(f->high)))
+        return s_refuse(why, size, "field %u has a non-finite range [%g, %g]", i, f->low, f->high);
+    if (f->encoding == VL_ENV_F32 && f->low > f->high)
+        return s_refuse(why, size, "field %u has low %g > high %g", i, f->low, f->high);
+    return 0;
+}
+
+/* Checks the fields and fills ops' spec, ranges and obs_dim. */
+static int s_check_fields(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_t size)
+{
+    if (t->n_fields == 0 || t->n_fields > VL_ENV_FIELDS_MAX)
+        return s_refuse(why, size, "n_fields %u, must be 1..%d", t->n_fields, VL_ENV_FIELDS_MAX);
+    ops->obs_spec.n_fields = t->n_fields;
+    for (uint32_t i = 0; i < t->n_fields; i++) {
+        const vl_env_field_t *f = &t->fields[i];
+        if (s_check_field(f, i, why, size) != 0)
+            return -1;
+        vl_obs_field_t *o = &ops->obs_spec.fields[i];
+        o->encoding = f->encoding;
+        o->ndim = f->ndim;
+        memcpy(o->shape, f->shape, sizeof o->shape);
+        ops->low[i] = f->encoding == VL_ENV_F32 ? f->low : 0;
+        ops->high[i] = f->encoding == VL_ENV_F32 ? f->high : 0;
+    }
+    vl_limits_t lim = vl_limits_default();
+    uint32_t wire_bytes;
+    if (vl_obs_spec_check(&ops->obs_spec, &lim, &ops->obs_dim, &wire_bytes) != VL_OK)
+        return s_refuse(why, size, "observation over the limit of %u values", lim.max_obs_dim);
+    return 0;
+}
+
+/* Returns the name of the first function of a form that is not there. */
+static const char *s_missing(const int there[5], const char *const names[5])
+{
+    for (int i = 0; i < 5; i++)
+        if (!there[i])
+            return names[i];
+    return NULL;
+}
+
+/* Checks that exactly one form is given, completely; sets ops->vectorized. */
+static int s_check_form(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_t size)
+{
+    static const char *const per_names[5] = {"create", "destroy", "seed", "reset", "step"};
+    static const char *const vec_names[5] = {"vec_create", "vec_destroy", "vec_seed", "vec_reset",
+                                             "vec_step"};
+    int per[5] = {!!t->create, !!t->destroy, !!t->seed, !!t->reset, !!t->step};
+    int vec[5] = {!!t->vec_create, !!t->vec_destroy, !!t->vec_seed, !!t->vec_reset, !!t->vec_step};
+    int has_per = 0, has_vec = 0;
+    for (int i = 0; i < 5; i++) {
+        has_per |= per[i];
+        has_vec |= vec[i];
+    }
+    if (has_per && has_vec)
+        return s_refuse(why, size, "fills both forms (per env and vectorized); leave one NULL");
+    if (!has_per && !has_vec)
+        return s_refuse(why, size, "fills neither form (create..step or vec_create..vec_step)");
+    const char *missing = has_per ? s_missing(per, per_names) : s_missing(vec, vec_names);
+    if (missing)
+        return s_refuse(why, size, "%s form has no %s function", has_per ? "per-env" : "vectorized",
+                        missing);
+    ops->vectorized = has_vec;
+    return 0;
+}
+
+int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
+{
+    vl_env_ops_t o = {.table = table};
+    vl_limits_t lim = vl_limits_default();
+    if (!table)
+        return s_refuse(why, why_size, "no table");
+    if (table->abi_version != VL_ENV_ABI_VERSION)
+        return s_refuse(why, why_size, "built for env ABI version %u, this volley has %d",
+                        table->abi_version, VL_ENV_ABI_VERSION);
+    if (s_check_text(table, why, why_size) != 0 || s_check_fields(table, &o, why, why_size) != 0)
+        return -1;
+    if (table->num_actions < 2 || table->num_actions > lim.max_actions)
+        return s_refuse(why, why_size, "num_actions %u, must be 2..%u", table->num_actions,
+                        lim.max_actions);
+    if (table->has_solved_return && !isfinite(table->solved_return))
+        return s_refuse(why, why_size, "solved_return is not finite");
+    if (s_check_form(table, &o, why, why_size) != 0)
+        return -1;
+    o.name = table->name;
+    o.summary = table->summary && table->summary[0] ? table->summary : "(no summary)";
+    o.num_actions = table->num_actions;
+    o.has_solved_return = table->has_solved_return != 0;
+    o.solved_return = o.has_solved_return ? table->solved_return : 0;
+    *ops = o;
+    return 0;
+}
+
+/* ---- built-ins and plugins ---------------------------------------------- */
+
+static const vl_env_t *const s_tables[] = {&vl_cartpole_env, &vl_catch_env};
+
+#define S_NBUILTIN ((int)(sizeof s_tables / sizeof s_tables[0]))
+
+static vl_env_ops_t s_builtin[S_NBUILTIN];
+static pthread_once_t s_builtin_once = PTHREAD_ONCE_INIT;
+
+/* Checks every built-in table once; a refusal is volley's own bug. */
+static void s_builtin_init(void)
+{
+    char why[256];
+    for (int i = 0; i < S_NBUILTIN; i++)
+        if (vl_env_check(s_tables[i], &s_builtin[i], why, sizeof why) != 0) {
+            fprintf(stderr, "volley: built-in env %d refused: %s\n", i, why);
+            abort();
+        }
+}
 
 const vl_env_ops_t *vl_env_find(const char *name)
 {
-    for (int i = 0; name && i < S_NENVS; i++)
-        if (strcmp(s_envs[i]->name, name) == 0)
-            return s_envs[i];
+    pthread_once(&s_builtin_once, s_builtin_init);
+    for (int i = 0; name && i < S_NBUILTIN; i++)
+        if (strcmp(s_builtin[i].name, name) == 0)
+            return &s_builtin[i];
+    return NULL;
+}
+
+/* Returns 1 if name is a plugin's path: it holds a '/' or ends in ".so". */
+static int s_is_path(const char *name)
+{
+    size_t n = strlen(name);
+    return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0);
+}
+
+/* Loads and checks the plugin at path; returns its ops (never freed, the
+   library never closed) or NULL after printing why. */
+static const vl_env_ops_t *s_load(const char *cmd, const char *path)
+{
+    char why[256];
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        fprintf(stderr, "volley %s: cannot load env plugin %s: %s\n", cmd, path, dlerror());
+        return NULL;
+    }
+    const vl_env_t *table = dlsym(lib, VL_ENV_SYMBOL);
+    if (!table) {
+        fprintf(stderr, "volley %s: %s exports no `%s` table (see include/volley/env.h)\n", cmd,
+                path, VL_ENV_SYMBOL);
+        return NULL;
+    }
+    vl_env_ops_t *ops = calloc(1, sizeof *ops);
+    char *copy = strdup(path);
+    if (!ops || !copy) {
+        fprintf(stderr, "volley %s: out of memory loading %s\n", cmd, path);
+    } else if (vl_env_check(table, ops, why, sizeof why) != 0) {
+        fprintf(stderr, "volley %s: env plugin %s refused: %s\n", cmd, path, why);
+    } else {
+        ops->path = copy;
+        return ops;
+    }
+    free(ops);
+    free(copy);
     return NULL;
 }
 
 const vl_env_ops_t *vl_env_lookup(const char *cmd, const char *name)
 {
+    if (!name || !name[0]) {
+        fprintf(stderr, "volley %s: --env wants a name or a plugin path (see --help)\n", cmd);
+        return NULL;
+    }
     const vl_env_ops_t *env = vl_env_find(name);
-    if (!env)
-        fprintf(stderr, "volley %s: unknown --env '%s' (see --help)\n", cmd, name ? name : "");
-    return env;
+    if (env)
+        return env;
+    if (s_is_path(name))
+        return s_load(cmd, name);
+    fprintf(stderr, "volley %s: unknown --env '%s' (see --help)\n", cmd, name);
+    return NULL;
 }
 
 void vl_env_print_help(FILE *out)
 {
-    fprintf(out, "  --env NAME         environment (default %s); built in:\n", s_envs[0]->name);
-    for (int i = 0; i < S_NENVS; i++)
-        fprintf(out, "                       %-10s %s\n", s_envs[i]->name, s_envs[i]->summary);
+    pthread_once(&s_builtin_once, s_builtin_init);
+    fprintf(out,
+            "  --env NAME|PATH    environment (default %s): a built-in, or a plugin .so\n"
+            "                     exporting `volley_env` (include/volley/env.h); built in:\n",
+            s_builtin[0].name);
+    for (int i = 0; i < S_NBUILTIN; i++)
+        fprintf(out, "                       %-10s %s\n", s_builtin[i].name, s_builtin[i].summary);
+    fprintf(out, "  --env-arg TEXT     text handed to the env's create (a ROM path, a level...)\n");
+}
+
+/* ---- N environments stepped together ------------------------------------ */
+
+/* One field of the observation, laid out for the checks: every encoding is
+   a range, integer ones whole numbers in it, f32 without a declared range
+   [-FLT_MAX, FLT_MAX] (finite). NaN fails every range. */
+typedef struct {
+    uint32_t offset, count; // floats into the observation, floats in the field
+    uint32_t encoding;
+    float low, high;
+    int whole; // values must be whole numbers
+} s_field_t;
+
+struct vl_envs_s {
+    const vl_env_ops_t *env;
+    const vl_env_t *t; // env->table
+    uint32_t n, dim;
+    void **states; // per-env form: [n]
+    void *vec;     // vectorized form
+    uint32_t n_fields;
+    s_field_t fields[VL_ENV_FIELDS_MAX];
+};
+
+/* Returns the largest value of an integer encoding. */
+static float s_max_value(uint32_t encoding)
+{
+    return encoding == VL_ENV_U8 ? 255.0f : encoding == VL_ENV_U2 ? 3.0f : 1.0f;
+}
+
+/* Returns 1 if v is outside [lo, hi]; NaN is. */
+static inline int s_out(float v, float lo, float hi)
+{
+    return !((v >= lo) & (v <= hi));
+}
+
+/* Returns 1 if v, in [0, 255], is not a whole number: v + 2^23 - 2^23
+   rounds it to one, without a conversion that is undefined for values out
+   of range. */
+static inline int s_fraction(float v)
+{
+    return (v + 0x1p23f) - 0x1p23f != v;
+}
+
+/* Returns 1 if v breaks field f's rule. */
+static inline int s_value_bad(const s_field_t *f, float v)
+{
+    return s_out(v, f->low, f->high) | (f->whole && s_fraction(v));
+}
+
+#define S_LANES 8 // values checked a pass: a fixed count gcc -O2 vectorizes
+
+/* Returns 1 if count values at v all keep field f's rule: passes without
+   branches over S_LANES values at a time. */
+static int s_values_ok(const s_field_t *f, const float *v, size_t count)
+{
+    float lo = f->low, hi = f->high;
+    int bad = 0;
+    size_t k = 0;
+    if (f->whole) {
+        for (; k + S_LANES <= count; k += S_LANES)
+            for (int j = 0; j < S_LANES; j++)
+                bad |= s_out(v[k + j], lo, hi) | s_fraction(v[k + j]);
+        for (; k < count; k++)
+            bad |= s_out(v[k], lo, hi) | s_fraction(v[k]);
+    } else {
+        for (; k + S_LANES <= count; k += S_LANES)
+            for (int j = 0; j < S_LANES; j++)
+                bad |= s_out(v[k + j], lo, hi);
+        for (; k < count; k++)
+            bad |= s_out(v[k], lo, hi);
+    }
+    return !bad;
+}
+
+/* Returns 1 if rows [n][dim] of observations all keep their fields' rules. */
+static int s_rows_ok(const vl_envs_t *self, const float *obs, uint32_t n)
+{
+    if (self->n_fields == 1) // one field: one pass over the block
+        return s_values_ok(&self->fields[0], obs, (size_t)n * self->dim);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t fi = 0; fi < self->n_fields; fi++) {
+            const s_field_t *f = &self->fields[fi];
+            if (!s_values_ok(f, obs + (size_t)i * self->dim + f->offset, f->count))
+                return 0;
+        }
+    return 1;
+}
+
+/* Logs the bad value v, at k in field fi of env i's observation. */
+static void s_log_bad_value(const vl_envs_t *self, const char *what, uint32_t i, uint32_t fi,
+                            uint32_t k, float v)
+{
+    const s_field_t *f = &self->fields[fi];
+    char rule[64];
+    if (f->whole)
+        snprintf(rule, sizeof rule, "a whole number 0..%g", f->high);
+    else if (f->high < FLT_MAX)
+        snprintf(rule, sizeof rule, "in [%g, %g]", f->low, f->high);
+    else
+        snprintf(rule, sizeof rule, "finite");
+    vl_error("env '%s': env %u %s wrote obs[%u] = %g, field %u (%s) must be %s", self->env->name, i,
+             what, f->offset + k, v, fi, vl_obs_encoding_str(f->encoding), rule);
+}
+
+/* Checks env i's observation; returns 0, or -1 after logging the first bad
+   value. what names the call that wrote it. */
+static int s_check_obs(const vl_envs_t *self, const char *what, uint32_t i, const float *obs)
+{
+    for (uint32_t fi = 0; fi < self->n_fields; fi++) {
+        const s_field_t *f = &self->fields[fi];
+        if (s_values_ok(f, obs + f->offset, f->count))
+            continue;
+        for (uint32_t k = 0; k < f->count; k++)
+            if (s_value_bad(f, obs[f->offset + k])) {
+                s_log_bad_value(self, what, i, fi, k, obs[f->offset + k]);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* Returns 1 if the reward is finite. */
+static inline int s_reward_ok(float r)
+{
+    return (r >= -FLT_MAX) & (r <= FLT_MAX);
+}
+
+/* Checks the reward and the flags env i's call returned. */
+static int s_check_outcome(const vl_envs_t *self, const char *what, uint32_t i, float reward,
+                           int term, int trunc)
+{
+    if (!s_reward_ok(reward)) {
+        vl_error("env '%s': env %u %s returned reward %g, must be finite", self->env->name, i, what,
+                 reward);
+        return -1;
+    }
+    if ((term != 0 && term != 1) || (trunc != 0 && trunc != 1)) {
+        int bad_term = term != 0 && term != 1;
+        vl_error("env '%s': env %u %s set %s = %d, must be 0 or 1", self->env->name, i, what,
+                 bad_term ? "terminated" : "truncated", bad_term ? term : trunc);
+        return -1;
+    }
+    return 0;
+}
+
+/* Logs that create (or vec_create) returned NULL. */
+static void s_log_create_failed(const vl_envs_t *self, const char *arg)
+{
+    if (arg)
+        vl_error("env '%s' failed to create (--env-arg '%s')", self->env->name, arg);
+    else
+        vl_error("env '%s' failed to create (no --env-arg)", self->env->name);
+}
+
+/* Creates, seeds and resets n environments of the per-env form. */
+static int s_start_each(vl_envs_t *self, const char *arg, const uint64_t *seeds, float *obs)
+{
+    self->states = calloc(self->n, sizeof *self->states);
+    if (!self->states) {
+        vl_error("env '%s': out of memory for %u envs", self->env->name, self->n);
+        return -1;
+    }
+    for (uint32_t i = 0; i < self->n; i++) {
+        float *o = obs + (size_t)i * self->dim;
+        if (!(self->states[i] = self->t->create(arg))) {
+            s_log_create_failed(self, arg);
+            return -1;
+        }
+        self->t->seed(self->states[i], seeds[i]);
+        self->t->reset(self->states[i], o);
+        if (s_check_obs(self, "reset", i, o) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Creates, seeds and resets n environments of the vectorized form. */
+static int s_start_vec(vl_envs_t *self, const char *arg, const uint64_t *seeds, float *obs)
+{
+    if (!(self->vec = self->t->vec_create(self->n, arg))) {
+        s_log_create_failed(self, arg);
+        return -1;
+    }
+    self->t->vec_seed(self->vec, seeds);
+    int rc = self->t->vec_reset(self->vec, obs);
+    if (rc != 0) {
+        vl_error("env '%s': vec_reset returned %d", self->env->name, rc);
+        return -1;
+    }
+    for (uint32_t i = 0; i < self->n; i++)
+        if (s_check_obs(self, "vec_reset", i, obs + (size_t)i * self->dim) != 0)
+            return -1;
+    return 0;
+}
+
+/* Lays the fields out along the observation for the checks. */
+static void s_layout(vl_envs_t *self)
+{
+    const vl_obs_spec_t *spec = &self->env->obs_spec;
+    uint32_t offset = 0;
+    self->n_fields = spec->n_fields;
+    for (uint32_t fi = 0; fi < spec->n_fields; fi++) {
+        const vl_obs_field_t *f = &spec->fields[fi];
+        uint32_t count = 1;
+        for (uint32_t d = 0; d < f->ndim; d++)
+            count *= f->shape[d];
+        s_field_t *l = &self->fields[fi];
+        *l = (s_field_t){.offset = offset, .count = count, .encoding = f->encoding};
+        if (f->encoding != VL_ENV_F32)
+            l->low = 0, l->high = s_max_value(f->encoding), l->whole = 1;
+        else if (self->env->low[fi] < self->env->high[fi])
+            l->low = self->env->low[fi], l->high = self->env->high[fi];
+        else
+            l->low = -FLT_MAX, l->high = FLT_MAX;
+        offset += count;
+    }
+}
+
+vl_envs_t *vl_envs_new(const vl_env_ops_t *env, uint32_t n, const char *arg, const uint64_t *seeds,
+                       float *obs)
+{
+    if (n == 0) {
+        vl_error("env '%s': no environments to create", env->name);
+        return NULL;
+    }
+    vl_envs_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        vl_error("env '%s': out of memory", env->name);
+        return NULL;
+    }
+    *self = (vl_envs_t){.env = env, .t = env->table, .n = n, .dim = env->obs_dim};
+    s_layout(self);
+    int rc =
+        env->vectorized ? s_start_vec(self, arg, seeds, obs) : s_start_each(self, arg, seeds, obs);
+    if (rc != 0)
+        vl_envs_destroy(&self);
+    return self;
+}
+
+void vl_envs_destroy(vl_envs_t **self_p)
+{
+    vl_envs_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    if (self->vec)
+        self->t->vec_destroy(self->vec);
+    for (uint32_t i = 0; self->states && i < self->n; i++)
+        if (self->states[i])
+            self->t->destroy(self->states[i]);
+    free(self->states);
+    free(self);
+    *self_p = NULL;
+}
+
+/* Steps the per-env form: one call an env, and the reset the vectorized
+   form does itself, after keeping the last observation in final_obs. */
+static int s_step_each(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+                       uint8_t *terminated, uint8_t *truncated, float *final_obs)
+{
+    const vl_env_t *t = self->t;
+    for (uint32_t i = 0; i < self->n; i++) {
+        float *o = obs + (size_t)i * self->dim;
+        int term = 0, trunc = 0;
+        float reward = t->step(self->states[i], actions[i], o, &term, &trunc);
+        if (s_check_outcome(self, "step", i, reward, term, trunc) != 0 ||
+            s_check_obs(self, "step", i, o) != 0)
+            return -1;
+        rewards[i] = reward;
+        terminated[i] = (uint8_t)term;
+        truncated[i] = (uint8_t)(trunc && !term);
+        if (term || trunc) {
+            memcpy(final_obs + (size_t)i * self->dim, o, self->dim * sizeof *o);
+            t->reset(self->states[i], o);
+            if (s_check_obs(self, "reset", i, o) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Returns 1 if the vectorized form's rewards and flags are all fine, and
+   leaves truncated 0 where terminated is set. */
+static int s_outcomes_ok(uint32_t n, const float *rewards, const uint8_t *terminated,
+                         uint8_t *truncated)
+{
+    int bad = 0;
+    unsigned flags = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bad |= !s_reward_ok(rewards[i]);
+        flags |= terminated[i] | truncated[i];
+    }
+    for (uint32_t i = 0; i < n && flags <= 1; i++)
+        truncated[i] &= (uint8_t)!terminated[i];
+    return !bad && flags <= 1;
+}
+
+/* Finds and logs the first bad value the vectorized form wrote. */
+static void s_log_vec_fault(vl_envs_t *self, const float *obs, const float *rewards,
+                            const uint8_t *terminated, const uint8_t *truncated,
+                            const float *final_obs)
+{
+    for (uint32_t i = 0; i < self->n; i++) {
+        size_t at = (size_t)i * self->dim;
+        if (s_check_outcome(self, "vec_step", i, rewards[i], terminated[i], truncated[i]) != 0 ||
+            s_check_obs(self, "vec_step", i, obs + at) != 0)
+            return;
+        if ((terminated[i] || truncated[i]) &&
+            s_check_obs(self, "vec_step final_obs", i, final_obs + at) != 0)
+            return;
+    }
+}
+
+/* Returns 1 if the final observations of the envs whose episode ended are
+   fine. */
+static int s_final_ok(const vl_envs_t *self, const uint8_t *terminated, const uint8_t *truncated,
+                      const float *final_obs)
+{
+    for (uint32_t i = 0; i < self->n; i++)
+        if ((terminated[i] | truncated[i]) &&
+            !s_rows_ok(self, final_obs + (size_t)i * self->dim, 1))
+            return 0;
+    return 1;
+}
+
+/* Steps the vectorized form in one call, then checks what it wrote: one
+   branch-free pass over each array, a second one to name the culprit. */
+static int s_step_vec(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+                      uint8_t *terminated, uint8_t *truncated, float *final_obs)
+{
+    int rc = self->t->vec_step(self->vec, actions, obs, rewards, terminated, truncated, final_obs);
+    if (rc != 0) {
+        vl_error("env '%s': vec_step returned %d", self->env->name, rc);
+        return -1;
+    }
+    if (s_outcomes_ok(self->n, rewards, terminated, truncated) && s_rows_ok(self, obs, self->n) &&
+        s_final_ok(self, terminated, truncated, final_obs))
+        return 0;
+    s_log_vec_fault(self, obs, rewards, terminated, truncated, final_obs);
+    return -1;
+}
+
+int vl_envs_step(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+                 uint8_t *terminated, uint8_t *truncated, float *final_obs)
+{
+    return self->env->vectorized
+               ? s_step_vec(self, actions, obs, rewards, terminated, truncated, final_obs)
+               : s_step_each(self, actions, obs, rewards, terminated, truncated, final_obs);
 }

@@ -1,46 +1,78 @@
-/*  vl_env: the environment interface an actor steps. An environment is a
-    table of operations (vl_env_ops_t) over an opaque state; built-in
-    environments are found by name. */
+/*  vl_env: the environments an actor steps. Every environment, built in or
+    loaded from a plugin, is a vl_env_t table (include/volley/env.h), checked
+    once into a vl_env_ops_t; an actor steps its N environments through one
+    vl_envs_t, which drives either form of the table (per env or vectorized)
+    and checks everything the environment writes. One path for every env. */
 #ifndef VL_ENV_H
 #define VL_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../include/volley/env.h"
 #include "../messages/vl_obs.h"
 
+/* A checked environment table and what volley derives from it. Lives for
+   the process (plugins are never unloaded). */
 typedef struct {
-    const char *name;       // what --env takes, e.g. "cartpole"
-    const char *summary;    // one line for --help
-    uint32_t obs_dim;       // floats per observation: the values of obs_spec
-    vl_obs_spec_t obs_spec; // how observations travel (fields, shapes, encodings)
-    uint32_t num_actions;   // discrete actions 0 .. num_actions - 1
-    float solved_return;    // mean return over 100 episodes that counts as solved
-    /* Returns a new state, or NULL on no memory. Caller destroys. */
-    void *(*create)(void);
-    /* Frees the state; safe on NULL. */
-    void (*destroy)(void *state);
-    /* Seeds the state's own RNG; the next reset draws from it. */
-    void (*seed)(void *state, uint64_t seed);
-    /* Starts an episode; writes obs_dim floats of the first observation. */
-    void (*reset)(void *state, float *obs);
-    /* Applies action (in range: the caller checks); writes the next
-       observation and returns the reward. *terminated is set when the episode
-       ended by the task's rule, *truncated when it hit its time limit. */
-    float (*step)(void *state, int32_t action, float *obs, int *terminated, int *truncated);
+    const vl_env_t *table;         // the built-in's or the plugin's table
+    const char *name;              // table->name
+    const char *summary;           // one line for --help
+    const char *path;              // the plugin's path, NULL for a built-in
+    uint32_t obs_dim;              // floats per observation: the values of obs_spec
+    vl_obs_spec_t obs_spec;        // how observations travel (fields, shapes, encodings)
+    float low[VL_OBS_FIELDS_MAX];  // each field's f32 range (low == high: none)
+    float high[VL_OBS_FIELDS_MAX]; // (integer encodings: unused)
+    uint32_t num_actions;          // discrete actions 0 .. num_actions - 1
+    int has_solved_return;         // 1: solved_return is meaningful
+    float solved_return;           // mean return over 100 episodes that counts as solved
+    int vectorized;                // 1: the table gives the vectorized form
 } vl_env_ops_t;
+
+/* Checks a table (ABI version, name, fields, actions, exactly one complete
+   form). Returns 0 and fills *ops (path NULL: the loader sets it), or -1,
+   *ops untouched, and writes the reason into why (e.g. "built for env ABI
+   version 2, this volley has 1"). */
+int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size);
 
 /* Returns the built-in environment with this name, or NULL. */
 const vl_env_ops_t *vl_env_find(const char *name);
 
-/* Returns the built-in environment with this name, or NULL after printing
-   "volley <cmd>: unknown --env ..." to stderr. */
+/* Returns the built-in environment with this name, or, for a name with a
+   '/' or ending in ".so", the plugin loaded from that path (dlopen, the
+   `volley_env` symbol, vl_env_check). Returns NULL after printing
+   "volley <cmd>: ..." with the reason to stderr. */
 const vl_env_ops_t *vl_env_lookup(const char *cmd, const char *name);
 
-/* Prints the --env help line and one line per built-in environment. */
+/* Prints the --env and --env-arg help lines and one line per built-in. */
 void vl_env_print_help(FILE *out);
 
-extern const vl_env_ops_t vl_cartpole_ops;
-extern const vl_env_ops_t vl_catch_ops;
+/* N environments stepped together. */
+typedef struct vl_envs_s vl_envs_t;
+
+/* Creates n environments of env (create or vec_create with arg), seeds
+   environment i with seeds[i] and resets them all into obs [n][obs_dim].
+   Returns NULL after logging why. Caller destroys. */
+vl_envs_t *vl_envs_new(const vl_env_ops_t *env, uint32_t n, const char *arg, const uint64_t *seeds,
+                       float *obs);
+
+/* Frees the environments and nulls the pointer; safe on NULL and twice. */
+void vl_envs_destroy(vl_envs_t **self_p);
+
+/* Steps every environment with actions [n] (each in range). Writes obs
+   [n][obs_dim] (where an episode ended, the next episode's first
+   observation), rewards [n], terminated [n] and truncated [n] (0 or 1, not
+   both: terminated wins) and, where an episode ended, final_obs [n][obs_dim]
+   (its last observation; rows of envs whose episode goes on are left
+   unspecified, and final_obs must not be NULL). Checks what the environment
+   wrote (finite, in its declared range, flags 0 or 1). Returns 0, or -1
+   after logging why once; after -1 the arrays' contents are unspecified and
+   the caller stops. */
+int vl_envs_step(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+                 uint8_t *terminated, uint8_t *truncated, float *final_obs);
+
+extern const vl_env_t vl_cartpole_env;
+extern const vl_env_t vl_catch_env;
 
 #endif

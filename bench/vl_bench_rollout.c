@@ -27,19 +27,35 @@ static int s_start(const vl_env_ops_t *env, uint32_t T, size_t k, vl_segment_t *
     return 0;
 }
 
+/* Records step t of segment s from what vl_envs_step wrote, with the
+   running episode's return and length. */
+static void s_record(vl_segment_t *s, size_t t, float reward, uint8_t term, uint8_t trunc,
+                     float *ep_return, uint32_t *ep_len)
+{
+    s->rewards[t] = reward;
+    s->dones[t] = (float)(term || trunc);
+    *ep_return += reward;
+    (*ep_len)++;
+    if (term || trunc) {
+        s->episode_returns[s->n_episodes] = *ep_return;
+        s->episode_lengths[s->n_episodes++] = *ep_len;
+        *ep_return = 0;
+        *ep_len = 0;
+    }
+}
+
 int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t seed,
                      vl_segment_t *segs, void **arrays)
 {
-    void *state = env->create();
-    float *obs = malloc(env->obs_dim * sizeof(float)), *next = malloc(env->obs_dim * sizeof(float));
+    float *obs = malloc(env->obs_dim * sizeof(float)),
+          *final = malloc(env->obs_dim * sizeof(float));
+    vl_envs_t *envs = obs ? vl_envs_new(env, 1, NULL, &seed, obs) : NULL;
     int rc = -1;
     memset(arrays, 0, n * sizeof *arrays);
-    if (!state || !obs || !next)
+    if (!envs || !final)
         goto done;
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
-    env->seed(state, seed);
-    env->reset(state, obs);
     float ep_return = 0, logp = logf(1.0f / (float)env->num_actions);
     uint32_t ep_len = 0;
     for (size_t k = 0; k < n; k++) {
@@ -50,29 +66,19 @@ int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t see
             vl_obs_to_rows(&env->obs_spec, 1, obs, s->obs + t * s->obs_row_bytes);
             s->actions[t] = (int32_t)vl_rng_below(&rng, env->num_actions);
             s->logp[t] = logp;
-            int term = 0, trunc = 0;
-            s->rewards[t] = env->step(state, s->actions[t], next, &term, &trunc);
-            s->dones[t] = (float)(term || trunc);
-            ep_return += s->rewards[t];
-            ep_len++;
-            if (term || trunc) {
-                s->episode_returns[s->n_episodes] = ep_return;
-                s->episode_lengths[s->n_episodes++] = ep_len;
-                ep_return = 0;
-                ep_len = 0;
-                env->reset(state, obs);
-            } else {
-                memcpy(obs, next, env->obs_dim * sizeof(float));
-            }
+            float reward;
+            uint8_t term, trunc;
+            if (vl_envs_step(envs, &s->actions[t], obs, &reward, &term, &trunc, final) != 0)
+                goto done;
+            s_record(s, t, reward, term, trunc, &ep_return, &ep_len);
         }
         vl_obs_to_rows(&env->obs_spec, 1, obs, s->obs + (size_t)T * s->obs_row_bytes);
     }
     rc = 0;
 done:
-    if (state)
-        env->destroy(state);
+    vl_envs_destroy(&envs);
     free(obs);
-    free(next);
+    free(final);
     return rc;
 }
 

@@ -216,20 +216,28 @@ static float s_game_step(void *state, int32_t action, float *obs, int *terminate
     return hit ? -1.0f : 0.0f;
 }
 
-static const vl_env_ops_t s_seed001_ops = {
+static void *s_game_new(const char *arg)
+{
+    (void)arg;
+    return s_game_create();
+}
+
+static const vl_env_t s_seed001_table = {
+    .abi_version = VL_ENV_ABI_VERSION,
     .name = "seed001",
-    .obs_dim = S_G_DIM,
-    .obs_spec = {.n_fields = 3,
-                 .fields = {{.encoding = VL_OBS_U2, .ndim = 2, .shape = {S_G_H, S_G_W}},
-                            {.encoding = VL_OBS_U1, .ndim = 1, .shape = {S_G_FLAGS}},
-                            {.encoding = VL_OBS_F32, .ndim = 1, .shape = {3}}}},
+    .n_fields = 3,
+    .fields = {{.encoding = VL_ENV_U2, .ndim = 2, .shape = {S_G_H, S_G_W}},
+               {.encoding = VL_ENV_U1, .ndim = 1, .shape = {S_G_FLAGS}},
+               {.encoding = VL_ENV_F32, .ndim = 1, .shape = {3}}},
     .num_actions = 5,
-    .create = s_game_create,
+    .create = s_game_new,
     .destroy = s_game_destroy,
     .seed = s_game_seed,
     .reset = s_game_reset,
     .step = s_game_step,
 };
+
+static vl_env_ops_t s_seed001_ops; // checked from the table at start
 
 /* ---- cases and their data ------------------------------------------------ */
 
@@ -656,6 +664,11 @@ int main(int argc, char **argv)
         return rc == 1 ? 0 : 2;
     int runs = plan.runs;
     double run_s = plan.run_s;
+    char why[160];
+    if (vl_env_check(&s_seed001_table, &s_seed001_ops, why, sizeof why) != 0) {
+        fprintf(stderr, "vl_codec_bench: seed001: %s\n", why);
+        return 1;
+    }
     size_t n_cases = sizeof s_cases / sizeof s_cases[0], n = 0;
     s_result_t res[sizeof s_cases / sizeof s_cases[0]];
     int failed = 0;

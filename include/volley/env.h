@@ -1,0 +1,111 @@
+/*  volley/env.h: the environment plugin ABI.
+
+    An environment is a shared library that exports one symbol, `volley_env`,
+    a `const vl_env_t` table. `volley actor --env ./libmyenv.so` (and `volley
+    up --env ...`) loads it with dlopen, checks the table and steps it.
+    volley's built-in environments are tables of the same type.
+
+    A table gives one of two forms:
+    - per env: create/destroy/seed/reset/step, one call per environment;
+    - vectorized: vec_create/vec_destroy/vec_seed/vec_reset/vec_step, one
+      call steps all N environments of an actor, writing observations,
+      rewards and flags straight into arrays the actor owns (PufferLib's
+      style: no per-env call, no copy).
+    Fill exactly one form; leave the other's pointers NULL.
+
+    Observations are floats: the fields' values concatenated in declared
+    order, row-major within a field (`dim` floats, dim = the sum over fields
+    of the product of their shapes). Integer encodings say how a field
+    travels: U8 values 0..255, U2 values 0..3 (4 a byte), U1 flags 0 or 1 (8
+    a byte); write them as floats holding whole numbers.
+
+    Build:  cc -shared -fPIC -o libmyenv.so myenv.c $(pkg-config --cflags volley)
+    Export: const vl_env_t volley_env = { .abi_version = VL_ENV_ABI_VERSION, ... };
+
+    Everything a plugin writes is checked: a NaN or infinite observation or
+    reward, a float outside its declared range, a flag other than 0 or 1, or
+    a failed call stops the actor with an error naming the env and the
+    value. */
+#ifndef VOLLEY_ENV_H
+#define VOLLEY_ENV_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI this header describes. A plugin built against another version is
+   refused, naming both. `abi_version` is the first member of vl_env_t in
+   every version, so the loader can always read it. */
+#define VL_ENV_ABI_VERSION 1
+
+/* The name of the symbol a plugin exports. */
+#define VL_ENV_SYMBOL "volley_env"
+
+#define VL_ENV_FIELDS_MAX 8 // fields per observation
+#define VL_ENV_NDIM_MAX   4 // dimensions per field
+
+/* How an observation field travels (messages/volley.proto's Encoding). */
+enum { VL_ENV_F32 = 0, VL_ENV_U8 = 1, VL_ENV_U2 = 2, VL_ENV_U1 = 3 };
+
+/* One observation field. */
+typedef struct {
+    uint32_t encoding;               // VL_ENV_F32, VL_ENV_U8, VL_ENV_U2 or VL_ENV_U1
+    uint32_t ndim;                   // 1 .. VL_ENV_NDIM_MAX
+    uint32_t shape[VL_ENV_NDIM_MAX]; // the first ndim are used, each >= 1
+    float low, high;                 // F32 only: values stay in [low, high] when low < high;
+                                     // low == high (e.g. both 0): no declared range
+} vl_env_field_t;
+
+typedef struct vl_env_s {
+    uint32_t abi_version; // VL_ENV_ABI_VERSION
+    const char *name;     // short, printable, no spaces: what `volley top` shows
+    const char *summary;  // one line for --help (may be NULL)
+    uint32_t n_fields;    // 1 .. VL_ENV_FIELDS_MAX
+    vl_env_field_t fields[VL_ENV_FIELDS_MAX];
+    uint32_t num_actions;  // discrete actions 0 .. num_actions - 1, >= 2
+    int has_solved_return; // 1: solved_return means something
+    float solved_return;   // mean return over 100 episodes that counts as solved
+
+    /* ---- per-env form ---------------------------------------------------- */
+    /* Returns a new environment, or NULL on failure. `arg` is the text of
+       --env-arg (NULL when not given): a ROM path, a level, a config file. */
+    void *(*create)(const char *arg);
+    /* Frees an environment; called once per successful create. */
+    void (*destroy)(void *env);
+    /* Seeds the environment's own RNG; the next reset draws from it. */
+    void (*seed)(void *env, uint64_t seed);
+    /* Starts an episode; writes the first observation (dim floats). */
+    void (*reset)(void *env, float *obs);
+    /* Applies action (in range: the caller checks) and writes the next
+       observation; returns the reward. Sets *terminated when the episode
+       ended by the task's own rule (no future reward), *truncated when a
+       time limit cut it (the future still had value). After either, obs is
+       the episode's final observation and the caller resets. */
+    float (*step)(void *env, int32_t action, float *obs, int *terminated, int *truncated);
+
+    /* ---- vectorized form -------------------------------------------------- */
+    /* Returns n new environments as one object, or NULL on failure. */
+    void *(*vec_create)(uint32_t n, const char *arg);
+    /* Frees them. */
+    void (*vec_destroy)(void *envs);
+    /* Seeds environment i with seeds[i] (n seeds). */
+    void (*vec_seed)(void *envs, const uint64_t *seeds);
+    /* Starts an episode in every environment; writes obs [n][dim].
+       Returns 0, or -1 on failure. */
+    int (*vec_reset)(void *envs, float *obs);
+    /* Applies actions [n] and writes obs [n][dim], rewards [n], terminated
+       [n] and truncated [n] (0 or 1). An environment whose episode ended
+       resets itself: obs[i] is then the new episode's first observation and
+       final_obs[i] ([n][dim]) the ended episode's last one (read only where
+       terminated[i] or truncated[i] is set). Returns 0, or -1 on failure. */
+    int (*vec_step)(void *envs, const int32_t *actions, float *obs, float *rewards,
+                    uint8_t *terminated, uint8_t *truncated, float *final_obs);
+} vl_env_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
