@@ -17,11 +17,29 @@ typedef struct {
 void vl_vtrace(const vl_vtrace_params_t *p, int n, int T, const float *values, const float *rewards,
                const float *dones, const float *log_rhos, float *vs, float *pg_adv);
 
-/* Makes vl_vtrace use one path for the whole process: 0 scalar, 1 SSE2,
-   2 AVX2+FMA, -1 the best this CPU has (the default). The paths agree to
-   rounding, not bit for bit: a deterministic run (volley replay) picks SSE2,
-   which every x86-64 has. Returns the path chosen, or -1 when this build or
-   CPU lacks it (the choice is left alone). */
+/* As vl_vtrace, for segments in which an episode can also end at a time
+   limit (truncated) rather than by the task (terminated). boot [n][T]
+   holds, at each step t where the episode was truncated (dones[t] = 1),
+   V(x_final) of its final observation, which values cannot carry: the row
+   after t is already the next episode's reset. The trace is cut at every
+   done as in vl_vtrace, but a truncated step bootstraps:
+     delta_t  = rho_t (r_t + gamma (1 - done_t) V(x_{t+1}) + gamma done_t boot_t - V(x_t))
+     pg_adv_t = min(pg_rho_bar, pi/mu)
+                (r_t + gamma (1 - done_t) vs_{t+1} + gamma done_t boot_t - V(x_t))
+   with vs_T = V(x_T). boot must be 0 at every other step (a termination
+   has no future; most steps end nothing): the kernel adds gamma boot_t as
+   it finds it, a multiply by done_t per element fewer. boot NULL or all
+   +0 gives vl_vtrace's output bit for bit, on each path. */
+void vl_vtrace_boot(const vl_vtrace_params_t *p, int n, int T, const float *values,
+                    const float *rewards, const float *dones, const float *boot,
+                    const float *log_rhos, float *vs, float *pg_adv);
+
+/* Makes vl_vtrace and vl_vtrace_boot use one path for the whole process:
+   0 scalar, 1 SSE2, 2 AVX2+FMA, -1 the best this CPU has (the default).
+   The paths agree to rounding, not bit for bit: a deterministic run
+   (volley replay) picks SSE2, which every x86-64 has. Returns the path
+   chosen, or -1 when this build or CPU lacks it (the choice is left
+   alone). */
 int vl_vtrace_path(int path);
 
 #endif

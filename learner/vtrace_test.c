@@ -1,5 +1,6 @@
 /*  vtrace_test: vl_vtrace against IMPALA's forward-sum definition, and its
-    reductions to GAE and n-step returns. */
+    reductions to GAE and n-step returns; vl_vtrace_boot likewise with
+    time-limit bootstraps, and bit for bit vl_vtrace without them. */
 #include "vtrace.h"
 
 #include <math.h>
@@ -345,14 +346,313 @@ static void test_ratio_accuracy_and_edges(void)
     }
 }
 
-/* n = 0 or T = 0 writes nothing. */
+/* n = 0 or T = 0 writes nothing, with or without bootstraps. */
 static void test_empty(void)
 {
     vl_vtrace_params_t p = {.gamma = 0.99f, .lambda = 1, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
     float v[2] = {1, 2}, r = 1, d = 0, lr = 0, vs = -7, pg = -7;
     vl_vtrace(&p, 0, 1, v, &r, &d, &lr, &vs, &pg);
     vl_vtrace(&p, 1, 0, v, &r, &d, &lr, &vs, &pg);
+    vl_vtrace_boot(&p, 0, 1, v, &r, &d, &r, &lr, &vs, &pg);
+    vl_vtrace_boot(&p, 1, 0, v, &r, &d, &r, &lr, &vs, &pg);
     VL_CHECK(vs == -7 && pg == -7);
+}
+
+/* ---- vl_vtrace_boot: episodes that end at a time limit ------------------ */
+
+#define S_BN 21 // up to three blocks of eight, the last ragged
+#define S_BT 45 // eleven tiles and one step left over
+
+/* n segments of horizon T, flat as vl_vtrace_boot takes them. */
+typedef struct {
+    int n, T;
+    float v[S_BN * (S_BT + 1)], r[S_BN * S_BT], d[S_BN * S_BT], boot[S_BN * S_BT];
+    float lr[S_BN * S_BT], vs[S_BN * S_BT], pg[S_BN * S_BT];
+} s_boot_batch_t;
+
+/* As s_fill, and about half of the dones truncated, with a bootstrap value
+   ~ N(0, 4) in boot (0 at every other step). */
+static void s_boot_fill(s_boot_batch_t *b, int n, int T, uint64_t seed, float rho_range,
+                        double done_prob)
+{
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
+    b->n = n;
+    b->T = T;
+    for (int k = 0; k < n * (T + 1); k++)
+        b->v[k] = (float)vl_rng_normal(&rng);
+    for (int k = 0; k < n * T; k++) {
+        b->r[k] = (float)vl_rng_normal(&rng);
+        b->d[k] = vl_rng_uniform(&rng) < done_prob ? 1.0f : 0.0f;
+        b->lr[k] = rho_range * (float)(2 * vl_rng_uniform(&rng) - 1);
+        b->boot[k] =
+            b->d[k] != 0 && vl_rng_uniform(&rng) < 0.5 ? 2 * (float)vl_rng_normal(&rng) : 0;
+    }
+}
+
+static void s_boot_run(const vl_vtrace_params_t *p, s_boot_batch_t *b, const float *boot)
+{
+    vl_vtrace_boot(p, b->n, b->T, b->v, b->r, b->d, boot, b->lr, b->vs, b->pg);
+}
+
+/* The definition with the bootstrap, in double, one segment of T <= S_BT:
+   delta_t = rho_t (r_t + gamma (1 - done_t) V_{t+1} + gamma done_t boot_t - V_t),
+   vs_t = V_t + sum_{s=t}^{T-1} (prod_{k=t}^{s-1} gamma (1 - done_k) c_k) delta_s,
+   pg_t = min(pg_rho_bar, pi/mu) (r_t + gamma (1 - done_t) vs_{t+1}
+          + gamma done_t boot_t - V_t). */
+static void s_reference_boot(const vl_vtrace_params_t *p, int T, const float *v, const float *r,
+                             const float *done, const float *boot, const float *log_rho, double *vs,
+                             double *pg)
+{
+    double disc[S_BT], cut[S_BT], delta[S_BT];
+    for (int t = 0; t < T; t++) {
+        double ratio = exp(log_rho[t]);
+        disc[t] = p->gamma * (1.0 - done[t]);
+        cut[t] = disc[t] * p->lambda * fmin(p->c_bar, ratio);
+        delta[t] = fmin(p->rho_bar, ratio) *
+                   (r[t] + disc[t] * v[t + 1] + (double)p->gamma * done[t] * boot[t] - v[t]);
+    }
+    for (int t = 0; t < T; t++) {
+        double sum = 0, prod = 1;
+        for (int s = t; s < T; s++) {
+            sum += prod * delta[s];
+            prod *= cut[s];
+        }
+        vs[t] = v[t] + sum;
+    }
+    for (int t = 0; t < T; t++) {
+        double next = t + 1 < T ? vs[t + 1] : v[T];
+        pg[t] = fmin(p->pg_rho_bar, exp(log_rho[t])) *
+                (r[t] + disc[t] * next + (double)p->gamma * done[t] * boot[t] - v[t]);
+    }
+}
+
+/* Returns the largest difference of b's outputs from the reference,
+   relative to max(1, |reference|). */
+static double s_boot_error(const vl_vtrace_params_t *p, const s_boot_batch_t *b)
+{
+    double vs[S_BT], pg[S_BT], worst = 0;
+    for (int i = 0; i < b->n; i++) {
+        int row = i * b->T;
+        s_reference_boot(p, b->T, b->v + row + i, b->r + row, b->d + row, b->boot + row,
+                         b->lr + row, vs, pg);
+        for (int t = 0; t < b->T; t++) {
+            worst = fmax(worst, fabs(b->vs[row + t] - vs[t]) / fmax(1, fabs(vs[t])));
+            worst = fmax(worst, fabs(b->pg[row + t] - pg[t]) / fmax(1, fabs(pg[t])));
+        }
+    }
+    return worst;
+}
+
+/* Against the reference: a third of the steps done, half of those
+   truncated, ratios on both sides of 1, finite distinct clips and infinite
+   ones, over 11 x 13 and 21 x 45 segments (ragged blocks and tiles). */
+static void test_boot_matches_reference(void)
+{
+    vl_vtrace_params_t finite = {
+        .gamma = 0.9f, .lambda = 0.8f, .rho_bar = 1.5f, .c_bar = 0.7f, .pg_rho_bar = 1.2f};
+    vl_vtrace_params_t infinite = {.gamma = 0.99f,
+                                   .lambda = 0.95f,
+                                   .rho_bar = INFINITY,
+                                   .c_bar = INFINITY,
+                                   .pg_rho_bar = INFINITY};
+    static s_boot_batch_t b;
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        int n = seed % 2 ? S_N : S_BN, T = seed % 2 ? S_T : S_BT;
+        s_boot_fill(&b, n, T, seed, 1.0f, 0.3);
+        s_boot_run(&finite, &b, b.boot);
+        VL_CHECK_NEAR(s_boot_error(&finite, &b), 0, S_TOL);
+        s_boot_run(&infinite, &b, b.boot);
+        VL_CHECK_NEAR(s_boot_error(&infinite, &b), 0, S_TOL);
+    }
+}
+
+/* n and T from 1 to 9 against the reference, as test_ragged_shapes. */
+static void test_boot_ragged_shapes(void)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.9f, .lambda = 0.8f, .rho_bar = 1.5f, .c_bar = 0.7f, .pg_rho_bar = 1.2f};
+    static s_boot_batch_t b;
+    for (int n = 1; n <= S_MAX; n++)
+        for (int T = 1; T <= S_MAX; T++) {
+            s_boot_fill(&b, n, T, (uint64_t)(100 * n + T), 1.0f, 0.3);
+            b.vs[n * T] = b.pg[n * T] = -7; // a sentinel past the end
+            s_boot_run(&p, &b, b.boot);
+            VL_CHECK(b.vs[n * T] == -7 && b.pg[n * T] == -7);
+            VL_CHECK_NEAR(s_boot_error(&p, &b), 0, S_TOL);
+        }
+}
+
+/* With no bootstrap the output is vl_vtrace's bit for bit, boot NULL or
+   all +0, on shapes that leave ragged blocks and tiles on every path.
+   Every seventh step has a TD error of -0
+   (r = -0, done, V_{t+1} < 0, V_t = +0), whose sign shows in pg_adv where
+   acc_{t+1} < 0: a zero bootstrap added to r_t, instead of taken from V_t,
+   would turn it into +0. */
+static void test_boot_zero_is_vtrace(void)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.95f, .lambda = 0.9f, .rho_bar = 1.3f, .c_bar = 0.9f, .pg_rho_bar = 1.1f};
+    static s_boot_batch_t b;
+    static float want_vs[S_BN * S_BT], want_pg[S_BN * S_BT], zeros[S_BN * S_BT];
+    int negative_zeros = 0;
+    for (int n = 1; n <= S_BN; n += 4) {
+        s_boot_fill(&b, n, S_BT, (uint64_t)n, 1.0f, 0.2);
+        for (int k = 0; k < n * S_BT; k += 7) {
+            int i = k / S_BT;
+            b.r[k] = -0.0f;
+            b.d[k] = 1;
+            b.v[k + i] = 0;
+            b.v[k + i + 1] = -1;
+        }
+        vl_vtrace(&p, n, S_BT, b.v, b.r, b.d, b.lr, want_vs, want_pg);
+        const float *boots[] = {NULL, zeros};
+        for (int k = 0; k < 2; k++) {
+            s_boot_run(&p, &b, boots[k]);
+            VL_CHECK(memcmp(b.vs, want_vs, (size_t)n * S_BT * sizeof(float)) == 0);
+            VL_CHECK(memcmp(b.pg, want_pg, (size_t)n * S_BT * sizeof(float)) == 0);
+        }
+        for (int k = 0; k < n * S_BT; k++)
+            negative_zeros += want_pg[k] == 0 && signbit(want_pg[k]);
+    }
+    VL_CHECK(negative_zeros > 0);
+}
+
+/* On policy with no clipping, a truncated step's vs is r_t + gamma boot_t
+   whatever V_t is; the trace stops there (vs and pg_adv up to the cut do
+   not move when the next episode's values and rewards change) but the
+   bootstrap flows back through the episode: one more in boot_cut moves
+   vs_0 by (gamma lambda)^cut gamma. */
+static void test_boot_truncation_bootstraps(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.97f,
+                            .lambda = 0.9f,
+                            .rho_bar = INFINITY,
+                            .c_bar = INFINITY,
+                            .pg_rho_bar = INFINITY};
+    static s_boot_batch_t a, b;
+    const int cut = 5;
+    s_boot_fill(&a, S_N, S_T, 3, 0.0f, 0.0);
+    for (int i = 0; i < S_N; i++) {
+        a.d[i * S_T + cut] = 1;
+        a.boot[i * S_T + cut] = 3.0f + (float)i;
+    }
+    b = a;
+    for (int i = 0; i < S_N; i++) {
+        for (int t = cut + 1; t <= S_T; t++)
+            b.v[i * (S_T + 1) + t] += 10.0f + (float)t;
+        for (int t = cut + 1; t < S_T; t++)
+            b.r[i * S_T + t] -= 5.0f;
+    }
+    s_boot_run(&p, &a, a.boot);
+    s_boot_run(&p, &b, b.boot);
+    for (int i = 0; i < S_N; i++) {
+        int row = i * S_T;
+        VL_CHECK_NEAR(a.vs[row + cut], a.r[row + cut] + p.gamma * a.boot[row + cut], 1e-5);
+        VL_CHECK(memcmp(a.vs + row, b.vs + row, (cut + 1) * sizeof(float)) == 0);
+        VL_CHECK(memcmp(a.pg + row, b.pg + row, (cut + 1) * sizeof(float)) == 0);
+        VL_CHECK(a.vs[row + cut + 1] != b.vs[row + cut + 1]);
+    }
+    b = a;
+    for (int i = 0; i < S_N; i++)
+        b.boot[i * S_T + cut] += 1;
+    s_boot_run(&p, &b, b.boot);
+    for (int i = 0; i < S_N; i++)
+        VL_CHECK_NEAR(b.vs[i * S_T] - a.vs[i * S_T], pow(p.gamma * p.lambda, cut) * p.gamma, 1e-5);
+}
+
+/* On policy with no clipping, vs - V is GAE(gamma, lambda) as written for
+   episodes that end two ways (Pardo et al. 2018): the next value is
+   V(x_final) after a truncation, 0 after a termination, and the
+   advantage's recursion stops at either. */
+static void test_boot_on_policy_is_gae(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.97f,
+                            .lambda = 0.9f,
+                            .rho_bar = INFINITY,
+                            .c_bar = INFINITY,
+                            .pg_rho_bar = INFINITY};
+    static s_boot_batch_t b;
+    s_boot_fill(&b, S_N, S_T, 42, 0.0f, 0.2);
+    s_boot_run(&p, &b, b.boot);
+    for (int i = 0; i < S_N; i++) {
+        const float *v = b.v + i * (S_T + 1), *r = b.r + i * S_T, *d = b.d + i * S_T;
+        const float *boot = b.boot + i * S_T;
+        double gae = 0;
+        for (int t = S_T - 1; t >= 0; t--) {
+            int truncated = d[t] != 0 && boot[t] != 0, terminated = d[t] != 0 && !truncated;
+            double next = truncated ? boot[t] : v[t + 1];
+            double td = r[t] + p.gamma * (1 - terminated) * next - v[t];
+            gae = td + p.gamma * p.lambda * (1 - d[t]) * gae;
+            double next_vs = d[t] != 0 ? next : t + 1 < S_T ? b.vs[i * S_T + t + 1] : v[S_T];
+            VL_CHECK_NEAR(b.vs[i * S_T + t] - v[t], gae, S_TOL);
+            VL_CHECK_NEAR(b.pg[i * S_T + t], r[t] + p.gamma * (1 - terminated) * next_vs - v[t],
+                          S_TOL);
+        }
+    }
+}
+
+/* With lambda = 1 and ratios 1, vs_t is the discounted return to the end
+   of t's episode, plus gamma^(k-t+1) V(x_final) if it was truncated at k,
+   nothing if it terminated, gamma^(T-t) V_T if the segment ended first. */
+static void test_boot_lambda_one_is_truncated_return(void)
+{
+    vl_vtrace_params_t p = {.gamma = 0.95f, .lambda = 1, .rho_bar = 1, .c_bar = 1, .pg_rho_bar = 1};
+    static s_boot_batch_t b;
+    s_boot_fill(&b, S_N, S_T, 7, 0.0f, 0.2);
+    s_boot_run(&p, &b, b.boot);
+    for (int i = 0; i < S_N; i++)
+        for (int t = 0; t < S_T; t++) {
+            double ret = 0, discount = 1;
+            int k = t;
+            for (; k < S_T; k++) {
+                ret += discount * b.r[i * S_T + k];
+                discount *= p.gamma;
+                if (b.d[i * S_T + k] != 0) {
+                    ret += discount * b.boot[i * S_T + k];
+                    break;
+                }
+            }
+            if (k == S_T)
+                ret += discount * b.v[i * (S_T + 1) + S_T];
+            VL_CHECK_NEAR(b.vs[i * S_T + t], ret, S_TOL);
+        }
+}
+
+/* The same segments as vl_vtrace sees them (every done a termination) and
+   with their bootstraps, off policy with clips: at the truncated step vs
+   moves by min(rho_bar, ratio) gamma boot and pg_adv by min(pg_rho_bar,
+   ratio) gamma boot, the step before by its trace factor times that, and
+   the steps after (a terminated one among them) not at all. Fails were
+   the bootstrap ignored, that is, truncation taken for termination. */
+static void test_truncation_is_not_termination(void)
+{
+    vl_vtrace_params_t p = {
+        .gamma = 0.9f, .lambda = 0.8f, .rho_bar = 1.5f, .c_bar = 0.7f, .pg_rho_bar = 1.2f};
+    static s_boot_batch_t a, b;
+    const int cut = 30, ended = 40; // truncated at cut, terminated at ended
+    s_boot_fill(&a, S_BN, S_BT, 8, 1.0f, 0.0);
+    for (int i = 0; i < S_BN; i++) {
+        a.d[i * S_BT + cut] = a.d[i * S_BT + ended] = 1;
+        a.boot[i * S_BT + cut] = 2.0f + (float)i;
+    }
+    b = a;
+    s_boot_run(&p, &a, a.boot);
+    vl_vtrace(&p, S_BN, S_BT, b.v, b.r, b.d, b.lr, b.vs, b.pg);
+    for (int i = 0; i < S_BN; i++) {
+        int at = i * S_BT + cut;
+        double ratio = exp(a.lr[at]), lift = p.gamma * a.boot[at];
+        double v = a.v[at + i], td = a.r[at] + lift - v;
+        VL_CHECK_NEAR(a.vs[at], v + fmin(p.rho_bar, ratio) * td, S_TOL);
+        VL_CHECK_NEAR(a.vs[at] - b.vs[at], fmin(p.rho_bar, ratio) * lift, S_TOL);
+        VL_CHECK_NEAR(a.pg[at] - b.pg[at], fmin(p.pg_rho_bar, ratio) * lift, S_TOL);
+        double trace = p.gamma * p.lambda * fmin(p.c_bar, exp(a.lr[at - 1]));
+        VL_CHECK_NEAR(a.vs[at - 1] - b.vs[at - 1], trace * (a.vs[at] - b.vs[at]), S_TOL);
+        VL_CHECK(fabsf(a.vs[at - 1] - b.vs[at - 1]) > 1e-2f);
+        size_t after = (size_t)(S_BT - cut - 1) * sizeof(float);
+        VL_CHECK(memcmp(a.vs + at + 1, b.vs + at + 1, after) == 0);
+        VL_CHECK(memcmp(a.pg + at + 1, b.pg + at + 1, after) == 0);
+    }
 }
 
 /* vtrace.c's test hook: 0 scalar, 1 SSE2, 2 AVX2, -1 the best; returns the
@@ -408,6 +708,13 @@ static void s_run_all(void)
     VL_RUN(test_empty);
     VL_RUN(test_ragged_shapes);
     VL_RUN(test_ratio_accuracy_and_edges);
+    VL_RUN(test_boot_matches_reference);
+    VL_RUN(test_boot_ragged_shapes);
+    VL_RUN(test_boot_zero_is_vtrace);
+    VL_RUN(test_boot_truncation_bootstraps);
+    VL_RUN(test_boot_on_policy_is_gae);
+    VL_RUN(test_boot_lambda_one_is_truncated_return);
+    VL_RUN(test_truncation_is_not_termination);
 }
 
 int main(void)
