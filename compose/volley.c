@@ -9,6 +9,7 @@
 #include "vl_playback.h"
 #include "vl_top.h"
 #include "vl_up.h"
+#include "volley/volley.h"
 
 typedef struct {
     const char *name;
@@ -36,7 +37,8 @@ static void s_usage(FILE *out)
                  "commands:\n");
     for (size_t i = 0; i < sizeof s_commands / sizeof s_commands[0]; i++)
         fprintf(out, "  %-9s %s\n", s_commands[i].name, s_commands[i].summary);
-    fprintf(out, "\nquick start: volley up    (learns CartPole on this machine)\n");
+    fprintf(out, "\nquick start: volley up    (learns CartPole on this machine)\n"
+                 "volley --version prints the version of the libvolley it runs on.\n");
 }
 
 int main(int argc, char **argv)
@@ -44,6 +46,10 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         s_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("volley %s\n", vl_version());
+        return 0;
     }
     for (size_t i = 0; i < sizeof s_commands / sizeof s_commands[0]; i++)
         if (strcmp(argv[1], s_commands[i].name) == 0)

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# An environment plugin built outside the tree, as the README says: install
+# volley into a temporary prefix, compile actors/plugins/corridor.c against
+# nothing but `pkg-config --cflags volley`, and let the installed volley
+# (which finds its libvolley by RUNPATH) train it until solved.
+. "$(dirname "$0")/lib.sh"
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$(dirname "$VOLLEY")
+PREFIX=$TMP/prefix
+want=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD/CMakeCache.txt")
+[ -n "$want" ] || fail "no CMAKE_PROJECT_VERSION in $BUILD/CMakeCache.txt"
+
+cmake --install "$BUILD" --prefix "$PREFIX" > "$TMP/install.log" 2>&1 || fail "cmake --install: $(tail -3 "$TMP/install.log")"
+for f in bin/volley lib/libvolley.so lib/libvolley.so.0 "lib/libvolley.so.$want" lib/libvolley.a \
+         include/volley/env.h include/volley/volley.h lib/pkgconfig/volley.pc; do
+    [ -e "$PREFIX/$f" ] || fail "cmake --install left no $f: $(find "$PREFIX" | sort | tr '\n' ' ')"
+done
+pass "cmake --install: volley, libvolley.so.$want (+ links), libvolley.a, the headers, volley.pc"
+
+export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
+got=$(pkg-config --modversion volley) || fail "pkg-config does not find volley.pc"
+[ "$got" = "$want" ] || fail "pkg-config --modversion volley says '$got', the project is $want"
+pass "pkg-config --modversion volley: $got"
+
+# The installed executable loads the installed library, not the build tree's.
+"$PREFIX/bin/volley" --help > "$TMP/help.log" 2>&1 || fail "installed volley --help: $(head -3 "$TMP/help.log")"
+lib=$(ldd "$PREFIX/bin/volley" | sed -n 's/.*libvolley\.so\.0 => \([^ ]*\).*/\1/p')
+lib=$(readlink -f "$lib")
+[ "$lib" = "$(readlink -f "$PREFIX/lib/libvolley.so.0")" ] || fail "installed volley loads libvolley from '$lib'"
+got=$("$PREFIX/bin/volley" --version)
+[ "$got" = "volley $want" ] || fail "installed volley --version says '$got', wanted 'volley $want'"
+pass "installed volley runs on $lib ($got)"
+
+# The README's build line, from a directory outside the source tree.
+mkdir -p "$TMP/src"
+cp "$SRC/actors/plugins/corridor.c" "$TMP/src/"
+cd "$TMP/src" || fail "cd $TMP/src"
+cc -shared -fPIC -o libcorridor.so corridor.c $(pkg-config --cflags volley) 2> "$TMP/cc.log" ||
+    fail "the plugin does not build: $(head -5 "$TMP/cc.log")"
+nm -D --defined-only libcorridor.so | grep -q ' volley_env$' || fail "libcorridor.so exports no volley_env"
+pass "corridor.c builds out of tree with \$(pkg-config --cflags volley) alone"
+
+"$PREFIX/bin/volley" up --env ./libcorridor.so --port 0 --max-seconds 60 > "$TMP/up.log" 2> "$TMP/up.err"
+rc=$?
+tail -3 "$TMP/up.log"
+[ $rc -eq 0 ] || fail "volley up --env ./libcorridor.so exited $rc: $(tail -3 "$TMP/up.err")"
+last=$(tail -n 1 "$TMP/up.log")
+echo "$last" | grep -qE '^solved: ' || fail "last line is not the solved line: '$last'"
+pass "the installed volley trains the plugin to solved: $last"
+echo "5 passed, 0 failed"
