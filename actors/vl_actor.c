@@ -20,19 +20,26 @@
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
 #define S_BEAT_EVERY_NS     1000000000LL // the broker calls an actor silent after 5 s
 
+#define S_REASONS_LOGGED 16 // distinct refusal reasons an actor logs (then it only counts)
+
 struct vl_actor_s {
     vl_actor_config_t c;
-    uint32_t D, A; // observation size, actions
+    uint32_t D, A;  // observation size, actions
+    vl_spec_t spec; // what our segments look like, declared in every beat
     void *ctx, *push, *sub;
-    void *control;              // DEALER to the broker's control port: beats
+    void *control;              // DEALER to the broker's control port: beats out, refusals in
     vl_curve_watch_t *watch[3]; // with CURVE, per socket: a refused key logged, retried
     vl_policy_t *policy;
     uint64_t version; // weights version acting now
     int have_weights;
     uint32_t rounds_on_version; // segments per env cut since those weights came
-    void **envs;                // [n_envs] environment states
+    vl_envs_t *envs;            // the n_envs environments
     float *obs;                 // [n_envs][D] current observations
-    float *obs_next;            // [D] scratch
+    float *final_obs;           // [n_envs][D] where an episode just ended
+    float *rewards;             // [n_envs]
+    uint8_t *term, *trunc;      // [n_envs]
+    int32_t *actions;           // [n_envs]
+    float *logps;               // [n_envs]
     float *logits;              // [n_envs][A]
     float *logp_row;            // [A]
     float *ep_return;           // [n_envs] running episode return
@@ -45,6 +52,10 @@ struct vl_actor_s {
     vl_limits_t limits;
     uint64_t steps, sent;
     int warned_load;
+    int refused_spec;                       // the broker refused our spec: stop
+    uint64_t refused;                       // refusals of our segments the broker reported
+    uint32_t reason_hash[S_REASONS_LOGGED]; // reasons logged already
+    int n_reasons;
     // since the last beat
     int64_t beat_ns;     // monotonic, when it was sent
     uint64_t beat_steps; // self->steps then
@@ -57,7 +68,7 @@ vl_actor_config_t vl_actor_config_default(void)
 {
     return (vl_actor_config_t){.broker = "127.0.0.1",
                                .policy = "default",
-                               .env = &vl_cartpole_ops,
+                               .env = vl_env_find("cartpole"),
                                .n_envs = 8,
                                .horizon = 64,
                                .hidden = 64,
@@ -76,40 +87,58 @@ static uint64_t s_stream_seed(const vl_actor_config_t *c, uint64_t stream)
     return vl_splitmix64(&x);
 }
 
-/* Allocates the per-env state. Returns 0 or -1. */
+/* Allocates the per-env state and starts the environments. Returns 0 or -1. */
 static int s_alloc(vl_actor_t *self)
 {
     uint32_t N = self->c.n_envs, D = self->D;
-    self->envs = calloc(N, sizeof *self->envs);
     self->obs = calloc((size_t)N * D, sizeof(float));
-    self->obs_next = calloc(D, sizeof(float));
+    self->final_obs = calloc((size_t)N * D, sizeof(float));
+    self->rewards = calloc(N, sizeof(float));
+    self->term = calloc(N, 1);
+    self->trunc = calloc(N, 1);
+    self->actions = calloc(N, sizeof(int32_t));
+    self->logps = calloc(N, sizeof(float));
     self->logits = calloc((size_t)N * self->A, sizeof(float));
     self->logp_row = calloc(self->A, sizeof(float));
     self->ep_return = calloc(N, sizeof(float));
     self->ep_len = calloc(N, sizeof(uint32_t));
     self->segs = calloc(N, sizeof *self->segs);
     self->arrays_size = vl_segment_arrays_size(self->c.horizon, &self->c.env->obs_spec);
-    self->arrays = calloc(N, self->arrays_size);
-    if (!self->envs || !self->obs || !self->obs_next || !self->logits || !self->logp_row ||
-        !self->ep_return || !self->ep_len || !self->segs || !self->arrays)
-        return -1;
-    for (uint32_t i = 0; i < N; i++) {
-        self->envs[i] = self->c.env->create();
-        if (!self->envs[i])
-            return -1;
-        self->c.env->seed(self->envs[i], s_stream_seed(&self->c, 1 + i));
-        self->c.env->reset(self->envs[i], self->obs + (size_t)i * D);
+    uint64_t *seeds = calloc(N, sizeof(uint64_t));
+    self->arrays = self->arrays_size == SIZE_MAX ? NULL : calloc(N, self->arrays_size);
+    int ok = self->obs && self->final_obs && self->rewards && self->term && self->trunc &&
+             self->actions && self->logps && self->logits && self->logp_row && self->ep_return &&
+             self->ep_len && self->segs && self->arrays && seeds;
+    for (uint32_t i = 0; ok && i < N; i++) {
+        seeds[i] = s_stream_seed(&self->c, 1 + i);
         vl_segment_t *s = &self->segs[i];
         s->actor_id = self->c.actor_id;
         s->env_id = i;
         snprintf(s->policy_id, sizeof s->policy_id, "%s", self->c.policy);
         s->horizon = self->c.horizon;
-        if (vl_segment_set_spec(s, &self->c.env->obs_spec) != 0 || s->obs_dim != D)
-            return -1; // a built-in env whose spec disagrees with its obs_dim
+        ok = vl_segment_set_spec(s, &self->c.env->obs_spec) == 0 && s->obs_dim == D;
         s->num_actions = self->A;
         vl_segment_bind(s, self->arrays + (size_t)i * self->arrays_size);
     }
-    return 0;
+    if (ok)
+        self->envs = vl_envs_new(self->c.env, N, self->c.env_arg, seeds, self->obs);
+    free(seeds);
+    return ok && self->envs ? 0 : -1;
+}
+
+/* Fills the spec this actor declares: its env's fields and actions, its
+   horizon and network size. */
+static void s_fill_spec(vl_actor_t *self)
+{
+    vl_spec_t *sp = &self->spec;
+    memset(sp, 0, sizeof *sp);
+    snprintf(sp->policy_id, sizeof sp->policy_id, "%s", self->c.policy);
+    sp->obs_spec = self->c.env->obs_spec;
+    sp->num_actions = self->A;
+    sp->horizon = self->c.horizon;
+    sp->hidden = self->c.hidden;
+    if (vl_wire_name_ok(self->c.env->name, sizeof sp->env))
+        snprintf(sp->env, sizeof sp->env, "%s", self->c.env->name);
 }
 
 vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
@@ -121,6 +150,7 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     self->D = c->env->obs_dim;
     self->A = c->env->num_actions;
     self->limits = vl_limits_default();
+    s_fill_spec(self);
     vl_rng_seed(&self->rng, s_stream_seed(c, 0));
     self->policy = vl_policy_new(self->D, self->A, c->hidden, c->seed);
     self->ctx = zmq_ctx_new();
@@ -162,10 +192,81 @@ static void s_note_applied(vl_actor_t *self, int64_t publish_ns)
     self->applied++;
 }
 
+/* Returns the FNV-1a hash of a reason text. */
+static uint32_t s_hash(const char *text)
+{
+    uint32_t h = 2166136261u;
+    for (; *text; text++)
+        h = (h ^ (uint8_t)*text) * 16777619u;
+    return h;
+}
+
+/* Takes one ["REFUSED"][what][reason] from the broker: a refused spec stops
+   the actor; refused segments are logged once per reason, then counted. */
+static void s_on_refused(vl_actor_t *self, const char *what, const char *reason)
+{
+    if (strcmp(what, VL_REFUSED_SPEC) == 0) {
+        vl_error("the broker refused this actor: %s", reason);
+        self->refused_spec = 1;
+        return;
+    }
+    self->refused++;
+    uint32_t h = s_hash(reason);
+    for (int i = 0; i < self->n_reasons; i++)
+        if (self->reason_hash[i] == h)
+            return;
+    if (self->n_reasons < S_REASONS_LOGGED) {
+        self->reason_hash[self->n_reasons++] = h;
+        vl_warn("the broker refuses our segments: %s; logged once, counted after", reason);
+    }
+}
+
+/* Copies a frame's bytes into a NUL-terminated string of at most cap - 1
+   printable bytes (others become '?'). */
+static void s_frame_text(zmq_msg_t *m, char *out, size_t cap)
+{
+    size_t n = zmq_msg_size(m) < cap - 1 ? zmq_msg_size(m) : cap - 1;
+    const char *d = zmq_msg_data(m);
+    for (size_t i = 0; i < n; i++)
+        out[i] = d[i] >= 32 && d[i] < 127 ? d[i] : '?';
+    out[n] = 0;
+}
+
+/* Receives one message of at most 3 frames from the control socket into
+   texts (a longer one is drained and given as 0 frames). Returns the frame
+   count, or -1 when nothing waits. */
+static int s_recv_texts(vl_actor_t *self, char text[3][VL_SPEC_REASON_MAX])
+{
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    int n = 0, more = 1;
+    for (; more; n++) {
+        if (zmq_msg_recv(&m, self->control, n ? 0 : ZMQ_DONTWAIT) < 0)
+            break;
+        if (n < 3)
+            s_frame_text(&m, text[n], VL_SPEC_REASON_MAX);
+        more = zmq_msg_more(&m);
+    }
+    zmq_msg_close(&m);
+    return n == 0 ? -1 : n > 3 ? 0 : n;
+}
+
+/* Reads what the broker sent on the control socket: refusals. Anything
+   else is ignored. */
+static void s_read_control(vl_actor_t *self)
+{
+    char text[3][VL_SPEC_REASON_MAX];
+    for (int k = 0, n; k < 64 && (n = s_recv_texts(self, text)) >= 0; k++)
+        if (n == 3 && strcmp(text[0], VL_VERB_REFUSED) == 0)
+            s_on_refused(self, text[1], text[2]);
+}
+
 /* Sends a beat to the broker's control port if a second has passed since
-   the last: alive, segments sent, weights version, apply latency, speed. */
+   the last: alive, segments sent, weights version, apply latency, speed,
+   and the spec of our segments. Reads the broker's refusals meanwhile. */
 static void s_beat(vl_actor_t *self)
 {
+    s_read_control(self);
     int64_t now = vl_now_ns(), elapsed = now - self->beat_ns;
     if (elapsed < S_BEAT_EVERY_NS)
         return;
@@ -180,6 +281,8 @@ static void s_beat(vl_actor_t *self)
                        self->beat_ns ? (float)((self->steps - self->beat_steps) * 1e9 / elapsed)
                                      : 0.0f};
     snprintf(b.policy_id, sizeof b.policy_id, "%s", self->c.policy);
+    b.has_spec = 1;
+    b.spec = self->spec;
     uint8_t *buf;
     size_t size;
     if (vl_beat_encode(&b, &buf, &size) == 0) {
@@ -213,9 +316,10 @@ static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
             self->have_weights = 1;
             self->rounds_on_version = 0;
         } else if (!self->warned_load++) {
-            vl_error("weights for '%s' do not fit this actor's network (is --hidden the "
-                     "learner's?); ignoring them",
-                     w->policy_id);
+            char why[160];
+            vl_policy_mismatch(self->policy, w, why, sizeof why);
+            vl_error("weights for '%s' do not fit this actor's network (%s); ignoring them",
+                     w->policy_id, why);
         }
     }
     vl_weights_destroy(&w);
@@ -266,28 +370,46 @@ static int32_t s_sample(vl_actor_t *self, const float *logits, float *logp)
     return (int32_t)a;
 }
 
-/* Steps env i with its action at segment step t, recording the transition. */
-static void s_step_env(vl_actor_t *self, uint32_t i, uint32_t t)
+/* Records env i's step t of its segment from the arrays vl_envs_step wrote. */
+static void s_record(vl_actor_t *self, uint32_t i, uint32_t t)
 {
-    const vl_env_ops_t *env = self->c.env;
     vl_segment_t *s = &self->segs[i];
-    float *obs = self->obs + (size_t)i * self->D;
-    vl_obs_to_rows(&self->c.env->obs_spec, 1, obs, s->obs + (size_t)t * s->obs_row_bytes);
-    s->actions[t] = s_sample(self, self->logits + (size_t)i * self->A, &s->logp[t]);
-    int term = 0, trunc = 0;
-    s->rewards[t] = env->step(self->envs[i], s->actions[t], self->obs_next, &term, &trunc);
-    s->dones[t] = (term || trunc) ? 1.0f : 0.0f;
+    int ended = self->term[i] || self->trunc[i];
+    s->actions[t] = self->actions[i];
+    s->logp[t] = self->logps[i];
+    s->rewards[t] = self->rewards[i];
+    s->dones[t] = ended ? 1.0f : 0.0f;
+    s->truncated[t] = self->trunc[i] && !self->term[i];
+    if (s->truncated[t]) // bootstrap from where the time limit cut it
+        vl_obs_to_rows(&self->c.env->obs_spec, 1, self->final_obs + (size_t)i * self->D,
+                       s->final_obs + (size_t)s->n_truncated++ * s->obs_row_bytes);
     self->ep_return[i] += s->rewards[t];
     self->ep_len[i]++;
-    if (term || trunc) {
+    if (ended) {
         s->episode_returns[s->n_episodes] = self->ep_return[i];
         s->episode_lengths[s->n_episodes++] = self->ep_len[i];
         self->ep_return[i] = 0;
         self->ep_len[i] = 0;
-        env->reset(self->envs[i], obs);
-    } else {
-        memcpy(obs, self->obs_next, self->D * sizeof(float));
     }
+}
+
+/* Samples every env's action from its logits, writes the observations they
+   act on into row t of their segments, steps all envs and records the step.
+   Returns 0, or -1 when an environment failed. */
+static int s_step_all(vl_actor_t *self, uint32_t t)
+{
+    for (uint32_t i = 0; i < self->c.n_envs; i++) {
+        vl_segment_t *s = &self->segs[i];
+        vl_obs_to_rows(&self->c.env->obs_spec, 1, self->obs + (size_t)i * self->D,
+                       s->obs + (size_t)t * s->obs_row_bytes);
+        self->actions[i] = s_sample(self, self->logits + (size_t)i * self->A, &self->logps[i]);
+    }
+    if (vl_envs_step(self->envs, self->actions, self->obs, self->rewards, self->term, self->trunc,
+                     self->final_obs) != 0)
+        return -1;
+    for (uint32_t i = 0; i < self->c.n_envs; i++)
+        s_record(self, i, t);
+    return 0;
 }
 
 static void s_free_buf(void *data, void *hint)
@@ -323,6 +445,7 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
             s_beat(self);
         }
         s->n_episodes = 0;
+        s->n_truncated = 0;
         self->sent++;
     }
     return 0;
@@ -332,7 +455,7 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
 static int s_wait_first_weights(vl_actor_t *self)
 {
     int64_t start = vl_now_ns(), next_note = start + 5000000000LL;
-    while (!vl_interrupted && !self->have_weights) {
+    while (!vl_interrupted && !self->have_weights && !self->refused_spec) {
         if (s_poll_weights(self, 200) < 0)
             return -1;
         if (vl_now_ns() > next_note) {
@@ -361,7 +484,7 @@ static void s_throttle(vl_actor_t *self)
 int vl_actor_run(vl_actor_t *self)
 {
     if (s_wait_first_weights(self) != 0)
-        return vl_interrupted ? 0 : -1;
+        return vl_interrupted ? 0 : self->refused_spec ? -2 : -1;
     vl_info("acting for policy '%s' with %u %s envs from weights version %llu", self->c.policy,
             self->c.n_envs, self->c.env->name, (unsigned long long)self->version);
     uint32_t t = 0;
@@ -371,10 +494,11 @@ int vl_actor_run(vl_actor_t *self)
             return -1;
         if (t == 0)
             seg_version = self->version;
-        if (vl_policy_forward(self->policy, self->c.n_envs, self->obs, self->logits, NULL) != 0)
+        if (self->refused_spec)
+            return -2;
+        if (vl_policy_forward(self->policy, self->c.n_envs, self->obs, self->logits, NULL) != 0 ||
+            s_step_all(self, t) != 0)
             return -1;
-        for (uint32_t i = 0; i < self->c.n_envs; i++)
-            s_step_env(self, i, t);
         self->steps += self->c.n_envs;
         if (++t < self->c.horizon)
             continue;
@@ -392,9 +516,9 @@ void vl_actor_destroy(vl_actor_t **self_p)
     vl_actor_t *self = self_p ? *self_p : NULL;
     if (!self)
         return;
-    if (self->envs)
-        for (uint32_t i = 0; i < self->c.n_envs; i++)
-            self->c.env->destroy(self->envs[i]);
+    if (self->refused)
+        vl_info("the broker refused %llu of our segments", (unsigned long long)self->refused);
+    vl_envs_destroy(&self->envs);
     for (int i = 0; i < 3; i++)
         vl_curve_watch_destroy(&self->watch[i]);
     if (self->push)
@@ -406,9 +530,13 @@ void vl_actor_destroy(vl_actor_t **self_p)
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     vl_policy_destroy(&self->policy);
-    free(self->envs);
     free(self->obs);
-    free(self->obs_next);
+    free(self->final_obs);
+    free(self->rewards);
+    free(self->term);
+    free(self->trunc);
+    free(self->actions);
+    free(self->logps);
     free(self->logits);
     free(self->logp_row);
     free(self->ep_return);

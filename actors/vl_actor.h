@@ -15,6 +15,7 @@ typedef struct {
     const char *broker;      // HOST[:PORT] of the broker
     const char *policy;      // policy id this actor acts for
     const vl_env_ops_t *env; // environment to step
+    const char *env_arg;     // handed to the env's create (NULL: none)
     uint32_t n_envs;         // environments stepped together
     uint32_t horizon;        // steps per segment
     uint32_t hidden;         // hidden units; must match the learner's
@@ -32,7 +33,8 @@ vl_actor_config_t vl_actor_config_default(void);
    why. Caller destroys. */
 vl_actor_t *vl_actor_new(const vl_actor_config_t *config);
 
-/* Acts until vl_interrupted is set. Returns 0, or -1 on a socket error. */
+/* Acts until vl_interrupted is set. Returns 0, -1 on a socket or
+   environment error, -2 when the broker refused this actor's spec. */
 int vl_actor_run(vl_actor_t *self);
 
 /* Frees the actor and nulls the pointer; safe on NULL and twice. */

@@ -29,11 +29,14 @@ static const vl_num_opt_t s_nums[] = {
 
 static void s_usage(FILE *out)
 {
-    fprintf(out, "usage: volley actor --broker HOST[:PORT] [--policy NAME] [--env NAME]\n"
+    fprintf(out, "usage: volley actor --broker HOST[:PORT] [--policy NAME] [--env NAME|PATH.so]\n"
                  "                    [numeric options] [--quiet|--verbose]\n"
                  "\n"
                  "Steps N environments with the newest weights of a policy and pushes one segment\n"
-                 "of T steps per environment to the broker.\n"
+                 "of T steps per environment to the broker. It declares its spec (observation\n"
+                 "fields, actions, horizon, hidden) in every heartbeat; a broker whose policy has\n"
+                 "another spec refuses it, and it exits 2 with the field that differs. Refused\n"
+                 "segments are logged once per reason, then counted.\n"
                  "\n");
     vl_opt_print_role(out, "policy to act for");
     vl_env_print_help(out);
@@ -56,6 +59,7 @@ int vl_actor_main(int argc, char **argv)
         return 2;
     c.broker = role.broker;
     c.policy = role.policy;
+    c.env_arg = role.env_arg;
     if (c.actor_id == 0)
         c.actor_id = (uint32_t)getpid();
     char name[32];
@@ -69,5 +73,5 @@ int vl_actor_main(int argc, char **argv)
     rc = actor ? vl_actor_run(actor) : -1;
     vl_actor_destroy(&actor);
     vl_sock_client_curve_end(&curve);
-    return rc == 0 ? 0 : 1;
+    return rc == 0 ? 0 : rc == -2 ? 2 : 1; // 2: the broker refused our spec
 }

@@ -12,7 +12,7 @@ P=$((20000 + (RANDOM % 2500) * 5))
 PIDS=()
 trap 'kill -CONT "${PIDS[@]}" 2>/dev/null; kill "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$D"' EXIT
 "$V" broker --port $P --bind 127.0.0.1 --queue-bytes $Q --log-every 0 > "$D/b.log" 2>&1 & BROKER=$!
-"$V" learner --broker 127.0.0.1:$P --verbose > "$D/l.log" 2>&1 & LEARNER=$!
+"$V" learner --env cartpole --broker 127.0.0.1:$P --verbose > "$D/l.log" 2>&1 & LEARNER=$!
 PIDS+=($BROKER $LEARNER)
 for i in 1 2 3; do
     "$V" actor --broker 127.0.0.1:$P --id $i --envs 16 --max-ahead 0 --quiet > "$D/a$i.log" 2>&1 &

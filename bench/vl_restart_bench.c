@@ -205,7 +205,8 @@ static pid_t s_broker_spawn(const s_system_t *sys)
 
 static void s_clients_spawn(const s_system_t *sys)
 {
-    char *learner[] = {(char *)sys->volley, "learner", "--broker", (char *)sys->broker, NULL};
+    char *learner[] = {(char *)sys->volley, "learner",           "--env", "cartpole",
+                       "--broker",          (char *)sys->broker, NULL};
     s_spawn(S_LEARNER, learner);
     for (int i = 0; i < S_ACTORS; i++) {
         char id[16];

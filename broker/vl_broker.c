@@ -15,8 +15,10 @@
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
 #include "vl_inspect.h"
+#include "vl_notify.h"
 #include "vl_recorder.h"
 #include "vl_roster.h"
+#include "vl_specs.h"
 
 #define S_MAX_LEARNERS       64
 #define S_MAX_TOPICS         256          // last-value cache entries (policies + stats)
@@ -39,6 +41,11 @@
 // reference: one queued 1 KiB segment can keep a whole buffer alive. Queued messages below
 // this size are copied out, so the queue's byte bound is what it holds.
 #define S_COPY_BELOW (64 << 10)
+#define S_MAX_SPECS  256 // policies with a declared spec
+// Distinct refusal texts counted by name (a field with both values); more are counted under
+// the codec's "not what this receiver serves", so no sender can grow the table.
+#define S_TEXT_DROPS      64
+#define S_LEARNER_REASONS VL_REFUSALS_MAX // a learner's refusal rows the broker follows
 
 /* Why a message was dropped: the codec's reasons, then the broker's own. */
 enum {
@@ -52,9 +59,23 @@ enum {
 };
 
 /* What was dropped, for counting and logging. */
-enum { S_SEGMENT, S_HELLO, S_CREDIT, S_PUBLICATION, S_COMMAND, S_KINDS };
-static const char *s_kind_names[S_KINDS] = {"segments", "hellos", "credits", "publications",
-                                            "commands"};
+enum { S_SEGMENT, S_HELLO, S_CREDIT, S_PUBLICATION, S_COMMAND, S_SPEC, S_KINDS };
+static const char *s_kind_names[S_KINDS] = {"segments",     "hellos",   "credits",
+                                            "publications", "commands", "specs"};
+
+/* A drop counted under a reason text that names the field and its values. */
+typedef struct {
+    int kind;
+    char text[VL_SPEC_REASON_MAX];
+    uint64_t count;
+} s_text_drop_t;
+
+/* What the broker has counted of one refusal row of a learner's stats. */
+typedef struct {
+    uint32_t actor_id;
+    char reason[VL_REFUSAL_TEXT_MAX];
+    uint64_t counted;
+} s_seen_refusal_t;
 
 /* A segment waiting for its learner's credit. */
 typedef struct s_queued_s {
@@ -79,7 +100,9 @@ typedef struct {
     float delivered_per_s;   // over the last window
     uint64_t newest_version; // of the weights it published
     int have_stats;
-    vl_stats_t stats; // the last it published
+    vl_stats_t stats;                             // the last it published
+    s_seen_refusal_t refusals[S_LEARNER_REASONS]; // its refusals counted so far
+    int n_refusals;
 } s_learner_t;
 
 typedef struct {
@@ -106,6 +129,10 @@ struct vl_broker_s {
     uint64_t max_lag;   // 0: no bound
     int64_t log_every_ns;
     vl_roster_t *roster;
+    vl_specs_t *specs;   // each policy's spec
+    vl_notify_t *notify; // where to tell an actor it was refused
+    s_text_drop_t text_drops[S_TEXT_DROPS];
+    int n_text_drops;
     vl_recorder_t *recorder;                // NULL: not recording
     int64_t start_ns, window_ns, logged_ns; // monotonic
     uint64_t win_received;
@@ -157,6 +184,29 @@ static void s_drop(vl_broker_t *self, int kind, int reason, const char *policy)
         vl_warn("dropping %s: %s%s%s%s; logged once, counted after", s_kind_names[kind],
                 s_drop_str(reason), policy ? " (policy '" : "", policy ? policy : "",
                 policy ? "')" : "");
+}
+
+/* Counts n drops under a reason text; the first of each text is logged. A
+   text beyond the table's room is counted as VL_EMISMATCH. */
+static void s_drop_text(vl_broker_t *self, int kind, const char *text, uint64_t n)
+{
+    for (int i = 0; i < self->n_text_drops; i++) {
+        s_text_drop_t *d = &self->text_drops[i];
+        if (d->kind == kind && strcmp(d->text, text) == 0) {
+            d->count += n;
+            return;
+        }
+    }
+    if (self->n_text_drops == S_TEXT_DROPS) {
+        s_drop(self, kind, VL_EMISMATCH, NULL);
+        self->dropped[kind][VL_EMISMATCH] += n - 1;
+        return;
+    }
+    s_text_drop_t *d = &self->text_drops[self->n_text_drops++];
+    d->kind = kind;
+    snprintf(d->text, sizeof d->text, "%s", text);
+    d->count = n;
+    vl_warn("dropping %s: %s; logged once, counted after", s_kind_names[kind], text);
 }
 
 /* Creates a socket of the type bound at base port + offset. NULL on error. */
@@ -217,7 +267,9 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->ctx = self->curve ? vl_curve_context() : zmq_ctx_new();
     self->inspect = vl_inspect_new(c->inspect_full, S_MAX_ARRAYS);
     self->roster = vl_roster_new(c->max_actors, S_ACTOR_TIMEOUT_NS);
-    if (!self->ctx || !self->inspect || !self->roster)
+    self->specs = vl_specs_new(S_MAX_SPECS);
+    self->notify = vl_notify_new(c->max_actors);
+    if (!self->ctx || !self->inspect || !self->roster || !self->specs || !self->notify)
         goto err;
     if (c->record && s_start_recording(self, c) != 0)
         goto err;
@@ -330,6 +382,7 @@ static s_learner_t *s_register(vl_broker_t *self, const uint8_t *id, size_t id_l
         l->granted = l->sent = 0;
         l->newest_version = 0; // a learner started afresh publishes low versions again
         l->have_stats = 0;
+        l->n_refusals = 0; // its refusal counts start again too
     }
     memcpy(l->id, id, id_len);
     l->id_len = id_len;
@@ -502,6 +555,14 @@ static void s_route(vl_broker_t *self, zmq_msg_t *msg, int64_t wall_ns, int64_t 
     }
     vl_roster_segment(self->roster, seg.actor_id, seg.policy_id, seg.seq, seg.send_ns, wall_ns,
                       now_ns);
+    const vl_spec_t *spec = vl_specs_find(self->specs, seg.policy_id);
+    char why[VL_SPEC_REASON_MAX];
+    if (spec && vl_spec_check_segment(spec, &seg, why, sizeof why)) {
+        s_drop_text(self, S_SEGMENT, why, 1);
+        vl_notify_refused(self->notify, self->control, seg.actor_id, VL_REFUSED_SEGMENTS, why,
+                          now_ns);
+        return;
+    }
     s_learner_t *l = s_learner_find(self, seg.policy_id);
     if (!l && now_ns - self->start_ns < S_STARTUP_GRACE_NS && s_unclaimed(self) < S_MAX_UNCLAIMED)
         l = s_learner_add(self, seg.policy_id); // hold it: its learner may not have said hello yet
@@ -558,6 +619,39 @@ static s_cached_t *s_cache_slot(vl_broker_t *self, const void *topic, size_t len
     return c;
 }
 
+/* Counts what a learner's stats say it refused since they last did: those
+   segments were routed, and are now dropped under the learner's reason;
+   the actor that sent them is told. */
+static void s_note_refusals(vl_broker_t *self, s_learner_t *l, const vl_stats_t *st)
+{
+    for (uint32_t i = 0; i < st->n_refusals; i++) {
+        const vl_refusal_t *r = &st->refusals[i];
+        s_seen_refusal_t *seen = NULL;
+        for (int k = 0; k < l->n_refusals && !seen; k++)
+            if (l->refusals[k].actor_id == r->actor_id &&
+                strcmp(l->refusals[k].reason, r->reason) == 0)
+                seen = &l->refusals[k];
+        if (!seen && l->n_refusals < S_LEARNER_REASONS) {
+            seen = &l->refusals[l->n_refusals++];
+            memset(seen, 0, sizeof *seen);
+            seen->actor_id = r->actor_id;
+            snprintf(seen->reason, sizeof seen->reason, "%s", r->reason);
+        }
+        if (!seen || r->count <= seen->counted)
+            continue;
+        uint64_t delta = r->count - seen->counted;
+        delta = delta < self->routed ? delta : self->routed; // never more than it was sent
+        seen->counted = r->count;
+        char text[VL_SPEC_REASON_MAX];
+        snprintf(text, sizeof text, "refused by its learner: %s", r->reason);
+        if (delta)
+            s_drop_text(self, S_SEGMENT, text, delta);
+        self->routed -= delta;
+        vl_notify_refused(self->notify, self->control, r->actor_id, VL_REFUSED_SEGMENTS, r->reason,
+                          vl_now_ns());
+    }
+}
+
 /* Keeps what a learner's publication says of it: its stats, or the
    newest version of its weights. */
 static void s_note_publication(vl_broker_t *self, const char *topic, size_t len,
@@ -567,6 +661,7 @@ static void s_note_publication(vl_broker_t *self, const char *topic, size_t len,
     if (pub->is_stats) {
         s_learner_t *l = s_learner_find(self, pub->stats.policy_id);
         if (l) {
+            s_note_refusals(self, l, &pub->stats);
             l->stats = pub->stats;
             l->have_stats = 1;
         }
@@ -687,6 +782,8 @@ static uint64_t s_dropped_total(const vl_broker_t *self)
     uint64_t dropped = 0;
     for (int r = 0; r < S_DROP_REASONS; r++)
         dropped += self->dropped[S_SEGMENT][r];
+    for (int i = 0; i < self->n_text_drops; i++)
+        dropped += self->text_drops[i].kind == S_SEGMENT ? self->text_drops[i].count : 0;
     return dropped;
 }
 
@@ -716,8 +813,8 @@ typedef struct {
     Volley__LearnerRow learners[S_MAX_LEARNERS];
     Volley__LearnerRow *learner_ptrs[S_MAX_LEARNERS];
     Volley__Stats stats[S_MAX_LEARNERS];
-    Volley__DropRow drops[S_KINDS * S_DROP_REASONS];
-    Volley__DropRow *drop_ptrs[S_KINDS * S_DROP_REASONS];
+    Volley__DropRow drops[S_KINDS * S_DROP_REASONS + S_TEXT_DROPS];
+    Volley__DropRow *drop_ptrs[S_KINDS * S_DROP_REASONS + S_TEXT_DROPS];
 } s_status_rows_t;
 
 /* Fills the drop rows of st from the counters (non-zero ones only). */
@@ -734,6 +831,15 @@ static void s_drop_rows(const vl_broker_t *self, Volley__Status *st, s_status_ro
                 d->count = self->dropped[k][r];
                 rows->drop_ptrs[n++] = d;
             }
+    for (int i = 0; i < self->n_text_drops; i++) {
+        const s_text_drop_t *t = &self->text_drops[i];
+        Volley__DropRow *d = &rows->drops[n];
+        volley__drop_row__init(d);
+        d->kind = (char *)s_kind_names[t->kind];
+        d->reason = (char *)t->text;
+        d->count = t->count;
+        rows->drop_ptrs[n++] = d;
+    }
     st->n_drops = n;
     st->drops = rows->drop_ptrs;
 }
@@ -817,23 +923,81 @@ static void s_on_pause(vl_broker_t *self, zmq_msg_t *id, int pause, const zmq_ms
     s_reply(self, id, VL_VERB_OK, NULL, 0);
 }
 
-/* Takes an actor's beat (no reply: beats are one way). */
-static void s_on_beat(vl_broker_t *self, const zmq_msg_t *arg)
+/* Takes an actor's beat (no reply: beats are one way), and the spec it
+   declares: a conflicting one is refused back to the actor, which stops. */
+static void s_on_beat(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
 {
-    vl_beat_t beat;
+    static vl_beat_t beat; // large (a spec); one broker per process, one request at a time
     vl_reason_t r =
         arg ? vl_beat_decode(zmq_msg_data((zmq_msg_t *)arg), zmq_msg_size(arg), &beat) : VL_EPROTO;
-    if (r != VL_OK)
+    if (r != VL_OK) {
         s_drop(self, S_COMMAND, r, NULL);
-    else
-        vl_roster_beat(self->roster, &beat, vl_now_ns());
+        return;
+    }
+    vl_roster_beat(self->roster, &beat, vl_now_ns());
+    vl_notify_route(self->notify, beat.actor_id, zmq_msg_data(id), zmq_msg_size(id));
+    char why[VL_SPEC_REASON_MAX];
+    if (beat.has_spec && vl_specs_declare(self->specs, &beat.spec, "this actor", why, sizeof why)) {
+        s_drop_text(self, S_SPEC, why, 1);
+        vl_notify_send(self->control, zmq_msg_data(id), zmq_msg_size(id), VL_REFUSED_SPEC, why);
+    }
+}
+
+/* Takes a learner's SPEC: OK when it agrees with its policy's (or becomes
+   it), ERROR with the field that differs. */
+static void s_on_spec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
+{
+    vl_spec_t spec;
+    vl_reason_t r = arg ? vl_spec_decode(zmq_msg_data((zmq_msg_t *)arg), zmq_msg_size(arg),
+                                         &self->limits, &spec)
+                        : VL_EPROTO;
+    if (r != VL_OK) {
+        s_refuse(self, id, r);
+        return;
+    }
+    char why[VL_SPEC_REASON_MAX];
+    if (vl_specs_declare(self->specs, &spec, "this learner", why, sizeof why)) {
+        s_drop_text(self, S_SPEC, why, 1);
+        s_reply(self, id, VL_VERB_ERROR, why, strlen(why));
+        return;
+    }
+    s_reply(self, id, VL_VERB_OK, NULL, 0);
+}
+
+/* Answers GETSPEC [policy] with its spec, or ERROR while none is declared. */
+static void s_on_getspec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
+{
+    char policy[VL_POLICY_ID_MAX];
+    size_t len = arg ? zmq_msg_size(arg) : 0;
+    if (len == 0 || len >= sizeof policy) {
+        s_refuse(self, id, VL_EPOLICY);
+        return;
+    }
+    memcpy(policy, zmq_msg_data((zmq_msg_t *)arg), len);
+    policy[len] = 0;
+    const vl_spec_t *spec = vl_specs_find(self->specs, policy);
+    uint8_t *buf;
+    size_t size;
+    if (!spec) {
+        char why[VL_SPEC_REASON_MAX];
+        snprintf(why, sizeof why, "no actor has declared policy '%.63s' yet",
+                 vl_wire_name_ok(policy, sizeof policy) ? policy : "?");
+        s_reply(self, id, VL_VERB_ERROR, why, strlen(why));
+    } else if (vl_spec_encode(spec, &buf, &size) == 0) {
+        s_reply(self, id, VL_VERB_SPEC, buf, size);
+        free(buf);
+    }
 }
 
 /* Serves one control request [verb][argument?]. */
 static void s_on_request(vl_broker_t *self, zmq_msg_t *id, const char *verb, const zmq_msg_t *arg)
 {
     if (strcmp(verb, VL_VERB_BEAT) == 0) {
-        s_on_beat(self, arg);
+        s_on_beat(self, id, arg);
+    } else if (strcmp(verb, VL_VERB_SPEC) == 0) {
+        s_on_spec(self, id, arg);
+    } else if (strcmp(verb, VL_VERB_GETSPEC) == 0) {
+        s_on_getspec(self, id, arg);
     } else if (strcmp(verb, VL_VERB_STATUS) == 0) {
         s_on_status(self, id);
     } else if (strcmp(verb, VL_VERB_PAUSE) == 0 || strcmp(verb, VL_VERB_RESUME) == 0) {
@@ -973,6 +1137,9 @@ void vl_broker_log_counters(const vl_broker_t *self)
             if (self->dropped[k][r])
                 vl_info("  dropped %llu %s: %s", (unsigned long long)self->dropped[k][r],
                         s_kind_names[k], s_drop_str(r));
+    for (int i = 0; i < self->n_text_drops; i++)
+        vl_info("  dropped %llu %s: %s", (unsigned long long)self->text_drops[i].count,
+                s_kind_names[self->text_drops[i].kind], self->text_drops[i].text);
 }
 
 void vl_broker_destroy(vl_broker_t **self_p)
@@ -992,6 +1159,8 @@ void vl_broker_destroy(vl_broker_t **self_p)
     vl_recorder_destroy(&self->recorder);
     vl_inspect_destroy(&self->inspect);
     vl_roster_destroy(&self->roster);
+    vl_specs_destroy(&self->specs);
+    vl_notify_destroy(&self->notify);
     void *socks[] = {self->pull, self->router, self->xsub, self->xpub, self->control};
     for (int i = 0; i < 5; i++)
         if (socks[i])

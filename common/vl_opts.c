@@ -198,6 +198,7 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         O_BROKER = 1000,
         O_POLICY,
         O_ENV,
+        O_ENV_ARG,
         O_QUIET,
         O_VERBOSE,
         O_CERT,
@@ -211,13 +212,14 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
                                            {"broker", required_argument, 0, O_BROKER},
                                            {"policy", required_argument, 0, O_POLICY},
                                            {"env", required_argument, 0, O_ENV},
+                                           {"env-arg", required_argument, 0, O_ENV_ARG},
                                            {"quiet", no_argument, 0, O_QUIET},
                                            {"verbose", no_argument, 0, O_VERBOSE},
                                            {"help", no_argument, 0, 'h'}};
     static const struct option replay_only[] = {{"pace", required_argument, 0, O_PACE}};
     static const struct option learner_only[] = {{"checkpoint", required_argument, 0, O_CHECKPOINT},
                                                  {"resume", no_argument, 0, O_RESUME}};
-    struct option opts[n + 12];
+    struct option opts[n + 13];
     int k = vl_opt_getopt(nums, n, 0, opts);
     memcpy(opts + k, common, sizeof common);
     k += (int)(sizeof common / sizeof common[0]);
@@ -240,6 +242,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             bad = vl_opt_policy(cmd, role->policy = optarg);
         else if (opt == O_ENV)
             role->env = optarg;
+        else if (opt == O_ENV_ARG)
+            role->env_arg = optarg;
         else if (opt == O_QUIET || opt == O_VERBOSE)
             role->log_level = opt == O_QUIET ? VL_LOG_WARN : VL_LOG_DEBUG;
         else if (opt == O_CHECKPOINT)

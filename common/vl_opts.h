@@ -80,7 +80,8 @@ int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out)
 typedef struct {
     const char *broker;     // --broker HOST[:PORT], required
     const char *policy;     // --policy NAME
-    const char *env;        // --env NAME, for the caller to look up
+    const char *env;        // --env NAME|PATH, for the caller to look up
+    const char *env_arg;    // --env-arg TEXT, for the env's create
     int log_level;          // a vl_log_level_t: --quiet warns, --verbose debugs
     int learner;            // set by the caller: accept --checkpoint DIR and --resume
     const char *checkpoint; // --checkpoint DIR

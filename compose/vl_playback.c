@@ -210,13 +210,15 @@ int vl_playback_main(int argc, char **argv)
 {
     vl_learner_config_t c = vl_learner_config_default();
     vl_role_opts_t role = {
-        .policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO, .replay = 1};
+        .policy = c.policy, .env = c.env_name, .log_level = VL_LOG_INFO, .replay = 1};
     int rc = vl_opt_parse_role("replay", argc, argv, vl_learner_opts, vl_learner_n_opts, &c, &role,
                                s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    if (!(c.env = vl_env_lookup("replay", role.env)))
+    const vl_env_ops_t *env = vl_env_lookup("replay", role.env);
+    if (!env)
         return 2;
+    vl_learner_config_set_env(&c, env);
     if (vl_learner_config_check("replay", &c) != 0)
         return 2;
     c.policy = role.policy;

@@ -21,6 +21,7 @@
 
 typedef struct {
     const vl_env_ops_t *env;
+    const char *env_arg; // passed through: --env-arg TEXT
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
     const char *lr;         // passed through to the learner when set
     const char *checkpoint; // passed through: the learner's --checkpoint DIR
@@ -54,7 +55,7 @@ static const vl_num_opt_t s_nums[] = {
 };
 #define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
 
-static const s_up_config_t s_defaults = {.env = &vl_cartpole_ops,
+static const s_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at start
                                          .actors = 2,
                                          .envs = 8,
                                          .port = VL_DEFAULT_PORT,
@@ -65,16 +66,16 @@ static const s_up_config_t s_defaults = {.env = &vl_cartpole_ops,
 
 static void s_usage(FILE *out)
 {
-    fprintf(
-        out,
-        "usage: volley up [--env NAME] [numeric options] [--lr X] [--checkpoint DIR [--resume]]\n"
-        "                 [--record FILE] [--verbose]\n"
-        "\n"
-        "Trains on this box: starts a broker, a learner and N actors over loopback\n"
-        "sockets, prints progress every second, and stops them all when the environment\n"
-        "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
-        "when a budget is spent or a process fails (exit 1) or on Ctrl-C (exit 130).\n"
-        "\n");
+    fprintf(out,
+            "usage: volley up [--env NAME|PATH.so [--env-arg TEXT]] [numeric options] [--lr X]\n"
+            "                 [--checkpoint DIR [--resume]]\n"
+            "                 [--record FILE] [--verbose]\n"
+            "\n"
+            "Trains on this box: starts a broker, a learner and N actors over loopback\n"
+            "sockets, prints progress every second, and stops them all when the environment\n"
+            "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
+            "when a budget is spent or a process fails (exit 1) or on Ctrl-C (exit 130).\n"
+            "\n");
     vl_env_print_help(out);
     vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
     fprintf(out, "  --checkpoint DIR   the learner checkpoints to DIR (see volley learner --help)\n"
@@ -89,15 +90,16 @@ static void s_usage(FILE *out)
 /* Parses flags into c. Returns 0, 1 after --help, or -1 on bad input. */
 static int s_parse(int argc, char **argv, s_up_config_t *c)
 {
-    enum { O_ENV = 1000, O_LR, O_VERBOSE, O_CHECKPOINT, O_RESUME, O_RECORD };
-    struct option opts[S_NNUMS + 8] = {{"record", required_argument, 0, O_RECORD},
+    enum { O_ENV = 1000, O_LR, O_VERBOSE, O_CHECKPOINT, O_RESUME, O_RECORD, O_ENV_ARG };
+    struct option opts[S_NNUMS + 9] = {{"env-arg", required_argument, 0, O_ENV_ARG},
+                                       {"record", required_argument, 0, O_RECORD},
                                        {"env", required_argument, 0, O_ENV},
                                        {"lr", required_argument, 0, O_LR},
                                        {"verbose", no_argument, 0, O_VERBOSE},
                                        {"help", no_argument, 0, 'h'},
                                        {"checkpoint", required_argument, 0, O_CHECKPOINT},
                                        {"resume", no_argument, 0, O_RESUME}};
-    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 7);
+    vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 8);
     int opt, bad = 0;
     float lr;
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -117,11 +119,15 @@ static int s_parse(int argc, char **argv, s_up_config_t *c)
             c->resume = 1;
         else if (opt == O_RECORD)
             c->record = optarg;
+        else if (opt == O_ENV_ARG)
+            c->env_arg = optarg;
         else {
             s_usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 1 : -1;
         }
     }
+    if (!bad && !c->env)
+        bad = !(c->env = vl_env_lookup("up", "cartpole"));
     if (!bad && c->resume && !c->checkpoint) {
         fprintf(stderr, "volley up: --resume needs --checkpoint DIR\n");
         bad = 1;
@@ -174,7 +180,11 @@ static pid_t s_spawn(const s_up_config_t *c, const char *role, s_args_t *a)
         s_add(&full, "--broker");
         s_add(&full, broker);
         s_add(&full, "--env");
-        s_add(&full, c->env->name);
+        s_add(&full, c->env->path ? c->env->path : c->env->name);
+        if (c->env_arg) {
+            s_add(&full, "--env-arg");
+            s_add(&full, c->env_arg);
+        }
         s_add_long(&full, "--horizon", c->horizon);
         s_add_long(&full, "--hidden", c->hidden);
     }
@@ -305,7 +315,8 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
                    c->env->solved_return);
             return 1;
         }
-        if (w.have && s->window >= 100 && s->mean_return >= c->env->solved_return) {
+        if (w.have && s->window >= 100 && c->env->has_solved_return &&
+            s->mean_return >= c->env->solved_return) {
             s_progress(&w);
             printf("solved: %llu steps in %.1f s (%.0f steps/s)\n",
                    (unsigned long long)s->env_steps, secs, (double)s->env_steps / secs);

@@ -7,7 +7,7 @@
 static vl_reason_t s_check_fit(const vl_learner_config_t *c, uint32_t A, const vl_segment_t *s)
 {
     if (s->horizon != c->horizon || s->num_actions != A ||
-        !vl_obs_spec_equal(&s->obs_spec, &c->env->obs_spec) || strcmp(s->policy_id, c->policy) != 0)
+        !vl_obs_spec_equal(&s->obs_spec, &c->obs_spec) || strcmp(s->policy_id, c->policy) != 0)
         return VL_EMISMATCH;
     return VL_OK;
 }

@@ -18,8 +18,8 @@
 #include "vl_buffer.h"
 #include "vl_ingest.h"
 #include "vl_replay.h"
-#include "vl_returns.h"
 #include "vl_resume.h"
+#include "vl_returns.h"
 #include "vl_trainer.h"
 
 #define S_HELLO_NS     1000000000LL // hello to the broker every second
@@ -34,7 +34,7 @@ typedef struct {
     uint64_t env_steps, episodes, accepted;
     uint64_t refused[VL_EREASONS]; // by reason
     vl_returns_t returns;          // of the last episodes
-    double ingest_ms_sum; // actor send -> ingest, since the last report
+    double ingest_ms_sum;          // actor send -> ingest, since the last report
     uint64_t ingest_n;
 } s_ingest_stats_t;
 
@@ -64,33 +64,72 @@ struct vl_learner_s {
     char checkpoint[4096]; // path, empty when off
 };
 
+void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env)
+{
+    c->env = env;
+    c->obs_spec = env->obs_spec;
+    c->obs_dim = env->obs_dim;
+    c->num_actions = env->num_actions;
+    snprintf(c->env_name, sizeof c->env_name, "%s", env->name);
+}
+
+int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec)
+{
+    vl_limits_t lim = vl_limits_default();
+    uint32_t dim, wire;
+    if (vl_obs_spec_check(&spec->obs_spec, &lim, &dim, &wire) != VL_OK)
+        return -1;
+    c->env = NULL;
+    c->obs_spec = spec->obs_spec;
+    c->obs_dim = dim;
+    c->num_actions = spec->num_actions;
+    c->horizon = spec->horizon;
+    c->hidden = spec->hidden;
+    snprintf(c->env_name, sizeof c->env_name, "%s", spec->env[0] ? spec->env : "(from the broker)");
+    return 0;
+}
+
+void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    snprintf(spec->policy_id, sizeof spec->policy_id, "%s", c->policy);
+    spec->obs_spec = c->obs_spec;
+    spec->num_actions = c->num_actions;
+    spec->horizon = c->horizon;
+    spec->hidden = c->hidden;
+    if (c->env && vl_wire_name_ok(c->env->name, sizeof spec->env))
+        snprintf(spec->env, sizeof spec->env, "%s", c->env->name);
+}
+
 vl_learner_config_t vl_learner_config_default(void)
 {
-    return (vl_learner_config_t){.broker = "127.0.0.1",
-                                 .policy = "default",
-                                 .env = &vl_cartpole_ops,
-                                 .horizon = 64,
-                                 .hidden = 64,
-                                 .batch_segments = 16,
-                                 .capacity = 64,
-                                 .epochs = 4,
-                                 .minibatch = 256,
-                                 .max_lag = 4,
-                                 .retain = 0,
-                                 .alpha = 0.6f,
-                                 .beta0 = 0.4f,
-                                 .beta_steps = 1000,
-                                 .lr = 1e-3f,
-                                 .gamma = 0.99f,
-                                 .lambda = 0.95f,
-                                 .clip = 0.2f,
-                                 .ent_coef = 0.01f,
-                                 .vf_coef = 0.5f,
-                                 .max_grad_norm = 0.5f,
-                                 .rho_bar = 1.0f,
-                                 .c_bar = 1.0f,
-                                 .seed = 1,
-                                 .checkpoint_every = 10};
+    vl_learner_config_t c = {.broker = "127.0.0.1",
+                             .policy = "default",
+                             .batch_wait_ms = 50,
+                             .horizon = 64,
+                             .hidden = 64,
+                             .batch_segments = 16,
+                             .capacity = 64,
+                             .epochs = 4,
+                             .minibatch = 256,
+                             .max_lag = 4,
+                             .retain = 0,
+                             .alpha = 0.6f,
+                             .beta0 = 0.4f,
+                             .beta_steps = 1000,
+                             .lr = 1e-3f,
+                             .gamma = 0.99f,
+                             .lambda = 0.95f,
+                             .clip = 0.2f,
+                             .ent_coef = 0.01f,
+                             .vf_coef = 0.5f,
+                             .max_grad_norm = 0.5f,
+                             .rho_bar = 1.0f,
+                             .c_bar = 1.0f,
+                             .seed = 1,
+                             .checkpoint_every = 10};
+    vl_learner_config_set_env(&c, vl_env_find("cartpole"));
+    return c;
 }
 
 int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
@@ -401,13 +440,13 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     if (!self)
         return NULL;
     self->c = *c;
-    self->D = c->env->obs_dim;
-    self->A = c->env->num_actions;
+    self->D = c->obs_dim;
+    self->A = c->num_actions;
     self->limits = vl_limits_default();
     self->start_ns = vl_now_ns();
     pthread_mutex_init(&self->in.lock, NULL);
     self->ctx = zmq_ctx_new();
-    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->env->obs_spec);
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec);
     self->trainer = vl_trainer_new(c, self->D, self->A);
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     self->lag_counts = calloc(c->max_lag + 1, sizeof *self->lag_counts);
@@ -453,7 +492,7 @@ static int s_train_once(vl_learner_t *self)
 int vl_learner_run(vl_learner_t *self)
 {
     vl_info("training policy '%s' on %s: %u segments x %u steps per update", self->c.policy,
-            self->c.env->name, self->c.batch_segments, self->c.horizon);
+            self->c.env_name, self->c.batch_segments, self->c.horizon);
     int64_t next_report = 0, next_heartbeat = 0;
     int64_t every = (int64_t)self->c.checkpoint_every * 1000000000LL;
     int64_t next_checkpoint = vl_now_ns() + every;

@@ -11,13 +11,21 @@
 
 #include "../actors/vl_env.h"
 #include "../common/vl_opts.h"
+#include "../messages/vl_spec.h"
 
 typedef struct vl_learner_s vl_learner_t;
 
 typedef struct {
     const char *broker;      // HOST[:PORT]
     const char *policy;      // policy id served
-    const vl_env_ops_t *env; // gives observation size and actions
+    const vl_env_ops_t *env; // the environment, when this learner has its code; NULL: the
+                             // spec comes from the broker (vl_learner_config_set_spec)
+    vl_obs_spec_t obs_spec;  // observation fields trained on (from env or the broker's spec)
+    uint32_t obs_dim;        // floats per observation, from obs_spec
+    uint32_t num_actions;    // discrete actions
+    char env_name[64];       // for logs
+    uint32_t batch_wait_ms;  // an update waits this long for a full batch, then trains on
+                             // what has come (0: always a full batch)
     uint32_t horizon;        // steps per segment; others are refused
     uint32_t hidden;         // hidden units per layer
     uint32_t batch_segments; // segments per update
@@ -47,8 +55,21 @@ extern const int vl_learner_n_opts;
    "volley <cmd>: ...". */
 int vl_learner_config_check(const char *cmd, const vl_learner_config_t *config);
 
-/* Returns defaults tuned for CartPole on a small machine. */
+/* Returns defaults tuned for CartPole on a small machine (env: cartpole). */
 vl_learner_config_t vl_learner_config_default(void);
+
+/* Sets what the learner trains from an environment: obs_spec, obs_dim,
+   num_actions, env_name (env becomes c->env). */
+void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env);
+
+/* Sets what the learner trains from a policy's spec (observation fields,
+   actions, horizon, hidden); c->env becomes NULL. Returns 0, or -1 if the
+   spec's fields are invalid. */
+int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
+
+/* Fills the spec this learner trains (its fields, actions, horizon, hidden,
+   policy and env name). */
+void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec);
 
 /* Creates a learner, connects it and starts its ingest thread. Returns NULL
    after logging why. Caller destroys. */

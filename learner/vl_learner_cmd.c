@@ -7,6 +7,7 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
 #include "vl_learner.h"
+#include "vl_learner_spec.h"
 
 #define S_OPT(name, kind, field, lo, hi, help)                                                     \
     VL_NUM_OPT(vl_learner_config_t, name, kind, field, lo, hi, help)
@@ -15,7 +16,9 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("seed", VL_OPT_U64, seed, 0, 1L << 62, "initial weights, minibatch order"),
     S_OPT("horizon", VL_OPT_U32, horizon, 1, 4096, "steps per segment, as the actors'"),
     S_OPT("hidden", VL_OPT_U32, hidden, 1, 4096, "hidden units per layer, as the actors'"),
-    S_OPT("batch", VL_OPT_U32, batch_segments, 1, 65536, "segments per update"),
+    S_OPT("batch", VL_OPT_U32, batch_segments, 1, 65536, "segments per update, at most"),
+    S_OPT("batch-wait-ms", VL_OPT_U32, batch_wait_ms, 0, 60000,
+          "no arrival this long: train on what waits (0: full batches)"),
     S_OPT("capacity", VL_OPT_U32, capacity, 2, 1 << 20, "buffer slots, >= 2 x batch"),
     S_OPT("epochs", VL_OPT_U32, epochs, 1, 1000, "passes over each batch"),
     S_OPT("minibatch", VL_OPT_U32, minibatch, 1, 1 << 20, "samples per Adam step"),
@@ -41,13 +44,25 @@ const int vl_learner_n_opts = (int)(sizeof vl_learner_opts / sizeof vl_learner_o
 
 static void s_usage(FILE *out)
 {
-    fprintf(out, "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME]\n"
-                 "                      [--checkpoint DIR [--resume]]\n"
-                 "                      [numeric options] [--quiet|--verbose]\n"
-                 "\n"
-                 "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
-                 "clipped-surrogate PPO, Adam) and publishes each new weights version.\n"
-                 "\n");
+    fprintf(out,
+            "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME]\n"
+            "                      [--checkpoint DIR [--resume]]\n"
+            "                      [numeric options] [--quiet|--verbose]\n"
+            "\n"
+            "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
+            "clipped-surrogate PPO, Adam) and publishes each new weights version.\n"
+            "\n"
+            "An update takes up to --batch segments. Actors wait for new weights after each\n"
+            "round (--max-ahead), so fewer may come than --batch: when none has come for\n"
+            "--batch-wait-ms, the learner trains on those waiting and from then on waits for\n"
+            "that many (growing back toward --batch as more arrive). One actor and one\n"
+            "learner at their defaults thus train at full speed.\n"
+            "\n"
+            "With --env the learner declares its policy's spec (observation fields, actions,\n"
+            "--horizon, --hidden) to the broker and exits 2 if the policy already has another.\n"
+            "Without --env it takes the spec from the broker, waiting until an actor has\n"
+            "declared it; the learner host needs no environment code.\n"
+            "\n");
     vl_opt_print_role(out, "policy to train");
     fprintf(out,
             "  --checkpoint DIR   write DIR/<policy>.ckpt every --checkpoint-every seconds and\n"
@@ -66,14 +81,16 @@ static void s_usage(FILE *out)
 int vl_learner_main(int argc, char **argv)
 {
     vl_learner_config_t c = vl_learner_config_default();
-    vl_role_opts_t role = {
-        .policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO, .learner = 1};
+    vl_role_opts_t role = {.policy = c.policy, .env = NULL, .log_level = VL_LOG_INFO, .learner = 1};
     int rc = vl_opt_parse_role("learner", argc, argv, vl_learner_opts, vl_learner_n_opts, &c, &role,
                                s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    if (!(c.env = vl_env_lookup("learner", role.env)))
+    const vl_env_ops_t *env = role.env ? vl_env_lookup("learner", role.env) : NULL;
+    if (role.env && !env)
         return 2;
+    if (env)
+        vl_learner_config_set_env(&c, env);
     if (vl_learner_config_check("learner", &c) != 0)
         return 2;
     c.broker = role.broker;
@@ -85,7 +102,19 @@ int vl_learner_main(int argc, char **argv)
     vl_curve_t *curve;
     if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
         return 1;
-    vl_learner_t *learner = vl_learner_new(&c);
+    // Without --env the spec comes from the broker before anything is built; with it, the
+    // learner (and its checkpoint) is checked first, then the spec declared.
+    if (!env)
+        c.env = NULL;
+    int settled = env ? 0 : vl_learner_spec_settle(&c);
+    vl_learner_t *learner = settled == 0 ? vl_learner_new(&c) : NULL;
+    if (learner && env)
+        settled = vl_learner_spec_settle(&c);
+    if (settled != 0) {
+        vl_learner_destroy(&learner);
+        vl_sock_client_curve_end(&curve);
+        return settled == 2 ? 2 : vl_interrupted ? 0 : 1;
+    }
     rc = learner ? vl_learner_run(learner) : -1;
     vl_learner_destroy(&learner);
     vl_sock_client_curve_end(&curve);

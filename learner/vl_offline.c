@@ -31,10 +31,10 @@ vl_offline_t *vl_offline_new(const vl_learner_config_t *c)
     if (!self)
         return NULL;
     self->c = *c;
-    self->A = c->env->num_actions;
+    self->A = c->num_actions;
     self->limits = vl_limits_default();
-    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->env->obs_spec);
-    self->trainer = vl_trainer_new(c, c->env->obs_dim, self->A);
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec);
+    self->trainer = vl_trainer_new(c, c->obs_dim, self->A);
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     if (!self->buf || !self->trainer || !self->replay) {
         vl_offline_destroy(&self);

@@ -341,6 +341,28 @@ int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
     return 0;
 }
 
+void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, size_t why_size)
+{
+    vl_tensor_t mine;
+    snprintf(why, why_size, "they fit");
+    for (uint32_t i = 0; w && i < S_TENSORS; i++) {
+        vl_policy_tensor(self, i, &mine);
+        const vl_tensor_t *t = NULL;
+        for (uint32_t j = 0; j < w->n_tensors && !t; j++)
+            if (strcmp(w->tensors[j].name, mine.name) == 0)
+                t = &w->tensors[j];
+        if (!t) {
+            snprintf(why, why_size, "they have no tensor %s", mine.name);
+            return;
+        }
+        if (t->rows != mine.rows || t->cols != mine.cols || t->ndim != mine.ndim) {
+            snprintf(why, why_size, "their %s is %ux%u, this network's %ux%u", mine.name, t->rows,
+                     t->cols, mine.rows, mine.cols);
+            return;
+        }
+    }
+}
+
 size_t vl_policy_optimizer_size(const vl_policy_t *self)
 {
     size_t size = 0;

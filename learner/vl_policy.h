@@ -92,6 +92,11 @@ void vl_policy_grad_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
    returned. Returns 0 on success. */
 int vl_policy_load(vl_policy_t *self, const vl_weights_t *w);
 
+/* Writes why vl_policy_load would refuse w: the first tensor missing or of
+   another shape, with both shapes ("their pi.0.weight is 64x8, this
+   network's 64x4"). */
+void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, size_t why_size);
+
 /* Returns the bytes vl_policy_save_optimizer writes (both nets' Adam). */
 size_t vl_policy_optimizer_size(const vl_policy_t *self);
 

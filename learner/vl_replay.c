@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "../common/vl_log.h"
 #include "vl_sampler.h"
 
 struct vl_replay_s {
@@ -18,6 +19,7 @@ struct vl_replay_s {
     uint32_t *chosen; // [batch] slots sampled for the current update
     int n_chosen;
     double max_priority; // new segments get it, so each is seen soon
+    int batch;           // on-policy: segments an update waits for, learned from the actors
     uint64_t updates, stale;
 };
 
@@ -29,6 +31,7 @@ vl_replay_t *vl_replay_new(const vl_learner_config_t *c, vl_buffer_t *buf)
     self->c = *c;
     self->buf = buf;
     self->max_priority = 1.0;
+    self->batch = (int)c->batch_segments;
     self->taken = calloc(c->batch_segments, sizeof(int));
     self->chosen = calloc(c->batch_segments, sizeof(uint32_t));
     int ok = self->taken && self->chosen;
@@ -62,11 +65,40 @@ static uint64_t s_lag(const vl_replay_t *self, int slot, uint64_t version)
     return version > v ? version - v : 0;
 }
 
+/* On-policy: takes up to --batch segments. Arrivals that stop short of a
+   batch for batch_wait_ms (actors waiting for weights trained on what they
+   sent) are trained on as they are, and the batch waited for becomes what
+   the actors send between weights; it grows back to --batch as arrivals
+   allow. Returns how many were taken (0 on timeout). */
+static int s_take(vl_replay_t *self, int timeout_ms)
+{
+    int full = (int)self->c.batch_segments, idle = (int)self->c.batch_wait_ms;
+    if (idle == 0 || timeout_ms == 0)
+        return vl_buffer_take(self->buf, full, timeout_ms, self->taken);
+    int64_t deadline = vl_now_ns() + (int64_t)timeout_ms * 1000000;
+    for (int before = -1;;) {
+        int waiting = vl_buffer_waiting(self->buf);
+        if (waiting > self->batch) // more came than we waited for: wait for more next time
+            self->batch = waiting < full ? waiting : full;
+        int n = vl_buffer_take(self->buf, self->batch, idle, self->taken);
+        if (n > 0)
+            return n;
+        waiting = vl_buffer_waiting(self->buf);
+        if (waiting > 0 && waiting == before) { // none came for a whole wait: train on these
+            self->batch = waiting;
+            return vl_buffer_take(self->buf, waiting, 0, self->taken);
+        }
+        before = waiting;
+        if (vl_now_ns() >= deadline)
+            return 0;
+    }
+}
+
 /* On-policy: the next batch from the buffer, stale segments dropped. */
 static int s_next_batch(vl_replay_t *self, uint64_t version, int timeout_ms,
                         const vl_segment_t **segs, uint32_t *lags)
 {
-    self->n_taken = vl_buffer_take(self->buf, (int)self->c.batch_segments, timeout_ms, self->taken);
+    self->n_taken = s_take(self, timeout_ms);
     int kept = 0;
     for (int i = 0; i < self->n_taken; i++) {
         uint64_t lag = s_lag(self, self->taken[i], version);

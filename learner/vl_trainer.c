@@ -18,6 +18,11 @@ struct vl_trainer_s {
     float *values;                              // [n][T+1]
     float *logp_row;                            // [A]
     float *rewards, *dones;                     // [n][T]
+    float *final_obs;                           // [n*T][D] final observations of truncations
+    float *final_v;                             // [n*T] their values
+    uint32_t *final_at;                         // [n*T] the step (i*T + t) each belongs to
+    float *boot;                                // [n][T] V(x_final) at truncated steps, else 0
+    uint32_t n_final;                           // truncations in this batch
     float *log_rhos, *old_logp, *vs, *adv;      // [n][T]
     int32_t *actions;                           // [n][T]
     uint32_t *perm;                             // [n*T]
@@ -43,11 +48,14 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t 
     self->logits = malloc(rows * A * sizeof(float));
     self->values = malloc(rows * sizeof(float));
     self->logp_row = malloc(A * sizeof(float));
-    float **arrays[] = {&self->rewards,  &self->dones, &self->log_rhos,
-                        &self->old_logp, &self->vs,    &self->adv};
+    float **arrays[] = {&self->rewards, &self->dones, &self->log_rhos, &self->old_logp,
+                        &self->vs,      &self->adv,   &self->boot,     &self->final_v};
     int ok = self->policy && self->obs && self->logits && self->values && self->logp_row;
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ok &= (*arrays[i] = malloc(N * sizeof(float))) != NULL;
+    self->final_obs = malloc(N * D * sizeof(float));
+    self->final_at = malloc(N * sizeof(uint32_t));
+    ok &= self->final_obs && self->final_at;
     self->actions = malloc(N * sizeof(int32_t));
     self->perm = malloc(N * sizeof(uint32_t));
     self->mb_obs = malloc(M * D * sizeof(float));
@@ -68,11 +76,12 @@ void vl_trainer_destroy(vl_trainer_t **self_p)
     if (!self)
         return;
     vl_policy_destroy(&self->policy);
-    void *bufs[] = {self->obs,     self->logits,    self->values,      self->logp_row,
-                    self->rewards, self->dones,     self->log_rhos,    self->old_logp,
-                    self->vs,      self->adv,       self->actions,     self->perm,
-                    self->mb_obs,  self->mb_adv,    self->mb_old_logp, self->mb_vs,
-                    self->mb_w,    self->mb_actions};
+    void *bufs[] = {self->obs,     self->logits,     self->values,      self->logp_row,
+                    self->rewards, self->dones,      self->log_rhos,    self->old_logp,
+                    self->vs,      self->adv,        self->actions,     self->perm,
+                    self->mb_obs,  self->mb_adv,     self->mb_old_logp, self->mb_vs,
+                    self->mb_w,    self->mb_actions, self->final_obs,   self->final_at,
+                    self->boot,    self->final_v};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self);
@@ -89,14 +98,31 @@ vl_policy_t *vl_trainer_policy(vl_trainer_t *self)
     return self->policy;
 }
 
+/* Copies the final observations of segment i's truncated steps into the
+   batch's, noting the step each belongs to. */
+static void s_gather_finals(vl_trainer_t *self, int i, const vl_segment_t *s)
+{
+    size_t T = self->T, D = self->D;
+    uint32_t k = 0;
+    for (uint32_t t = 0; t < T && k < s->n_truncated; t++) {
+        if (!s->truncated[t])
+            continue;
+        vl_obs_from_rows(&self->c.obs_spec, 1, s->final_obs + (size_t)k++ * s->obs_row_bytes,
+                         self->final_obs + (size_t)self->n_final * D);
+        self->final_at[self->n_final++] = (uint32_t)(i * T + t);
+    }
+}
+
 /* Copies n segments into the contiguous batch arrays, observations as the
    floats the network reads. */
 static void s_gather_batch(vl_trainer_t *self, const vl_segment_t *const *segs, int n)
 {
     size_t T = self->T, D = self->D;
+    self->n_final = 0;
     for (int i = 0; i < n; i++) {
         const vl_segment_t *s = segs[i];
-        vl_obs_from_rows(&self->c.env->obs_spec, T + 1, s->obs, self->obs + i * (T + 1) * D);
+        vl_obs_from_rows(&self->c.obs_spec, T + 1, s->obs, self->obs + i * (T + 1) * D);
+        s_gather_finals(self, i, s);
         memcpy(self->rewards + i * T, s->rewards, T * sizeof(float));
         memcpy(self->dones + i * T, s->dones, T * sizeof(float));
         memcpy(self->actions + i * T, s->actions, T * sizeof(int32_t));
@@ -124,8 +150,18 @@ static float s_targets(vl_trainer_t *self, int n)
                             .rho_bar = self->c.rho_bar,
                             .c_bar = self->c.c_bar,
                             .pg_rho_bar = self->c.rho_bar};
-    vl_vtrace(&p, n, (int)T, self->values, self->rewards, self->dones, self->log_rhos, self->vs,
-              self->adv);
+    if (self->n_final == 0) {
+        vl_vtrace(&p, n, (int)T, self->values, self->rewards, self->dones, self->log_rhos, self->vs,
+                  self->adv);
+    } else { // a time limit cut some episodes: bootstrap from their final observations
+        if (vl_policy_forward(self->policy, self->n_final, self->final_obs, NULL, self->final_v))
+            return -1;
+        memset(self->boot, 0, (size_t)n * T * sizeof(float));
+        for (uint32_t k = 0; k < self->n_final; k++)
+            self->boot[self->final_at[k]] = self->final_v[k];
+        vl_vtrace_boot(&p, n, (int)T, self->values, self->rewards, self->dones, self->boot,
+                       self->log_rhos, self->vs, self->adv);
+    }
     double sum = 0;
     for (size_t k = 0; k < (size_t)n * T; k++)
         sum += fabsf(self->adv[k]);

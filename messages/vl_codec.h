@@ -28,9 +28,13 @@ typedef struct {
     int64_t send_ns;
     int64_t recv_ns;           // receiver's wall clock when it took the segment (not on the wire)
     uint8_t *obs;              // [T + 1][obs_row_bytes] rows; floats [T + 1][D] when all f32
+    uint8_t *final_obs;        // [T][obs_row_bytes]: the first n_truncated rows are the final
+                               // observations of the truncated steps, in step order
     int32_t *actions;          // [T]
     float *rewards;            // [T]
-    float *dones;              // [T]
+    float *dones;              // [T] 1 when the episode ended after action t (either way)
+    uint8_t *truncated;        // [T] 1 when that end was a time limit's (dones[t] is 1 too)
+    uint32_t n_truncated;      // steps with truncated[t] = 1
     float *logp;               // [T]
     uint32_t n_episodes;       // <= T
     float *episode_returns;    // [n_episodes]
@@ -43,9 +47,10 @@ typedef struct {
 int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec);
 
 /* Returns the bytes of array storage a segment of horizon T and this
-   observation spec needs: the rows and step arrays, room for T episode returns
-   and lengths, and the decoder's scratch for the packed payload. SIZE_MAX if
-   the spec is invalid or the size does not fit. */
+   observation spec needs: the rows (T + 1 observations and room for T final
+   observations), the step arrays, room for T episode returns and lengths,
+   and the decoder's scratch for the largest packed payload. SIZE_MAX if the
+   spec is invalid or the size does not fit. */
 size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec);
 
 /* Points seg's array fields into `arrays` (vl_segment_arrays_size bytes,
@@ -141,6 +146,16 @@ int vl_credit_encode(const vl_credit_t *credit, uint8_t **out, size_t *out_size)
    schema, policy id). *credit is written on VL_OK alone. */
 vl_reason_t vl_credit_decode(const uint8_t *data, size_t size, vl_credit_t *credit);
 
+#define VL_REFUSALS_MAX     32  // refusal rows in one Stats
+#define VL_REFUSAL_TEXT_MAX 128 // bytes of a refusal reason, NUL included
+
+/* Segments a learner refused from one actor for one reason (cumulative). */
+typedef struct {
+    uint32_t actor_id;
+    char reason[VL_REFUSAL_TEXT_MAX];
+    uint64_t count;
+} vl_refusal_t;
+
 /* A learner's progress report; fields as in volley.proto's Stats. */
 typedef struct {
     char policy_id[VL_POLICY_ID_MAX];
@@ -161,6 +176,8 @@ typedef struct {
     double uptime_s;
     float ingest_ms; // actor send -> learner ingest, mean since the last report
     float train_ms;  // learner ingest -> weights published after training on it, mean
+    uint32_t n_refusals;
+    vl_refusal_t refusals[VL_REFUSALS_MAX]; // since the learner started, by actor and reason
 } vl_stats_t;
 
 /* Encodes stats into a new buffer (caller frees). Returns 0 or -1. */

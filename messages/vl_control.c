@@ -106,10 +106,23 @@ void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg)
 
 int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
 {
-    if (!stats || !vl_wire_name_ok(stats->policy_id, VL_POLICY_ID_MAX) || !out || !out_size)
+    if (!stats || !vl_wire_name_ok(stats->policy_id, VL_POLICY_ID_MAX) || !out || !out_size ||
+        stats->n_refusals > VL_REFUSALS_MAX)
         return -1;
     Volley__Stats msg;
     vl_stats_to_msg(stats, &msg);
+    Volley__Refusal rows[VL_REFUSALS_MAX], *ptrs[VL_REFUSALS_MAX];
+    for (uint32_t i = 0; i < stats->n_refusals; i++) {
+        if (!vl_wire_name_ok(stats->refusals[i].reason, VL_REFUSAL_TEXT_MAX))
+            return -1;
+        volley__refusal__init(&rows[i]);
+        rows[i].actor_id = stats->refusals[i].actor_id;
+        rows[i].reason = (char *)stats->refusals[i].reason;
+        rows[i].count = stats->refusals[i].count;
+        ptrs[i] = &rows[i];
+    }
+    msg.n_refusals = stats->n_refusals;
+    msg.refusals = ptrs;
     return vl_wire_pack(&msg.base, out, out_size);
 }
 
@@ -125,6 +138,11 @@ vl_reason_t vl_stats_check_msg(const Volley__Stats *msg)
         !vl_float_is_finite(msg->entropy) || !vl_double_is_finite(msg->uptime_s) ||
         !vl_float_is_finite(msg->ingest_ms) || !vl_float_is_finite(msg->train_ms))
         return VL_ENONFINITE;
+    if (msg->n_refusals > VL_REFUSALS_MAX)
+        return VL_ETOOBIG;
+    for (size_t i = 0; i < msg->n_refusals; i++)
+        if (!vl_wire_name_ok(msg->refusals[i]->reason, VL_REFUSAL_TEXT_MAX))
+            return VL_EPOLICY;
     return VL_OK;
 }
 
@@ -151,6 +169,13 @@ static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
     stats->uptime_s = msg->uptime_s;
     stats->ingest_ms = msg->ingest_ms;
     stats->train_ms = msg->train_ms;
+    stats->n_refusals = (uint32_t)msg->n_refusals;
+    for (size_t i = 0; i < msg->n_refusals; i++) {
+        const Volley__Refusal *r = msg->refusals[i];
+        stats->refusals[i].actor_id = r->actor_id;
+        memcpy(stats->refusals[i].reason, r->reason, strlen(r->reason) + 1);
+        stats->refusals[i].count = r->count;
+    }
     return VL_OK;
 }
 

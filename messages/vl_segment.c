@@ -30,10 +30,11 @@ int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec)
 }
 
 /* Returns the decompressed payload bytes of a segment (T steps, obs packed
-   in wire bytes each); T and wire are 32-bit, so this fits in 64 bits. */
-static uint64_t s_payload_bytes(uint64_t T, uint64_t wire)
+   in wire bytes each, n_trunc final observations); T, n_trunc and wire are
+   32-bit, so this fits in 64 bits. */
+static uint64_t s_payload_bytes(uint64_t T, uint64_t wire, uint64_t n_trunc)
 {
-    return (T + 1) * wire + S_STEP_BYTES * T;
+    return (T + 1 + n_trunc) * wire + S_STEP_BYTES * T;
 }
 
 size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec)
@@ -44,23 +45,27 @@ size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec)
     if (!spec || vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
         return SIZE_MAX;
     uint64_t row = vl_obs_row_bytes(spec), steps = (uint64_t)T + 1;
-    if (row + wire + 40 > UINT64_MAX / steps) // rows, 6 arrays of T, payload: no overflow
+    if (2 * (row + wire) + 40 > UINT64_MAX / steps) // rows, finals, arrays, payload: no overflow
         return SIZE_MAX;
-    uint64_t total = steps * row + 24 * (uint64_t)T + ((s_payload_bytes(T, wire) + 3) & ~3ull);
+    uint64_t flags = ((uint64_t)T + 3) & ~3ull;
+    uint64_t total = (2 * steps - 1) * row + 24 * (uint64_t)T + flags +
+                     ((s_payload_bytes(T, wire, T) + 3) & ~3ull);
     return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
 void vl_segment_bind(vl_segment_t *seg, void *arrays)
 {
     size_t T = seg->horizon;
-    seg->obs = arrays;
+    seg->obs = arrays; // rows then step arrays, contiguous: what a learner holds
     seg->actions = (int32_t *)(seg->obs + (T + 1) * (size_t)seg->obs_row_bytes);
     seg->rewards = (float *)(seg->actions + T);
     seg->dones = seg->rewards + T;
     seg->logp = seg->dones + T;
     seg->episode_returns = seg->logp + T;
     seg->episode_lengths = (uint32_t *)(seg->episode_returns + T);
-    seg->wire = (uint8_t *)(seg->episode_lengths + T);
+    seg->final_obs = (uint8_t *)(seg->episode_lengths + T); // rows are a multiple of 4 bytes
+    seg->truncated = seg->final_obs + T * (size_t)seg->obs_row_bytes;
+    seg->wire = seg->truncated + ((T + 3) & ~(size_t)3);
 }
 
 /* Copies the wire's observation fields into a spec. Returns VL_OK,
@@ -121,7 +126,10 @@ static vl_reason_t s_check_header(const Volley__Segment *msg, const vl_limits_t 
     vl_reason_t reason = s_check_shape(msg, lim, seg);
     if (reason != VL_OK)
         return reason;
-    uint64_t expected = s_payload_bytes(seg->horizon, seg->obs_wire_bytes);
+    if (msg->truncations > seg->horizon)
+        return VL_ESHAPE;
+    seg->n_truncated = msg->truncations;
+    uint64_t expected = s_payload_bytes(seg->horizon, seg->obs_wire_bytes, seg->n_truncated);
     reason = vl_wire_check_block(lim, expected, msg->raw_size, msg->payload.len);
     if (reason != VL_OK)
         return reason;
@@ -159,11 +167,14 @@ static vl_reason_t s_unpack_steps(vl_segment_t *seg)
     memcpy(seg->rewards, p + 4 * T, 4 * T);
     memcpy(seg->logp, p + 8 * T, 4 * T);
     const uint8_t *dones = p + 12 * T;
-    uint32_t bad_done = 0;
+    uint32_t bad_done = 0, truncated = 0;
     for (size_t t = 0; t < T; t++) {
-        bad_done |= dones[t] > 1;
-        seg->dones[t] = (float)dones[t];
+        bad_done |= dones[t] > 2;
+        seg->dones[t] = dones[t] ? 1.0f : 0.0f;
+        seg->truncated[t] = dones[t] == 2;
+        truncated += dones[t] == 2;
     }
+    bad_done |= truncated != seg->n_truncated; // the header's count sized the payload
     if (!vl_wire_all_finite(seg->rewards, T) || !vl_wire_all_finite(seg->logp, T))
         return VL_ENONFINITE;
     for (size_t t = 0; t < T; t++)
@@ -203,11 +214,14 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     reason = vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, seg->wire);
     if (reason != VL_OK)
         return reason;
-    vl_obs_unpack_rows(&seg->obs_spec, seg->horizon + 1, seg->wire, seg->obs);
+    size_t T = seg->horizon, final_at = (T + 1) * seg->obs_wire_bytes + S_STEP_BYTES * T;
+    vl_obs_unpack_rows(&seg->obs_spec, T + 1, seg->wire, seg->obs);
+    vl_obs_unpack_rows(&seg->obs_spec, seg->n_truncated, seg->wire + final_at, seg->final_obs);
     reason = s_copy_episodes(msg, seg);
     if (reason == VL_OK)
         reason = s_unpack_steps(seg);
     if (reason == VL_OK && (!vl_obs_rows_finite(&seg->obs_spec, seg->horizon + 1, seg->obs) ||
+                            !vl_obs_rows_finite(&seg->obs_spec, seg->n_truncated, seg->final_obs) ||
                             !vl_wire_all_finite(seg->episode_returns, seg->n_episodes)))
         reason = VL_ENONFINITE;
     return reason;
@@ -250,6 +264,16 @@ vl_reason_t vl_segment_decode(const uint8_t *data, size_t size, const vl_limits_
     return vl_segment_decode_with(data, size, lim, seg, s_fixed_reserve, &fixed);
 }
 
+/* Returns how many steps of seg end by truncation (a done that is also
+   marked truncated). */
+static uint32_t s_count_truncated(const vl_segment_t *seg)
+{
+    uint32_t n = 0;
+    for (uint32_t t = 0; seg->truncated && t < seg->horizon; t++)
+        n += seg->truncated[t] && seg->dones[t] != 0.0f;
+    return n;
+}
+
 /* Returns the payload bytes of seg if it is a segment some receiver could
    accept (sizes nonzero and consistent, arrays set, policy id valid), else
    0. Values are not checked: receivers do that. */
@@ -266,7 +290,9 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
     if (!seg->obs || !seg->actions || !seg->rewards || !seg->dones || !seg->logp ||
         (seg->n_episodes > 0 && (!seg->episode_returns || !seg->episode_lengths)))
         return 0;
-    uint64_t bytes = s_payload_bytes(seg->horizon, wire);
+    if (s_count_truncated(seg) != seg->n_truncated || (seg->n_truncated && !seg->final_obs))
+        return 0;
+    uint64_t bytes = s_payload_bytes(seg->horizon, wire, seg->n_truncated);
     return bytes <= LZ4_MAX_INPUT_SIZE ? bytes : 0;
 }
 
@@ -280,7 +306,8 @@ static void s_write_payload(const vl_segment_t *seg, uint8_t *buf)
     memcpy(p + 4 * T, seg->rewards, 4 * T);
     memcpy(p + 8 * T, seg->logp, 4 * T);
     for (size_t t = 0; t < T; t++)
-        p[12 * T + t] = seg->dones[t] != 0.0f;
+        p[12 * T + t] = seg->dones[t] == 0.0f ? 0 : (seg->truncated && seg->truncated[t]) ? 2 : 1;
+    vl_obs_pack_rows(&seg->obs_spec, seg->n_truncated, seg->final_obs, p + 13 * T);
 }
 
 /* Fills msg's header and episode fields from seg (pointers borrowed; the
@@ -310,6 +337,7 @@ static void s_segment_to_msg(const vl_segment_t *seg, Volley__Segment *msg,
     msg->n_episode_lengths = seg->n_episodes;
     msg->episode_lengths = seg->episode_lengths;
     msg->send_ns = seg->send_ns;
+    msg->truncations = seg->n_truncated;
 }
 
 int vl_segment_encode(const vl_segment_t *seg, uint8_t **out, size_t *out_size)

@@ -452,9 +452,11 @@ static void test_set_spec(void)
 /* Returns the bytes the contract asks for, before alignment: unpacked obs,
    actions, rewards, dones and logp, T episode returns and lengths, and the
    packed payload (obs of W bytes, 13 bytes a step). */
+/* Rows and final rows, step arrays and episode room, truncation flags
+   (4-aligned), the largest payload (T final observations). */
 static uint64_t s_arrays_need(uint64_t T, uint64_t R, uint64_t W)
 {
-    return (T + 1) * R + 24 * T + (T + 1) * W + S_STEP_BYTES * T;
+    return (2 * T + 1) * R + 24 * T + ((T + 3) & ~3ull) + (2 * T + 1) * W + S_STEP_BYTES * T;
 }
 
 /* Returns 1 if got is need rounded up for 4-byte alignment at most. */
@@ -483,7 +485,9 @@ static void test_arrays_size_and_bind(void)
     VL_CHECK(seg.rewards == base + 11 && seg.dones == base + 13 && seg.logp == base + 15);
     VL_CHECK(seg.episode_returns == base + 17);
     VL_CHECK((float *)seg.episode_lengths == base + 19);
-    VL_CHECK(seg.wire == (uint8_t *)(base + 21));
+    VL_CHECK(seg.final_obs == (uint8_t *)(base + 21));
+    VL_CHECK(seg.truncated == (uint8_t *)(base + 27));
+    VL_CHECK(seg.wire == (uint8_t *)(base + 28));
 }
 
 /* Sizes past 64 bits are SIZE_MAX, never a wrapped small number: T and D
@@ -1348,6 +1352,79 @@ static void test_bad_policy_id(void)
     s_policy_arg = "cart\xc3\xa9pole"; // valid UTF-8, not printable ASCII
     VL_CHECK(s_peek_edited(s_edit_policy) == VL_EPOLICY);
 }
+/* Marks step t of seg truncated, its final observation row filled with
+   `value` in every f32 value (the std spec is all f32). */
+static void s_truncate_at(vl_segment_t *seg, uint32_t t, float value)
+{
+    seg->dones[t] = 1.0f;
+    seg->truncated[t] = 1;
+    float *row = (float *)(seg->final_obs + (size_t)seg->n_truncated++ * seg->obs_row_bytes);
+    for (uint32_t j = 0; j < seg->obs_dim; j++)
+        row[j] = value + (float)j;
+}
+
+/* Terminations and truncations travel apart: dones stay 1 for both, the
+   truncated flags and final observations (in step order) come back. */
+static void test_segment_truncation_round_trip(void)
+{
+    vl_segment_t seg = s_segment_new(21), out;
+    s_truncate_at(&seg, 3, 100.0f);
+    s_truncate_at(&seg, 20, 200.0f);
+    VL_CHECK(seg.dones[9] == 1.0f && !seg.truncated[9]); // s_segment_make's termination
+    void *arrays;
+    vl_reason_t r = s_encode_decode(&seg, &out, &arrays);
+    VL_CHECK(r == VL_OK);
+    if (r == VL_OK) {
+        VL_CHECK(s_same_segment(&seg, &out));
+        VL_CHECK(out.n_truncated == 2 && out.truncated[3] && out.truncated[20]);
+        VL_CHECK(!out.truncated[9] && out.dones[9] == 1.0f && out.dones[3] == 1.0f);
+        int other = 0;
+        for (uint32_t t = 0; t < S_T; t++)
+            other += out.truncated[t] && t != 3 && t != 20;
+        VL_CHECK(other == 0);
+        VL_CHECK(memcmp(out.final_obs, seg.final_obs, 2 * (size_t)seg.obs_row_bytes) == 0);
+        VL_CHECK(((float *)out.final_obs)[0] == 100.0f);
+        VL_CHECK(((float *)(out.final_obs + out.obs_row_bytes))[1] == 201.0f);
+    }
+    free(arrays);
+    free(seg.obs);
+}
+
+/* The encoder refuses a count that disagrees with the flags; the decoder
+   refuses a header count that disagrees with the payload or the horizon. */
+static void s_edit_truncations_down(Volley__Segment *msg)
+{
+    msg->truncations--;
+}
+static void s_edit_truncations_past_horizon(Volley__Segment *msg)
+{
+    msg->truncations = msg->horizon + 1;
+}
+
+static void test_segment_truncation_refused(void)
+{
+    vl_segment_t seg = s_segment_new(22);
+    s_truncate_at(&seg, 5, 1.0f);
+    s_truncate_at(&seg, 6, 2.0f);
+    vl_reason_t down = s_decode_edited_from(&seg, s_edit_truncations_down);
+    vl_reason_t past = s_decode_edited_from(&seg, s_edit_truncations_past_horizon);
+    uint8_t *buf = NULL;
+    size_t size;
+    seg.n_truncated = 1; // two flags set
+    int encoded = vl_segment_encode(&seg, &buf, &size);
+    seg.n_truncated = 2;
+    seg.truncated[6] = 0; // one flag, a count of two
+    int encoded2 = vl_segment_encode(&seg, &buf, &size);
+    seg.truncated[6] = 1;
+    s_raw_at = s_dones_at(&seg, 2), s_raw_byte = 3; // no such done value
+    vl_reason_t three = s_decode_edited_from(&seg, s_edit_raw_byte);
+    free(seg.obs);
+    VL_CHECK(down == VL_ESHAPE); // the payload is the size of two final observations
+    VL_CHECK(past == VL_ESHAPE);
+    VL_CHECK(encoded == -1 && encoded2 == -1);
+    VL_CHECK(three == VL_EDONE);
+}
+
 int main(void)
 {
     VL_RUN(test_reason_str);
@@ -1390,5 +1467,7 @@ int main(void)
     VL_RUN(test_episode_counts_mismatched);
     VL_RUN(test_arrays_cap_too_small);
     VL_RUN(test_bad_policy_id);
+    VL_RUN(test_segment_truncation_round_trip);
+    VL_RUN(test_segment_truncation_refused);
     return VL_DONE();
 }

@@ -30,6 +30,14 @@ int vl_beat_encode(const vl_beat_t *beat, uint8_t **out, size_t *out_size)
     msg.apply_ms = beat->apply_ms;
     msg.apply_ms_max = beat->apply_ms_max;
     msg.env_steps_per_s = beat->env_steps_per_s;
+    Volley__Spec spec;
+    Volley__ObsField fields[VL_OBS_FIELDS_MAX];
+    Volley__ObsField *ptrs[VL_OBS_FIELDS_MAX];
+    if (beat->has_spec) {
+        vl_spec_to_msg(&beat->spec, &spec, fields, ptrs);
+        spec.policy_id = (char *)beat->policy_id;
+        msg.spec = &spec;
+    }
     return vl_wire_pack(&msg.base, out, out_size);
 }
 
@@ -43,7 +51,17 @@ vl_reason_t vl_beat_decode(const uint8_t *data, size_t size, vl_beat_t *beat)
     if (reason == VL_OK &&
         !s_beat_figures_ok(msg->apply_ms, msg->apply_ms_max, msg->env_steps_per_s))
         reason = VL_ENONFINITE;
+    vl_spec_t spec;
+    vl_limits_t lim = vl_limits_default();
+    if (reason == VL_OK && msg->spec) {
+        reason = vl_spec_from_msg(msg->spec, &lim, &spec);
+        if (reason == VL_OK && strcmp(spec.policy_id, msg->policy_id) != 0)
+            reason = VL_EPOLICY;
+    }
     if (reason == VL_OK) {
+        beat->has_spec = msg->spec != NULL;
+        if (beat->has_spec)
+            beat->spec = spec;
         memcpy(beat->policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
         beat->actor_id = msg->actor_id;
         beat->segments_sent = msg->segments_sent;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "vl_codec.h"
+#include "vl_spec.h"
 #include "volley.pb-c.h"
 
 /* Control verbs: the first frame of a request on the control port. */
@@ -18,8 +19,14 @@
 #define VL_VERB_PAUSE    "PAUSE"
 #define VL_VERB_RESUME   "RESUME"
 #define VL_VERB_SHUTDOWN "SHUTDOWN"
+#define VL_VERB_SPEC     "SPEC"
+#define VL_VERB_GETSPEC  "GETSPEC"
 #define VL_VERB_OK       "OK"
 #define VL_VERB_ERROR    "ERROR"
+/* Sent by the broker, unasked, to an actor: ["REFUSED"][what][reason]. */
+#define VL_VERB_REFUSED     "REFUSED"
+#define VL_REFUSED_SPEC     "spec"
+#define VL_REFUSED_SEGMENTS "segments"
 
 /* Most rows a Status may carry of each kind; a longer one is refused. */
 #define VL_STATUS_MAX_ACTORS   65536
@@ -40,13 +47,16 @@ typedef struct {
     float apply_ms;
     float apply_ms_max;
     float env_steps_per_s;
+    int has_spec;   // 1: spec below was sent (an actor's beat always carries it)
+    vl_spec_t spec; // what its segments look like; spec.policy_id is policy_id
 } vl_beat_t;
 
 /* Encodes a Beat into a new buffer (caller frees). Returns 0, or -1 on a
    bad policy id, a negative or non-finite figure, or no memory. */
 int vl_beat_encode(const vl_beat_t *beat, uint8_t **out, size_t *out_size);
 
-/* Decodes a Beat (figures finite and >= 0). *beat is written on VL_OK alone.
+/* Decodes a Beat (figures finite and >= 0; a spec, if any, valid under the
+   default limits and for the beat's policy). *beat is written on VL_OK alone.
    Returns VL_OK or the reason. */
 vl_reason_t vl_beat_decode(const uint8_t *data, size_t size, vl_beat_t *beat);
 

@@ -17,7 +17,7 @@ status() { "$VOLLEY" ctl --broker 127.0.0.1:$PORT $(secure monitor) status; }
     > "$TMP/broker.log" 2>&1 &
 PIDS+=($!)
 wait_for "$TMP/broker.log" 10 "listening" || fail "the secured broker did not start"
-"$VOLLEY" learner --broker 127.0.0.1:$PORT $(secure learner) --verbose > "$TMP/learner.log" 2>&1 &
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT $(secure learner) --verbose > "$TMP/learner.log" 2>&1 &
 PIDS+=($!)
 "$VOLLEY" actor --broker 127.0.0.1:$PORT --id 1 $(secure actor) --quiet > "$TMP/actor-1.log" 2>&1 &
 PIDS+=($!)

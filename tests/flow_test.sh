@@ -11,7 +11,7 @@ QUEUE=$((2 << 20)) # 2 MiB
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --queue-bytes $QUEUE > "$TMP/broker.log" 2>&1 &
 BROKER=$!
 PIDS+=($BROKER)
-"$VOLLEY" learner --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
 LEARNER=$!
 PIDS+=($LEARNER)
 wait_for "$TMP/broker.log" 10 "learner for policy 'default' joined" || fail "learner never joined"

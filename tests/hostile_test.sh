@@ -10,7 +10,7 @@ STARTED=$(date +%s%N)
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --max-lag 20 > "$TMP/broker.log" 2>&1 &
 BROKER=$!
 PIDS+=($BROKER)
-"$VOLLEY" learner --broker 127.0.0.1:$PORT --batch 4 --capacity 16 --verbose > "$TMP/learner.log" 2>&1 &
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --batch 4 --capacity 16 --verbose > "$TMP/learner.log" 2>&1 &
 PIDS+=($!)
 "$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
 PIDS+=($!)
@@ -21,7 +21,8 @@ before=$(version)
 
 FAULTS="seg-garbage seg-truncated seg-multipart seg-version seg-horizon seg-shape seg-policy
         seg-bound seg-bomb seg-corrupt seg-nan-reward seg-inf-obs seg-action seg-unknown-policy
-        seg-stale cmd-verb cmd-long-verb cmd-frames beat-garbage beat-missing beat-nan
+        seg-stale seg-spec cmd-verb cmd-long-verb cmd-frames beat-garbage beat-missing beat-nan
+        beat-spec
         pause-unknown pause-policy
         hello-garbage hello-version hello-policy
         pub-garbage pub-nan-weights pub-mismatch pub-stats-nan pub-one-frame"
@@ -56,6 +57,8 @@ expect_count segments "non-finite float" 2         # reward, observation
 expect_count segments "action out of range" 1
 expect_count segments "no learner serves its policy" 1
 expect_count segments "too stale" 1
+expect_count segments "horizon 32, policy 'default' has 64" 1   # a valid segment, not the policy's spec
+expect_count specs "horizon: policy 'default' has 64, this actor 32" 1 # a beat declaring another spec
 expect_count commands "unknown verb" 1
 expect_count commands "malformed protobuf" 4        # long verb, three frames, beat garbage, beat missing
 expect_count commands "non-finite float" 1         # beat

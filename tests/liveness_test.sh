@@ -11,7 +11,7 @@ field() { sed -n "s/.*kind=$1 .*$2=\([^ ]*\).*/\1/p"; } # $1 kind, $2 key, lines
 
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 > "$TMP/broker.log" 2>&1 &
 PIDS+=($!)
-"$VOLLEY" learner --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
 LEARNER=$!
 PIDS+=($LEARNER)
 for i in 1 2; do

@@ -8,7 +8,7 @@ PORT=$(free_port)
 
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 > "$TMP/broker.log" 2>&1 &
 PIDS+=($!)
-"$VOLLEY" learner --broker 127.0.0.1:$PORT --batch 4 --capacity 16 --verbose > "$TMP/learner.log" 2>&1 &
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --batch 4 --capacity 16 --verbose > "$TMP/learner.log" 2>&1 &
 LEARNER=$!
 PIDS+=($LEARNER)
 wait_for "$TMP/broker.log" 10 "learner for policy 'default' joined" || fail "learner never joined the broker"

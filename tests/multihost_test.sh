@@ -78,7 +78,7 @@ in_ns() { local h=$1; shift; ip netns exec "$NS-$h" "$@"; }
 ip netns exec "$NS-h1" "$VOLLEY" broker --port $PORT --bind $NET.1 > "$TMP/broker.log" 2>&1 &
 PIDS+=($!)
 wait_for "$TMP/broker.log" 5 "listening on" || fail "the broker does not listen on $NET.1"
-ip netns exec "$NS-h1" "$VOLLEY" learner --broker $B --verbose > "$TMP/learner.log" 2>&1 &
+ip netns exec "$NS-h1" "$VOLLEY" learner --env cartpole --broker $B --verbose > "$TMP/learner.log" 2>&1 &
 PIDS+=($!)
 for a in 2 3 4; do
     ip netns exec "$NS-h$a" "$VOLLEY" actor --broker $B --id $a --envs 8 --quiet > "$TMP/actor-$a.log" 2>&1 &

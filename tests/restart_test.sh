@@ -36,7 +36,7 @@ for _ in 1 2 3; do
     PORT=$(free_port) B=127.0.0.1:$PORT
 done
 grep -q "listening on" "$TMP/broker-$N.log" || fail "the broker does not listen"
-"$VOLLEY" learner --broker $B --verbose > "$TMP/learner.log" 2>&1 &
+"$VOLLEY" learner --env cartpole --broker $B --verbose > "$TMP/learner.log" 2>&1 &
 PIDS+=($!)
 for i in 1 2; do
     "$VOLLEY" actor --broker $B --id $i --envs 8 --quiet > "$TMP/actor-$i.log" 2>&1 &

@@ -11,7 +11,7 @@ CK="$TMP/ck"
 PIDS+=($!)
 learner() {  # $1: log file, rest: extra flags; run with & (exec: $! is the learner itself)
     local log=$1; shift
-    exec "$VOLLEY" learner --broker 127.0.0.1:$PORT --checkpoint "$CK" --checkpoint-every 1 \
+    exec "$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --checkpoint "$CK" --checkpoint-every 1 \
         --batch 8 --capacity 32 --verbose "$@" > "$log" 2>&1
 }
 learner "$TMP/learner1.log" &
@@ -64,12 +64,12 @@ PIDS=()
 
 cp "$CK/default.ckpt" "$TMP/good.ckpt"
 printf '\x55' | dd of="$CK/default.ckpt" bs=1 seek=200 conv=notrunc 2>/dev/null
-"$VOLLEY" learner --broker 127.0.0.1:$PORT --checkpoint "$CK" --resume > "$TMP/bad.log" 2>&1
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --checkpoint "$CK" --resume > "$TMP/bad.log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && grep -q "refusing checkpoint .*default.ckpt: " "$TMP/bad.log" ||
     fail "a corrupt checkpoint was not refused (exit $rc): $(cat "$TMP/bad.log")"
 head -c 5000 "$TMP/good.ckpt" > "$CK/default.ckpt"
-"$VOLLEY" learner --broker 127.0.0.1:$PORT --checkpoint "$CK" --resume > "$TMP/short.log" 2>&1
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --checkpoint "$CK" --resume > "$TMP/short.log" 2>&1
 rc=$?
 [ $rc -ne 0 ] && grep -q "refusing checkpoint .*truncated" "$TMP/short.log" ||
     fail "a truncated checkpoint was not refused (exit $rc): $(cat "$TMP/short.log")"

@@ -8,7 +8,7 @@ PORT=$(free_port)
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 > "$TMP/broker.log" 2>&1 &
 PIDS+=($!)
 for p in alpha beta; do
-    "$VOLLEY" learner --broker 127.0.0.1:$PORT --policy $p --batch 8 --capacity 32 --verbose \
+    "$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --policy $p --batch 8 --capacity 32 --verbose \
         > "$TMP/learner-$p.log" 2>&1 &
     PIDS+=($!)
 done

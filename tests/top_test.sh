@@ -37,7 +37,7 @@ start_broker() {
 start_broker
 wait_for "$TMP/broker.log" 5 "listening on .*\(control\)" ||
     fail "the broker does not listen on a control port"
-"$VOLLEY" learner --broker $B > "$TMP/learner.log" 2>&1 &
+"$VOLLEY" learner --env cartpole --broker $B > "$TMP/learner.log" 2>&1 &
 PIDS+=($!)
 wait_for "$TMP/broker.log" 10 "learner for policy 'default' joined" || fail "learner never joined"
 for i in 1 2; do

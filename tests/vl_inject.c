@@ -13,28 +13,30 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
+#include "../messages/vl_spec.h"
 #include "../messages/vl_status.h"
 #include "volley.pb-c.h"
 
-#define T 16
+#define T 64 // the horizon volley actor and learner use by default: the policy's spec
 #define D 4
 
 typedef struct {
     void *push, *dealer, *pub, *control;
 } s_socks_t;
 
-/* A valid CartPole-shaped segment for policy, unpacked for editing. */
-static Volley__Segment *s_segment(const char *policy)
+/* A valid CartPole-shaped segment for policy of horizon h (<= T), unpacked
+   for editing. */
+static Volley__Segment *s_segment_h(const char *policy, uint32_t h)
 {
     static uint8_t arrays[1 << 16];
-    vl_segment_t seg = {.horizon = T, .num_actions = 2};
+    vl_segment_t seg = {.horizon = h, .num_actions = 2};
     snprintf(seg.policy_id, sizeof seg.policy_id, "%s", policy);
     vl_obs_spec_t spec = vl_obs_spec_flat(D);
     vl_segment_set_spec(&seg, &spec);
     vl_segment_bind(&seg, arrays);
-    for (int i = 0; i < (T + 1) * D; i++)
+    for (int i = 0; i < (int)(h + 1) * D; i++)
         ((float *)seg.obs)[i] = 0.01f * (float)i; // all f32: rows are floats
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < (int)h; t++) {
         seg.actions[t] = t % 2;
         seg.rewards[t] = 1;
         seg.dones[t] = 0;
@@ -47,6 +49,12 @@ static Volley__Segment *s_segment(const char *policy)
     Volley__Segment *msg = volley__segment__unpack(NULL, size, buf);
     free(buf);
     return msg;
+}
+
+/* A valid CartPole-shaped segment of horizon T for policy. */
+static Volley__Segment *s_segment(const char *policy)
+{
+    return s_segment_h(policy, T);
 }
 
 /* Rewrites a segment's payload after edit() changed its raw bytes. */
@@ -107,7 +115,10 @@ static void s_free_segment(Volley__Segment *m, uint8_t *payload, char *policy_id
 
 static int s_segment_fault(void *push, const char *fault)
 {
-    Volley__Segment *m = s_segment(strcmp(fault, "seg-unknown-policy") ? "default" : "nobody");
+    Volley__Segment *m =
+        strcmp(fault, "seg-spec") == 0
+            ? s_segment_h("default", T / 2) // valid, but not the policy's horizon
+            : s_segment(strcmp(fault, "seg-unknown-policy") ? "default" : "nobody");
     uint8_t *payload = m->payload.data;
     char *policy_id = m->policy_id;
     int rc = 0;
@@ -136,8 +147,10 @@ static int s_segment_fault(void *push, const char *fault)
         s_edit_payload(m, s_inf_obs);
     else if (strcmp(fault, "seg-action") == 0)
         s_edit_payload(m, s_bad_action);
-    else if (strcmp(fault, "seg-unknown-policy") != 0 && strcmp(fault, "seg-stale") != 0)
-        rc = -1; // those two are valid segments: of a policy nobody serves, of version 0
+    else if (strcmp(fault, "seg-unknown-policy") != 0 && strcmp(fault, "seg-stale") != 0 &&
+             strcmp(fault, "seg-spec") != 0)
+        rc = -1; // those three are valid segments: of a policy nobody serves, of version 0,
+                 // of another horizon than the policy's
     if (rc == 0)
         s_send_msg(push, &m->base);
     s_free_segment(m, payload, policy_id);
@@ -173,6 +186,17 @@ static int s_control_fault(void *control, const char *fault)
     } else if (strcmp(fault, "pause-policy") == 0) {
         zmq_send(control, VL_VERB_PAUSE, strlen(VL_VERB_PAUSE), ZMQ_SNDMORE);
         zmq_send(control, "bad\n", 4, 0);
+    } else if (strcmp(fault, "beat-spec") == 0) { // a valid beat declaring another horizon
+        beat.apply_ms = 0;
+        beat.actor_id = 999;
+        vl_spec_t spec = {.policy_id = "default", .num_actions = 2, .horizon = T / 2, .hidden = 64};
+        spec.obs_spec = vl_obs_spec_flat(D);
+        Volley__Spec msg;
+        Volley__ObsField fields[VL_OBS_FIELDS_MAX], *ptrs[VL_OBS_FIELDS_MAX];
+        vl_spec_to_msg(&spec, &msg, fields, ptrs);
+        beat.spec = &msg;
+        zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), ZMQ_SNDMORE);
+        s_send_msg(control, &beat.base);
     } else if (strcmp(fault, "beat-nan") != 0)
         return -1;
     if (arg) {

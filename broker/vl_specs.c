@@ -1,0 +1,65 @@
+/*  vl_specs: one spec per policy, first come. */
+#include "vl_specs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vl_specs_s {
+    vl_spec_t *specs;
+    uint32_t count, max;
+};
+
+vl_specs_t *vl_specs_new(uint32_t max)
+{
+    vl_specs_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->max = max;
+    self->specs = calloc(max ? max : 1, sizeof *self->specs);
+    if (!self->specs)
+        vl_specs_destroy(&self);
+    return self;
+}
+
+void vl_specs_destroy(vl_specs_t **self_p)
+{
+    vl_specs_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    free(self->specs);
+    free(self);
+    *self_p = NULL;
+}
+
+const vl_spec_t *vl_specs_find(const vl_specs_t *self, const char *policy)
+{
+    for (uint32_t i = 0; i < self->count; i++)
+        if (strcmp(self->specs[i].policy_id, policy) == 0)
+            return &self->specs[i];
+    return NULL;
+}
+
+int vl_specs_declare(vl_specs_t *self, const vl_spec_t *spec, const char *who, char *why,
+                     size_t why_size)
+{
+    const vl_spec_t *have = vl_specs_find(self, spec->policy_id);
+    if (have)
+        return vl_spec_diff(have, spec, who, why, why_size);
+    if (self->count == self->max) {
+        snprintf(why, why_size, "the broker serves %u policies already", self->max);
+        return -1;
+    }
+    self->specs[self->count++] = *spec;
+    return 0;
+}
+
+uint32_t vl_specs_count(const vl_specs_t *self)
+{
+    return self->count;
+}
+
+const vl_spec_t *vl_specs_at(const vl_specs_t *self, uint32_t i)
+{
+    return i < self->count ? &self->specs[i] : NULL;
+}

@@ -1,0 +1,120 @@
+/*  vl_learner_spec: declare or fetch the policy's spec. */
+#include "vl_learner_spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "../common/vl_log.h"
+#include "../common/vl_proc.h"
+#include "../common/vl_sock.h"
+#include "../messages/vl_status.h"
+
+#define S_RETRY_MS   1000 // a request unanswered this long is sent again
+#define S_NOTE_EVERY 5    // tries between "still waiting" log lines
+#define S_REPLY_MAX  (64 << 10)
+
+/* Sends [verb][body]. */
+static void s_send(void *sock, const char *verb, const void *body, size_t size)
+{
+    if (zmq_send(sock, verb, strlen(verb), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+        zmq_send(sock, body, size, ZMQ_DONTWAIT);
+}
+
+/* Waits up to S_RETRY_MS for a [verb][body] reply; copies the verb (cut to
+   15 bytes) and the body. Returns the body's size, or -1 on no reply. */
+static int s_reply(void *sock, char verb[16], uint8_t *body, size_t cap)
+{
+    zmq_pollitem_t item = {sock, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&item, 1, S_RETRY_MS) <= 0)
+        return -1;
+    int n = zmq_recv(sock, verb, 15, 0), size = 0, more = 0;
+    size_t ms = sizeof more;
+    verb[n < 0 ? 0 : n > 15 ? 15 : n] = 0;
+    zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &ms);
+    if (more)
+        size = zmq_recv(sock, body, cap, 0);
+    for (zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &ms); more;
+         zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &ms)) {
+        char drop[1];
+        zmq_recv(sock, drop, 1, 0);
+    }
+    return size < 0 || (size_t)size > cap ? 0 : size;
+}
+
+/* Declares our spec until the broker answers. Returns 0, 1 or 2. */
+static int s_declare(void *sock, vl_learner_config_t *c)
+{
+    vl_spec_t spec;
+    vl_learner_config_spec(c, &spec);
+    uint8_t *buf, reply[VL_SPEC_REASON_MAX];
+    size_t size;
+    if (vl_spec_encode(&spec, &buf, &size) != 0) {
+        vl_error("cannot encode this learner's spec");
+        return 2;
+    }
+    int rc = 1;
+    for (int tries = 1; !vl_interrupted; tries++) {
+        s_send(sock, VL_VERB_SPEC, buf, size);
+        char verb[16];
+        int n = s_reply(sock, verb, reply, sizeof reply - 1);
+        if (n >= 0 && strcmp(verb, VL_VERB_OK) == 0) {
+            rc = 0;
+            break;
+        }
+        if (n >= 0 && strcmp(verb, VL_VERB_ERROR) == 0) {
+            reply[n] = 0;
+            vl_error("the broker refused this learner's spec: %s", (char *)reply);
+            rc = 2;
+            break;
+        }
+        if (tries % S_NOTE_EVERY == 0)
+            vl_info("waiting for the broker at %s to take our spec", c->broker);
+    }
+    free(buf);
+    return rc;
+}
+
+/* Asks for the policy's spec until an actor has declared it. Returns 0, 1
+   or 2. */
+static int s_fetch(void *sock, vl_learner_config_t *c)
+{
+    static uint8_t reply[S_REPLY_MAX];
+    vl_limits_t lim = vl_limits_default();
+    for (int tries = 1; !vl_interrupted; tries++) {
+        s_send(sock, VL_VERB_GETSPEC, c->policy, strlen(c->policy));
+        char verb[16];
+        int n = s_reply(sock, verb, reply, sizeof reply);
+        vl_spec_t spec;
+        if (n > 0 && strcmp(verb, VL_VERB_SPEC) == 0 &&
+            vl_spec_decode(reply, (size_t)n, &lim, &spec) == VL_OK &&
+            strcmp(spec.policy_id, c->policy) == 0) {
+            if (vl_learner_config_set_spec(c, &spec) != 0)
+                return 2;
+            char line[256];
+            vl_spec_str(&spec, line, sizeof line);
+            vl_info("policy '%s' from the broker: %s", c->policy, line);
+            return 0;
+        }
+        if (tries == 1 || tries % S_NOTE_EVERY == 0)
+            vl_info("waiting for an actor of policy '%s' to declare its spec at %s", c->policy,
+                    c->broker);
+        if (n >= 0) // answered at once ("not yet"): ask again in a second
+            vl_proc_sleep_until(vl_now_ns() + S_RETRY_MS * 1000000LL);
+    }
+    return 1;
+}
+
+int vl_learner_spec_settle(vl_learner_config_t *c)
+{
+    void *ctx = zmq_ctx_new();
+    void *sock =
+        ctx ? vl_sock_connect_lossy(ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, S_REPLY_MAX)
+            : NULL;
+    int rc = !sock ? 1 : c->env ? s_declare(sock, c) : s_fetch(sock, c);
+    if (sock)
+        zmq_close(sock);
+    if (ctx)
+        zmq_ctx_term(ctx);
+    return rc;
+}

@@ -1,0 +1,191 @@
+/*  vl_spec: a policy's spec to and from wire bytes, and comparisons. */
+#include "vl_spec.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *fields,
+                    Volley__ObsField **ptrs)
+{
+    volley__spec__init(msg);
+    msg->schema = VL_SCHEMA_VERSION;
+    msg->policy_id = (char *)spec->policy_id;
+    for (uint32_t i = 0; i < spec->obs_spec.n_fields && i < VL_OBS_FIELDS_MAX; i++) {
+        volley__obs_field__init(&fields[i]);
+        fields[i].encoding = (Volley__Encoding)spec->obs_spec.fields[i].encoding;
+        fields[i].n_shape = spec->obs_spec.fields[i].ndim;
+        fields[i].shape = (uint32_t *)spec->obs_spec.fields[i].shape;
+        ptrs[i] = &fields[i];
+    }
+    msg->n_obs_fields = spec->obs_spec.n_fields;
+    msg->obs_fields = ptrs;
+    msg->num_actions = spec->num_actions;
+    msg->horizon = spec->horizon;
+    msg->hidden = spec->hidden;
+    msg->env = (char *)spec->env;
+}
+
+/* Returns VL_OK if the sizes are ones a receiver could serve under lim. */
+static vl_reason_t s_check_sizes(const vl_spec_t *spec, const vl_limits_t *lim)
+{
+    uint32_t dim, wire;
+    vl_reason_t r = vl_obs_spec_check(&spec->obs_spec, lim, &dim, &wire);
+    if (r != VL_OK)
+        return r;
+    if (spec->num_actions == 0 || spec->horizon == 0 || spec->hidden == 0)
+        return VL_ESHAPE;
+    if (spec->num_actions > lim->max_actions || spec->horizon > lim->max_horizon ||
+        spec->hidden > VL_SPEC_HIDDEN_MAX)
+        return VL_ETOOBIG;
+    return VL_OK;
+}
+
+int vl_spec_encode(const vl_spec_t *spec, uint8_t **out, size_t *out_size)
+{
+    vl_limits_t lim = vl_limits_default();
+    if (!spec || !out || !out_size || !vl_wire_name_ok(spec->policy_id, VL_POLICY_ID_MAX) ||
+        s_check_sizes(spec, &lim) != VL_OK ||
+        (spec->env[0] && !vl_wire_name_ok(spec->env, VL_POLICY_ID_MAX)))
+        return -1;
+    Volley__Spec msg;
+    Volley__ObsField fields[VL_OBS_FIELDS_MAX];
+    Volley__ObsField *ptrs[VL_OBS_FIELDS_MAX];
+    vl_spec_to_msg(spec, &msg, fields, ptrs);
+    return vl_wire_pack(&msg.base, out, out_size);
+}
+
+/* Copies the wire's observation fields into obs. Returns VL_OK, VL_ESHAPE
+   for zero counts or ranks, VL_ETOOBIG for too many. */
+static vl_reason_t s_fields_from_msg(const Volley__Spec *msg, vl_obs_spec_t *obs)
+{
+    if (msg->n_obs_fields == 0)
+        return VL_ESHAPE;
+    if (msg->n_obs_fields > VL_OBS_FIELDS_MAX)
+        return VL_ETOOBIG;
+    memset(obs, 0, sizeof *obs);
+    obs->n_fields = (uint32_t)msg->n_obs_fields;
+    for (size_t i = 0; i < msg->n_obs_fields; i++) {
+        const Volley__ObsField *f = msg->obs_fields[i];
+        if (f->n_shape == 0)
+            return VL_ESHAPE;
+        if (f->n_shape > VL_OBS_NDIM_MAX)
+            return VL_ETOOBIG;
+        obs->fields[i].encoding = (uint32_t)f->encoding;
+        obs->fields[i].ndim = (uint32_t)f->n_shape;
+        memcpy(obs->fields[i].shape, f->shape, f->n_shape * sizeof f->shape[0]);
+    }
+    return VL_OK;
+}
+
+vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl_spec_t *spec)
+{
+    vl_reason_t r = vl_wire_check_head(msg->schema, msg->policy_id);
+    if (r != VL_OK)
+        return r;
+    vl_spec_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    r = s_fields_from_msg(msg, &tmp.obs_spec);
+    if (r != VL_OK)
+        return r;
+    tmp.num_actions = msg->num_actions;
+    tmp.horizon = msg->horizon;
+    tmp.hidden = msg->hidden;
+    r = s_check_sizes(&tmp, lim);
+    if (r != VL_OK)
+        return r;
+    if (msg->env && msg->env[0] && !vl_wire_name_ok(msg->env, VL_POLICY_ID_MAX))
+        return VL_EPOLICY;
+    memcpy(tmp.policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
+    if (msg->env && msg->env[0])
+        memcpy(tmp.env, msg->env, strlen(msg->env) + 1);
+    *spec = tmp;
+    return VL_OK;
+}
+
+vl_reason_t vl_spec_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
+                           vl_spec_t *spec)
+{
+    assert(lim && spec);
+    Volley__Spec *msg = volley__spec__unpack(NULL, size, data);
+    if (!msg)
+        return VL_EPROTO;
+    vl_reason_t r = vl_spec_from_msg(msg, lim, spec);
+    volley__spec__free_unpacked(msg, NULL);
+    return r;
+}
+
+void vl_spec_obs_str(const vl_obs_spec_t *obs, char *out, size_t out_size)
+{
+    size_t n = 0;
+    out[0] = 0;
+    for (uint32_t i = 0; i < obs->n_fields && i < VL_OBS_FIELDS_MAX && n < out_size; i++) {
+        const vl_obs_field_t *f = &obs->fields[i];
+        n += (size_t)snprintf(out + n, out_size - n, "%s%s[", i ? " " : "",
+                              vl_obs_encoding_str(f->encoding));
+        for (uint32_t d = 0; d < f->ndim && d < VL_OBS_NDIM_MAX && n < out_size; d++)
+            n += (size_t)snprintf(out + n, out_size - n, "%s%u", d ? "x" : "", f->shape[d]);
+        if (n < out_size)
+            n += (size_t)snprintf(out + n, out_size - n, "]");
+    }
+}
+
+void vl_spec_str(const vl_spec_t *spec, char *out, size_t out_size)
+{
+    char obs[128];
+    vl_spec_obs_str(&spec->obs_spec, obs, sizeof obs);
+    snprintf(out, out_size, "obs %s actions %u horizon %u hidden %u env %s", obs, spec->num_actions,
+             spec->horizon, spec->hidden, spec->env[0] ? spec->env : "?");
+}
+
+/* Writes "FIELD: policy 'P' has A, WHO B" for one differing number. */
+static int s_differs(const char *field, const vl_spec_t *policy, uint32_t a, const char *who,
+                     uint32_t b, char *why, size_t why_size)
+{
+    snprintf(why, why_size, "%s: policy '%s' has %u, %s %u", field, policy->policy_id, a, who, b);
+    return 1;
+}
+
+int vl_spec_diff(const vl_spec_t *policy, const vl_spec_t *sender, const char *who, char *why,
+                 size_t why_size)
+{
+    if (!vl_obs_spec_equal(&policy->obs_spec, &sender->obs_spec)) {
+        char a[64], b[64];
+        vl_spec_obs_str(&policy->obs_spec, a, sizeof a);
+        vl_spec_obs_str(&sender->obs_spec, b, sizeof b);
+        snprintf(why, why_size, "observation: policy '%s' has %s, %s %s", policy->policy_id, a, who,
+                 b);
+        return 1;
+    }
+    if (policy->num_actions != sender->num_actions)
+        return s_differs("actions", policy, policy->num_actions, who, sender->num_actions, why,
+                         why_size);
+    if (policy->horizon != sender->horizon)
+        return s_differs("horizon", policy, policy->horizon, who, sender->horizon, why, why_size);
+    if (policy->hidden != sender->hidden)
+        return s_differs("hidden", policy, policy->hidden, who, sender->hidden, why, why_size);
+    return 0;
+}
+
+int vl_spec_check_segment(const vl_spec_t *spec, const vl_segment_t *seg, char *why,
+                          size_t why_size)
+{
+    if (seg->horizon != spec->horizon) {
+        snprintf(why, why_size, "horizon %u, policy '%s' has %u", seg->horizon, spec->policy_id,
+                 spec->horizon);
+        return 1;
+    }
+    if (seg->num_actions != spec->num_actions) {
+        snprintf(why, why_size, "actions %u, policy '%s' has %u", seg->num_actions, spec->policy_id,
+                 spec->num_actions);
+        return 1;
+    }
+    if (!vl_obs_spec_equal(&seg->obs_spec, &spec->obs_spec)) {
+        char a[64], b[64];
+        vl_spec_obs_str(&seg->obs_spec, a, sizeof a);
+        vl_spec_obs_str(&spec->obs_spec, b, sizeof b);
+        snprintf(why, why_size, "observation %s, policy '%s' has %s", a, spec->policy_id, b);
+        return 1;
+    }
+    return 0;
+}
