@@ -815,6 +815,10 @@ typedef struct {
     Volley__Stats stats[S_MAX_LEARNERS];
     Volley__DropRow drops[S_KINDS * S_DROP_REASONS + S_TEXT_DROPS];
     Volley__DropRow *drop_ptrs[S_KINDS * S_DROP_REASONS + S_TEXT_DROPS];
+    Volley__Spec specs[S_MAX_SPECS];
+    Volley__Spec *spec_ptrs[S_MAX_SPECS];
+    Volley__ObsField fields[S_MAX_SPECS][VL_OBS_FIELDS_MAX];
+    Volley__ObsField *field_ptrs[S_MAX_SPECS][VL_OBS_FIELDS_MAX];
 } s_status_rows_t;
 
 /* Fills the drop rows of st from the counters (non-zero ones only). */
@@ -842,6 +846,19 @@ static void s_drop_rows(const vl_broker_t *self, Volley__Status *st, s_status_ro
     }
     st->n_drops = n;
     st->drops = rows->drop_ptrs;
+}
+
+/* Fills the spec rows of st: each policy's declared spec. */
+static void s_spec_rows(const vl_broker_t *self, Volley__Status *st, s_status_rows_t *rows)
+{
+    uint32_t n = vl_specs_count(self->specs);
+    for (uint32_t i = 0; i < n && i < S_MAX_SPECS; i++) {
+        vl_spec_to_msg(vl_specs_at(self->specs, i), &rows->specs[i], rows->fields[i],
+                       rows->field_ptrs[i]);
+        rows->spec_ptrs[i] = &rows->specs[i];
+    }
+    st->n_specs = n < S_MAX_SPECS ? n : S_MAX_SPECS;
+    st->specs = rows->spec_ptrs;
 }
 
 /* Builds the Status of the broker now into st, with its rows in *rows.
@@ -880,6 +897,7 @@ static int s_status_build(vl_broker_t *self, Volley__Status *st, s_status_rows_t
     st->n_learners = (size_t)self->n_learners;
     st->learners = rows->learner_ptrs;
     s_drop_rows(self, st, rows);
+    s_spec_rows(self, st, rows);
     return 0;
 }
 

@@ -216,10 +216,27 @@ static void s_render_drops(const Volley__Status *s, FILE *out)
         fprintf(out, "\ndrops: none\n");
         return;
     }
-    fprintf(out, "\ndrops\n  %-14s %-40s %10s\n", "kind", "reason", "count");
+    fprintf(out, "\ndrops\n  %-14s %10s  %s\n", "kind", "count", "reason");
     for (size_t i = 0; i < s->n_drops; i++)
-        fprintf(out, "  %-14.14s %-40.40s %10" PRIu64 "\n", s->drops[i]->kind, s->drops[i]->reason,
-                s->drops[i]->count);
+        fprintf(out, "  %-14.14s %10" PRIu64 "  %s\n", s->drops[i]->kind, s->drops[i]->count,
+                s->drops[i]->reason);
+}
+
+/* One line per policy: the spec its actors (or learner) declared. */
+static void s_render_specs(const Volley__Status *s, FILE *out)
+{
+    if (!s->n_specs)
+        return;
+    fprintf(out, "\npolicies (%zu)\n", s->n_specs);
+    vl_limits_t lim = vl_limits_default();
+    for (size_t i = 0; i < s->n_specs; i++) {
+        vl_spec_t spec;
+        char line[256];
+        if (vl_spec_from_msg(s->specs[i], &lim, &spec) != VL_OK)
+            continue; // vl_status_decode checked it; a caller's own Status may not be
+        vl_spec_str(&spec, line, sizeof line);
+        fprintf(out, "  %-18.18s %s\n", spec.policy_id, line);
+    }
 }
 
 /* The journey of a segment and of the weights trained on it, hop by hop. */
@@ -237,6 +254,7 @@ static void s_render_hops(const Volley__Status *s, FILE *out)
 void vl_top_render(const Volley__Status *s, const char *broker, int max_actors, FILE *out)
 {
     s_render_header(s, broker, out);
+    s_render_specs(s, out);
     s_render_learners(s, out);
     s_render_training(s, out);
     s_render_actors(s, max_actors, out);
@@ -393,6 +411,22 @@ void vl_top_render_kv(const Volley__Status *s, int64_t wall_ns, FILE *out)
         s_kv_s(out, "drop_kind", s->drops[i]->kind);
         s_kv_s(out, "reason", s->drops[i]->reason);
         s_kv_u(out, "count", s->drops[i]->count);
+        fputc('\n', out);
+    }
+    vl_limits_t lim = vl_limits_default();
+    for (size_t i = 0; i < s->n_specs; i++) {
+        vl_spec_t spec;
+        char obs[128];
+        if (vl_spec_from_msg(s->specs[i], &lim, &spec) != VL_OK)
+            continue;
+        vl_spec_obs_str(&spec.obs_spec, obs, sizeof obs);
+        s_kv_start(out, ts, "spec");
+        s_kv_s(out, "policy", spec.policy_id);
+        s_kv_s(out, "obs", obs);
+        s_kv_u(out, "actions", spec.num_actions);
+        s_kv_u(out, "horizon", spec.horizon);
+        s_kv_u(out, "hidden", spec.hidden);
+        s_kv_s(out, "env", spec.env[0] ? spec.env : "?");
         fputc('\n', out);
     }
 }

@@ -374,7 +374,7 @@ static void s_publish_stats(vl_learner_t *self)
 {
     vl_stats_t st;
     s_fill_stats(self, &st);
-    vl_debug("version=%llu steps=%llu episodes=%llu return=%.1f lag=%u/%u/%u dropped=%llu",
+    vl_debug("version=%llu steps=%llu episodes=%llu return=%.2f lag=%u/%u/%u dropped=%llu",
              (unsigned long long)st.version, (unsigned long long)st.env_steps,
              (unsigned long long)st.episodes, st.mean_return, st.lag_min, st.lag_median, st.lag_max,
              (unsigned long long)st.segments_dropped);

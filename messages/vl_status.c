@@ -118,7 +118,7 @@ static vl_reason_t s_check_status(const Volley__Status *s)
     if (s->schema != VL_SCHEMA_VERSION)
         return VL_EVERSION;
     if (s->n_actors > VL_STATUS_MAX_ACTORS || s->n_learners > VL_STATUS_MAX_LEARNERS ||
-        s->n_drops > VL_STATUS_MAX_DROPS)
+        s->n_drops > VL_STATUS_MAX_DROPS || s->n_specs > VL_STATUS_MAX_SPECS)
         return VL_ETOOBIG;
     if (!vl_double_is_finite(s->uptime_s) || s->uptime_s < 0 ||
         s->uptime_s > VL_STATUS_MAX_UPTIME || !s_figure_ok(s->received_per_s))
@@ -130,6 +130,10 @@ static vl_reason_t s_check_status(const Volley__Status *s)
         r = s_check_learner(s->learners[i]);
     for (size_t i = 0; r == VL_OK && i < s->n_drops; i++)
         r = s_check_drop(s->drops[i]);
+    vl_limits_t lim = vl_limits_default();
+    vl_spec_t spec;
+    for (size_t i = 0; r == VL_OK && i < s->n_specs; i++)
+        r = vl_spec_from_msg(s->specs[i], &lim, &spec);
     return r;
 }
 

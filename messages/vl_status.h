@@ -32,11 +32,12 @@
 #define VL_STATUS_MAX_ACTORS   65536
 #define VL_STATUS_MAX_LEARNERS 1024
 #define VL_STATUS_MAX_DROPS    1024
+#define VL_STATUS_MAX_SPECS    1024
 /* Largest uptime a Status may claim, in seconds (a century). */
 #define VL_STATUS_MAX_UPTIME 3.2e9
 
 /* Longest drop kind or reason text, NUL included. */
-#define VL_STATUS_TEXT_MAX 96
+#define VL_STATUS_TEXT_MAX 192 // > VL_SPEC_REASON_MAX: a reason names a field and two values
 
 /* An actor's heartbeat; fields as in volley.proto's Beat. */
 typedef struct {
