@@ -1,20 +1,41 @@
 /*  vl_ingest: decode, check, commit. */
 #include "vl_ingest.h"
 
+#include <stdio.h>
 #include <string.h>
 
-/* Returns VL_OK if a valid segment is one this learner trains on. */
-static vl_reason_t s_check_fit(const vl_learner_config_t *c, uint32_t A, const vl_segment_t *s)
+#include "../messages/vl_spec.h"
+
+/* Returns VL_OK if a valid segment is one this learner trains on, else
+   VL_EMISMATCH after writing which field differs, with both values, into
+   why (if not NULL). */
+static vl_reason_t s_check_fit(const vl_learner_config_t *c, uint32_t A, const vl_segment_t *s,
+                               char *why, size_t why_size)
 {
-    if (s->horizon != c->horizon || s->num_actions != A ||
-        !vl_obs_spec_equal(&s->obs_spec, &c->obs_spec) || strcmp(s->policy_id, c->policy) != 0)
-        return VL_EMISMATCH;
-    return VL_OK;
+    char a[64], b[64];
+    if (strcmp(s->policy_id, c->policy) != 0) {
+        if (why)
+            snprintf(why, why_size, "policy '%s', learner serves '%s'", s->policy_id, c->policy);
+    } else if (s->horizon != c->horizon) {
+        if (why)
+            snprintf(why, why_size, "horizon %u, learner serves %u", s->horizon, c->horizon);
+    } else if (s->num_actions != A) {
+        if (why)
+            snprintf(why, why_size, "actions %u, learner serves %u", s->num_actions, A);
+    } else if (!vl_obs_spec_equal(&s->obs_spec, &c->obs_spec)) {
+        vl_spec_obs_str(&s->obs_spec, a, sizeof a);
+        vl_spec_obs_str(&c->obs_spec, b, sizeof b);
+        if (why)
+            snprintf(why, why_size, "observation %.48s, learner serves %.48s", a, b);
+    } else {
+        return VL_OK;
+    }
+    return VL_EMISMATCH;
 }
 
 vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, uint32_t A,
                       const vl_limits_t *lim, const uint8_t *data, size_t size, int64_t recv_ns,
-                      vl_ingest_fn accept, void *ctx)
+                      vl_ingest_fn accept, void *ctx, vl_ingest_refusal_t *refusal)
 {
     vl_segment_t seg;
     void *arrays;
@@ -23,8 +44,16 @@ vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, uint3
     if (slot < 0)
         return VL_ETOOBIG; // every slot busy: cannot happen with capacity >= 2 batches
     vl_reason_t r = vl_segment_decode(data, size, lim, &seg, arrays, cap);
+    if (refusal) { // who sent a segment whose values failed: its header may still say
+        vl_segment_t head;
+        refusal->actor_id = r == VL_OK                                         ? seg.actor_id
+                            : vl_segment_peek(data, size, lim, &head) == VL_OK ? head.actor_id
+                                                                               : UINT32_MAX;
+        snprintf(refusal->why, sizeof refusal->why, "%s", vl_reason_str(r));
+    }
     if (r == VL_OK)
-        r = s_check_fit(config, A, &seg);
+        r = s_check_fit(config, A, &seg, refusal ? refusal->why : NULL,
+                        refusal ? sizeof refusal->why : 0);
     if (r != VL_OK) {
         vl_buffer_abandon(buf, slot);
         return r;

@@ -15,6 +15,7 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
+#include "../messages/vl_status.h"
 #include "vl_buffer.h"
 #include "vl_ingest.h"
 #include "vl_replay.h"
@@ -32,9 +33,11 @@
 typedef struct {
     pthread_mutex_t lock;
     uint64_t env_steps, episodes, accepted;
-    uint64_t refused[VL_EREASONS]; // by reason
-    vl_returns_t returns;          // of the last episodes
-    double ingest_ms_sum;          // actor send -> ingest, since the last report
+    uint64_t refused[VL_EREASONS];      // by reason
+    vl_refusal_t rows[VL_REFUSALS_MAX]; // by actor and reason text, for the broker's books
+    uint32_t n_rows;
+    vl_returns_t returns; // of the last episodes
+    double ingest_ms_sum; // actor send -> ingest, since the last report
     uint64_t ingest_n;
 } s_ingest_stats_t;
 
@@ -142,13 +145,37 @@ int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
     return -1;
 }
 
-/* Counts a refused segment; the first of each reason is logged. */
-static void s_refuse(vl_learner_t *self, vl_reason_t r)
+/* Adds a refusal to its row (actor, reason text), making one if there is
+   room; rows past VL_REFUSALS_MAX are only counted by reason. Returns 1 if
+   the row is new. Under the ingest lock. */
+static int s_refusal_row(s_ingest_stats_t *in, const vl_ingest_refusal_t *why)
+{
+    for (uint32_t i = 0; i < in->n_rows; i++)
+        if (in->rows[i].actor_id == why->actor_id && strcmp(in->rows[i].reason, why->why) == 0) {
+            in->rows[i].count++;
+            return 0;
+        }
+    if (in->n_rows == VL_REFUSALS_MAX)
+        return 0;
+    vl_refusal_t *row = &in->rows[in->n_rows++];
+    row->actor_id = why->actor_id;
+    snprintf(row->reason, sizeof row->reason, "%s", why->why);
+    row->count = 1;
+    return 1;
+}
+
+/* Counts a refused segment by reason and, when the refusal says who and
+   why, by actor and reason text; each new reason is logged once. */
+static void s_refuse(vl_learner_t *self, vl_reason_t r, const vl_ingest_refusal_t *why)
 {
     pthread_mutex_lock(&self->in.lock);
     uint64_t before = self->in.refused[r]++;
+    int new_row = why && why->actor_id != UINT32_MAX && s_refusal_row(&self->in, why);
     pthread_mutex_unlock(&self->in.lock);
-    if (before == 0)
+    if (new_row)
+        vl_warn("refusing segments of actor %u: %s; logged once, counted after", why->actor_id,
+                why->why);
+    else if (before == 0 && !(why && why->actor_id != UINT32_MAX))
         vl_warn("refusing segments: %s; logged once, counted after", vl_reason_str(r));
 }
 
@@ -175,10 +202,11 @@ static void s_count(void *ctx, const vl_segment_t *s)
 /* Decodes one received segment into a buffer slot, or refuses it. */
 static void s_ingest_one(vl_learner_t *self, const uint8_t *data, size_t size)
 {
+    vl_ingest_refusal_t why;
     vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, vl_wall_ns(),
-                              s_count, self);
+                              s_count, self, &why);
     if (r != VL_OK)
-        s_refuse(self, r);
+        s_refuse(self, r, &why);
 }
 
 /* The ingest thread's credit with the broker: absolute counters since its
@@ -229,6 +257,43 @@ static void s_hello(vl_learner_t *self, void *dealer)
     }
 }
 
+/* Declares our spec on the control socket (each second, with the hello: a
+   restarted broker learns it from us too) and reads the broker's answers:
+   a refusal is logged once per reason; training goes on with what we have. */
+static void s_declare_spec(vl_learner_t *self, void *control, uint32_t *told)
+{
+    char verb[16], why[VL_SPEC_REASON_MAX];
+    for (int k = 0; k < 16; k++) {
+        int n = zmq_recv(control, verb, sizeof verb - 1, ZMQ_DONTWAIT), more = 0;
+        if (n < 0)
+            break;
+        size_t ms = sizeof more;
+        zmq_getsockopt(control, ZMQ_RCVMORE, &more, &ms);
+        int w = more ? zmq_recv(control, why, sizeof why - 1, 0) : 0;
+        for (zmq_getsockopt(control, ZMQ_RCVMORE, &more, &ms); more;
+             zmq_getsockopt(control, ZMQ_RCVMORE, &more, &ms))
+            zmq_recv(control, verb, 1, 0);
+        verb[n < (int)sizeof verb ? n : (int)sizeof verb - 1] = 0;
+        why[w < 0 ? 0 : w < (int)sizeof why ? w : (int)sizeof why - 1] = 0;
+        uint32_t h = 2166136261u;
+        for (const char *p = why; *p; p++)
+            h = (h ^ (uint8_t)*p) * 16777619u;
+        if (strcmp(verb, VL_VERB_ERROR) == 0 && h != *told) {
+            *told = h;
+            vl_error("the broker refuses this learner's spec: %s", why);
+        }
+    }
+    vl_spec_t spec;
+    vl_learner_config_spec(&self->c, &spec);
+    uint8_t *buf;
+    size_t size;
+    if (vl_spec_encode(&spec, &buf, &size) == 0) {
+        if (zmq_send(control, VL_VERB_SPEC, strlen(VL_VERB_SPEC), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+            zmq_send(control, buf, size, ZMQ_DONTWAIT);
+        free(buf);
+    }
+}
+
 /* The ingest thread: receives segments, says hello every second and grants
    the broker credit as the buffer frees room. */
 static void *s_ingest_main(void *arg)
@@ -242,6 +307,9 @@ static void *s_ingest_main(void *arg)
     }
     vl_curve_watch_t *watch =
         vl_sock_curve_on() ? vl_curve_watch_new(self->ctx, dealer, "segments and credit") : NULL;
+    void *control =
+        vl_sock_connect_lossy(self->ctx, ZMQ_DEALER, self->c.broker, VL_PORT_CONTROL, 4096);
+    uint32_t told = 0; // hash of the last spec refusal logged
     // Half the buffer: the trainer's batches (capacity >= 2 batches) always fit in it.
     uint32_t window = self->c.capacity / 2;
     s_flow_t flow = {0, 0, window > self->c.batch_segments ? window : self->c.batch_segments};
@@ -252,6 +320,8 @@ static void *s_ingest_main(void *arg)
         int hello = vl_now_ns() >= next_hello;
         if (hello) {
             s_hello(self, dealer);
+            if (control)
+                s_declare_spec(self, control, &told);
             vl_curve_watch_poll(watch);
             next_hello = vl_now_ns() + S_HELLO_NS;
         }
@@ -263,13 +333,15 @@ static void *s_ingest_main(void *arg)
             if (!zmq_msg_more(&msg))
                 flow.received++; // the broker counts messages sent, refused ones included
             if (zmq_msg_more(&msg))
-                s_refuse(self, VL_EPROTO); // frames of a multi-frame message each refused
+                s_refuse(self, VL_EPROTO, NULL); // frames of a multi-frame message each refused
             else
                 s_ingest_one(self, zmq_msg_data(&msg), zmq_msg_size(&msg));
         }
     }
     zmq_msg_close(&msg);
     vl_curve_watch_destroy(&watch);
+    if (control)
+        zmq_close(control);
     zmq_close(dealer);
     return NULL;
 }
@@ -355,6 +427,8 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
     uint64_t refused = 0;
     for (int r = 0; r < VL_EREASONS; r++)
         refused += in->refused[r];
+    st->n_refusals = in->n_rows;
+    memcpy(st->refusals, in->rows, in->n_rows * sizeof in->rows[0]);
     pthread_mutex_unlock(&in->lock);
     st->version = self->version;
     s_lag_summary(self, st);

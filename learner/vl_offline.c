@@ -12,7 +12,6 @@
 #include "vl_trainer.h"
 #include "vtrace.h"
 
-
 struct vl_offline_s {
     vl_learner_config_t c;
     uint32_t A;
@@ -97,8 +96,8 @@ static int s_update(vl_offline_t *self)
 int vl_offline_feed(vl_offline_t *self, const uint8_t *data, size_t size, int64_t recv_ns)
 {
     self->st.messages++;
-    vl_reason_t r =
-        vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, recv_ns, s_count, self);
+    vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, recv_ns,
+                              s_count, self, NULL);
     if (r != VL_OK) {
         self->st.refused[r]++;
         return 0;

@@ -4,13 +4,17 @@
 #     logs the field with both values and exits 2; `volley top` shows the policy's spec and
 #     the refusal, counted under the same reason;
 #  2. a learner started without --env takes the spec from the broker (waiting, with a log
-#     line, until an actor declares it) and trains actors of a plugin env it never loads;
+#     line, until an actor declares it) and trains actors of a plugin env it never loads; an
+#     actor of a policy whose name is a prefix of that one's never acts on its weights;
 #  3. one actor that waits for new weights after every round (--wait-ms forever) and a
 #     learner at its default --batch (16, more than the actor's 4 envs send a round) still
-#     train: the learner trains on what waits instead of waiting for a batch that never comes.
-# Usage: spec_test.sh path/to/volley path/to/libvl_corridor.so
+#     train: the learner trains on what waits instead of waiting for a batch that never comes;
+#  4. a segment the broker let through (--inspect header) and the learner refused is counted
+#     in the broker's books as dropped under the learner's reason, not as routed.
+# Usage: spec_test.sh path/to/volley path/to/libvl_corridor.so path/to/vl_inject
 . "$(dirname "$0")/lib.sh"
-PLUGIN=${2:?usage: $0 path/to/volley path/to/libvl_corridor.so}
+PLUGIN=${2:?usage: $0 path/to/volley path/to/libvl_corridor.so path/to/vl_inject}
+INJECT=${3:?usage: $0 path/to/volley path/to/libvl_corridor.so path/to/vl_inject}
 PORT=$(free_port)
 B=127.0.0.1:$PORT
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 > "$TMP/broker.log" 2>&1 &
@@ -52,6 +56,18 @@ wait_for "$TMP/learner-corridor.log" 60 "version=([2-9][0-9]|[0-9]{3,}) .* retur
     fail "the learner without --env did not train the plugin's actors to solved"
 pass "a learner without --env trained a plugin env's actors: $(grep -oE "version=[0-9]+ .* return=[0-9.]+" "$TMP/learner-corridor.log" | tail -1)"
 
+# An actor of policy 'corrid' subscribes to a prefix of 'corridor''s topic: ZeroMQ delivers it
+# corridor's weights, and it must not act on them.
+"$VOLLEY" actor --policy corrid --env "$PLUGIN" --broker $B --envs 2 --id 5 --verbose > "$TMP/actor-prefix.log" 2>&1 &
+PREFIX=$!
+PIDS+=($PREFIX)
+sleep 3
+grep -q "acting for policy" "$TMP/actor-prefix.log" &&
+    fail "an actor of policy 'corrid' acted on another policy's weights"
+kill -0 $PREFIX 2>/dev/null || fail "the 'corrid' actor died"
+kill -TERM $PREFIX
+pass "an actor of policy 'corrid' does not act on 'corridor''s weights (topics match exactly)"
+
 # 3. one actor that never acts ahead of its weights, a learner at its default batch
 "$VOLLEY" learner --env cartpole --policy lone --broker $B --verbose > "$TMP/learner-lone.log" 2>&1 &
 PIDS+=($!)
@@ -60,4 +76,25 @@ PIDS+=($!)
 wait_for "$TMP/learner-lone.log" 30 "version=([3-9][0-9]|[0-9]{3,}) " ||
     fail "a learner at --batch 16 with one 4-env actor stalled at version $(version "$TMP/learner-lone.log")"
 pass "one 4-env actor and a learner at --batch 16 train (version $(version "$TMP/learner-lone.log"))"
-echo "4 passed, 0 failed"
+# 4. the learner's refusals in the broker's books
+P2=$(free_port)
+"$VOLLEY" broker --port "$P2" --bind 127.0.0.1 --inspect header > "$TMP/broker2.log" 2>&1 &
+PIDS+=($!)
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$P2 --verbose > "$TMP/learner2.log" 2>&1 &
+PIDS+=($!)
+wait_for "$TMP/broker2.log" 10 "learner for policy 'default' joined" || fail "learner 2 never joined"
+sleep 0.5 # its first credit
+"$INJECT" 127.0.0.1:$P2 seg-nan-reward > /dev/null || fail "vl_inject failed"
+ok=
+for _ in $(seq 50); do
+    "$VOLLEY" top --broker 127.0.0.1:$P2 --once > "$TMP/top2.txt" 2>&1
+    grep -qE "^  segments +1  refused by its learner: non-finite float$" "$TMP/top2.txt" && { ok=1; break; }
+    sleep 0.2
+done
+[ -n "$ok" ] || fail "the learner's refusal is not in the broker's books: $(cat "$TMP/top2.txt")"
+grep -q "segments received 1 = routed 0 + dropped 1 + queued 0   (adds up)" "$TMP/top2.txt" ||
+    fail "the books do not add up: $(grep received "$TMP/top2.txt")"
+grep -q "refusing segments of actor 0: non-finite float" "$TMP/learner2.log" ||
+    fail "the learner did not log the refusal with its actor"
+pass "a segment the learner refused counts as dropped (received 1 = routed 0 + dropped 1)"
+echo "6 passed, 0 failed"
