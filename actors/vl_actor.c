@@ -19,6 +19,7 @@
 
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
 #define S_BEAT_EVERY_NS     1000000000LL // the broker calls an actor silent after 5 s
+#define S_BEAT_RETRY_NS     50000000LL   // a beat no connection took is tried again this soon
 
 #define S_REASONS_LOGGED 16 // distinct refusal reasons an actor logs (then it only counts)
 
@@ -58,6 +59,7 @@ struct vl_actor_s {
     int n_reasons;
     // since the last beat
     int64_t beat_ns;     // monotonic, when it was sent
+    uint64_t beats_out;  // beats a connection took: the first carried our spec to the broker
     uint64_t beat_steps; // self->steps then
     double apply_ms_sum; // weights publish -> applied
     float apply_ms_max;
@@ -266,10 +268,10 @@ static void s_read_control(vl_actor_t *self)
    and the spec of our segments. Reads the broker's refusals meanwhile. */
 static void s_beat(vl_actor_t *self)
 {
-    s_read_control(self);
     int64_t now = vl_now_ns(), elapsed = now - self->beat_ns;
     if (elapsed < S_BEAT_EVERY_NS)
-        return;
+        return; // called every step: nothing here may touch a socket before this
+    s_read_control(self);
     for (int i = 0; i < 3; i++)
         vl_curve_watch_poll(self->watch[i]);
     vl_beat_t b = {.actor_id = self->c.actor_id,
@@ -285,13 +287,20 @@ static void s_beat(vl_actor_t *self)
     b.spec = self->spec;
     uint8_t *buf;
     size_t size;
+    int sent = 0;
     if (vl_beat_encode(&b, &buf, &size) == 0) {
-        // Never blocks: with no broker, beats wait in the socket's queue until its limit.
+        // Never blocks: with no connection (the broker away, or not reached yet) the send
+        // fails at once and the beat is tried again soon, so the first one is not a second late.
         if (zmq_send(self->control, VL_VERB_BEAT, strlen(VL_VERB_BEAT),
                      ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
-            zmq_send(self->control, buf, size, ZMQ_DONTWAIT);
+            sent = zmq_send(self->control, buf, size, ZMQ_DONTWAIT) >= 0;
         free(buf);
     }
+    if (!sent) {
+        self->beat_ns = now - S_BEAT_EVERY_NS + S_BEAT_RETRY_NS;
+        return;
+    }
+    self->beats_out++;
     self->beat_ns = now;
     self->beat_steps = self->steps;
     self->apply_ms_sum = 0.0;
@@ -451,19 +460,23 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
     return 0;
 }
 
-/* Blocks until the first weights arrive. Returns 0, or -1 if interrupted. */
+/* Blocks until the first weights arrive and a beat has carried our spec to
+   the broker (so no segment of ours reaches it before the spec does; a
+   conflicting spec is answered at once). Returns 0, or -1 if interrupted or
+   refused. */
 static int s_wait_first_weights(vl_actor_t *self)
 {
     int64_t start = vl_now_ns(), next_note = start + 5000000000LL;
-    while (!vl_interrupted && !self->have_weights && !self->refused_spec) {
-        if (s_poll_weights(self, 200) < 0)
+    while (!vl_interrupted && !(self->have_weights && self->beats_out) && !self->refused_spec) {
+        if (s_poll_weights(self, self->beats_out ? 200 : 20) < 0)
             return -1;
+        s_read_control(self); // a refusal of our spec comes soon after our first beat
         if (vl_now_ns() > next_note) {
             vl_info("waiting for weights of policy '%s' from %s", self->c.policy, self->c.broker);
             next_note += 5000000000LL;
         }
     }
-    return self->have_weights ? 0 : -1;
+    return self->have_weights && !self->refused_spec ? 0 : -1;
 }
 
 /* When the actor is max_ahead segments ahead of its weights, waits a while
@@ -503,6 +516,10 @@ int vl_actor_run(vl_actor_t *self)
         if (++t < self->c.horizon)
             continue;
         t = 0;
+        if (self->beats_out < 3) // the first seconds: a spec refusal stops us before we send
+            s_read_control(self);
+        if (self->refused_spec)
+            return -2;
         if (s_send_segments(self, seg_version) != 0)
             return vl_interrupted ? 0 : -1;
         self->rounds_on_version++;

@@ -11,16 +11,29 @@
 #include "../messages/vl_status.h"
 
 #define S_RETRY_MS   1000 // a request unanswered this long is sent again
-#define S_NOTE_EVERY 5    // tries between "still waiting" log lines
+#define S_CONNECT_MS 50   // a request no connection took (not connected yet) is tried this soon
+#define S_NOTE_NS    5000000000LL // between "still waiting" log lines
 #define S_REPLY_MAX  (64 << 10)
 
-/* Sends [verb][body]. */
-static void s_send(void *sock, const char *verb, const void *body, size_t size)
+/* Sends [verb][body]. Returns 1 if a connection took it, 0 if there is
+   none yet (the socket queues nothing without one: the caller tries again
+   in S_CONNECT_MS). */
+static int s_send(void *sock, const char *verb, const void *body, size_t size)
 {
-    if (zmq_send(sock, verb, strlen(verb), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
-        zmq_send(sock, body, size, ZMQ_DONTWAIT);
+    if (zmq_send(sock, verb, strlen(verb), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return 0;
+    return zmq_send(sock, body, size, ZMQ_DONTWAIT) >= 0;
 }
 
+/* Returns 1, after logging `what`, when the next note is due. */
+static int s_note_due(int64_t *next_note)
+{
+    int64_t now = vl_now_ns();
+    if (now < *next_note)
+        return 0;
+    *next_note = now + S_NOTE_NS;
+    return 1;
+}
 /* Waits up to S_RETRY_MS for a [verb][body] reply; copies the verb (cut to
    15 bytes) and the body. Returns the body's size, or -1 on no reply. */
 static int s_reply(void *sock, char verb[16], uint8_t *body, size_t cap)
@@ -54,8 +67,14 @@ static int s_declare(void *sock, vl_learner_config_t *c)
         return 2;
     }
     int rc = 1;
-    for (int tries = 1; !vl_interrupted; tries++) {
-        s_send(sock, VL_VERB_SPEC, buf, size);
+    int64_t next_note = vl_now_ns() + S_NOTE_NS;
+    while (!vl_interrupted) {
+        if (!s_send(sock, VL_VERB_SPEC, buf, size)) {
+            vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
+            if (s_note_due(&next_note))
+                vl_info("waiting for the broker at %s to take our spec", c->broker);
+            continue;
+        }
         char verb[16];
         int n = s_reply(sock, verb, reply, sizeof reply - 1);
         if (n >= 0 && strcmp(verb, VL_VERB_OK) == 0) {
@@ -68,7 +87,7 @@ static int s_declare(void *sock, vl_learner_config_t *c)
             rc = 2;
             break;
         }
-        if (tries % S_NOTE_EVERY == 0)
+        if (s_note_due(&next_note))
             vl_info("waiting for the broker at %s to take our spec", c->broker);
     }
     free(buf);
@@ -81,8 +100,12 @@ static int s_fetch(void *sock, vl_learner_config_t *c)
 {
     static uint8_t reply[S_REPLY_MAX];
     vl_limits_t lim = vl_limits_default();
-    for (int tries = 1; !vl_interrupted; tries++) {
-        s_send(sock, VL_VERB_GETSPEC, c->policy, strlen(c->policy));
+    int64_t next_note = 0;
+    while (!vl_interrupted) {
+        if (!s_send(sock, VL_VERB_GETSPEC, c->policy, strlen(c->policy))) {
+            vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
+            continue;
+        }
         char verb[16];
         int n = s_reply(sock, verb, reply, sizeof reply);
         vl_spec_t spec;
@@ -96,7 +119,7 @@ static int s_fetch(void *sock, vl_learner_config_t *c)
             vl_info("policy '%s' from the broker: %s", c->policy, line);
             return 0;
         }
-        if (tries == 1 || tries % S_NOTE_EVERY == 0)
+        if (s_note_due(&next_note))
             vl_info("waiting for an actor of policy '%s' to declare its spec at %s", c->policy,
                     c->broker);
         if (n >= 0) // answered at once ("not yet"): ask again in a second
