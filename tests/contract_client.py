@@ -190,6 +190,7 @@ class Client:
         self.seq = 0
         self.sent = 0
         self.steps = 0
+        self.ends = [0, 0, 0]         # dones sent: 0 goes on, 1 terminated, 2 truncated
         self.stats = None             # the learner's last Stats for our policy
         self.beat_at = 0.0
         self.beat_steps = 0
@@ -315,6 +316,7 @@ class Client:
             self.ep_len[i] += 1
             if term or trunc:
                 seg.dones.append(1 if term else 2)
+                self.ends[seg.dones[-1]] += 1
                 if trunc:
                     seg.finals.append(env.observe()[0])  # where the time limit cut it
                 seg.ep_returns.append(self.ep_ret[i])
@@ -368,6 +370,15 @@ class Client:
               (el, self.steps, self.steps / el if el else 0, self.sent, self.version,
                len(self.applied), learner), flush=True)
 
+    def settle(self, timeout=3.0):
+        """Stops acting until the learner's Stats count every step we sent (or timeout), so
+        the verdict is on everything we pushed. Returns reached() on those stats."""
+        until = time.monotonic() + timeout
+        while time.monotonic() < until and (self.stats is None or self.stats.env_steps < self.steps):
+            self.poll_sub(100)
+            self.beat()
+        return self.reached()
+
     def reached(self):
         st = self.stats
         return st is not None and st.window >= 100 and st.mean_return >= self.a.target
@@ -409,13 +420,13 @@ class Client:
             if self.refused_spec is not None:
                 return 2
             self.progress()
-            if self.reached():
+            if self.reached() and self.settle():
+                el = time.monotonic() - self.start
                 self.progress(force=True)
-                print("reached: mean return %.1f over %d episodes at weights version %d after "
-                      "%d of our steps in %.1f s (%.0f steps/s)" %
-                      (self.stats.mean_return, self.stats.window, self.stats.version, self.steps,
-                       time.monotonic() - self.start, self.steps / (time.monotonic() - self.start)),
-                      flush=True)
+                print("reached: mean return %.1f over %d episodes at weights version %d; the "
+                      "learner ingested %d env steps, we stepped %d in %.1f s (%.0f steps/s)" %
+                      (self.stats.mean_return, self.stats.window, self.stats.version,
+                       self.stats.env_steps, self.steps, el, self.steps / el), flush=True)
                 return 0
             if time.monotonic() > deadline:
                 self.progress(force=True)
@@ -423,6 +434,8 @@ class Client:
                 return 1
 
     def summary(self):
+        print("episodes ended: %d terminated (done 1), %d truncated at %d steps (done 2, with "
+              "their final observations)" % (self.ends[1], self.ends[2], CartPole.MAX_STEPS))
         v = self.applied
         up = all(b > c for b, c in zip(v[1:], v))
         print("weights applied: %d versions, first %s, last %s, each newer than the last: %s" %
