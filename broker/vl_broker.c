@@ -917,17 +917,27 @@ static void s_on_status(vl_broker_t *self, zmq_msg_t *id)
     free(rows.actor_ptrs);
 }
 
+/* Copies a request's policy argument into policy (NUL-terminated). Returns
+   0, or -1 after refusing the request (no argument, or too long). */
+static int s_arg_policy(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg,
+                        char policy[VL_POLICY_ID_MAX])
+{
+    size_t len = arg ? zmq_msg_size(arg) : 0;
+    if (len == 0 || len >= VL_POLICY_ID_MAX) {
+        s_refuse(self, id, VL_EPOLICY);
+        return -1;
+    }
+    memcpy(policy, zmq_msg_data((zmq_msg_t *)arg), len);
+    policy[len] = 0;
+    return 0;
+}
+
 /* Pauses or resumes the stream of the learner named in arg. */
 static void s_on_pause(vl_broker_t *self, zmq_msg_t *id, int pause, const zmq_msg_t *arg)
 {
     char policy[VL_POLICY_ID_MAX];
-    size_t len = arg ? zmq_msg_size(arg) : 0;
-    if (len == 0 || len >= sizeof policy) {
-        s_refuse(self, id, VL_EPOLICY);
+    if (s_arg_policy(self, id, arg, policy) != 0)
         return;
-    }
-    memcpy(policy, zmq_msg_data((zmq_msg_t *)arg), len);
-    policy[len] = 0;
     s_learner_t *l = s_learner_find(self, policy);
     if (!l) {
         s_refuse(self, id, vl_wire_name_ok(policy, sizeof policy) ? S_DROP_NO_LEARNER : VL_EPOLICY);
@@ -986,13 +996,8 @@ static void s_on_spec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
 static void s_on_getspec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
 {
     char policy[VL_POLICY_ID_MAX];
-    size_t len = arg ? zmq_msg_size(arg) : 0;
-    if (len == 0 || len >= sizeof policy) {
-        s_refuse(self, id, VL_EPOLICY);
+    if (s_arg_policy(self, id, arg, policy) != 0)
         return;
-    }
-    memcpy(policy, zmq_msg_data((zmq_msg_t *)arg), len);
-    policy[len] = 0;
     const vl_spec_t *spec = vl_specs_find(self->specs, policy);
     uint8_t *buf;
     size_t size;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "vl_codec.h"
+#include "vl_spec.h"
 #include "volley.pb-c.h"
 
 /* Bytes of the non-observation payload per step: action, reward, logp, done. */
@@ -68,28 +69,6 @@ void vl_segment_bind(vl_segment_t *seg, void *arrays)
     seg->wire = seg->truncated + ((T + 3) & ~(size_t)3);
 }
 
-/* Copies the wire's observation fields into a spec. Returns VL_OK,
-   VL_ESHAPE for zero counts or ranks, VL_ETOOBIG for too many. */
-static vl_reason_t s_spec_from_msg(const Volley__Segment *msg, vl_obs_spec_t *spec)
-{
-    if (msg->n_obs_fields == 0)
-        return VL_ESHAPE;
-    if (msg->n_obs_fields > VL_OBS_FIELDS_MAX)
-        return VL_ETOOBIG;
-    spec->n_fields = (uint32_t)msg->n_obs_fields;
-    for (size_t i = 0; i < msg->n_obs_fields; i++) {
-        const Volley__ObsField *f = msg->obs_fields[i];
-        if (f->n_shape == 0)
-            return VL_ESHAPE;
-        if (f->n_shape > VL_OBS_NDIM_MAX)
-            return VL_ETOOBIG;
-        spec->fields[i].encoding = (uint32_t)f->encoding;
-        spec->fields[i].ndim = (uint32_t)f->n_shape;
-        memcpy(spec->fields[i].shape, f->shape, f->n_shape * sizeof f->shape[0]);
-    }
-    return VL_OK;
-}
-
 /* Checks horizon, observation fields and num_actions against lim, in the
    contract's order, into seg. Returns VL_OK or the reason. */
 static vl_reason_t s_check_shape(const Volley__Segment *msg, const vl_limits_t *lim,
@@ -99,7 +78,7 @@ static vl_reason_t s_check_shape(const Volley__Segment *msg, const vl_limits_t *
         return VL_ESHAPE;
     if (msg->horizon > lim->max_horizon)
         return VL_ETOOBIG;
-    vl_reason_t r = s_spec_from_msg(msg, &seg->obs_spec);
+    vl_reason_t r = vl_obs_fields_from_msg(msg->n_obs_fields, msg->obs_fields, &seg->obs_spec);
     if (r == VL_OK)
         r = vl_obs_spec_check(&seg->obs_spec, lim, &seg->obs_dim, &seg->obs_wire_bytes);
     if (r != VL_OK)
@@ -322,13 +301,7 @@ static void s_segment_to_msg(const vl_segment_t *seg, Volley__Segment *msg,
     msg->policy_id = (char *)seg->policy_id;
     msg->policy_version = seg->policy_version;
     msg->horizon = seg->horizon;
-    for (uint32_t i = 0; i < seg->obs_spec.n_fields; i++) {
-        volley__obs_field__init(&fields[i]);
-        fields[i].encoding = (Volley__Encoding)seg->obs_spec.fields[i].encoding;
-        fields[i].n_shape = seg->obs_spec.fields[i].ndim;
-        fields[i].shape = (uint32_t *)seg->obs_spec.fields[i].shape;
-        ptrs[i] = &fields[i];
-    }
+    vl_obs_fields_to_msg(&seg->obs_spec, fields, ptrs);
     msg->n_obs_fields = seg->obs_spec.n_fields;
     msg->obs_fields = ptrs;
     msg->num_actions = seg->num_actions;

@@ -5,19 +5,46 @@
 #include <stdio.h>
 #include <string.h>
 
+void vl_obs_fields_to_msg(const vl_obs_spec_t *obs, Volley__ObsField *fields,
+                          Volley__ObsField **ptrs)
+{
+    for (uint32_t i = 0; i < obs->n_fields && i < VL_OBS_FIELDS_MAX; i++) {
+        volley__obs_field__init(&fields[i]);
+        fields[i].encoding = (Volley__Encoding)obs->fields[i].encoding;
+        fields[i].n_shape = obs->fields[i].ndim;
+        fields[i].shape = (uint32_t *)obs->fields[i].shape;
+        ptrs[i] = &fields[i];
+    }
+}
+
+vl_reason_t vl_obs_fields_from_msg(size_t n, Volley__ObsField *const *fields, vl_obs_spec_t *obs)
+{
+    if (n == 0)
+        return VL_ESHAPE;
+    if (n > VL_OBS_FIELDS_MAX)
+        return VL_ETOOBIG;
+    memset(obs, 0, sizeof *obs);
+    obs->n_fields = (uint32_t)n;
+    for (size_t i = 0; i < n; i++) {
+        const Volley__ObsField *f = fields[i];
+        if (f->n_shape == 0)
+            return VL_ESHAPE;
+        if (f->n_shape > VL_OBS_NDIM_MAX)
+            return VL_ETOOBIG;
+        obs->fields[i].encoding = (uint32_t)f->encoding;
+        obs->fields[i].ndim = (uint32_t)f->n_shape;
+        memcpy(obs->fields[i].shape, f->shape, f->n_shape * sizeof f->shape[0]);
+    }
+    return VL_OK;
+}
+
 void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *fields,
                     Volley__ObsField **ptrs)
 {
     volley__spec__init(msg);
     msg->schema = VL_SCHEMA_VERSION;
     msg->policy_id = (char *)spec->policy_id;
-    for (uint32_t i = 0; i < spec->obs_spec.n_fields && i < VL_OBS_FIELDS_MAX; i++) {
-        volley__obs_field__init(&fields[i]);
-        fields[i].encoding = (Volley__Encoding)spec->obs_spec.fields[i].encoding;
-        fields[i].n_shape = spec->obs_spec.fields[i].ndim;
-        fields[i].shape = (uint32_t *)spec->obs_spec.fields[i].shape;
-        ptrs[i] = &fields[i];
-    }
+    vl_obs_fields_to_msg(&spec->obs_spec, fields, ptrs);
     msg->n_obs_fields = spec->obs_spec.n_fields;
     msg->obs_fields = ptrs;
     msg->num_actions = spec->num_actions;
@@ -55,29 +82,6 @@ int vl_spec_encode(const vl_spec_t *spec, uint8_t **out, size_t *out_size)
     return vl_wire_pack(&msg.base, out, out_size);
 }
 
-/* Copies the wire's observation fields into obs. Returns VL_OK, VL_ESHAPE
-   for zero counts or ranks, VL_ETOOBIG for too many. */
-static vl_reason_t s_fields_from_msg(const Volley__Spec *msg, vl_obs_spec_t *obs)
-{
-    if (msg->n_obs_fields == 0)
-        return VL_ESHAPE;
-    if (msg->n_obs_fields > VL_OBS_FIELDS_MAX)
-        return VL_ETOOBIG;
-    memset(obs, 0, sizeof *obs);
-    obs->n_fields = (uint32_t)msg->n_obs_fields;
-    for (size_t i = 0; i < msg->n_obs_fields; i++) {
-        const Volley__ObsField *f = msg->obs_fields[i];
-        if (f->n_shape == 0)
-            return VL_ESHAPE;
-        if (f->n_shape > VL_OBS_NDIM_MAX)
-            return VL_ETOOBIG;
-        obs->fields[i].encoding = (uint32_t)f->encoding;
-        obs->fields[i].ndim = (uint32_t)f->n_shape;
-        memcpy(obs->fields[i].shape, f->shape, f->n_shape * sizeof f->shape[0]);
-    }
-    return VL_OK;
-}
-
 vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl_spec_t *spec)
 {
     vl_reason_t r = vl_wire_check_head(msg->schema, msg->policy_id);
@@ -85,7 +89,7 @@ vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl
         return r;
     vl_spec_t tmp;
     memset(&tmp, 0, sizeof tmp);
-    r = s_fields_from_msg(msg, &tmp.obs_spec);
+    r = vl_obs_fields_from_msg(msg->n_obs_fields, msg->obs_fields, &tmp.obs_spec);
     if (r != VL_OK)
         return r;
     tmp.num_actions = msg->num_actions;

@@ -33,6 +33,16 @@ int vl_spec_encode(const vl_spec_t *spec, uint8_t **out, size_t *out_size);
 vl_reason_t vl_spec_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
                            vl_spec_t *spec);
 
+/* Points ptrs[i] at fields[i] filled from obs's fields (strings and shapes
+   borrowed from obs), for a message's repeated ObsField. */
+void vl_obs_fields_to_msg(const vl_obs_spec_t *obs, Volley__ObsField *fields,
+                          Volley__ObsField **ptrs);
+
+/* Copies a message's n ObsFields into obs. Returns VL_OK, VL_ESHAPE for
+   zero counts or ranks, VL_ETOOBIG for too many (values are checked by
+   vl_obs_spec_check, not here). */
+vl_reason_t vl_obs_fields_from_msg(size_t n, Volley__ObsField *const *fields, vl_obs_spec_t *obs);
+
 /* Fills msg (with fields and ptrs as its storage, VL_OBS_FIELDS_MAX each)
    from spec; msg's strings point into spec. */
 void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *fields,

@@ -23,7 +23,8 @@ typedef enum {
     VL_ELZ4,       // LZ4 payload corrupt, impossible or decompressing to the wrong size
     VL_ENONFINITE, // NaN or Inf in a float field
     VL_EACTION,    // action outside [0, num_actions)
-    VL_EDONE,      // done flag other than 0 or 1, or log-prob > 0
+    VL_EDONE,      // done other than 0, 1 or 2 (or 2s not as many as the header's
+                   // truncations), or log-prob > 0
     VL_EPOLICY,    // policy id (or tensor name) empty, too long or not printable
     VL_EMISMATCH,  // well formed, but not what this receiver serves (shape, horizon)
     VL_EREASONS    // count of reasons, not a reason
