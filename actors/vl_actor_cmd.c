@@ -39,7 +39,7 @@ static void s_usage(FILE *out)
                  "segments are logged once per reason, then counted.\n"
                  "\n");
     vl_opt_print_role(out, "policy to act for");
-    vl_env_print_help(out);
+    vl_env_print_help(out, NULL);
     vl_actor_config_t defaults = vl_actor_config_default();
     vl_opt_print(out, s_nums, S_NNUMS, &defaults);
     vl_opt_print_curve(out);

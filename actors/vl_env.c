@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/vl_log.h"
 
@@ -202,7 +203,12 @@ static int s_is_path(const char *name)
    library never closed) or NULL after printing why. */
 static const vl_env_ops_t *s_load(const char *cmd, const char *path)
 {
-    char why[256];
+    char why[256], here[4096];
+    // dlopen looks a bare name up in the library path, not here: "libfoo.so" in the current
+    // directory means that file, as it would to anyone typing it.
+    if (!strchr(path, '/') && access(path, F_OK) == 0 &&
+        snprintf(here, sizeof here, "./%s", path) < (int)sizeof here)
+        path = here;
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         fprintf(stderr, "volley %s: cannot load env plugin %s: %s\n", cmd, path, dlerror());
@@ -244,16 +250,19 @@ const vl_env_ops_t *vl_env_lookup(const char *cmd, const char *name)
     return NULL;
 }
 
-void vl_env_print_help(FILE *out)
+void vl_env_print_help(FILE *out, const char *dflt)
 {
     pthread_once(&s_builtin_once, s_builtin_init);
     fprintf(out,
-            "  --env NAME|PATH    environment (default %s): a built-in, or a plugin .so\n"
-            "                     exporting `volley_env` (include/volley/env.h); built in:\n",
-            s_builtin[0].name);
+            "  --env NAME|PATH    environment: a built-in, or a plugin .so exporting\n"
+            "                     `volley_env` (include/volley/env.h)\n"
+            "                     (default %s); built in:\n",
+            dflt ? dflt : s_builtin[0].name);
     for (int i = 0; i < S_NBUILTIN; i++)
         fprintf(out, "                       %-10s %s\n", s_builtin[i].name, s_builtin[i].summary);
-    fprintf(out, "  --env-arg TEXT     text handed to the env's create (a ROM path, a level...)\n");
+    if (!dflt)
+        fprintf(out,
+                "  --env-arg TEXT     text handed to the env's create (a ROM path, a level...)\n");
 }
 
 /* ---- N environments stepped together ------------------------------------ */

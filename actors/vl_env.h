@@ -45,8 +45,10 @@ const vl_env_ops_t *vl_env_find(const char *name);
    "volley <cmd>: ..." with the reason to stderr. */
 const vl_env_ops_t *vl_env_lookup(const char *cmd, const char *name);
 
-/* Prints the --env and --env-arg help lines and one line per built-in. */
-void vl_env_print_help(FILE *out);
+/* Prints the --env help lines, one line per built-in and, where the
+   default is the first built-in (dflt NULL), --env-arg's line; otherwise
+   dflt names the default (e.g. for a learner, which creates no env). */
+void vl_env_print_help(FILE *out, const char *dflt);
 
 /* N environments stepped together. */
 typedef struct vl_envs_s vl_envs_t;

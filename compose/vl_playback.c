@@ -53,7 +53,7 @@ static void s_usage(FILE *out)
             "                     instead (a load test with real traffic); no learner here\n");
     vl_opt_print_role(out, "policy whose segments train the learner");
     vl_opt_print_curve(out);
-    vl_env_print_help(out);
+    vl_env_print_help(out, "cartpole; the recording's spec must match it");
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"

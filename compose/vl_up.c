@@ -76,7 +76,7 @@ static void s_usage(FILE *out)
             "is solved (exit 0, last line 'solved: <steps> steps in <s> s (<steps/s> steps/s)'),\n"
             "when a budget is spent or a process fails (exit 1) or on Ctrl-C (exit 130).\n"
             "\n");
-    vl_env_print_help(out);
+    vl_env_print_help(out, NULL);
     vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
     fprintf(out, "  --checkpoint DIR   the learner checkpoints to DIR (see volley learner --help)\n"
                  "  --resume           the learner continues from its checkpoint in DIR\n"

@@ -14,8 +14,8 @@
 
 const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("seed", VL_OPT_U64, seed, 0, 1L << 62, "initial weights, minibatch order"),
-    S_OPT("horizon", VL_OPT_U32, horizon, 1, 4096, "steps per segment, as the actors'"),
-    S_OPT("hidden", VL_OPT_U32, hidden, 1, 4096, "hidden units per layer, as the actors'"),
+    S_OPT("horizon", VL_OPT_U32, horizon, 1, 4096, "steps per segment (no --env: the spec's)"),
+    S_OPT("hidden", VL_OPT_U32, hidden, 1, 4096, "hidden units per layer (no --env: the spec's)"),
     S_OPT("batch", VL_OPT_U32, batch_segments, 1, 65536, "segments per update, at most"),
     S_OPT("batch-wait-ms", VL_OPT_U32, batch_wait_ms, 0, 60000,
           "no arrival this long: train on what waits (0: full batches)"),
@@ -45,7 +45,7 @@ const int vl_learner_n_opts = (int)(sizeof vl_learner_opts / sizeof vl_learner_o
 static void s_usage(FILE *out)
 {
     fprintf(out,
-            "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME]\n"
+            "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME|PATH.so]\n"
             "                      [--checkpoint DIR [--resume]]\n"
             "                      [numeric options] [--quiet|--verbose]\n"
             "\n"
@@ -70,7 +70,7 @@ static void s_usage(FILE *out)
             "  --resume           continue from DIR/<policy>.ckpt: weights, optimizer, version\n"
             "                     numbers, counters (a corrupt checkpoint is refused)\n");
     vl_opt_print_curve(out);
-    vl_env_print_help(out);
+    vl_env_print_help(out, "none: the spec comes from the broker");
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"
