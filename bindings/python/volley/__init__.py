@@ -1,0 +1,30 @@
+"""volley: the Python package over libvolley, volley's C core.
+
+A thin ctypes layer (as czmq's bindings/python is): every function here calls
+the C library, which does the work; nothing is re-implemented in Python.
+NumPy arrays cross without a copy when they are already C-contiguous and of
+the dtype the C side takes (otherwise they are converted first), and ctypes
+releases the GIL for the length of every foreign call, so other Python
+threads run while C works.
+
+    volley.vtrace(values, rewards, dones, log_rhos, ...)  IMPALA's V-trace
+    volley.PrioritizedSampler(capacity, seed=1)            prioritized slot sampling
+    volley.ReplayBuffer(capacity, fields, seed=1)         seed 000's replay buffer
+    volley.__version__                                    vl_version() of the library loaded
+    volley.lib_path                                       which libvolley.so was loaded
+
+The library is found through $VOLLEY_LIB, then <checkout>/build/libvolley.so,
+then the system's (see volley._lib).
+"""
+from . import _lib
+from ._lib import VolleyError
+from .replay import ReplayBuffer
+from .sampler import PrioritizedSampler
+from .vtrace import vtrace, vtrace_path
+
+__version__ = _lib.lib.vl_version().decode()
+lib_path = _lib.path
+HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until learner/vl_rbuf.c is in the library
+
+__all__ = ["vtrace", "vtrace_path", "PrioritizedSampler", "ReplayBuffer", "VolleyError",
+           "__version__", "lib_path", "HAVE_REPLAY"]

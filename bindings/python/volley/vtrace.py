@@ -1,0 +1,98 @@
+"""volley.vtrace: IMPALA's V-trace over NumPy arrays, by learner/vtrace.c's
+vl_vtrace / vl_vtrace_boot (the arithmetic is in shared/BRIEF.md)."""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+
+_INT_MAX = 2**31 - 1
+
+
+def _as_f32(name, a):
+    """a as a float32 C-contiguous array: a itself when it already is one."""
+    try:
+        return np.ascontiguousarray(a, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"{name}: expected an array of floats, got {type(a).__name__} ({e})")
+
+
+def _check_shape(name, a, shape, why):
+    if a.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape} {why}, got {a.shape}")
+
+
+def _check_out(name, a, shape, inputs):
+    if not isinstance(a, np.ndarray) or a.dtype != np.float32 or not a.flags.c_contiguous \
+            or not a.flags.writeable:
+        raise TypeError(f"out {name}: expected a writeable float32 C-contiguous array")
+    _check_shape(f"out {name}", a, shape, "[n, T]")
+    for other_name, other in inputs:
+        if np.may_share_memory(a, other):
+            raise ValueError(f"out {name}: overlaps {other_name}")
+
+
+def vtrace(values, rewards, dones, log_rhos, gamma=0.99, lam=0.95, rho_bar=1.0, c_bar=1.0,
+           pg_rho_bar=None, boot=None, *, out=None):
+    """V-trace targets and policy-gradient advantages for n segments of T steps.
+
+    values [n, T+1] (the last column is the bootstrap V(x_T)); rewards, dones,
+    log_rhos (log pi(a|x) - log mu(a|x)) and boot [n, T]; dones[t] = 1 when the
+    episode ended after action t. boot, when given, is the truncation input:
+    V(x_final) at each step where the episode was truncated by a time limit
+    (dones = 1 there), and exactly 0 at every other step (not checked: it is
+    the C kernel's contract). pg_rho_bar None means rho_bar. Clips may be
+    math.inf. Returns (vs, pg_adv), float32 [n, T] each; out=(vs, pg_adv)
+    writes into two float32 C-contiguous arrays of that shape instead.
+
+    Arrays that are already float32 and C-contiguous are passed to C as they
+    are (no copy); anything else is converted first. The C call releases the
+    GIL.
+    """
+    values = _as_f32("values", values)
+    if values.ndim != 2 or values.shape[1] < 1:
+        raise ValueError(f"values: expected a 2-D array [n, T+1], got shape {values.shape}")
+    n, T = values.shape[0], values.shape[1] - 1
+    if n > _INT_MAX or T > _INT_MAX:
+        raise ValueError(f"values: shape {values.shape} is over the C kernel's int range")
+    why = f"([n, T] with values {values.shape})"
+    arrays = [("values", values)]
+    for name, a in (("rewards", rewards), ("dones", dones), ("log_rhos", log_rhos),
+                    ("boot", boot)):
+        if a is None and name == "boot":
+            continue
+        a = _as_f32(name, a)
+        _check_shape(name, a, (n, T), why)
+        arrays.append((name, a))
+    if out is None:
+        vs = np.empty((n, T), np.float32)
+        pg_adv = np.empty((n, T), np.float32)
+    else:
+        vs, pg_adv = out
+        _check_out("vs", vs, (n, T), arrays)
+        _check_out("pg_adv", pg_adv, (n, T), arrays + [("out vs", vs)])
+    p = _lib.vtrace_params(gamma, lam, rho_bar, c_bar, rho_bar if pg_rho_bar is None
+                           else pg_rho_bar)
+    a = dict(arrays)
+    if boot is None:
+        _lib.lib.vl_vtrace(ctypes.byref(p), n, T, a["values"].ctypes.data,
+                           a["rewards"].ctypes.data, a["dones"].ctypes.data,
+                           a["log_rhos"].ctypes.data, vs.ctypes.data, pg_adv.ctypes.data)
+    else:
+        _lib.lib.vl_vtrace_boot(ctypes.byref(p), n, T, a["values"].ctypes.data,
+                                a["rewards"].ctypes.data, a["dones"].ctypes.data,
+                                a["boot"].ctypes.data, a["log_rhos"].ctypes.data,
+                                vs.ctypes.data, pg_adv.ctypes.data)
+    return vs, pg_adv
+
+
+def vtrace_path(path=-1):
+    """Makes vtrace use one code path for the whole process: 0 scalar, 1 SSE2,
+    2 AVX2+FMA, -1 the best this CPU has. The paths agree to rounding, not bit
+    for bit (a deterministic run picks 1). Returns the path chosen; raises
+    ValueError when this build or CPU lacks it."""
+    got = _lib.lib.vl_vtrace_path(int(path))
+    if got < 0:
+        raise ValueError(f"vtrace_path: path {path} is not available in this build or CPU")
+    return got
+
