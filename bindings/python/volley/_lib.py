@@ -113,11 +113,18 @@ _PROTOS = {
     "vl_rbuf_rejected": (c_uint64, [_P]),
 }
 
-for _name, (_res, _args) in _PROTOS.items():
-    _fn = getattr(lib, _name, None)
-    if _fn is not None:
-        _fn.restype = _res
-        _fn.argtypes = _args
+
+def bind(protos):
+    """Declares prototypes {name: (restype, argtypes)} on the symbols the
+    loaded libvolley exports (each module binds the ones it calls)."""
+    for name, (res, args) in protos.items():
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype = res
+            fn.argtypes = args
+
+
+bind(_PROTOS)
 
 
 def has(name):

@@ -1,0 +1,2 @@
+"""volley.actor: actors for Python environments (work in progress)."""
+__all__ = []

@@ -1,0 +1,2 @@
+"""volley.learner: a Python learner's transport over libvolley (work in progress)."""
+__all__ = []
