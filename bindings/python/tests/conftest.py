@@ -5,3 +5,14 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def procs(tmp_path):
+    """Real volley processes for one test, stopped at its end (see procs.py)."""
+    from procs import Procs
+    p = Procs(tmp_path)
+    yield p
+    p.stop_all()

@@ -1,0 +1,107 @@
+"""Real volley processes for the Python tests: a free base port, the volley
+executable ($VOLLEY_BIN, else <checkout>/build/volley) started with its log
+in a file, and everything stopped at the end (SIGTERM, then SIGKILL)."""
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+VOLLEY = os.environ.get("VOLLEY_BIN") or str(REPO / "build" / "volley")
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def free_port():
+    """A base port with the four after it free, below the ephemeral range."""
+    for _ in range(200):
+        base = 20000 + random.randrange(2500) * 5
+        ok = True
+        for p in range(base, base + 5):
+            with socket.socket() as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise RuntimeError("no free port range found")
+
+
+class Procs:
+    """Processes started for one test; stop_all() ends them (also on failure)."""
+
+    def __init__(self, tmp_path):
+        self.tmp = Path(tmp_path)
+        self.procs = []
+
+    def start(self, name, argv, env=None):
+        """Starts argv with stdout+stderr into <tmp>/<name>.log; returns the Popen
+        (its .log is the log's path)."""
+        log = self.tmp / f"{name}.log"
+        e = dict(os.environ)
+        e.setdefault("PYTHONPATH", str(REPO / "bindings" / "python"))
+        if env:
+            e.update(env)
+        f = open(log, "wb")
+        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=e,
+                             start_new_session=True)
+        f.close()
+        p.log = log
+        p.name = name
+        self.procs.append(p)
+        return p
+
+    def volley(self, name, *args, env=None):
+        """Starts `volley ARGS...`."""
+        return self.start(name, [VOLLEY, *map(str, args)], env=env)
+
+    def python(self, name, *args, env=None):
+        """Starts `/usr/bin/python3 ARGS...`."""
+        return self.start(name, [PYTHON, *map(str, args)], env=env)
+
+    def broker(self, port, *args):
+        return self.volley("broker", "broker", "--port", port, *args)
+
+    def learner(self, port, *args):
+        return self.volley("learner", "learner", "--broker", f"127.0.0.1:{port}", *args)
+
+    @staticmethod
+    def text(p):
+        return Path(p.log).read_text(errors="replace")
+
+    def wait_for(self, p, pattern, secs):
+        """True once p's log contains pattern (a substring) within secs."""
+        end = time.monotonic() + secs
+        while time.monotonic() < end:
+            if pattern in self.text(p):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def dump(self):
+        """Every log's tail, for a failing assertion's message."""
+        out = []
+        for p in self.procs:
+            out.append(f"--- {p.name} (rc {p.poll()})\n" + self.text(p)[-3000:])
+        return "\n".join(out)
+
+    def stop(self, p, sig=signal.SIGTERM, timeout=10):
+        """Signals p and waits for it; returns its exit code (SIGKILL after timeout)."""
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        return p.returncode
+
+    def stop_all(self):
+        for p in reversed(self.procs):
+            self.stop(p, timeout=5)
