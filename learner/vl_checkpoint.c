@@ -746,6 +746,20 @@ const void *vl_checkpoint_get(const vl_checkpoint_t *self, const char *name, siz
     return NULL;
 }
 
+void *vl_checkpoint_take(vl_checkpoint_t *self, const char *name, size_t *size)
+{
+    for (int i = 0; self && name && i < self->n; i++)
+        if (strcmp(self->sections[i].name, name) == 0 && self->sections[i].data) {
+            void *data = self->sections[i].data;
+            if (size)
+                *size = (size_t)self->sections[i].size;
+            self->sections[i].data = NULL;
+            self->sections[i].size = 0;
+            return data;
+        }
+    return NULL;
+}
+
 int vl_checkpoint_count(const vl_checkpoint_t *self)
 {
     return self ? self->n : 0;

@@ -95,6 +95,12 @@ vl_checkpoint_t *vl_checkpoint_read_opts(const char *path, const vl_checkpoint_o
    section gives a non-NULL pointer and size 0. size may be NULL. */
 const void *vl_checkpoint_get(const vl_checkpoint_t *self, const char *name, size_t *size);
 
+/* Hands a non-empty section's bytes to the caller, who free()s them (large
+   sections are 2 MiB aligned): a reader that keeps a section skips a copy.
+   The section then reads as empty. Returns NULL, *size untouched, if there
+   is no such non-empty section. */
+void *vl_checkpoint_take(vl_checkpoint_t *self, const char *name, size_t *size);
+
 /* Returns how many sections the checkpoint has. */
 int vl_checkpoint_count(const vl_checkpoint_t *self);
 
