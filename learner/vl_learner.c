@@ -2,8 +2,6 @@
 #include "vl_learner.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,29 +15,14 @@
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
 #include "vl_buffer.h"
-#include "vl_ingest.h"
+#include "vl_inlet.h"
 #include "vl_replay.h"
 #include "vl_resume.h"
-#include "vl_returns.h"
 #include "vl_trainer.h"
 
-#define S_HELLO_NS     1000000000LL // hello to the broker every second
 #define S_REPORT_NS    250000000LL  // stats 4 times a second: up sees "solved" promptly
 #define S_HEARTBEAT_NS 1000000000LL // weights republished every second
-#define S_MAX_MSG      (64 << 20)   // largest segment accepted from the broker
-#define S_POLL_MS      20           // ingest wakes at least this often to top up credit
-
-/* What the ingest thread counts; the train thread reads it under the lock. */
-typedef struct {
-    pthread_mutex_t lock;
-    uint64_t env_steps, episodes, accepted;
-    uint64_t refused[VL_EREASONS];      // by reason
-    vl_refusal_t rows[VL_REFUSALS_MAX]; // by actor and reason text, for the broker's books
-    uint32_t n_rows;
-    vl_returns_t returns; // of the last episodes
-    double ingest_ms_sum; // actor send -> ingest, since the last report
-    uint64_t ingest_n;
-} s_ingest_stats_t;
+#define S_MAX_MSG      (64 << 20)   // largest message the weights socket sends
 
 struct vl_learner_s {
     vl_learner_config_t c;
@@ -49,11 +32,7 @@ struct vl_learner_s {
     vl_curve_watch_t *pub_watch; // train thread, with CURVE: a refused key logged, retried
     vl_buffer_t *buf;
     vl_trainer_t *trainer;
-    pthread_t ingest;
-    int ingest_started;
-    atomic_int stop;
-    vl_limits_t limits;
-    s_ingest_stats_t in;
+    vl_inlet_t *inlet; // the ingest thread
     // train thread only
     vl_replay_t *replay;
     uint64_t version, trained;
@@ -145,207 +124,6 @@ int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
     return -1;
 }
 
-/* Adds a refusal to its row (actor, reason text), making one if there is
-   room; rows past VL_REFUSALS_MAX are only counted by reason. Returns 1 if
-   the row is new. Under the ingest lock. */
-static int s_refusal_row(s_ingest_stats_t *in, const vl_ingest_refusal_t *why)
-{
-    for (uint32_t i = 0; i < in->n_rows; i++)
-        if (in->rows[i].actor_id == why->actor_id && strcmp(in->rows[i].reason, why->why) == 0) {
-            in->rows[i].count++;
-            return 0;
-        }
-    if (in->n_rows == VL_REFUSALS_MAX)
-        return 0;
-    vl_refusal_t *row = &in->rows[in->n_rows++];
-    row->actor_id = why->actor_id;
-    snprintf(row->reason, sizeof row->reason, "%s", why->why);
-    row->count = 1;
-    return 1;
-}
-
-/* Counts a refused segment by reason and, when the refusal says who and
-   why, by actor and reason text; each new reason is logged once. */
-static void s_refuse(vl_learner_t *self, vl_reason_t r, const vl_ingest_refusal_t *why)
-{
-    pthread_mutex_lock(&self->in.lock);
-    uint64_t before = self->in.refused[r]++;
-    int new_row = why && why->actor_id != UINT32_MAX && s_refusal_row(&self->in, why);
-    pthread_mutex_unlock(&self->in.lock);
-    if (new_row)
-        vl_warn("refusing segments of actor %u: %s; logged once, counted after", why->actor_id,
-                why->why);
-    else if (before == 0 && !(why && why->actor_id != UINT32_MAX))
-        vl_warn("refusing segments: %s; logged once, counted after", vl_reason_str(r));
-}
-
-/* Adds an accepted segment's steps and finished episodes to the counters. */
-static void s_count(void *ctx, const vl_segment_t *s)
-{
-    vl_learner_t *self = ctx;
-    s_ingest_stats_t *in = &self->in;
-    double span = vl_span_ms(s->send_ns, s->recv_ns); // hostile stamp, or skewed clocks
-    pthread_mutex_lock(&in->lock);
-    if (span >= 0) {
-        in->ingest_ms_sum += span;
-        in->ingest_n++;
-    }
-    in->accepted++;
-    in->env_steps += s->horizon;
-    in->episodes += s->n_episodes;
-    for (uint32_t e = 0; e < s->n_episodes; e++) {
-        vl_returns_add(&in->returns, s->episode_returns[e]);
-    }
-    pthread_mutex_unlock(&in->lock);
-}
-
-/* Decodes one received segment into a buffer slot, or refuses it. */
-static void s_ingest_one(vl_learner_t *self, const uint8_t *data, size_t size)
-{
-    vl_ingest_refusal_t why;
-    vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, vl_wall_ns(),
-                              s_count, self, &why);
-    if (r != VL_OK)
-        s_refuse(self, r, &why);
-}
-
-/* The ingest thread's credit with the broker: absolute counters since its
-   connection began, so a lost or repeated report does no harm. */
-typedef struct {
-    uint64_t granted;  // segments we said we can take, in all
-    uint64_t received; // messages the broker sent us, in all
-    int64_t window;    // most segments in flight plus waiting in the buffer
-} s_flow_t;
-
-/* Sends the absolute credit counters. */
-static void s_send_credit(vl_learner_t *self, void *dealer, const s_flow_t *f)
-{
-    vl_credit_t cr = {.total_granted = f->granted, .total_received = f->received};
-    snprintf(cr.policy_id, sizeof cr.policy_id, "%s", self->c.policy);
-    uint8_t *buf;
-    size_t size;
-    if (vl_credit_encode(&cr, &buf, &size) == 0) {
-        zmq_send(dealer, buf, size, ZMQ_DONTWAIT);
-        free(buf);
-    }
-}
-
-/* Tops the outstanding credit up to the window minus the segments waiting
-   in the buffer, and sends it when it grew by a quarter window or more (or
-   always, when `force`): the broker then sends no more than the buffer has
-   room for, and the rest waits at the broker. */
-static void s_top_up(vl_learner_t *self, void *dealer, s_flow_t *f, int force)
-{
-    int64_t outstanding = (int64_t)(f->granted - f->received);
-    int64_t want = f->window - vl_buffer_waiting(self->buf);
-    if (want > outstanding && (force || want - outstanding >= (f->window + 3) / 4)) {
-        f->granted += (uint64_t)(want - outstanding);
-        force = 1;
-    }
-    if (force && f->granted > 0)
-        s_send_credit(self, dealer, f);
-}
-
-/* Says hello to the broker so it routes this policy's segments here. */
-static void s_hello(vl_learner_t *self, void *dealer)
-{
-    uint8_t *buf;
-    size_t size;
-    if (vl_hello_encode(self->c.policy, &buf, &size) == 0) {
-        zmq_send(dealer, buf, size, ZMQ_DONTWAIT);
-        free(buf);
-    }
-}
-
-/* Declares our spec on the control socket (each second, with the hello: a
-   restarted broker learns it from us too) and reads the broker's answers:
-   a refusal is logged once per reason; training goes on with what we have. */
-static void s_declare_spec(vl_learner_t *self, void *control, uint32_t *told)
-{
-    char verb[16], why[VL_SPEC_REASON_MAX];
-    for (int k = 0; k < 16; k++) {
-        int n = zmq_recv(control, verb, sizeof verb - 1, ZMQ_DONTWAIT), more = 0;
-        if (n < 0)
-            break;
-        size_t ms = sizeof more;
-        zmq_getsockopt(control, ZMQ_RCVMORE, &more, &ms);
-        int w = more ? zmq_recv(control, why, sizeof why - 1, 0) : 0;
-        for (zmq_getsockopt(control, ZMQ_RCVMORE, &more, &ms); more;
-             zmq_getsockopt(control, ZMQ_RCVMORE, &more, &ms))
-            zmq_recv(control, verb, 1, 0);
-        verb[n < (int)sizeof verb ? n : (int)sizeof verb - 1] = 0;
-        why[w < 0 ? 0 : w < (int)sizeof why ? w : (int)sizeof why - 1] = 0;
-        uint32_t h = 2166136261u;
-        for (const char *p = why; *p; p++)
-            h = (h ^ (uint8_t)*p) * 16777619u;
-        if (strcmp(verb, VL_VERB_ERROR) == 0 && h != *told) {
-            *told = h;
-            vl_error("the broker refuses this learner's spec: %s", why);
-        }
-    }
-    vl_spec_t spec;
-    vl_learner_config_spec(&self->c, &spec);
-    uint8_t *buf;
-    size_t size;
-    if (vl_spec_encode(&spec, &buf, &size) == 0) {
-        if (zmq_send(control, VL_VERB_SPEC, strlen(VL_VERB_SPEC), ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
-            zmq_send(control, buf, size, ZMQ_DONTWAIT);
-        free(buf);
-    }
-}
-
-/* The ingest thread: receives segments, says hello every second and grants
-   the broker credit as the buffer frees room. */
-static void *s_ingest_main(void *arg)
-{
-    vl_learner_t *self = arg;
-    void *dealer =
-        vl_sock_connect(self->ctx, ZMQ_DEALER, self->c.broker, VL_PORT_LEARNERS, 0, S_MAX_MSG);
-    if (!dealer) {
-        atomic_store(&self->stop, 1);
-        return NULL;
-    }
-    vl_curve_watch_t *watch =
-        vl_sock_curve_on() ? vl_curve_watch_new(self->ctx, dealer, "segments and credit") : NULL;
-    void *control =
-        vl_sock_connect_lossy(self->ctx, ZMQ_DEALER, self->c.broker, VL_PORT_CONTROL, 4096);
-    uint32_t told = 0; // hash of the last spec refusal logged
-    // Half the buffer: the trainer's batches (capacity >= 2 batches) always fit in it.
-    uint32_t window = self->c.capacity / 2;
-    s_flow_t flow = {0, 0, window > self->c.batch_segments ? window : self->c.batch_segments};
-    int64_t next_hello = 0;
-    zmq_msg_t msg;
-    zmq_msg_init(&msg);
-    while (!atomic_load(&self->stop) && !vl_interrupted) {
-        int hello = vl_now_ns() >= next_hello;
-        if (hello) {
-            s_hello(self, dealer);
-            if (control)
-                s_declare_spec(self, control, &told);
-            vl_curve_watch_poll(watch);
-            next_hello = vl_now_ns() + S_HELLO_NS;
-        }
-        s_top_up(self, dealer, &flow, hello); // with every hello: a restarted broker learns it
-        zmq_pollitem_t item = {dealer, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, S_POLL_MS) <= 0)
-            continue;
-        while (zmq_msg_recv(&msg, dealer, ZMQ_DONTWAIT) >= 0) {
-            if (!zmq_msg_more(&msg))
-                flow.received++; // the broker counts messages sent, refused ones included
-            if (zmq_msg_more(&msg))
-                s_refuse(self, VL_EPROTO, NULL); // frames of a multi-frame message each refused
-            else
-                s_ingest_one(self, zmq_msg_data(&msg), zmq_msg_size(&msg));
-        }
-    }
-    zmq_msg_close(&msg);
-    vl_curve_watch_destroy(&watch);
-    if (control)
-        zmq_close(control);
-    zmq_close(dealer);
-    return NULL;
-}
-
 /* Publishes [topic][body] on the weights stream. */
 static void s_publish(vl_learner_t *self, const char *topic, uint8_t *body, size_t size)
 {
@@ -415,21 +193,7 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
 {
     memset(st, 0, sizeof *st);
     snprintf(st->policy_id, sizeof st->policy_id, "%s", self->c.policy);
-    s_ingest_stats_t *in = &self->in;
-    pthread_mutex_lock(&in->lock);
-    st->env_steps = in->env_steps;
-    st->episodes = in->episodes;
-    st->window = in->returns.n;
-    st->mean_return = vl_returns_mean(&in->returns);
-    st->ingest_ms = in->ingest_n ? (float)(in->ingest_ms_sum / (double)in->ingest_n) : 0;
-    in->ingest_ms_sum = 0;
-    in->ingest_n = 0;
-    uint64_t refused = 0;
-    for (int r = 0; r < VL_EREASONS; r++)
-        refused += in->refused[r];
-    st->n_refusals = in->n_rows;
-    memcpy(st->refusals, in->rows, in->n_rows * sizeof in->rows[0]);
-    pthread_mutex_unlock(&in->lock);
+    uint64_t refused = vl_inlet_fill_stats(self->inlet, st);
     st->version = self->version;
     s_lag_summary(self, st);
     st->policy_loss = self->last.policy_loss;
@@ -459,9 +223,10 @@ static void s_publish_stats(vl_learner_t *self)
 }
 
 /* Sets the checkpoint path (making the directory) and, with --resume,
-   loads it. Returns 0, or -1 after logging why (a corrupt checkpoint is
-   refused, never half loaded). */
-static int s_checkpoint_setup(vl_learner_t *self)
+   loads it, setting *st (left as it is when nothing was loaded). Returns 0,
+   or -1 after logging why (a corrupt checkpoint is refused, never half
+   loaded). */
+static int s_checkpoint_setup(vl_learner_t *self, vl_resume_state_t *st)
 {
     const vl_learner_config_t *c = &self->c;
     if (!c->checkpoint_dir)
@@ -473,22 +238,19 @@ static int s_checkpoint_setup(vl_learner_t *self)
     snprintf(self->checkpoint, sizeof self->checkpoint, "%s/%s.ckpt", c->checkpoint_dir, c->policy);
     if (!c->resume)
         return 0;
-    vl_resume_state_t st;
     char why[256];
-    int rc = vl_resume_load(self->checkpoint, c->policy, self->trainer, &st, why, sizeof why);
+    int rc = vl_resume_load(self->checkpoint, c->policy, self->trainer, st, why, sizeof why);
     if (rc > 0)
         vl_info("no checkpoint at %s yet: starting fresh", self->checkpoint);
     if (rc < 0)
         vl_error("refusing checkpoint %s: %s", self->checkpoint, why);
     if (rc != 0)
         return rc < 0 ? -1 : 0;
-    self->version = st.version;
-    self->trained = st.trained;
-    self->in.env_steps = st.env_steps;
-    self->in.episodes = st.episodes;
-    *vl_trainer_rng(self->trainer) = st.rng;
+    self->version = st->version;
+    self->trained = st->trained;
+    *vl_trainer_rng(self->trainer) = st->rng;
     vl_info("resumed from %s at version %llu, %llu env steps", self->checkpoint,
-            (unsigned long long)st.version, (unsigned long long)st.env_steps);
+            (unsigned long long)st->version, (unsigned long long)st->env_steps);
     return 0;
 }
 
@@ -497,10 +259,10 @@ static void s_checkpoint_save(vl_learner_t *self)
 {
     if (!self->checkpoint[0])
         return;
-    pthread_mutex_lock(&self->in.lock);
-    vl_resume_state_t st = {self->version, self->trained, self->in.env_steps, self->in.episodes,
+    vl_inlet_counts_t in;
+    vl_inlet_counts(self->inlet, &in);
+    vl_resume_state_t st = {self->version, self->trained, in.env_steps, in.episodes,
                             *vl_trainer_rng(self->trainer)};
-    pthread_mutex_unlock(&self->in.lock);
     int64_t t0 = vl_now_ns();
     if (vl_resume_save(self->checkpoint, self->c.policy, self->trainer, &st) == 0)
         vl_info("checkpoint saved: version=%llu env_steps=%llu to %s in %.1f ms",
@@ -516,9 +278,7 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->c = *c;
     self->D = c->obs_dim;
     self->A = c->num_actions;
-    self->limits = vl_limits_default();
     self->start_ns = vl_now_ns();
-    pthread_mutex_init(&self->in.lock, NULL);
     self->ctx = zmq_ctx_new();
     self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec);
     self->trainer = vl_trainer_new(c, self->D, self->A);
@@ -526,14 +286,16 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->lag_counts = calloc(c->max_lag + 1, sizeof *self->lag_counts);
     if (!self->ctx || !self->buf || !self->trainer || !self->replay || !self->lag_counts)
         goto err;
-    if (s_checkpoint_setup(self) != 0)
+    vl_resume_state_t resumed = {0};
+    if (s_checkpoint_setup(self, &resumed) != 0)
         goto err;
     self->pub = vl_sock_connect(self->ctx, ZMQ_PUB, c->broker, VL_PORT_WEIGHTS_IN, 0, S_MAX_MSG);
     if (self->pub && vl_sock_curve_on())
         self->pub_watch = vl_curve_watch_new(self->ctx, self->pub, "weights");
-    if (!self->pub || pthread_create(&self->ingest, NULL, s_ingest_main, self) != 0)
+    self->inlet = self->pub ? vl_inlet_new(self->ctx, c, self->buf) : NULL;
+    if (!self->inlet)
         goto err;
-    self->ingest_started = 1;
+    vl_inlet_add_counts(self->inlet, resumed.env_steps, resumed.episodes);
     return self;
 err:
     vl_error("cannot start the learner");
@@ -570,7 +332,7 @@ int vl_learner_run(vl_learner_t *self)
     int64_t next_report = 0, next_heartbeat = 0;
     int64_t every = (int64_t)self->c.checkpoint_every * 1000000000LL;
     int64_t next_checkpoint = vl_now_ns() + every;
-    while (!vl_interrupted && !atomic_load(&self->stop)) {
+    while (!vl_interrupted && !vl_inlet_failed(self->inlet)) {
         int rc = s_train_once(self);
         if (rc < 0) {
             vl_error("update failed (out of memory or diverged); stopping");
@@ -596,7 +358,7 @@ int vl_learner_run(vl_learner_t *self)
         }
     }
     s_checkpoint_save(self);
-    return atomic_load(&self->stop) && !vl_interrupted ? -1 : 0;
+    return vl_inlet_failed(self->inlet) && !vl_interrupted ? -1 : 0;
 }
 
 void vl_learner_destroy(vl_learner_t **self_p)
@@ -604,9 +366,7 @@ void vl_learner_destroy(vl_learner_t **self_p)
     vl_learner_t *self = self_p ? *self_p : NULL;
     if (!self)
         return;
-    atomic_store(&self->stop, 1);
-    if (self->ingest_started)
-        pthread_join(self->ingest, NULL);
+    vl_inlet_destroy(&self->inlet);
     vl_curve_watch_destroy(&self->pub_watch);
     if (self->pub)
         zmq_close(self->pub);
@@ -616,7 +376,6 @@ void vl_learner_destroy(vl_learner_t **self_p)
     vl_replay_destroy(&self->replay);
     free(self->lag_counts);
     vl_buffer_destroy(&self->buf);
-    pthread_mutex_destroy(&self->in.lock);
     free(self);
     *self_p = NULL;
 }
