@@ -20,6 +20,12 @@ int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, lo
     char *end = NULL;
     errno = 0;
     long v = text ? strtol(text, &end, 10) : 0;
+    if (text && *text && *end && !errno && !strpbrk(text, "xXpP")) { // "1e6", "2.5e5": whole
+        double d = strtod(text, &end);
+        int whole = !*end && isfinite(d) && d == floor(d) && fabs(d) <= 9007199254740992.0;
+        v = whole ? (long)d : v;
+        end = whole ? end : (char *)"x";
+    }
     if (!text || !*text || *end || errno || v < lo || v > hi) {
         fprintf(stderr, "volley %s: --%s wants a whole number in [%ld, %ld], not '%s'\n", cmd, name,
                 lo, hi, text ? text : "");
