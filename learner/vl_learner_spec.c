@@ -1,6 +1,7 @@
 /*  vl_learner_spec: declare or fetch the policy's spec. */
 #include "vl_learner_spec.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zmq.h>
@@ -55,20 +56,36 @@ static int s_reply(void *sock, char verb[16], uint8_t *body, size_t cap)
     return size < 0 || (size_t)size > cap ? 0 : size;
 }
 
+/* Returns 1 while the caller may go on waiting: not interrupted, and
+   before the deadline (monotonic ns; 0: none). */
+static int s_may_wait(int64_t deadline)
+{
+    return !vl_interrupted && (deadline == 0 || vl_now_ns() < deadline);
+}
+
+/* Copies a refusal's text into why (if not NULL) and logs it. */
+static void s_refused(char *why, size_t why_size, const char *what, const char *text)
+{
+    if (why)
+        snprintf(why, why_size, "%s: %s", what, text);
+    vl_error("%s: %s", what, text);
+}
+
 /* Declares our spec until the broker answers. Returns 0, 1 or 2. */
-static int s_declare(void *sock, vl_learner_config_t *c)
+static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char *why,
+                     size_t why_size)
 {
     vl_spec_t spec;
     vl_learner_config_spec(c, &spec);
     uint8_t *buf, reply[VL_SPEC_REASON_MAX];
     size_t size;
     if (vl_spec_encode(&spec, &buf, &size) != 0) {
-        vl_error("cannot encode this learner's spec");
+        s_refused(why, why_size, "cannot encode this learner's spec", "invalid fields");
         return 2;
     }
     int rc = 1;
     int64_t next_note = vl_now_ns() + S_NOTE_NS;
-    while (!vl_interrupted) {
+    while (s_may_wait(deadline)) {
         if (!s_send(sock, VL_VERB_SPEC, buf, size)) {
             vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
             if (s_note_due(&next_note))
@@ -83,7 +100,7 @@ static int s_declare(void *sock, vl_learner_config_t *c)
         }
         if (n >= 0 && strcmp(verb, VL_VERB_ERROR) == 0) {
             reply[n] = 0;
-            vl_error("the broker refused this learner's spec: %s", (char *)reply);
+            s_refused(why, why_size, "the broker refused this learner's spec", (char *)reply);
             rc = 2;
             break;
         }
@@ -96,12 +113,12 @@ static int s_declare(void *sock, vl_learner_config_t *c)
 
 /* Asks for the policy's spec until an actor has declared it. Returns 0, 1
    or 2. */
-static int s_fetch(void *sock, vl_learner_config_t *c)
+static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, char *why, size_t why_size)
 {
     static uint8_t reply[S_REPLY_MAX];
     vl_limits_t lim = vl_limits_default();
     int64_t next_note = 0;
-    while (!vl_interrupted) {
+    while (s_may_wait(deadline)) {
         if (!s_send(sock, VL_VERB_GETSPEC, c->policy, strlen(c->policy))) {
             vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
             continue;
@@ -112,9 +129,11 @@ static int s_fetch(void *sock, vl_learner_config_t *c)
         if (n > 0 && strcmp(verb, VL_VERB_SPEC) == 0 &&
             vl_spec_decode(reply, (size_t)n, &lim, &spec) == VL_OK &&
             strcmp(spec.policy_id, c->policy) == 0) {
-            if (vl_learner_config_set_spec(c, &spec) != 0)
-                return 2;
             char line[256];
+            if (vl_learner_config_set_spec(c, &spec) != 0) {
+                s_refused(why, why_size, "the broker's spec cannot be served", "invalid fields");
+                return 2;
+            }
             vl_spec_str(&spec, line, sizeof line);
             vl_info("policy '%s' from the broker: %s", c->policy, line);
             return 0;
@@ -130,11 +149,25 @@ static int s_fetch(void *sock, vl_learner_config_t *c)
 
 int vl_learner_spec_settle(vl_learner_config_t *c)
 {
+    return vl_learner_spec_settle_within(c, c->env != NULL, -1, NULL, 0);
+}
+
+int vl_learner_spec_settle_within(vl_learner_config_t *c, int declare, int timeout_ms, char *why,
+                                  size_t why_size)
+{
+    int64_t deadline = timeout_ms < 0 ? 0 : vl_now_ns() + (int64_t)timeout_ms * 1000000LL + 1;
     void *ctx = zmq_ctx_new();
     void *sock =
         ctx ? vl_sock_connect_lossy(ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, S_REPLY_MAX)
             : NULL;
-    int rc = !sock ? 1 : c->env ? s_declare(sock, c) : s_fetch(sock, c);
+    int rc = !sock     ? 1
+             : declare ? s_declare(sock, c, deadline, why, why_size)
+                       : s_fetch(sock, c, deadline, why, why_size);
+    if (rc == 1 && why)
+        snprintf(why, why_size, "%s",
+                 !sock     ? "cannot connect to the broker"
+                 : declare ? "no answer from the broker to our spec"
+                           : "no actor has declared the policy's spec");
     if (sock)
         zmq_close(sock);
     if (ctx)

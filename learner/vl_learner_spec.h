@@ -14,4 +14,11 @@
    spec or sent one this learner cannot serve (logged, with the field). */
 int vl_learner_spec_settle(vl_learner_config_t *c);
 
+/* Settles like vl_learner_spec_settle, declaring c's spec when `declare`
+   (else fetching it), for at most timeout_ms (-1: until interrupted). On 1
+   or 2 writes why into why (if not NULL). Returns 0, 1 (interrupted, timed
+   out, or a socket error) or 2. */
+int vl_learner_spec_settle_within(vl_learner_config_t *c, int declare, int timeout_ms, char *why,
+                                  size_t why_size);
+
 #endif

@@ -1,2 +1,321 @@
-"""volley.learner: a Python learner's transport over libvolley (work in progress)."""
-__all__ = []
+"""volley.Learner: a Python learner's transport, include/volley/learner.h.
+
+The C learner's own receiving end (learner/vl_inlet.c) runs on a thread of
+its own: hello and credit to the broker, the policy's spec declared or
+fetched, every segment validated and decoded into a [capacity] buffer of
+segments. take(n) hands the n oldest to Python as one Batch of NumPy arrays
+per field, and publish() sends weights (e.g. a PyTorch state_dict) to the
+policy's actors.
+
+    with volley.Learner("127.0.0.1:7600", policy="default") as learner:
+        batch = learner.take(16, timeout=5.0)     # None on timeout
+        batch.obs        # float32 [n, T+1, D] (row T: the bootstrap observation)
+        learner.publish(model.state_dict(), version=1)
+
+A Batch's arrays are copies the caller owns: the segments sit in separate
+slots of the C buffer, so each array is gathered by one C call (the GIL
+released) into one contiguous NumPy array, and the slots go back to the
+buffer before take returns. Nothing needs releasing.
+"""
+import ctypes
+from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint64, c_void_p
+
+import numpy as np
+
+from . import _lib
+from ._lib import VolleyError
+
+__all__ = ["Learner", "Batch"]
+
+_FIELDS_MAX, _NDIM_MAX, _TENSORS_MAX = 8, 4, 64
+_ENCODINGS = ("f32", "u8", "u2", "u1")
+
+
+class _field(ctypes.Structure):
+    """include/volley/learner.h: vl_transport_field_t."""
+    _fields_ = [("encoding", c_uint32), ("ndim", c_uint32), ("shape", c_uint32 * _NDIM_MAX)]
+
+
+class _spec(ctypes.Structure):
+    """include/volley/learner.h: vl_transport_spec_t."""
+    _fields_ = [("n_fields", c_uint32), ("fields", _field * _FIELDS_MAX),
+                ("num_actions", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
+                ("obs_dim", c_uint32), ("row_bytes", c_uint32)]
+
+
+class _counts(ctypes.Structure):
+    """include/volley/learner.h: vl_transport_counts_t."""
+    _fields_ = [("accepted", c_uint64), ("refused", c_uint64), ("evicted", c_uint64),
+                ("env_steps", c_uint64), ("episodes", c_uint64), ("mean_return", c_float),
+                ("window", c_uint32), ("waiting", c_uint32)]
+
+
+class _tensor(ctypes.Structure):
+    """include/volley/learner.h: vl_transport_tensor_t."""
+    _fields_ = [("name", c_char_p), ("ndim", c_uint32), ("shape", c_uint32 * 2),
+                ("data", c_void_p)]
+
+
+_P = c_void_p
+_lib.bind({
+    "vl_transport_new": (_P, [c_char_p, c_char_p, POINTER(_spec), c_uint32, c_int, c_char_p,
+                              c_size_t]),
+    "vl_transport_destroy": (None, [POINTER(_P)]),
+    "vl_transport_spec": (None, [_P, POINTER(_spec)]),
+    "vl_transport_take": (c_int, [_P, c_uint32, c_int]),
+    "vl_transport_array_bytes": (c_size_t, [_P, c_int]),
+    "vl_transport_gather": (c_int, [_P, c_int, _P, c_size_t]),
+    "vl_transport_release": (None, [_P]),
+    "vl_transport_counts": (None, [_P, POINTER(_counts)]),
+    "vl_transport_refused": (c_uint64, [_P, c_int, POINTER(c_char_p)]),
+    "vl_transport_reasons": (c_int, []),
+    "vl_transport_publish": (c_int, [_P, c_uint64, POINTER(_tensor), c_uint32, c_int, c_char_p,
+                                     c_size_t]),
+    "vl_transport_publish_stats": (c_int, [_P, c_uint64, c_uint64, c_float, c_float, c_float]),
+})
+
+# vl_transport_array_t: name -> (index, dtype, shape given n, T, D, row_bytes; None: by count)
+_ARRAYS = {
+    "obs": (0, np.float32, lambda n, T, D, R: (n, T + 1, D)),
+    "obs_rows": (1, np.uint8, lambda n, T, D, R: (n, T + 1, R)),
+    "actions": (2, np.int32, lambda n, T, D, R: (n, T)),
+    "rewards": (3, np.float32, lambda n, T, D, R: (n, T)),
+    "dones": (4, np.float32, lambda n, T, D, R: (n, T)),
+    "truncated": (5, np.uint8, lambda n, T, D, R: (n, T)),
+    "logp": (6, np.float32, lambda n, T, D, R: (n, T)),
+    "final_obs": (7, np.float32, lambda n, T, D, R: (n, T, D)),
+    "policy_version": (8, np.uint64, lambda n, T, D, R: (n,)),
+    "actor_id": (9, np.uint32, lambda n, T, D, R: (n,)),
+    "env_id": (10, np.uint32, lambda n, T, D, R: (n,)),
+    "seq": (11, np.uint64, lambda n, T, D, R: (n,)),
+    "n_episodes": (12, np.uint32, lambda n, T, D, R: (n,)),
+    "episode_returns": (13, np.float32, None),
+    "episode_lengths": (14, np.uint32, None),
+}
+
+
+class Batch:
+    """n segments of T steps, one NumPy array per field (copies, yours):
+
+    obs [n, T+1, D] float32 (unpack=True) or obs_rows [n, T+1, row_bytes]
+    uint8 (unpack=False: f32 fields as their bytes, others one byte a value);
+    actions [n, T] int32; rewards, dones, logp [n, T] float32 (dones[t] = 1
+    when the episode ended after action t, either way); truncated [n, T]
+    uint8 (1 when that end was a time limit's); final_obs [n, T, D] float32
+    (the final observation at each truncated step, 0 elsewhere: V(x_final));
+    policy_version, seq [n] uint64; actor_id, env_id, n_episodes [n] uint32;
+    episode_returns float32 and episode_lengths uint32 [sum of n_episodes]
+    (the episodes that finished in these segments, segment by segment).
+    Fields read as attributes or batch["name"]."""
+
+    def __init__(self, arrays):
+        self.__dict__.update(arrays)
+        self._names = tuple(arrays)
+
+    def __getitem__(self, name):
+        return self.__dict__[name]
+
+    def keys(self):
+        return self._names
+
+    def __len__(self):
+        return len(self.actions)
+
+    def __repr__(self):
+        shapes = ", ".join(f"{k}{list(self.__dict__[k].shape)}" for k in self._names)
+        return f"Batch({shapes})"
+
+
+def _spec_in(spec):
+    """A spec dict as vl_transport_spec_t: {"obs_dim": D} (one f32 field) or
+    {"fields": [(shape, encoding), ...]}, plus num_actions, horizon, hidden."""
+    if not isinstance(spec, dict):
+        raise TypeError(f"spec: expected a dict, got {type(spec).__name__}")
+    fields = spec.get("fields")
+    if fields is None:
+        if "obs_dim" not in spec:
+            raise ValueError("spec: give 'obs_dim' or 'fields'")
+        fields = [((int(spec["obs_dim"]),), "f32")]
+    if not 1 <= len(fields) <= _FIELDS_MAX:
+        raise ValueError(f"spec fields: expected 1 .. {_FIELDS_MAX}, got {len(fields)}")
+    s = _spec()
+    s.n_fields = len(fields)
+    for i, (shape, enc) in enumerate(fields):
+        shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
+        if enc not in _ENCODINGS or not 1 <= len(shape) <= _NDIM_MAX:
+            raise ValueError(f"spec field {i}: expected (shape of 1 .. {_NDIM_MAX} dims, one of "
+                             f"{_ENCODINGS}), got ({shape}, {enc!r})")
+        s.fields[i].encoding = _ENCODINGS.index(enc)
+        s.fields[i].ndim = len(shape)
+        for k, d in enumerate(shape):
+            if not 0 < d < 2**32:
+                raise ValueError(f"spec field {i}: dim {d} out of range")
+            s.fields[i].shape[k] = d
+    for key in ("num_actions", "horizon"):
+        if key not in spec:
+            raise ValueError(f"spec: '{key}' missing")
+    s.num_actions, s.horizon = int(spec["num_actions"]), int(spec["horizon"])
+    s.hidden = int(spec.get("hidden", 64))
+    return s
+
+
+def _spec_out(s):
+    fields = [(tuple(s.fields[i].shape[:s.fields[i].ndim]), _ENCODINGS[s.fields[i].encoding])
+              for i in range(s.n_fields)]
+    return {"fields": fields, "obs_dim": s.obs_dim, "num_actions": s.num_actions,
+            "horizon": s.horizon, "hidden": s.hidden, "row_bytes": s.row_bytes}
+
+
+def _as_array(name, value):
+    """A tensor (torch or NumPy or nested lists) as a C-contiguous float32 array."""
+    if hasattr(value, "detach"):  # a torch tensor, without importing torch
+        value = value.detach().cpu().numpy()
+    try:
+        a = np.ascontiguousarray(value, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"publish: tensor {name}: expected an array of floats ({e})") from None
+    if a.ndim not in (1, 2):
+        raise ValueError(f"publish: tensor {name}: rank {a.ndim} (shape {a.shape}); weights on "
+                         "the wire are rank 1 or 2")
+    return a
+
+
+class Learner:
+    """Receives one policy's segments from a broker and publishes its weights.
+
+    broker "HOST[:PORT]"; policy the policy id; capacity the buffer's slots
+    in segments (take at most capacity // 2 at a time: the broker sends no
+    more than half the buffer ahead). spec None takes the policy's spec from
+    the broker (waiting up to `timeout` seconds for an actor to declare it);
+    a dict declares it ({"obs_dim": 4, "num_actions": 2, "horizon": 64,
+    "hidden": 64}, or "fields": [((84, 84), "u2"), ((16,), "u1")] instead of
+    obs_dim). Raises VolleyError with the reason when the broker refuses the
+    spec or none comes in time.
+    """
+
+    def __init__(self, broker="127.0.0.1:7600", policy="default", capacity=64, spec=None,
+                 timeout=30.0):
+        self._ptr = None
+        capacity = int(capacity)
+        if not 2 <= capacity <= 2**20:
+            raise ValueError(f"capacity: expected 2 .. 2^20 segments, got {capacity}")
+        s = _spec_in(spec) if spec is not None else None
+        why = _lib.why_buffer()
+        ms = -1 if timeout is None else max(0, int(timeout * 1000))
+        ptr = _lib.lib.vl_transport_new(str(broker).encode(), str(policy).encode(),
+                                        ctypes.byref(s) if s is not None else None, capacity,
+                                        ms, why, len(why))
+        if not ptr:
+            raise VolleyError(f"Learner({broker!r}, policy={policy!r}): {why.value.decode()}")
+        self._ptr = ptr
+        self.broker, self.policy, self.capacity = broker, policy, capacity
+        out = _spec()
+        _lib.lib.vl_transport_spec(ptr, ctypes.byref(out))
+        self.spec = _spec_out(out)
+
+    def _live(self):
+        if not self._ptr:
+            raise ValueError("Learner: closed")
+        return self._ptr
+
+    def take(self, n, timeout=None, unpack=True):
+        """Waits up to timeout seconds (None: no limit) for n segments and
+        returns the n oldest as a Batch (fewer if the buffer evicted some
+        meanwhile), or None on timeout. unpack=False gives obs_rows (the
+        stored rows, packed fields one byte a value) instead of obs."""
+        ptr = self._live()
+        n = int(n)
+        if not 1 <= n <= self.capacity // 2:
+            raise ValueError(f"take: n {n}: expected 1 .. capacity // 2 ({self.capacity // 2})")
+        ms = -1 if timeout is None else max(0, int(timeout * 1000))
+        got = _lib.lib.vl_transport_take(ptr, n, ms)
+        if got <= 0:
+            return None
+        try:
+            return Batch(self._gather(ptr, got, unpack))
+        finally:
+            _lib.lib.vl_transport_release(ptr)
+
+    def _gather(self, ptr, n, unpack):
+        T, D, R = self.spec["horizon"], self.spec["obs_dim"], self.spec["row_bytes"]
+        out = {}
+        for name, (idx, dtype, shape) in _ARRAYS.items():
+            if name == ("obs_rows" if unpack else "obs"):
+                continue
+            size = _lib.lib.vl_transport_array_bytes(ptr, idx)
+            a = np.empty(shape(n, T, D, R) if shape else size // 4, dtype)
+            if a.nbytes != size or _lib.lib.vl_transport_gather(ptr, idx, a.ctypes.data,
+                                                                a.nbytes) != 0:
+                raise VolleyError(f"take: gathering {name} failed ({size} bytes for "
+                                  f"{a.shape})")
+            out[name] = a
+        return out
+
+    def publish(self, weights, version, check_policy=True):
+        """Sends weights as `version` (an int >= any published before) to the
+        policy's actors. weights maps names to arrays of rank 1 or 2: NumPy,
+        nested lists, or torch tensors (a state_dict). With check_policy the
+        tensors must be volley's MLP for the spec (pi.0.weight [hidden,
+        obs_dim] ... v.2.bias [1]), what C actors load; pass False for a
+        model of your own whose actors take its tensors. Raises ValueError
+        naming the tensor and the reason (nothing is sent then)."""
+        ptr = self._live()
+        if not hasattr(weights, "items"):
+            raise TypeError(f"publish: weights: expected a mapping of names to arrays, got "
+                            f"{type(weights).__name__}")
+        items = [(str(k), _as_array(k, v)) for k, v in weights.items()]
+        if not 1 <= len(items) <= _TENSORS_MAX:
+            raise ValueError(f"publish: {len(items)} tensors: expected 1 .. {_TENSORS_MAX}")
+        version = int(version)
+        if not 0 <= version < 2**64:
+            raise ValueError(f"publish: version {version}: expected 0 .. 2^64 - 1")
+        ts = (_tensor * len(items))()
+        names = [k.encode() for k, _ in items]
+        for t, name, (_, a) in zip(ts, names, items):
+            t.name, t.ndim, t.data = name, a.ndim, a.ctypes.data
+            for k, d in enumerate(a.shape):
+                t.shape[k] = min(d, 2**32 - 1)
+        why = _lib.why_buffer()
+        if _lib.lib.vl_transport_publish(ptr, version, ts, len(items), int(bool(check_policy)),
+                                         why, len(why)) != 0:
+            raise ValueError(f"publish: {why.value.decode()}")
+
+    def publish_stats(self, version, trained=0, policy_loss=0.0, value_loss=0.0, entropy=0.0):
+        """Sends a progress report (what `volley top` shows and `volley up`
+        judges): the version and losses given, steps, episodes and the mean
+        return from the transport's own books."""
+        _lib.lib.vl_transport_publish_stats(self._live(), int(version), int(trained),
+                                            float(policy_loss), float(value_loss), float(entropy))
+
+    @property
+    def counters(self):
+        """accepted, refused, evicted, env_steps, episodes, mean_return (of
+        the last `window` <= 100 episodes), window, waiting; and refusals:
+        {reason: count} for the reasons that occurred."""
+        ptr = self._live()
+        c = _counts()
+        _lib.lib.vl_transport_counts(ptr, ctypes.byref(c))
+        out = {name: getattr(c, name) for name, _ in _counts._fields_}
+        refusals = {}
+        for r in range(_lib.lib.vl_transport_reasons()):
+            name = c_char_p()
+            k = _lib.lib.vl_transport_refused(ptr, r, ctypes.byref(name))
+            if k:
+                refusals[name.value.decode()] = k
+        out["refusals"] = refusals
+        return out
+
+    def close(self):
+        """Stops receiving and closes the sockets; safe twice."""
+        if getattr(self, "_ptr", None):
+            _lib.lib.vl_transport_destroy(ctypes.byref(c_void_p(self._ptr)))
+            self._ptr = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self.close()

@@ -1,0 +1,574 @@
+/*  vl_transport: include/volley/learner.h over the C learner's own parts:
+    vl_learner_spec_settle_within settles the spec, vl_inlet receives into a
+    vl_buffer, vl_weights encodes what is published. */
+#include "volley/learner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "../common/vl_log.h"
+#include "../common/vl_opts.h"
+#include "../common/vl_sock.h"
+#include "../messages/vl_codec.h"
+#include "vl_buffer.h"
+#include "vl_inlet.h"
+#include "vl_learner.h"
+#include "vl_learner_spec.h"
+#include "vl_policy.h"
+
+#define S_CAPACITY_MAX (1u << 20)
+#define S_HIDDEN_MAX   4096
+#define S_MAX_MSG      (64 << 20) // largest message the weights socket sends
+#define S_LINGER_MS    500        // a last publication still leaves when the caller closes
+#define S_HEARTBEAT_NS                                                                             \
+    1000000000LL // the last weights again each second, as the C learner:
+                 // a broker that restarted, or a lost one
+
+_Static_assert(sizeof(vl_transport_field_t) == sizeof(vl_obs_field_t), "field layouts");
+
+struct vl_transport_s {
+    char broker[256];
+    char policy[VL_POLICY_ID_MAX];
+    vl_learner_config_t c; // spec, policy, broker, capacity: what the inlet serves
+    void *ctx;
+    void *pub; // caller's thread: weights and stats to the broker
+    vl_buffer_t *buf;
+    vl_inlet_t *inlet;
+    vl_policy_t *shape; // volley's MLP for the spec, to check publications (lazy)
+    int *slots;         // [capacity / 2]: the batch held
+    int n_taken;        // its size, 0 when none is held
+    uint8_t *last;      // the last weights published (encoded), for the heartbeat
+    size_t last_size;
+    uint64_t last_version;
+    int published; // 1 once anything was published
+    int64_t next_heartbeat, start_ns;
+};
+
+/* Writes a reason into why, if not NULL. */
+static void s_why(char *why, size_t why_size, const char *text)
+{
+    if (why && why_size)
+        snprintf(why, why_size, "%s", text);
+}
+
+/* Sets c's spec from the caller's. Returns 0, or -1 after writing why. */
+static int s_spec_from(vl_learner_config_t *c, const char *policy, const vl_transport_spec_t *in,
+                       char *why, size_t why_size)
+{
+    vl_limits_t lim = vl_limits_default();
+    vl_spec_t spec = {.num_actions = in->num_actions, .horizon = in->horizon, .hidden = in->hidden};
+    snprintf(spec.policy_id, sizeof spec.policy_id, "%s", policy);
+    if (in->n_fields < 1 || in->n_fields > VL_TRANSPORT_FIELDS_MAX) {
+        snprintf(why, why_size, "spec: %u observation fields, expected 1 .. %d", in->n_fields,
+                 VL_TRANSPORT_FIELDS_MAX);
+        return -1;
+    }
+    spec.obs_spec.n_fields = in->n_fields;
+    memcpy(spec.obs_spec.fields, in->fields, in->n_fields * sizeof in->fields[0]);
+    if (in->num_actions < 1 || in->num_actions > lim.max_actions || in->horizon < 1 ||
+        in->horizon > lim.max_horizon || in->hidden < 1 || in->hidden > S_HIDDEN_MAX) {
+        snprintf(why, why_size,
+                 "spec: actions %u (1 .. %u), horizon %u (1 .. %u), hidden %u "
+                 "(1 .. %u): one is out of range",
+                 in->num_actions, lim.max_actions, in->horizon, lim.max_horizon, in->hidden,
+                 S_HIDDEN_MAX);
+        return -1;
+    }
+    if (vl_learner_config_set_spec(c, &spec) != 0) {
+        s_why(why, why_size,
+              "spec: the observation fields are invalid (encoding, rank, a dim of "
+              "0, or too many values)");
+        return -1;
+    }
+    return 0;
+}
+
+/* Makes the config the inlet serves: the C learner's defaults, no env
+   code, this policy and capacity. Returns 0, or -1 after writing why. */
+static int s_config(vl_transport_t *self, const vl_transport_spec_t *spec, uint32_t capacity,
+                    int timeout_ms, char *why, size_t why_size)
+{
+    vl_learner_config_t *c = &self->c;
+    *c = vl_learner_config_default();
+    c->env = NULL;
+    c->broker = self->broker;
+    c->policy = self->policy;
+    c->capacity = capacity;
+    c->batch_segments = 0; // the credit window is capacity / 2
+    if (spec && s_spec_from(c, self->policy, spec, why, why_size) != 0)
+        return -1;
+    return vl_learner_spec_settle_within(c, spec != NULL, timeout_ms, why, why_size) == 0 ? 0 : -1;
+}
+
+vl_transport_t *vl_transport_new(const char *broker, const char *policy,
+                                 const vl_transport_spec_t *spec, uint32_t capacity, int timeout_ms,
+                                 char *why, size_t why_size)
+{
+    char ignored[8];
+    if (!why || !why_size)
+        why = ignored, why_size = sizeof ignored;
+    if (!broker || !*broker || strlen(broker) >= 256 ||
+        !vl_wire_name_ok(policy, VL_POLICY_ID_MAX)) {
+        s_why(why, why_size,
+              "broker must be HOST[:PORT] and policy a printable name under 64 "
+              "bytes");
+        return NULL;
+    }
+    if (capacity < 2 || capacity > S_CAPACITY_MAX) {
+        snprintf(why, why_size, "capacity %u: expected 2 .. %u segments", capacity, S_CAPACITY_MAX);
+        return NULL;
+    }
+    vl_transport_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        s_why(why, why_size, "no memory");
+        return NULL;
+    }
+    snprintf(self->broker, sizeof self->broker, "%s", broker);
+    snprintf(self->policy, sizeof self->policy, "%s", policy);
+    self->start_ns = vl_now_ns();
+    if (s_config(self, spec, capacity, timeout_ms, why, why_size) != 0)
+        goto err;
+    self->ctx = zmq_ctx_new();
+    self->buf = vl_buffer_new(capacity, self->c.horizon, &self->c.obs_spec);
+    self->pub = self->ctx ? vl_sock_connect(self->ctx, ZMQ_PUB, self->broker, VL_PORT_WEIGHTS_IN,
+                                            S_LINGER_MS, S_MAX_MSG)
+                          : NULL;
+    self->slots = calloc(capacity / 2, sizeof *self->slots);
+    self->inlet =
+        self->buf && self->pub && self->slots ? vl_inlet_new(self->ctx, &self->c, self->buf) : NULL;
+    if (!self->inlet) {
+        s_why(why, why_size, "cannot make the buffer or the sockets (no memory, or a bad address)");
+        goto err;
+    }
+    return self;
+err:
+    vl_transport_destroy(&self);
+    return NULL;
+}
+
+void vl_transport_destroy(vl_transport_t **self_p)
+{
+    vl_transport_t *self = self_p ? *self_p : NULL;
+    if (!self)
+        return;
+    if (self->slots)
+        vl_transport_release(self);
+    vl_inlet_destroy(&self->inlet);
+    if (self->pub)
+        zmq_close(self->pub);
+    if (self->ctx)
+        zmq_ctx_term(self->ctx);
+    vl_buffer_destroy(&self->buf);
+    vl_policy_destroy(&self->shape);
+    free(self->last);
+    free(self->slots);
+    free(self);
+    *self_p = NULL;
+}
+
+void vl_transport_spec(const vl_transport_t *self, vl_transport_spec_t *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    spec->n_fields = self->c.obs_spec.n_fields;
+    memcpy(spec->fields, self->c.obs_spec.fields, spec->n_fields * sizeof spec->fields[0]);
+    spec->num_actions = self->c.num_actions;
+    spec->horizon = self->c.horizon;
+    spec->hidden = self->c.hidden;
+    spec->obs_dim = self->c.obs_dim;
+    spec->row_bytes = vl_obs_row_bytes(&self->c.obs_spec);
+}
+
+/* Sends [topic][body] on the weights stream. Returns 0 or -1. */
+static int s_send(vl_transport_t *self, const char *topic, const uint8_t *body, size_t size)
+{
+    if (zmq_send(self->pub, topic, strlen(topic), ZMQ_SNDMORE) < 0)
+        return -1;
+    return zmq_send(self->pub, body, size, 0) < 0 ? -1 : 0;
+}
+
+/* Sends the last weights again when a second has passed since. */
+static void s_heartbeat(vl_transport_t *self)
+{
+    if (!self->last || vl_now_ns() < self->next_heartbeat)
+        return;
+    s_send(self, self->policy, self->last, self->last_size);
+    self->next_heartbeat = vl_now_ns() + S_HEARTBEAT_NS;
+}
+
+int vl_transport_take(vl_transport_t *self, uint32_t n, int timeout_ms)
+{
+    if (self->n_taken || n < 1 || n > self->c.capacity / 2)
+        return -1;
+    s_heartbeat(self);
+    int64_t deadline = timeout_ms < 0 ? 0 : vl_now_ns() + (int64_t)timeout_ms * 1000000LL;
+    int got = 0;
+    while (got == 0) { // in slices: the heartbeat goes on while the caller waits long
+        int64_t left = deadline ? (deadline - vl_now_ns()) / 1000000LL : 1000;
+        if (left <= 0 && deadline)
+            break;
+        got = vl_buffer_take(self->buf, (int)n, left > 1000 ? 1000 : (int)left, self->slots);
+        s_heartbeat(self);
+        if (deadline && vl_now_ns() >= deadline)
+            break;
+    }
+    self->n_taken = got;
+    return got;
+}
+
+void vl_transport_release(vl_transport_t *self)
+{
+    if (self->n_taken)
+        vl_buffer_release(self->buf, self->slots, self->n_taken);
+    self->n_taken = 0;
+}
+
+/* Returns segment i of the batch held. */
+static const vl_segment_t *s_seg(const vl_transport_t *self, int i)
+{
+    return vl_buffer_segment(self->buf, self->slots[i]);
+}
+
+/* Returns the bytes of one segment's share of array (episode arrays: its
+   own count), 0 for an unknown array. */
+static size_t s_bytes_of(const vl_transport_t *self, const vl_segment_t *s,
+                         vl_transport_array_t array)
+{
+    size_t T = self->c.horizon, D = self->c.obs_dim, row = vl_obs_row_bytes(&self->c.obs_spec);
+    switch (array) {
+    case VL_TRANSPORT_OBS:
+        return (T + 1) * D * sizeof(float);
+    case VL_TRANSPORT_OBS_ROWS:
+        return (T + 1) * row;
+    case VL_TRANSPORT_FINAL_OBS:
+        return T * D * sizeof(float);
+    case VL_TRANSPORT_ACTIONS:
+    case VL_TRANSPORT_REWARDS:
+    case VL_TRANSPORT_DONES:
+    case VL_TRANSPORT_LOGP:
+        return T * 4;
+    case VL_TRANSPORT_TRUNCATED:
+        return T;
+    case VL_TRANSPORT_POLICY_VERSION:
+    case VL_TRANSPORT_SEQ:
+        return 8;
+    case VL_TRANSPORT_ACTOR_ID:
+    case VL_TRANSPORT_ENV_ID:
+    case VL_TRANSPORT_N_EPISODES:
+        return 4;
+    case VL_TRANSPORT_EPISODE_RETURNS:
+    case VL_TRANSPORT_EPISODE_LENGTHS:
+        return s->n_episodes * 4;
+    default:
+        return 0;
+    }
+}
+
+size_t vl_transport_array_bytes(const vl_transport_t *self, vl_transport_array_t array)
+{
+    size_t total = 0;
+    for (int i = 0; i < self->n_taken; i++)
+        total += s_bytes_of(self, s_seg(self, i), array);
+    return total;
+}
+
+/* Writes segment s's final observations as floats at their steps of out
+   [T][D], zeros at the other steps. */
+static void s_final_obs(const vl_transport_t *self, const vl_segment_t *s, float *out)
+{
+    uint32_t T = self->c.horizon, D = self->c.obs_dim, row = s->obs_row_bytes, k = 0;
+    memset(out, 0, (size_t)T * D * sizeof(float));
+    for (uint32_t t = 0; t < T && k < s->n_truncated; t++)
+        if (s->truncated[t])
+            vl_obs_from_rows(&s->obs_spec, 1, s->final_obs + (size_t)(k++) * row,
+                             out + (size_t)t * D);
+}
+
+/* Returns segment s's array held in place (OBS_ROWS, the step arrays,
+   the episode arrays), or NULL for the others. */
+static const void *s_in_place(const vl_segment_t *s, vl_transport_array_t array)
+{
+    switch (array) {
+    case VL_TRANSPORT_OBS_ROWS:
+        return s->obs;
+    case VL_TRANSPORT_ACTIONS:
+        return s->actions;
+    case VL_TRANSPORT_REWARDS:
+        return s->rewards;
+    case VL_TRANSPORT_DONES:
+        return s->dones;
+    case VL_TRANSPORT_TRUNCATED:
+        return s->truncated;
+    case VL_TRANSPORT_LOGP:
+        return s->logp;
+    case VL_TRANSPORT_EPISODE_RETURNS:
+        return s->episode_returns;
+    case VL_TRANSPORT_EPISODE_LENGTHS:
+        return s->episode_lengths;
+    default:
+        return NULL;
+    }
+}
+
+/* Returns the address of segment s's scalar for array, or NULL. */
+static const void *s_scalar(const vl_segment_t *s, vl_transport_array_t array)
+{
+    switch (array) {
+    case VL_TRANSPORT_POLICY_VERSION:
+        return &s->policy_version;
+    case VL_TRANSPORT_SEQ:
+        return &s->seq;
+    case VL_TRANSPORT_ACTOR_ID:
+        return &s->actor_id;
+    case VL_TRANSPORT_ENV_ID:
+        return &s->env_id;
+    case VL_TRANSPORT_N_EPISODES:
+        return &s->n_episodes;
+    default:
+        return NULL;
+    }
+}
+
+/* Copies segment s's share of array into out (s_bytes_of bytes). */
+static void s_copy(const vl_transport_t *self, const vl_segment_t *s, vl_transport_array_t array,
+                   uint8_t *out)
+{
+    size_t n = s_bytes_of(self, s, array);
+    const void *src = s_in_place(s, array) ? s_in_place(s, array) : s_scalar(s, array);
+    if (array == VL_TRANSPORT_OBS)
+        vl_obs_from_rows(&s->obs_spec, self->c.horizon + 1, s->obs, (float *)(void *)out);
+    else if (array == VL_TRANSPORT_FINAL_OBS)
+        s_final_obs(self, s, (float *)(void *)out);
+    else if (src && n)
+        memcpy(out, src, n);
+}
+
+int vl_transport_gather(const vl_transport_t *self, vl_transport_array_t array, void *out,
+                        size_t out_size)
+{
+    if (!self->n_taken || array < 0 || array >= VL_TRANSPORT_ARRAYS ||
+        out_size < vl_transport_array_bytes(self, array) || !out)
+        return -1;
+    uint8_t *p = out;
+    for (int i = 0; i < self->n_taken; i++) {
+        const vl_segment_t *s = s_seg(self, i);
+        s_copy(self, s, array, p);
+        p += s_bytes_of(self, s, array);
+    }
+    return 0;
+}
+
+const void *vl_transport_segment_array(const vl_transport_t *self, uint32_t i,
+                                       vl_transport_array_t array, size_t *bytes)
+{
+    if (i >= (uint32_t)self->n_taken)
+        return NULL;
+    const vl_segment_t *s = s_seg(self, (int)i);
+    const void *p = s_in_place(s, array);
+    if (p && bytes)
+        *bytes = s_bytes_of(self, s, array);
+    return p;
+}
+
+void vl_transport_counts(vl_transport_t *self, vl_transport_counts_t *counts)
+{
+    vl_inlet_counts_t in;
+    vl_inlet_counts(self->inlet, &in);
+    memset(counts, 0, sizeof *counts);
+    counts->accepted = in.accepted;
+    counts->refused = in.refused_total;
+    counts->evicted = vl_buffer_evicted(self->buf);
+    counts->env_steps = in.env_steps;
+    counts->episodes = in.episodes;
+    counts->mean_return = in.mean_return;
+    counts->window = in.window;
+    counts->waiting = (uint32_t)vl_buffer_waiting(self->buf);
+}
+
+int vl_transport_reasons(void)
+{
+    return VL_EREASONS;
+}
+
+uint64_t vl_transport_refused(vl_transport_t *self, int reason, const char **name)
+{
+    if (reason < 0 || reason >= VL_EREASONS) {
+        if (name)
+            *name = NULL;
+        return 0;
+    }
+    vl_inlet_counts_t in;
+    vl_inlet_counts(self->inlet, &in);
+    if (name)
+        *name = vl_reason_str((vl_reason_t)reason);
+    return in.refused[reason];
+}
+
+/* Checks one tensor as a receiver would. Returns 0, or -1 after writing why. */
+static int s_check_tensor(const vl_transport_tensor_t *t, const vl_limits_t *lim, char *why,
+                          size_t why_size)
+{
+    const char *name = t->name ? t->name : "(null)";
+    if (!vl_wire_name_ok(t->name, VL_TENSOR_NAME_MAX)) {
+        snprintf(why, why_size, "tensor name '%.40s': expected 1 .. %d printable bytes", name,
+                 VL_TENSOR_NAME_MAX - 1);
+        return -1;
+    }
+    uint64_t rows = t->shape[0], cols = t->ndim == 2 ? t->shape[1] : 1;
+    if (t->ndim < 1 || t->ndim > 2 || rows == 0 || cols == 0 ||
+        rows * cols > lim->max_tensor_elems) {
+        snprintf(why, why_size,
+                 "tensor %s: rank %u shape [%u, %u]: expected rank 1 or 2, no "
+                 "dim of 0, at most %u values",
+                 name, t->ndim, t->shape[0], t->ndim == 2 ? t->shape[1] : 1, lim->max_tensor_elems);
+        return -1;
+    }
+    if (!t->data) {
+        snprintf(why, why_size, "tensor %s: no data", name);
+        return -1;
+    }
+    for (uint64_t k = 0; k < rows * cols; k++)
+        if (!vl_float_is_finite(t->data[k])) {
+            snprintf(why, why_size, "tensor %s: value %llu is %g: weights must be finite", name,
+                     (unsigned long long)k, (double)t->data[k]);
+            return -1;
+        }
+    return 0;
+}
+
+/* Checks the publication: count, each tensor, unique names. Fills out.
+   Returns 0, or -1 after writing why. */
+static int s_check_tensors(const vl_transport_tensor_t *in, uint32_t n, vl_tensor_t *out, char *why,
+                           size_t why_size)
+{
+    vl_limits_t lim = vl_limits_default();
+    if (n < 1 || n > lim.max_tensors || n > VL_TRANSPORT_TENSORS_MAX || !in) {
+        snprintf(why, why_size, "%u tensors: expected 1 .. %u", n, lim.max_tensors);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (s_check_tensor(&in[i], &lim, why, why_size) != 0)
+            return -1;
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(in[i].name, in[j].name) == 0) {
+                snprintf(why, why_size, "tensor %s: named twice", in[i].name);
+                return -1;
+            }
+        memset(&out[i], 0, sizeof out[i]);
+        snprintf(out[i].name, sizeof out[i].name, "%s", in[i].name);
+        out[i].ndim = in[i].ndim;
+        out[i].rows = in[i].shape[0];
+        out[i].cols = in[i].ndim == 2 ? in[i].shape[1] : 1;
+        out[i].data = (float *)(uintptr_t)in[i].data; // encoded, never written
+    }
+    return 0;
+}
+
+/* Checks that tensors are volley's MLP for the spec, all of it and nothing
+   else. Returns 0, or -1 after writing why. */
+static int s_check_policy(vl_transport_t *self, vl_tensor_t *tensors, uint32_t n, char *why,
+                          size_t why_size)
+{
+    if (!self->shape)
+        self->shape = vl_policy_new(self->c.obs_dim, self->c.num_actions, self->c.hidden, 1);
+    if (!self->shape) {
+        snprintf(why, why_size, "no memory");
+        return -1;
+    }
+    vl_weights_t w = {.n_tensors = n, .tensors = tensors};
+    char mismatch[160];
+    vl_policy_mismatch(self->shape, &w, mismatch, sizeof mismatch);
+    if (strcmp(mismatch, "they fit") != 0) {
+        snprintf(why, why_size,
+                 "not volley's MLP for this policy's spec (obs %u, actions %u, "
+                 "hidden %u): %s",
+                 self->c.obs_dim, self->c.num_actions, self->c.hidden, mismatch);
+        return -1;
+    }
+    if (n != vl_policy_tensor_count(self->shape)) {
+        snprintf(why, why_size, "%u tensors, volley's MLP has %u: the others would be ignored", n,
+                 vl_policy_tensor_count(self->shape));
+        return -1;
+    }
+    return 0;
+}
+
+/* Encodes the checked tensors and decodes them back as a receiver would.
+   Returns 0 and sets *buf (caller frees), or -1 after writing why. */
+static int s_encode(vl_transport_t *self, uint64_t version, const vl_tensor_t *tensors, uint32_t n,
+                    uint8_t **buf, size_t *size, char *why, size_t why_size)
+{
+    if (vl_weights_encode(self->policy, version, tensors, n, buf, size) != 0) {
+        snprintf(why, why_size, "cannot encode the weights (no memory, or over 64 MiB)");
+        return -1;
+    }
+    vl_limits_t lim = vl_limits_default();
+    vl_weights_t *w = NULL;
+    vl_reason_t r = vl_weights_decode(*buf, *size, &lim, &w);
+    vl_weights_destroy(&w);
+    if (r == VL_OK)
+        return 0;
+    snprintf(why, why_size, "an actor would refuse these weights: %s", vl_reason_str(r));
+    free(*buf);
+    *buf = NULL;
+    return -1;
+}
+
+int vl_transport_publish(vl_transport_t *self, uint64_t version,
+                         const vl_transport_tensor_t *tensors, uint32_t n, int check_policy,
+                         char *why, size_t why_size)
+{
+    char ignored[8];
+    if (!why || !why_size)
+        why = ignored, why_size = sizeof ignored;
+    vl_tensor_t checked[VL_TRANSPORT_TENSORS_MAX];
+    uint8_t *buf;
+    size_t size;
+    if (self->published && version < self->last_version) {
+        snprintf(why, why_size,
+                 "version %llu: below %llu, published before (actors keep the "
+                 "newest)",
+                 (unsigned long long)version, (unsigned long long)self->last_version);
+        return -1;
+    }
+    if (s_check_tensors(tensors, n, checked, why, why_size) != 0 ||
+        (check_policy && s_check_policy(self, checked, n, why, why_size) != 0) ||
+        s_encode(self, version, checked, n, &buf, &size, why, why_size) != 0)
+        return -1;
+    if (s_send(self, self->policy, buf, size) != 0) {
+        snprintf(why, why_size, "cannot send: %s", zmq_strerror(zmq_errno()));
+        free(buf);
+        return -1;
+    }
+    free(self->last);
+    self->last = buf;
+    self->last_size = size;
+    self->last_version = version;
+    self->published = 1;
+    self->next_heartbeat = vl_now_ns() + S_HEARTBEAT_NS;
+    return 0;
+}
+
+int vl_transport_publish_stats(vl_transport_t *self, uint64_t version, uint64_t segments_trained,
+                               float policy_loss, float value_loss, float entropy)
+{
+    vl_stats_t st;
+    memset(&st, 0, sizeof st);
+    snprintf(st.policy_id, sizeof st.policy_id, "%s", self->policy);
+    uint64_t refused = vl_inlet_fill_stats(self->inlet, &st);
+    st.version = version;
+    st.segments_trained = segments_trained;
+    st.segments_dropped = refused + vl_buffer_evicted(self->buf);
+    st.policy_loss = vl_float_is_finite(policy_loss) ? policy_loss : 0;
+    st.value_loss = vl_float_is_finite(value_loss) ? value_loss : 0;
+    st.entropy = vl_float_is_finite(entropy) ? entropy : 0;
+    st.uptime_s = (double)(vl_now_ns() - self->start_ns) / 1e9;
+    uint8_t *buf;
+    size_t size;
+    if (vl_stats_encode(&st, &buf, &size) != 0)
+        return -1;
+    int rc = s_send(self, VL_STATS_TOPIC, buf, size);
+    free(buf);
+    return rc;
+}
