@@ -1,8 +1,11 @@
-/*  vl_actor: stepping environments, acting, cutting and pushing segments. */
+/*  vl_actor: the actor engine: weights in, beats out, acting on a batch,
+    recording steps, cutting and pushing segments, pacing. */
 #include "vl_actor.h"
 
 #include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,36 +19,49 @@
 #include "../learner/vl_policy.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
+#include "vl_actor_check.h"
 
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
 #define S_BEAT_EVERY_NS     1000000000LL // the broker calls an actor silent after 5 s
 #define S_BEAT_RETRY_NS     50000000LL   // a beat no connection took is tried again this soon
+#define S_NAME_MAX          64           // an env name, as vl_env.c allows
 
 #define S_REASONS_LOGGED 16 // distinct refusal reasons an actor logs (then it only counts)
 
 struct vl_actor_s {
-    vl_actor_config_t c;
-    uint32_t D, A;  // observation size, actions
-    vl_spec_t spec; // what our segments look like, declared in every beat
+    vl_actor_params_t c; // broker and policy point at the copies below
+    char broker[256];
+    char policy_id[VL_POLICY_ID_MAX];
+    char env_name[S_NAME_MAX];
+    vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
+    uint32_t N, D, A; // envs, observation size, actions
+    vl_spec_t spec;   // what our segments look like, declared in every beat
     void *ctx, *push, *sub;
     void *control;              // DEALER to the broker's control port: beats out, refusals in
     vl_curve_watch_t *watch[3]; // with CURVE, per socket: a refused key logged, retried
-    vl_policy_t *policy;
-    uint64_t version; // weights version acting now
+    vl_policy_t *policy;        // volley's forward pass (NULL when external)
+    vl_weights_t *raw;          // external: the newest weights as they came
+    uint64_t version;           // weights version acting now
     int have_weights;
     uint32_t rounds_on_version; // segments per env cut since those weights came
-    vl_envs_t *envs;            // the n_envs environments
-    float *obs;                 // [n_envs][D] current observations
-    float *final_obs;           // [n_envs][D] where an episode just ended
-    float *rewards;             // [n_envs]
-    uint8_t *term, *trunc;      // [n_envs]
-    int32_t *actions;           // [n_envs]
-    float *logps;               // [n_envs]
-    float *logits;              // [n_envs][A]
+    int started;                // the first weights came and acting was logged
+    int acted;                  // an act waits for its observe
+    int dead;                   // a code that ended the actor (a send failed, a refusal)
+    int woken;                  // the wake fd became readable
+    uint32_t t;                 // step of the segments being filled
+    uint64_t seg_version;       // weights version at their first step
+    vl_envs_t *envs;            // `volley actor`'s environments (NULL: the caller's)
+    float *obs;                 // [N][D] observations acted on, then the next ones
+    float *final_obs;           // [N][D] where an episode just ended
+    float *rewards;             // [N]
+    uint8_t *term, *trunc;      // [N]
+    int32_t *actions;           // [N]
+    float *logps;               // [N]
+    float *logits;              // [N][A]
     float *logp_row;            // [A]
-    float *ep_return;           // [n_envs] running episode return
-    uint32_t *ep_len;           // [n_envs]
-    vl_segment_t *segs;         // [n_envs], arrays bound into `arrays`
+    float *ep_return;           // [N] running episode return
+    uint32_t *ep_len;           // [N]
+    vl_segment_t *segs;         // [N], arrays bound into `arrays`
     uint8_t *arrays;
     size_t arrays_size; // per env
     uint64_t seq;
@@ -54,6 +70,7 @@ struct vl_actor_s {
     uint64_t steps, sent;
     int warned_load;
     int refused_spec;                       // the broker refused our spec: stop
+    char refusal[VL_SPEC_REASON_MAX];       // its reason
     uint64_t refused;                       // refusals of our segments the broker reported
     uint32_t reason_hash[S_REASONS_LOGGED]; // reasons logged already
     int n_reasons;
@@ -79,9 +96,34 @@ vl_actor_config_t vl_actor_config_default(void)
                                .wait_ms = 500};
 }
 
+vl_actor_params_t vl_actor_params_default(void)
+{
+    return (vl_actor_params_t){.policy = "default",
+                               .n_envs = 8,
+                               .horizon = 64,
+                               .hidden = 64,
+                               .seed = 1,
+                               .max_ahead = 1,
+                               .wait_ms = 500,
+                               .wake_fd = -1};
+}
+
+/* Writes the reason into why (may be NULL); returns code. */
+__attribute__((format(printf, 4, 5))) static int s_fail(int code, char *why, size_t size,
+                                                        const char *fmt, ...)
+{
+    if (!why || !size)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
 /* Returns the seed of one random stream of this actor (0: action sampling,
    1 + i: environment i), distinct across actor ids under one --seed. */
-static uint64_t s_stream_seed(const vl_actor_config_t *c, uint64_t stream)
+static uint64_t s_stream_seed(const vl_actor_params_t *c, uint64_t stream)
 {
     uint64_t x = c->seed;
     x = vl_splitmix64(&x) ^ c->actor_id;
@@ -89,10 +131,22 @@ static uint64_t s_stream_seed(const vl_actor_config_t *c, uint64_t stream)
     return vl_splitmix64(&x);
 }
 
-/* Allocates the per-env state and starts the environments. Returns 0 or -1. */
+/* Returns 1 once SIGINT/SIGTERM came or the wake fd became readable. */
+static int s_stopped(vl_actor_t *self)
+{
+    if (vl_interrupted || self->woken)
+        return 1;
+    if (self->c.wake_fd < 0)
+        return 0;
+    struct pollfd p = {.fd = self->c.wake_fd, .events = POLLIN};
+    self->woken = poll(&p, 1, 0) > 0;
+    return self->woken;
+}
+
+/* Allocates the per-env state and binds every env's segment. Returns 0 or -1. */
 static int s_alloc(vl_actor_t *self)
 {
-    uint32_t N = self->c.n_envs, D = self->D;
+    uint32_t N = self->N, D = self->D;
     self->obs = calloc((size_t)N * D, sizeof(float));
     self->final_obs = calloc((size_t)N * D, sizeof(float));
     self->rewards = calloc(N, sizeof(float));
@@ -105,27 +159,22 @@ static int s_alloc(vl_actor_t *self)
     self->ep_return = calloc(N, sizeof(float));
     self->ep_len = calloc(N, sizeof(uint32_t));
     self->segs = calloc(N, sizeof *self->segs);
-    self->arrays_size = vl_segment_arrays_size(self->c.horizon, &self->c.env->obs_spec);
-    uint64_t *seeds = calloc(N, sizeof(uint64_t));
+    self->arrays_size = vl_segment_arrays_size(self->c.horizon, &self->ops.obs_spec);
     self->arrays = self->arrays_size == SIZE_MAX ? NULL : calloc(N, self->arrays_size);
     int ok = self->obs && self->final_obs && self->rewards && self->term && self->trunc &&
              self->actions && self->logps && self->logits && self->logp_row && self->ep_return &&
-             self->ep_len && self->segs && self->arrays && seeds;
+             self->ep_len && self->segs && self->arrays;
     for (uint32_t i = 0; ok && i < N; i++) {
-        seeds[i] = s_stream_seed(&self->c, 1 + i);
         vl_segment_t *s = &self->segs[i];
         s->actor_id = self->c.actor_id;
         s->env_id = i;
         snprintf(s->policy_id, sizeof s->policy_id, "%s", self->c.policy);
         s->horizon = self->c.horizon;
-        ok = vl_segment_set_spec(s, &self->c.env->obs_spec) == 0 && s->obs_dim == D;
+        ok = vl_segment_set_spec(s, &self->ops.obs_spec) == 0 && s->obs_dim == D;
         s->num_actions = self->A;
         vl_segment_bind(s, self->arrays + (size_t)i * self->arrays_size);
     }
-    if (ok)
-        self->envs = vl_envs_new(self->c.env, N, self->c.env_arg, seeds, self->obs);
-    free(seeds);
-    return ok && self->envs ? 0 : -1;
+    return ok ? 0 : -1;
 }
 
 /* Fills the spec this actor declares: its env's fields and actions, its
@@ -135,37 +184,49 @@ static void s_fill_spec(vl_actor_t *self)
     vl_spec_t *sp = &self->spec;
     memset(sp, 0, sizeof *sp);
     snprintf(sp->policy_id, sizeof sp->policy_id, "%s", self->c.policy);
-    sp->obs_spec = self->c.env->obs_spec;
+    sp->obs_spec = self->ops.obs_spec;
     sp->num_actions = self->A;
     sp->horizon = self->c.horizon;
     sp->hidden = self->c.hidden;
-    if (vl_wire_name_ok(self->c.env->name, sizeof sp->env))
-        snprintf(sp->env, sizeof sp->env, "%s", self->c.env->name);
+    if (vl_wire_name_ok(self->ops.name, sizeof sp->env))
+        snprintf(sp->env, sizeof sp->env, "%s", self->ops.name);
 }
 
-vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
+/* Checks the parameters an engine is made from. Returns 0, or -1 with why. */
+static int s_check_params(const vl_actor_params_t *p, char *why, size_t size)
 {
-    vl_actor_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->c = *c;
-    self->D = c->env->obs_dim;
-    self->A = c->env->num_actions;
-    self->limits = vl_limits_default();
-    s_fill_spec(self);
-    vl_rng_seed(&self->rng, s_stream_seed(c, 0));
-    self->policy = vl_policy_new(self->D, self->A, c->hidden, c->seed);
+    vl_limits_t lim = vl_limits_default();
+    if (!p->broker || !p->broker[0] || strlen(p->broker) >= 256)
+        return s_fail(-1, why, size, "broker: give HOST[:PORT]");
+    if (!p->policy || !vl_wire_name_ok(p->policy, VL_POLICY_ID_MAX))
+        return s_fail(-1, why, size, "policy: 1..%d printable characters, no spaces",
+                      VL_POLICY_ID_MAX - 1);
+    if (p->n_envs < 1 || p->n_envs > 65536)
+        return s_fail(-1, why, size, "n_envs %u, must be 1..65536", p->n_envs);
+    if (p->horizon < 1 || p->horizon > lim.max_horizon)
+        return s_fail(-1, why, size, "horizon %u, must be 1..%u", p->horizon, lim.max_horizon);
+    if (p->hidden < 1 || p->hidden > VL_SPEC_HIDDEN_MAX)
+        return s_fail(-1, why, size, "hidden %u, must be 1..%d", p->hidden, VL_SPEC_HIDDEN_MAX);
+    if (p->wait_ms < 0)
+        return s_fail(-1, why, size, "wait_ms %d, must be >= 0", p->wait_ms);
+    return 0;
+}
+
+/* Connects the three sockets to the broker. Returns 0 or -1. */
+static int s_connect(vl_actor_t *self)
+{
+    const char *broker = self->c.broker;
     self->ctx = zmq_ctx_new();
-    if (!self->policy || !self->ctx || s_alloc(self) != 0)
-        goto err;
+    if (!self->ctx)
+        return -1;
     // On exit, queued segments get a second to leave.
-    self->push = vl_sock_connect(self->ctx, ZMQ_PUSH, c->broker, VL_PORT_SEGMENTS, 1000,
-                                 S_MAX_WEIGHTS_BYTES);
+    self->push =
+        vl_sock_connect(self->ctx, ZMQ_PUSH, broker, VL_PORT_SEGMENTS, 1000, S_MAX_WEIGHTS_BYTES);
     self->sub =
-        vl_sock_connect(self->ctx, ZMQ_SUB, c->broker, VL_PORT_WEIGHTS_OUT, 0, S_MAX_WEIGHTS_BYTES);
-    self->control = vl_sock_connect_lossy(self->ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, 4096);
+        vl_sock_connect(self->ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, S_MAX_WEIGHTS_BYTES);
+    self->control = vl_sock_connect_lossy(self->ctx, ZMQ_DEALER, broker, VL_PORT_CONTROL, 4096);
     if (!self->push || !self->sub || !self->control)
-        goto err;
+        return -1;
     if (vl_sock_curve_on()) {
         self->watch[0] = vl_curve_watch_new(self->ctx, self->push, "segments");
         self->watch[1] = vl_curve_watch_new(self->ctx, self->sub, "weights");
@@ -173,12 +234,92 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     }
     int send_timeout_ms = 1000; // a blocked send comes back to beat (s_send_segments)
     zmq_setsockopt(self->push, ZMQ_SNDTIMEO, &send_timeout_ms, sizeof send_timeout_ms);
-    zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, c->policy, strlen(c->policy));
+    zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, self->c.policy, strlen(self->c.policy));
+    return 0;
+}
+
+/* Creates the engine for params over the checked env spec ops. Returns it,
+   or NULL with the reason in why. */
+static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, char *why,
+                         size_t size)
+{
+    if (s_check_params(p, why, size) != 0)
+        return NULL;
+    vl_actor_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->c = *p;
+    snprintf(self->broker, sizeof self->broker, "%s", p->broker);
+    snprintf(self->policy_id, sizeof self->policy_id, "%s", p->policy);
+    snprintf(self->env_name, sizeof self->env_name, "%s", ops->name ? ops->name : "");
+    self->c.broker = self->broker;
+    self->c.policy = self->policy_id;
+    self->ops = *ops;
+    self->ops.name = self->env_name; // the caller's table may go away
+    self->N = p->n_envs;
+    self->D = ops->obs_dim;
+    self->A = ops->num_actions;
+    self->limits = vl_limits_default();
+    s_fill_spec(self);
+    vl_rng_seed(&self->rng, s_stream_seed(p, 0));
+    if (!p->external && !(self->policy = vl_policy_new(self->D, self->A, p->hidden, p->seed)))
+        goto err;
+    if (s_alloc(self) != 0 || s_connect(self) != 0)
+        goto err;
     return self;
 err:
-    vl_error("cannot start the actor");
+    s_fail(0, why, size, "cannot start the actor (memory, or the broker address '%s')", p->broker);
     vl_actor_destroy(&self);
     return NULL;
+}
+
+vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why_size)
+{
+    vl_env_ops_t ops;
+    char reason[200];
+    if (!params || !params->env)
+        return s_fail(0, why, why_size, "no params or no env spec"), NULL;
+    if (vl_env_check_spec(params->env, &ops, reason, sizeof reason) != 0)
+        return s_fail(0, why, why_size, "env spec: %s", reason), NULL;
+    ops.table = NULL;
+    return s_new(params, &ops, why, why_size);
+}
+
+vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
+{
+    vl_actor_params_t p = vl_actor_params_default();
+    p.broker = c->broker;
+    p.policy = c->policy;
+    p.env = c->env->table;
+    p.n_envs = c->n_envs;
+    p.horizon = c->horizon;
+    p.hidden = c->hidden;
+    p.actor_id = c->actor_id;
+    p.seed = c->seed;
+    p.max_ahead = c->max_ahead;
+    p.wait_ms = c->wait_ms;
+    char why[256];
+    vl_actor_t *self = s_new(&p, c->env, why, sizeof why);
+    if (!self) {
+        vl_error("%s", why);
+        return NULL;
+    }
+    uint64_t *seeds = calloc(self->N, sizeof(uint64_t));
+    for (uint32_t i = 0; seeds && i < self->N; i++)
+        seeds[i] = s_stream_seed(&self->c, 1 + i);
+    if (seeds)
+        self->envs = vl_envs_new(c->env, self->N, c->env_arg, seeds, self->obs);
+    free(seeds);
+    if (!self->envs) {
+        vl_error("cannot start the actor");
+        vl_actor_destroy(&self);
+    }
+    return self;
+}
+
+uint32_t vl_actor_obs_dim(const vl_actor_t *self)
+{
+    return self->D;
 }
 
 /* Counts the time from the publication of weights to now, when they were
@@ -209,6 +350,7 @@ static void s_on_refused(vl_actor_t *self, const char *what, const char *reason)
 {
     if (strcmp(what, VL_REFUSED_SPEC) == 0) {
         vl_error("the broker refused this actor: %s", reason);
+        snprintf(self->refusal, sizeof self->refusal, "%s", reason);
         self->refused_spec = 1;
         return;
     }
@@ -308,6 +450,19 @@ static void s_beat(vl_actor_t *self)
     self->applied = 0;
 }
 
+/* Takes weights w for our policy: loads them into volley's policy, or, for
+   an external forward pass, keeps them as they came. Returns 0 if taken
+   (w is then consumed in external mode), -1 if they do not fit. */
+static int s_take_weights(vl_actor_t *self, vl_weights_t **w)
+{
+    if (self->policy)
+        return vl_policy_load(self->policy, *w);
+    vl_weights_destroy(&self->raw);
+    self->raw = *w;
+    *w = NULL;
+    return 0;
+}
+
 /* Applies one weights message if it is for our policy and new. */
 static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
 {
@@ -319,9 +474,11 @@ static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
     }
     if (strcmp(w->policy_id, self->c.policy) == 0 &&
         (!self->have_weights || w->version != self->version)) {
-        if (vl_policy_load(self->policy, w) == 0) {
-            s_note_applied(self, w->publish_ns);
-            self->version = w->version;
+        uint64_t version = w->version;
+        int64_t publish_ns = w->publish_ns;
+        if (s_take_weights(self, &w) == 0) {
+            s_note_applied(self, publish_ns);
+            self->version = version;
             self->have_weights = 1;
             self->rounds_on_version = 0;
         } else if (!self->warned_load++) {
@@ -334,33 +491,42 @@ static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
     vl_weights_destroy(&w);
 }
 
+/* Receives one [topic][body] weights message and applies it. Returns 0, or
+   -1 when nothing waits. */
+static int s_recv_weights(vl_actor_t *self)
+{
+    zmq_msg_t topic, body;
+    zmq_msg_init(&topic);
+    zmq_msg_init(&body);
+    int rc = zmq_msg_recv(&topic, self->sub, ZMQ_DONTWAIT) < 0 ? -1 : 0;
+    if (rc == 0 && zmq_msg_more(&topic) && zmq_msg_recv(&body, self->sub, 0) >= 0 &&
+        !zmq_msg_more(&body))
+        s_apply_weights(self, zmq_msg_data(&body), zmq_msg_size(&body));
+    while (rc == 0 && zmq_msg_more(&body) && zmq_msg_recv(&body, self->sub, 0) >= 0)
+        ;
+    zmq_msg_close(&topic);
+    zmq_msg_close(&body);
+    return rc;
+}
+
 /* Receives every waiting weights message, waiting up to timeout_ms for the
-   first. Returns 1 if new weights were applied, 0 if not, -1 on error. */
+   first (or for the wake fd). Returns 1 if new weights were applied, 0 if
+   not, -1 on error. */
 static int s_poll_weights(vl_actor_t *self, int timeout_ms)
 {
     uint64_t before = self->version;
     int had = self->have_weights;
     s_beat(self);
-    zmq_pollitem_t item = {self->sub, 0, ZMQ_POLLIN, 0};
-    int rc = zmq_poll(&item, 1, timeout_ms);
+    zmq_pollitem_t items[2] = {{self->sub, 0, ZMQ_POLLIN, 0},
+                               {NULL, self->c.wake_fd, ZMQ_POLLIN, 0}};
+    int rc = zmq_poll(items, self->c.wake_fd >= 0 ? 2 : 1, timeout_ms);
     if (rc < 0)
         return zmq_errno() == EINTR ? 0 : -1;
-    while (rc > 0) {
-        zmq_msg_t topic, body;
-        zmq_msg_init(&topic);
-        zmq_msg_init(&body);
-        if (zmq_msg_recv(&topic, self->sub, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&topic);
-            zmq_msg_close(&body);
-            break;
-        }
-        if (zmq_msg_more(&topic) && zmq_msg_recv(&body, self->sub, 0) >= 0 && !zmq_msg_more(&body))
-            s_apply_weights(self, zmq_msg_data(&body), zmq_msg_size(&body));
-        while (zmq_msg_more(&body) && zmq_msg_recv(&body, self->sub, 0) >= 0)
+    if (items[1].revents & ZMQ_POLLIN)
+        self->woken = 1;
+    if (items[0].revents & ZMQ_POLLIN)
+        while (s_recv_weights(self) == 0)
             ;
-        zmq_msg_close(&topic);
-        zmq_msg_close(&body);
-    }
     return self->have_weights && (!had || self->version != before);
 }
 
@@ -379,7 +545,7 @@ static int32_t s_sample(vl_actor_t *self, const float *logits, float *logp)
     return (int32_t)a;
 }
 
-/* Records env i's step t of its segment from the arrays vl_envs_step wrote. */
+/* Records env i's step t of its segment from the outcome arrays. */
 static void s_record(vl_actor_t *self, uint32_t i, uint32_t t)
 {
     vl_segment_t *s = &self->segs[i];
@@ -390,7 +556,7 @@ static void s_record(vl_actor_t *self, uint32_t i, uint32_t t)
     s->dones[t] = ended ? 1.0f : 0.0f;
     s->truncated[t] = self->trunc[i] && !self->term[i];
     if (s->truncated[t]) // bootstrap from where the time limit cut it
-        vl_obs_to_rows(&self->c.env->obs_spec, 1, self->final_obs + (size_t)i * self->D,
+        vl_obs_to_rows(&self->ops.obs_spec, 1, self->final_obs + (size_t)i * self->D,
                        s->final_obs + (size_t)s->n_truncated++ * s->obs_row_bytes);
     self->ep_return[i] += s->rewards[t];
     self->ep_len[i]++;
@@ -400,25 +566,6 @@ static void s_record(vl_actor_t *self, uint32_t i, uint32_t t)
         self->ep_return[i] = 0;
         self->ep_len[i] = 0;
     }
-}
-
-/* Samples every env's action from its logits, writes the observations they
-   act on into row t of their segments, steps all envs and records the step.
-   Returns 0, or -1 when an environment failed. */
-static int s_step_all(vl_actor_t *self, uint32_t t)
-{
-    for (uint32_t i = 0; i < self->c.n_envs; i++) {
-        vl_segment_t *s = &self->segs[i];
-        vl_obs_to_rows(&self->c.env->obs_spec, 1, self->obs + (size_t)i * self->D,
-                       s->obs + (size_t)t * s->obs_row_bytes);
-        self->actions[i] = s_sample(self, self->logits + (size_t)i * self->A, &self->logps[i]);
-    }
-    if (vl_envs_step(self->envs, self->actions, self->obs, self->rewards, self->term, self->trunc,
-                     self->final_obs) != 0)
-        return -1;
-    for (uint32_t i = 0; i < self->c.n_envs; i++)
-        s_record(self, i, t);
-    return 0;
 }
 
 static void s_free_buf(void *data, void *hint)
@@ -431,9 +578,9 @@ static void s_free_buf(void *data, void *hint)
    Returns 0, or -1 when interrupted or on a socket error. */
 static int s_send_segments(vl_actor_t *self, uint64_t version)
 {
-    for (uint32_t i = 0; i < self->c.n_envs; i++) {
+    for (uint32_t i = 0; i < self->N; i++) {
         vl_segment_t *s = &self->segs[i];
-        vl_obs_to_rows(&self->c.env->obs_spec, 1, self->obs + (size_t)i * self->D,
+        vl_obs_to_rows(&self->ops.obs_spec, 1, self->obs + (size_t)i * self->D,
                        s->obs + (size_t)self->c.horizon * s->obs_row_bytes);
         s->seq = self->seq++;
         s->policy_version = version;
@@ -447,7 +594,7 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
         // Waits while the broker takes nothing (its queue full, it is down, or it refused our
         // key), beating and watching the key each second meanwhile.
         while (zmq_msg_send(&msg, self->push, 0) < 0) {
-            if (zmq_errno() != EAGAIN || vl_interrupted) {
+            if (zmq_errno() != EAGAIN || s_stopped(self)) {
                 zmq_msg_close(&msg);
                 return -1; // EINTR on shutdown, else a real error
             }
@@ -462,21 +609,21 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
 
 /* Blocks until the first weights arrive and a beat has carried our spec to
    the broker (so no segment of ours reaches it before the spec does; a
-   conflicting spec is answered at once). Returns 0, or -1 if interrupted or
-   refused. */
+   conflicting spec is answered at once). Returns VL_ACTOR_OK or the code
+   that ended the wait. */
 static int s_wait_first_weights(vl_actor_t *self)
 {
     int64_t start = vl_now_ns(), next_note = start + 5000000000LL;
-    while (!vl_interrupted && !(self->have_weights && self->beats_out) && !self->refused_spec) {
+    while (!s_stopped(self) && !(self->have_weights && self->beats_out) && !self->refused_spec) {
         if (s_poll_weights(self, self->beats_out ? 200 : 20) < 0)
-            return -1;
+            return VL_ACTOR_EFAIL;
         s_read_control(self); // a refusal of our spec comes soon after our first beat
         if (vl_now_ns() > next_note) {
             vl_info("waiting for weights of policy '%s' from %s", self->c.policy, self->c.broker);
             next_note += 5000000000LL;
         }
     }
-    return self->have_weights && !self->refused_spec ? 0 : -1;
+    return self->refused_spec ? VL_ACTOR_EREFUSED : s_stopped(self) ? VL_ACTOR_EINTR : VL_ACTOR_OK;
 }
 
 /* When the actor is max_ahead segments ahead of its weights, waits a while
@@ -486,7 +633,7 @@ static void s_throttle(vl_actor_t *self)
     if (!self->c.max_ahead || self->rounds_on_version < self->c.max_ahead)
         return;
     int64_t deadline = vl_now_ns() + (int64_t)self->c.wait_ms * 1000000;
-    while (!vl_interrupted && self->rounds_on_version >= self->c.max_ahead) {
+    while (!s_stopped(self) && self->rounds_on_version >= self->c.max_ahead) {
         int64_t left_ms = (deadline - vl_now_ns()) / 1000000;
         int64_t beat_ms = S_BEAT_EVERY_NS / 1000000; // a long --wait-ms must not stop the beats
         if (left_ms <= 0 || s_poll_weights(self, (int)(left_ms < beat_ms ? left_ms : beat_ms)) < 0)
@@ -494,38 +641,257 @@ static void s_throttle(vl_actor_t *self)
     }
 }
 
+/* Returns the code that ended the actor, with its reason in why. */
+static int s_dead(vl_actor_t *self, char *why, size_t size)
+{
+    if (self->dead == VL_ACTOR_EREFUSED)
+        return s_fail(self->dead, why, size, "the broker refused this actor: %s", self->refusal);
+    if (self->dead == VL_ACTOR_EINTR)
+        return s_fail(self->dead, why, size, "interrupted while sending; close the actor");
+    return s_fail(self->dead, why, size, "a socket to the broker at %s failed (%s)", self->c.broker,
+                  zmq_strerror(zmq_errno()));
+}
+
+/* Ends the actor with code (a refusal, a failed socket); returns it. */
+static int s_die(vl_actor_t *self, int code, char *why, size_t size)
+{
+    self->dead = code;
+    return s_dead(self, why, size);
+}
+
+int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size)
+{
+    if (self->dead)
+        return s_dead(self, why, why_size);
+    if (!self->started) {
+        int rc = s_wait_first_weights(self);
+        if (rc == VL_ACTOR_EINTR)
+            return s_fail(rc, why, why_size, "interrupted while waiting for the first weights");
+        if (rc != VL_ACTOR_OK)
+            return s_die(self, rc, why, why_size);
+        self->started = 1;
+        vl_info("acting for policy '%s' with %u %s envs from weights version %llu", self->c.policy,
+                self->N, self->ops.name, (unsigned long long)self->version);
+    }
+    if (s_poll_weights(self, 0) < 0)
+        return s_die(self, VL_ACTOR_EFAIL, why, why_size);
+    if (self->refused_spec)
+        return s_die(self, VL_ACTOR_EREFUSED, why, why_size);
+    if (s_stopped(self))
+        return s_fail(VL_ACTOR_EINTR, why, why_size, "interrupted");
+    return VL_ACTOR_OK;
+}
+
+/* Begins a step on self->obs: syncs, notes the version of a new segment and
+   writes the observations into row t of every segment. */
+static int s_begin_step(vl_actor_t *self, char *why, size_t size)
+{
+    int rc = vl_actor_sync(self, why, size);
+    if (rc != VL_ACTOR_OK)
+        return rc;
+    if (self->t == 0)
+        self->seg_version = self->version;
+    for (uint32_t i = 0; i < self->N; i++) {
+        vl_segment_t *s = &self->segs[i];
+        vl_obs_to_rows(&self->ops.obs_spec, 1, self->obs + (size_t)i * self->D,
+                       s->obs + (size_t)self->t * s->obs_row_bytes);
+    }
+    return VL_ACTOR_OK;
+}
+
+/* Acts on self->obs with volley's policy into self->actions and logps. */
+static int s_act(vl_actor_t *self, char *why, size_t size)
+{
+    int rc = s_begin_step(self, why, size);
+    if (rc != VL_ACTOR_OK)
+        return rc;
+    if (vl_policy_forward(self->policy, self->N, self->obs, self->logits, NULL) != 0)
+        return s_fail(VL_ACTOR_EFAIL, why, size, "the policy's forward pass failed");
+    for (uint32_t i = 0; i < self->N; i++)
+        self->actions[i] = s_sample(self, self->logits + (size_t)i * self->A, &self->logps[i]);
+    return VL_ACTOR_OK;
+}
+
+/* Records the outcome arrays of the step; every horizon steps pushes the
+   segments (bootstrapping from self->obs, the next observations) and paces. */
+static int s_observe(vl_actor_t *self, char *why, size_t size)
+{
+    for (uint32_t i = 0; i < self->N; i++)
+        s_record(self, i, self->t);
+    self->steps += self->N;
+    if (++self->t < self->c.horizon)
+        return VL_ACTOR_OK;
+    self->t = 0;
+    if (self->beats_out < 3) // the first seconds: a spec refusal stops us before we send
+        s_read_control(self);
+    if (self->refused_spec)
+        return s_die(self, VL_ACTOR_EREFUSED, why, size);
+    if (s_send_segments(self, self->seg_version) != 0)
+        return s_die(self, s_stopped(self) ? VL_ACTOR_EINTR : VL_ACTOR_EFAIL, why, size);
+    self->rounds_on_version++;
+    s_throttle(self);
+    return s_stopped(self) ? s_fail(VL_ACTOR_EINTR, why, size, "interrupted") : VL_ACTOR_OK;
+}
+
+/* Checks a caller's act: the mode, the order and obs. Copies obs in. */
+static int s_take_obs(vl_actor_t *self, int external, const float *obs, size_t n_values, char *why,
+                      size_t size)
+{
+    if (self->dead)
+        return s_dead(self, why, size);
+    if (external != self->c.external)
+        return s_fail(VL_ACTOR_EINVAL, why, size,
+                      external ? "act_external on an actor that runs volley's policy"
+                               : "act on an actor with an external policy: use act_external");
+    if (self->acted)
+        return s_fail(VL_ACTOR_EINVAL, why, size, "act twice without observe");
+    if (!obs || n_values != (size_t)self->N * self->D)
+        return s_fail(VL_ACTOR_EINVAL, why, size, "obs: %zu values, must be %u envs x %u = %zu",
+                      obs ? n_values : 0, self->N, self->D, (size_t)self->N * self->D);
+    if (vl_actor_check_obs(&self->ops, "obs", obs, self->N, why, size) != 0)
+        return VL_ACTOR_EINVAL;
+    memcpy(self->obs, obs, (size_t)self->N * self->D * sizeof(float));
+    return VL_ACTOR_OK;
+}
+
+int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, int32_t *actions,
+                 float *logps, char *why, size_t why_size)
+{
+    if (!actions || !logps)
+        return s_fail(VL_ACTOR_EINVAL, why, why_size, "actions and logps must be given");
+    int rc = s_take_obs(self, 0, obs, n_values, why, why_size);
+    if (rc == VL_ACTOR_OK)
+        rc = s_act(self, why, why_size);
+    if (rc != VL_ACTOR_OK)
+        return rc;
+    memcpy(actions, self->actions, self->N * sizeof(int32_t));
+    memcpy(logps, self->logps, self->N * sizeof(float));
+    self->acted = 1;
+    return VL_ACTOR_OK;
+}
+
+int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values,
+                          const int32_t *actions, const float *logps, char *why, size_t why_size)
+{
+    if (!actions || !logps)
+        return s_fail(VL_ACTOR_EINVAL, why, why_size, "actions and logps must be given");
+    if (vl_actor_check_actions(self->N, self->A, actions, logps, why, why_size) != 0)
+        return VL_ACTOR_EINVAL;
+    int rc = s_take_obs(self, 1, obs, n_values, why, why_size);
+    if (rc == VL_ACTOR_OK)
+        rc = s_begin_step(self, why, why_size);
+    if (rc != VL_ACTOR_OK)
+        return rc;
+    memcpy(self->actions, actions, self->N * sizeof(int32_t));
+    memcpy(self->logps, logps, self->N * sizeof(float));
+    self->acted = 1;
+    return VL_ACTOR_OK;
+}
+
+/* Checks final_obs where an env was truncated (and not terminated). */
+static int s_check_final(vl_actor_t *self, const uint8_t *term, const uint8_t *trunc,
+                         const float *final_obs, char *why, size_t size)
+{
+    for (uint32_t i = 0; i < self->N; i++) {
+        if (!trunc[i] || term[i])
+            continue;
+        if (!final_obs)
+            return s_fail(VL_ACTOR_EINVAL, why, size,
+                          "final_obs: env %u was truncated, its final observation is needed", i);
+        char reason[200];
+        if (vl_actor_check_obs(&self->ops, "final_obs", final_obs + (size_t)i * self->D, 1, reason,
+                               sizeof reason) != 0)
+            return s_fail(VL_ACTOR_EINVAL, why, size, "env %u: %s", i, reason);
+    }
+    return VL_ACTOR_OK;
+}
+
+/* Copies final_obs rows of truncated envs in. */
+static void s_take_final(vl_actor_t *self, const float *final_obs)
+{
+    for (uint32_t i = 0; i < self->N; i++)
+        if (self->trunc[i] && !self->term[i])
+            memcpy(self->final_obs + (size_t)i * self->D, final_obs + (size_t)i * self->D,
+                   self->D * sizeof(float));
+}
+
+int vl_actor_observe(vl_actor_t *self, const float *rewards, const uint8_t *terminated,
+                     const uint8_t *truncated, const float *next_obs, const float *final_obs,
+                     size_t n_values, char *why, size_t why_size)
+{
+    uint32_t N = self->N;
+    if (self->dead)
+        return s_dead(self, why, why_size);
+    if (!self->acted)
+        return s_fail(VL_ACTOR_EINVAL, why, why_size, "observe without act");
+    if (!rewards || !terminated || !truncated || !next_obs)
+        return s_fail(VL_ACTOR_EINVAL, why, why_size,
+                      "rewards, terminated, truncated and next_obs must be given");
+    if (n_values != (size_t)N * self->D)
+        return s_fail(VL_ACTOR_EINVAL, why, why_size,
+                      "next_obs: %zu values, must be %u envs x %u = %zu", n_values, N, self->D,
+                      (size_t)N * self->D);
+    if (vl_actor_check_outcomes(N, rewards, terminated, truncated, why, why_size) != 0 ||
+        vl_actor_check_obs(&self->ops, "next_obs", next_obs, N, why, why_size) != 0 ||
+        s_check_final(self, terminated, truncated, final_obs, why, why_size) != 0)
+        return VL_ACTOR_EINVAL;
+    memcpy(self->rewards, rewards, N * sizeof(float));
+    memcpy(self->term, terminated, N);
+    memcpy(self->trunc, truncated, N);
+    memcpy(self->obs, next_obs, (size_t)N * self->D * sizeof(float));
+    s_take_final(self, final_obs);
+    self->acted = 0;
+    return s_observe(self, why, why_size);
+}
+
 int vl_actor_run(vl_actor_t *self)
 {
-    if (s_wait_first_weights(self) != 0)
-        return vl_interrupted ? 0 : self->refused_spec ? -2 : -1;
-    vl_info("acting for policy '%s' with %u %s envs from weights version %llu", self->c.policy,
-            self->c.n_envs, self->c.env->name, (unsigned long long)self->version);
-    uint32_t t = 0;
-    uint64_t seg_version = self->version;
-    while (!vl_interrupted) {
-        if (s_poll_weights(self, 0) < 0)
+    char why[256];
+    int rc;
+    while ((rc = s_act(self, why, sizeof why)) == VL_ACTOR_OK) {
+        if (vl_envs_step(self->envs, self->actions, self->obs, self->rewards, self->term,
+                         self->trunc, self->final_obs) != 0)
             return -1;
-        if (t == 0)
-            seg_version = self->version;
-        if (self->refused_spec)
-            return -2;
-        if (vl_policy_forward(self->policy, self->c.n_envs, self->obs, self->logits, NULL) != 0 ||
-            s_step_all(self, t) != 0)
-            return -1;
-        self->steps += self->c.n_envs;
-        if (++t < self->c.horizon)
-            continue;
-        t = 0;
-        if (self->beats_out < 3) // the first seconds: a spec refusal stops us before we send
-            s_read_control(self);
-        if (self->refused_spec)
-            return -2;
-        if (s_send_segments(self, seg_version) != 0)
-            return vl_interrupted ? 0 : -1;
-        self->rounds_on_version++;
-        s_throttle(self);
+        if ((rc = s_observe(self, why, sizeof why)) != VL_ACTOR_OK)
+            break;
     }
+    if (rc == VL_ACTOR_EFAIL)
+        vl_error("%s", why);
+    return rc == VL_ACTOR_EINTR ? 0 : rc == VL_ACTOR_EREFUSED ? -2 : -1;
+}
+
+uint64_t vl_actor_weights_version(const vl_actor_t *self)
+{
+    return self->version;
+}
+
+uint32_t vl_actor_weights_count(const vl_actor_t *self)
+{
+    return self->raw ? self->raw->n_tensors : 0;
+}
+
+int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const char **name, uint32_t *ndim,
+                            uint32_t shape[2], const float **data)
+{
+    if (!self->raw || i >= self->raw->n_tensors)
+        return -1;
+    const vl_tensor_t *t = &self->raw->tensors[i];
+    *name = t->name;
+    *ndim = t->ndim;
+    shape[0] = t->rows;
+    shape[1] = t->cols;
+    *data = t->data;
     return 0;
+}
+
+uint64_t vl_actor_steps(const vl_actor_t *self)
+{
+    return self->steps;
+}
+
+uint64_t vl_actor_segments_sent(const vl_actor_t *self)
+{
+    return self->sent;
 }
 
 void vl_actor_destroy(vl_actor_t **self_p)
@@ -547,6 +913,7 @@ void vl_actor_destroy(vl_actor_t **self_p)
     if (self->ctx)
         zmq_ctx_term(self->ctx);
     vl_policy_destroy(&self->policy);
+    vl_weights_destroy(&self->raw);
     free(self->obs);
     free(self->final_obs);
     free(self->rewards);
@@ -562,4 +929,9 @@ void vl_actor_destroy(vl_actor_t **self_p)
     free(self->arrays);
     free(self);
     *self_p = NULL;
+}
+
+void vl_actor_close(vl_actor_t **self_p)
+{
+    vl_actor_destroy(self_p);
 }

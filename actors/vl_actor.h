@@ -1,15 +1,18 @@
-/*  vl_actor: an actor process's engine. It steps a vector of environments,
-    runs the policy's forward pass on the whole batch, samples actions, cuts
-    one segment per environment every `horizon` steps and pushes it to the
-    broker; between steps it applies the newest weights from its SUB socket. */
+/*  vl_actor: an actor process's engine. One engine, two drivers: the public
+    step API (include/volley/actor.h: the caller steps its environments and
+    calls act/observe) and `volley actor`, whose loop over C environments
+    (vl_actor_run) is a caller of the same act and observe. The engine runs
+    the policy's forward pass on the batch, samples actions, cuts one
+    segment per environment every `horizon` steps and pushes it to the
+    broker; between steps it applies the newest weights from its SUB
+    socket. */
 #ifndef VL_ACTOR_H
 #define VL_ACTOR_H
 
 #include <stdint.h>
 
+#include "../include/volley/actor.h"
 #include "vl_env.h"
-
-typedef struct vl_actor_s vl_actor_t;
 
 typedef struct {
     const char *broker;      // HOST[:PORT] of the broker
@@ -29,8 +32,8 @@ typedef struct {
 /* Returns defaults: cartpole, policy "default", 8 envs, horizon 64, hidden 64. */
 vl_actor_config_t vl_actor_config_default(void);
 
-/* Creates an actor and connects it to the broker. Returns NULL after logging
-   why. Caller destroys. */
+/* Creates an actor stepping C environments and connects it to the broker.
+   Returns NULL after logging why. Caller destroys. */
 vl_actor_t *vl_actor_new(const vl_actor_config_t *config);
 
 /* Acts until vl_interrupted is set. Returns 0, -1 on a socket or

@@ -138,6 +138,16 @@ static int s_check_form(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_t 
 
 int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
 {
+    vl_env_ops_t o;
+    if (vl_env_check_spec(table, &o, why, why_size) != 0 ||
+        s_check_form(table, &o, why, why_size) != 0)
+        return -1;
+    *ops = o;
+    return 0;
+}
+
+int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
+{
     vl_env_ops_t o = {.table = table};
     vl_limits_t lim = vl_limits_default();
     if (!table)
@@ -152,8 +162,6 @@ int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why
                         lim.max_actions);
     if (table->has_solved_return && !isfinite(table->solved_return))
         return s_refuse(why, why_size, "solved_return is not finite");
-    if (s_check_form(table, &o, why, why_size) != 0)
-        return -1;
     o.name = table->name;
     o.summary = table->summary && table->summary[0] ? table->summary : "(no summary)";
     o.num_actions = table->num_actions;

@@ -36,6 +36,12 @@ typedef struct {
    version 2, this volley has 1"). */
 int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size);
 
+/* Checks a table's spec only (ABI version, name, fields, actions; its
+   functions are not looked at): the spec of an environment stepped by
+   someone else. Returns 0 and fills *ops (vectorized 0), or -1 and the
+   reason in why. */
+int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size);
+
 /* Returns the built-in environment with this name, or NULL. */
 const vl_env_ops_t *vl_env_find(const char *name);
 
