@@ -121,6 +121,16 @@ class Batch:
     def __len__(self):
         return len(self.actions)
 
+    def select(self, keep):
+        """A Batch of the segments where keep (a bool array [n]) is True."""
+        keep = np.asarray(keep, dtype=bool)
+        out = {k: self.__dict__[k][keep] for k in self._names if not k.startswith("episode_")}
+        ends = np.cumsum(self.n_episodes)
+        owner = np.searchsorted(ends, np.arange(len(self.episode_returns)), side="right")
+        for k in ("episode_returns", "episode_lengths"):
+            out[k] = self.__dict__[k][keep[owner]]
+        return Batch({k: out[k] for k in self._names})
+
     def __repr__(self):
         shapes = ", ".join(f"{k}{list(self.__dict__[k].shape)}" for k in self._names)
         return f"Batch({shapes})"
@@ -218,17 +228,23 @@ class Learner:
             raise ValueError("Learner: closed")
         return self._ptr
 
-    def take(self, n, timeout=None, unpack=True):
+    def take(self, n, timeout=None, unpack=True, partial=False):
         """Waits up to timeout seconds (None: no limit) for n segments and
         returns the n oldest as a Batch (fewer if the buffer evicted some
-        meanwhile), or None on timeout. unpack=False gives obs_rows (the
-        stored rows, packed fields one byte a value) instead of obs."""
+        meanwhile), or None on timeout. partial=True: on timeout, takes those
+        that wait, if any (the C learner's --batch-wait-ms: actors that wait
+        for new weights after each round never send more). unpack=False gives
+        obs_rows (the stored rows, packed fields one byte a value) instead of
+        obs."""
         ptr = self._live()
         n = int(n)
         if not 1 <= n <= self.capacity // 2:
             raise ValueError(f"take: n {n}: expected 1 .. capacity // 2 ({self.capacity // 2})")
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
         got = _lib.lib.vl_transport_take(ptr, n, ms)
+        if got == 0 and partial:
+            waiting = self.counters["waiting"]
+            got = _lib.lib.vl_transport_take(ptr, min(n, waiting), 0) if waiting else 0
         if got <= 0:
             return None
         try:
