@@ -1,7 +1,9 @@
 /*  `volley broker`: flags, start, serve until SIGINT/SIGTERM, stop. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
@@ -55,6 +57,8 @@ static void s_usage(FILE *out)
         "                   key in FILE_secret): every port encrypts and authenticates\n"
         "  --allow DIR      CURVE: the public certificates of the actors, learners and\n"
         "                   monitors let in (re-read when it changes); others are refused\n"
+        "  --ready-fd N     for launchers: write 'ready' to file descriptor N once every\n"
+        "                   port is bound, then close it (`volley up` uses it)\n"
         "  --quiet          warnings and errors only\n"
         "  --verbose        debug logging\n"
         "  -h, --help       this text\n");
@@ -75,6 +79,7 @@ int vl_broker_main(int argc, char **argv)
                                          {"record-flush", required_argument, 0, 'F'},
                                          {"cert", required_argument, 0, 'C'},
                                          {"allow", required_argument, 0, 'W'},
+                                         {"ready-fd", required_argument, 0, 'r'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'},
@@ -82,7 +87,7 @@ int vl_broker_main(int argc, char **argv)
     vl_broker_config_t c = vl_broker_config_default();
     vl_log_level_t level = VL_LOG_INFO;
     long v;
-    int opt;
+    int opt, ready_fd = -1;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (opt) {
         case 'p':
@@ -151,6 +156,11 @@ int vl_broker_main(int argc, char **argv)
             c.record_flush = (int)f;
             break;
         }
+        case 'r':
+            if (vl_opt_long("broker", "ready-fd", optarg, 3, 1 << 20, &v))
+                return 2;
+            ready_fd = (int)v;
+            break;
         case 'q':
             level = VL_LOG_WARN;
             break;
@@ -185,6 +195,11 @@ int vl_broker_main(int argc, char **argv)
     vl_broker_t *broker = vl_broker_new(&c);
     if (!broker)
         return 1;
+    if (ready_fd >= 0) { // every port is bound: tell the launcher
+        if (write(ready_fd, "ready\n", 6) != 6)
+            vl_warn("--ready-fd %d: %s", ready_fd, strerror(errno));
+        close(ready_fd);
+    }
     int rc = vl_broker_run(broker);
     if (vl_broker_stop_recording(broker) != 0)
         rc = -1;

@@ -56,4 +56,44 @@ rc=$?
 [ $rc -eq 1 ] || fail "volley up exited $rc when its budget ran out, wanted 1"
 tail -n 1 "$TMP/budget.log" | grep -q "^not solved: budget spent after" || fail "no budget line: $(tail -n 1 "$TMP/budget.log")"
 pass "a spent budget ends the run with exit 1"
-echo "6 passed, 0 failed"
+
+# A busy --port is refused before any child starts: nothing of ours joins the broker there.
+P=$(free_port)
+"$VOLLEY" broker --port "$P" --quiet > "$TMP/squat.log" 2>&1 &
+SQUAT=$!
+PIDS+=($SQUAT)
+for _ in $(seq 50); do ss -ltn | grep -q ":$((P + 4)) " && break; sleep 0.1; done
+"$VOLLEY" up --port "$P" > "$TMP/busy.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "volley up on a busy --port exited $rc, wanted 2: $(cat "$TMP/busy.log")"
+grep -q -- "--port $P: ports $P-$((P + 4)) are not all free" "$TMP/busy.log" || fail "no clear refusal: $(cat "$TMP/busy.log")"
+pgrep -f -- "--broker 127.0.0.1:$P( |$)" > /dev/null && fail "a child of the refused run started: $(pgrep -af -- "127.0.0.1:$P")"
+kill -0 "$SQUAT" || fail "the broker already on $P was disturbed"
+pass "a busy --port: exit 2 before any child starts, the other broker untouched"
+
+# Two runs at once on one machine (free ports by default): both solve, undisturbed.
+"$VOLLEY" up --max-steps 2e6 --max-seconds 240 > "$TMP/a.log" 2>&1 &
+A=$!
+"$VOLLEY" up --max-steps 2e6 --max-seconds 240 > "$TMP/b.log" 2>&1 &
+B=$!
+PIDS+=($A $B)
+wait $A; ra=$?
+wait $B; rb=$?
+pa=$(sed -n 's/.*broker on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/a.log")
+pb=$(sed -n 's/.*broker on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/b.log")
+[ $ra -eq 0 ] && [ $rb -eq 0 ] || fail "two runs at once: exits $ra and $rb: $(tail -n 2 "$TMP/a.log" "$TMP/b.log")"
+[ -n "$pa" ] && [ "$pa" != "$pb" ] || fail "two runs at once shared port '$pa'"
+pass "two volley up at once both solve on their own ports ($pa, $pb)"
+
+# --until steps ends at the budget with exit 0; learner flags pass through; counts take 1e5.
+"$VOLLEY" up --until steps --max-steps 1e5 --gamma 0.98 --ent-coef 0.005 > "$TMP/steps.log" 2>&1
+rc=$?
+last=$(tail -n 1 "$TMP/steps.log")
+[ $rc -eq 0 ] || fail "up --until steps exited $rc: $last"
+echo "$last" | grep -qE '^done: [0-9]+ steps in [0-9.]+ s \([0-9]+ steps/s\)$' || fail "no done line: '$last'"
+steps=$(echo "$last" | sed -E 's/^done: ([0-9]+) .*/\1/')
+[ "$steps" -ge 100000 ] || fail "done before the budget: $steps steps"
+"$VOLLEY" up --gamma 2 > "$TMP/bad.log" 2>&1
+[ $? -eq 2 ] && grep -q -- "--gamma wants a number in \[0, 1\]" "$TMP/bad.log" || fail "up --gamma 2 not refused: $(cat "$TMP/bad.log")"
+pass "--until steps ends at the budget (exit 0); --gamma/--ent-coef pass through, checked"
+echo "9 passed, 0 failed"
