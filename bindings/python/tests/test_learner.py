@@ -1,0 +1,175 @@
+"""volley.Learner (include/volley/learner.h) against real processes: a real
+broker and unmodified C actors (`volley actor`) over loopback sockets."""
+import math
+
+import numpy as np
+import pytest
+
+import volley
+
+D, A, H, T = 4, 2, 64, 64  # CartPole at the actors' defaults
+
+
+def mlp_weights(pi_out_bias=(0.0, 0.0)):
+    """volley's MLP for CartPole as NumPy arrays: all-zero weights, so the
+    policy's logits are pi.2.bias and nothing else."""
+    w = {}
+    for net, out in (("pi", A), ("v", 1)):
+        for i, (rows, cols) in enumerate(((H, D), (H, H), (out, H))):
+            w[f"{net}.{i}.weight"] = np.zeros((rows, cols), np.float32)
+            w[f"{net}.{i}.bias"] = np.zeros(rows, np.float32)
+    w["pi.2.bias"] = np.asarray(pi_out_bias, np.float32)
+    return w
+
+
+def start(procs, actor_ids=(3, 5), envs=4):
+    from procs import free_port
+    port = free_port()
+    procs.broker(port)
+    for i in actor_ids:
+        procs.volley(f"actor{i}", "actor", "--broker", f"127.0.0.1:{port}", "--id", i,
+                     "--envs", envs)
+    return f"127.0.0.1:{port}"
+
+
+def take(learner, n, procs, want=None, tries=40, unpack=True):
+    """A batch of n (where want(batch) holds, if given), failing with every
+    process's log if none comes."""
+    for _ in range(tries):
+        b = learner.take(n, timeout=1.0, unpack=unpack)
+        if b is not None and (want is None or want(b)):
+            return b
+    pytest.fail("no batch came\n" + procs.dump())
+
+
+def test_segments_from_c_actors_have_the_wire_structure(procs):
+    broker = start(procs)
+    with volley.Learner(broker, capacity=32, timeout=30) as learner:
+        assert learner.spec == {"fields": [((D,), "f32")], "obs_dim": D, "num_actions": A,
+                                "horizon": T, "hidden": H, "row_bytes": 4 * D}
+        learner.publish(mlp_weights(), 0)  # C actors wait for a first version
+        b = take(learner, 8, procs)
+        n = len(b)
+        assert n == 8
+        shapes = {"obs": (n, T + 1, D), "actions": (n, T), "rewards": (n, T), "dones": (n, T),
+                  "truncated": (n, T), "logp": (n, T), "final_obs": (n, T, D),
+                  "policy_version": (n,), "actor_id": (n,), "env_id": (n,), "seq": (n,),
+                  "n_episodes": (n,)}
+        dtypes = {"obs": np.float32, "actions": np.int32, "rewards": np.float32,
+                  "dones": np.float32, "truncated": np.uint8, "logp": np.float32,
+                  "final_obs": np.float32, "policy_version": np.uint64, "actor_id": np.uint32,
+                  "env_id": np.uint32, "seq": np.uint64, "n_episodes": np.uint32}
+        for name, shape in shapes.items():
+            assert b[name].shape == shape and b[name].dtype == dtypes[name], name
+            assert b[name].flags.c_contiguous and b[name].flags.owndata, name
+        assert set(b.actor_id) <= {3, 5}
+        assert (b.policy_version == 0).all()
+        assert ((b.actions >= 0) & (b.actions < A)).all()
+        assert np.isfinite(b.obs).all() and (b.obs != 0).any()
+        assert (b.rewards == 1.0).all()  # CartPole: 1 a step
+        assert set(np.unique(b.dones)) <= {0.0, 1.0}
+        assert (b.truncated <= b.dones).all()  # a time limit's end is an end
+        assert (b.final_obs[b.truncated == 0] == 0).all()
+        # 50/50 actions from zero logits: log(1/2) every step
+        np.testing.assert_allclose(b.logp, math.log(0.5), atol=1e-5)
+        # every end in a segment is one finished episode; CartPole's return is its length
+        assert (b.n_episodes == b.dones.sum(1)).all()
+        assert len(b.episode_returns) == len(b.episode_lengths) == b.n_episodes.sum() > 0
+        np.testing.assert_array_equal(b.episode_returns, b.episode_lengths.astype(np.float32))
+        c = learner.counters
+        assert c["accepted"] >= 8 and c["refused"] == 0 and c["refusals"] == {}
+        assert c["env_steps"] == T * c["accepted"]
+
+
+def test_packed_rows_on_request(procs):
+    broker = start(procs, actor_ids=(4,), envs=2)
+    with volley.Learner(broker, capacity=8, timeout=30) as learner:
+        learner.publish(mlp_weights(), 0)
+        b = take(learner, 2, procs, unpack=False)
+        assert not hasattr(b, "obs")
+        assert b.obs_rows.shape == (2, T + 1, 4 * D) and b.obs_rows.dtype == np.uint8
+        obs = b.obs_rows.view(np.float32)  # an all-f32 row is its floats
+        assert np.isfinite(obs).all() and (np.abs(obs[..., 2]) < 0.25).all()  # pole angle
+
+
+def test_published_weights_reach_c_actors_and_act(procs):
+    broker = start(procs, actor_ids=(3,), envs=4)
+    with volley.Learner(broker, capacity=16, timeout=30) as learner:
+        learner.publish(mlp_weights(), 0)
+        take(learner, 4, procs)
+        # logits +20/-20: an actor that loaded version 7 picks action 0 every step
+        learner.publish(mlp_weights((20.0, -20.0)), 7)
+        b = take(learner, 4, procs, want=lambda x: (x.policy_version == 7).any())
+        b = b.select(b.policy_version == 7)
+        assert (b.actions == 0).all()
+        np.testing.assert_allclose(b.logp, 0.0, atol=1e-6)
+        # a torch-style state_dict (anything with .detach()) is taken as well
+        flip = {k: _Detachable(v) for k, v in mlp_weights((-20.0, 20.0)).items()}
+        learner.publish(flip, 8)
+        b = take(learner, 4, procs, want=lambda x: (x.policy_version == 8).any())
+        assert (b.select(b.policy_version == 8).actions == 1).all()
+
+
+class _Detachable:
+    """Stands in for a torch tensor: detach().cpu().numpy()."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def numpy(self):
+        return self.a
+
+
+def test_bad_publications_are_refused_with_the_reason(procs):
+    from procs import free_port
+    port = free_port()
+    procs.broker(port)
+    spec = {"obs_dim": D, "num_actions": A, "horizon": T, "hidden": H}
+    with volley.Learner(f"127.0.0.1:{port}", spec=spec, capacity=8, timeout=30) as learner:
+        assert learner.spec["obs_dim"] == D and learner.spec["horizon"] == T
+        good = mlp_weights()
+        learner.publish(good, 3)
+        cases = {
+            "no tensor pi.0.weight": {k: v for k, v in good.items() if k != "pi.0.weight"},
+            "their pi.0.weight is 64x5, this network's 64x4":
+                {**good, "pi.0.weight": np.zeros((H, D + 1), np.float32)},
+            "pi.1.bias: value 2 is nan":
+                {**good, "pi.1.bias": np.r_[0, 0, np.nan, np.zeros(H - 3)]},
+            "v.0.weight: value 0 is inf": {**good, "v.0.weight": np.full((H, D), np.inf)},
+            "rank 3": {**good, "pi.0.weight": np.zeros((H, D, 1), np.float32)},
+            "the others would be ignored": {**good, "extra": np.zeros(3, np.float32)},
+            "expected 1 .. 31 printable bytes": {**good, "x" * 40: np.zeros(3, np.float32)},
+        }
+        for reason, weights in cases.items():
+            with pytest.raises(ValueError, match=reason.replace(".", r"\.")):
+                learner.publish(weights, 4)
+        with pytest.raises(ValueError, match="version 2: below 3"):
+            learner.publish(good, 2)
+        with pytest.raises(TypeError, match="mapping"):
+            learner.publish([1, 2, 3], 4)
+        # a model of one's own: any names, checked only as any receiver checks
+        learner.publish({"trunk.weight": np.ones((8, D), np.float32)}, 4, check_policy=False)
+        with pytest.raises(ValueError, match="nan"):
+            learner.publish({"trunk.weight": np.full((8, D), np.nan)}, 5, check_policy=False)
+        with pytest.raises(ValueError, match=r"n 5: expected 1 \.\. capacity // 2 \(4\)"):
+            learner.take(5)
+        assert learner.take(1, timeout=0.1) is None  # no actor: nothing comes
+    with pytest.raises(ValueError, match="closed"):
+        learner.take(1)
+
+
+def test_no_spec_in_time_names_why(procs):
+    from procs import free_port
+    port = free_port()
+    procs.broker(port)
+    with pytest.raises(volley.VolleyError, match="no actor has declared the policy's spec"):
+        volley.Learner(f"127.0.0.1:{port}", policy="nobody", timeout=0.5)
+    with pytest.raises(ValueError, match="spec field 0"):
+        volley.Learner(f"127.0.0.1:{port}", spec={"fields": [((4,), "f16")], "num_actions": 2,
+                                                  "horizon": 8}, timeout=0.5)
