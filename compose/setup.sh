@@ -9,7 +9,8 @@ PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libprotobuf-c
           docker-compose # tests/compose_test.sh checks compose/docker/ with it (no engine needed)
           python3-zmq python3-protobuf python3-lz4 protobuf-compiler # tests/contract_test.sh
           python3-numpy python3-pytest # the Python package, bindings/python (`import volley`)
-          python3-torch) # bindings/python/examples: PyTorch learners on volley's core
+          python3-torch # bindings/python/examples: PyTorch learners on volley's core
+          python3-matplotlib) # volley plot: learning curves to PNG/SVG
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -12,6 +12,7 @@ threads run while C works.
     volley.ReplayBuffer(capacity, fields, seed=1)         seed 000's replay buffer
     volley.Actor, volley.run_actor                        actors for Python envs (volley.actor)
     volley.Learner                                        a learner's transport (volley.learner)
+    volley.load_safetensors, volley.TorchPolicy           exported weights in NumPy / PyTorch
     volley.__version__                                    vl_version() of the library loaded
     volley.lib_path                                       which libvolley.so was loaded
 
@@ -25,8 +26,10 @@ from .sampler import PrioritizedSampler
 from .vtrace import vtrace, vtrace_path
 from . import actor as _actor
 from . import learner as _learner
+from . import export as _export
 from .actor import *  # noqa: F401,F403  (its __all__)
 from .learner import *  # noqa: F401,F403  (its __all__)
+from .export import *  # noqa: F401,F403  (its __all__)
 
 __version__ = _lib.lib.vl_version().decode()
 lib_path = _lib.path
@@ -34,4 +37,4 @@ HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until learner/vl_rbuf.c is in the
 
 __all__ = (["vtrace", "vtrace_path", "PrioritizedSampler", "ReplayBuffer", "VolleyError",
             "__version__", "lib_path", "HAVE_REPLAY"] + list(_actor.__all__) +
-           list(_learner.__all__))
+           list(_learner.__all__) + list(_export.__all__))
