@@ -15,7 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, long hi, long *out)
+/* Parses a whole number in [lo, hi], also in float notation when whole
+   ("1e6"). Returns 0, or -1 (*out untouched). */
+static int s_parse_long(const char *text, long lo, long hi, long *out)
 {
     char *end = NULL;
     errno = 0;
@@ -26,28 +28,67 @@ int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, lo
         v = whole ? (long)d : v;
         end = whole ? end : (char *)"x";
     }
-    if (!text || !*text || *end || errno || v < lo || v > hi) {
-        fprintf(stderr, "volley %s: --%s wants a whole number in [%ld, %ld], not '%s'\n", cmd, name,
-                lo, hi, text ? text : "");
+    if (!text || !*text || *end || errno || v < lo || v > hi)
         return -1;
-    }
     *out = v;
     return 0;
+}
+
+/* Parses a finite number in [lo, hi]. Returns 0, or -1 (*out untouched). */
+static int s_parse_float(const char *text, double lo, double hi, float *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = text ? strtod(text, &end) : 0;
+    if (!text || !*text || *end || errno || !isfinite(v) || v < lo || v > hi)
+        return -1;
+    *out = (float)v;
+    return 0;
+}
+
+/* Writes why a flag's value was refused: "--NAME wants ..., not 'TEXT'". */
+static void s_refusal(const vl_num_opt_t *o, const char *text, char *why, size_t why_size)
+{
+    if (o->kind == VL_OPT_FLOAT)
+        snprintf(why, why_size, "--%s wants a number in [%g, %g], not '%s'", o->name, o->lo, o->hi,
+                 text ? text : "");
+    else
+        snprintf(why, why_size, "--%s wants a whole number in [%ld, %ld], not '%s'", o->name,
+                 (long)o->lo, (long)o->hi, text ? text : "");
+}
+
+int vl_opt_long(const char *cmd, const char *name, const char *text, long lo, long hi, long *out)
+{
+    if (s_parse_long(text, lo, hi, out) == 0)
+        return 0;
+    vl_num_opt_t o = {name, VL_OPT_LONG, 0, (double)lo, (double)hi, NULL};
+    char why[320];
+    s_refusal(&o, text, why, sizeof why);
+    fprintf(stderr, "volley %s: %s\n", cmd, why);
+    return -1;
 }
 
 int vl_opt_float(const char *cmd, const char *name, const char *text, double lo, double hi,
                  float *out)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = text ? strtod(text, &end) : 0;
-    if (!text || !*text || *end || errno || !isfinite(v) || v < lo || v > hi) {
-        fprintf(stderr, "volley %s: --%s wants a number in [%g, %g], not '%s'\n", cmd, name, lo, hi,
-                text ? text : "");
-        return -1;
-    }
-    *out = (float)v;
-    return 0;
+    if (s_parse_float(text, lo, hi, out) == 0)
+        return 0;
+    vl_num_opt_t o = {name, VL_OPT_FLOAT, 0, lo, hi, NULL};
+    char why[320];
+    s_refusal(&o, text, why, sizeof why);
+    fprintf(stderr, "volley %s: %s\n", cmd, why);
+    return -1;
+}
+
+int vl_opt_check(const vl_num_opt_t *o, const char *text, char *why, size_t why_size)
+{
+    long v;
+    float f;
+    int ok = o->kind == VL_OPT_FLOAT ? s_parse_float(text, o->lo, o->hi, &f) == 0
+                                     : s_parse_long(text, (long)o->lo, (long)o->hi, &v) == 0;
+    if (!ok)
+        s_refusal(o, text, why, why_size);
+    return ok ? 0 : -1;
 }
 
 int vl_opt_endpoint(const char *cmd, const char *host_port, int offset, char *out, size_t size)
