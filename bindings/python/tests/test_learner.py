@@ -1,19 +1,23 @@
 """volley.Learner (include/volley/learner.h) against real processes: a real
 broker and unmodified C actors (`volley actor`) over loopback sockets."""
 import math
+import os
 
 import numpy as np
 import pytest
 
 import volley
+from procs import VOLLEY
 
 D, A, H, T = 4, 2, 64, 64  # CartPole at the actors' defaults
+CORRIDOR = os.path.join(os.path.dirname(VOLLEY), "libvl_corridor.so")  # actors/plugins/
 
 
-def mlp_weights(pi_out_bias=(0.0, 0.0)):
-    """volley's MLP for CartPole as NumPy arrays: all-zero weights, so the
-    policy's logits are pi.2.bias and nothing else."""
+def mlp_weights(pi_out_bias=(0.0, 0.0), D=D, A=A):
+    """volley's MLP as NumPy arrays (CartPole's unless told): all-zero
+    weights, so the policy's logits are pi.2.bias and nothing else."""
     w = {}
+    pi_out_bias = np.resize(np.asarray(pi_out_bias, np.float32), A)
     for net, out in (("pi", A), ("v", 1)):
         for i, (rows, cols) in enumerate(((H, D), (H, H), (out, H))):
             w[f"{net}.{i}.weight"] = np.zeros((rows, cols), np.float32)
@@ -22,13 +26,13 @@ def mlp_weights(pi_out_bias=(0.0, 0.0)):
     return w
 
 
-def start(procs, actor_ids=(3, 5), envs=4):
+def start(procs, actor_ids=(3, 5), envs=4, args=()):
     from procs import free_port
     port = free_port()
     procs.broker(port)
     for i in actor_ids:
         procs.volley(f"actor{i}", "actor", "--broker", f"127.0.0.1:{port}", "--id", i,
-                     "--envs", envs)
+                     "--envs", envs, *args)
     return f"127.0.0.1:{port}"
 
 
@@ -81,15 +85,46 @@ def test_segments_from_c_actors_have_the_wire_structure(procs):
         assert c["env_steps"] == T * c["accepted"]
 
 
-def test_packed_rows_on_request(procs):
-    broker = start(procs, actor_ids=(4,), envs=2)
+def test_packed_fields_unpacked_or_as_rows(procs):
+    # catch: a 16x16 2-bit screen and 32 1-bit flags packed on the wire, and 2 floats
+    broker = start(procs, actor_ids=(4,), envs=2, args=("--env", "catch"))
     with volley.Learner(broker, capacity=8, timeout=30) as learner:
-        learner.publish(mlp_weights(), 0)
-        b = take(learner, 2, procs, unpack=False)
-        assert not hasattr(b, "obs")
-        assert b.obs_rows.shape == (2, T + 1, 4 * D) and b.obs_rows.dtype == np.uint8
-        obs = b.obs_rows.view(np.float32)  # an all-f32 row is its floats
-        assert np.isfinite(obs).all() and (np.abs(obs[..., 2]) < 0.25).all()  # pole angle
+        spec = learner.spec
+        assert spec["fields"] == [((16, 16), "u2"), ((32,), "u1"), ((2,), "f32")]
+        assert spec["obs_dim"] == 290
+        assert spec["row_bytes"] == 256 + 32 + 2 * 4  # packed values one byte each
+        Dc, Ac = spec["obs_dim"], spec["num_actions"]
+        learner.publish(mlp_weights(D=Dc, A=Ac), 0)
+        b = take(learner, 2, procs)
+        assert b.obs.shape == (2, T + 1, Dc) and b.obs.dtype == np.float32
+        assert set(np.unique(b.obs[..., :256])) <= {0, 1, 2, 3}
+        assert set(np.unique(b.obs[..., 256:288])) <= {0, 1} and b.obs.any()
+        r = take(learner, 2, procs, unpack=False)
+        assert not hasattr(r, "obs")
+        assert r.obs_rows.shape == (2, T + 1, 296) and r.obs_rows.dtype == np.uint8
+        assert r.obs_rows[..., :256].max() <= 3 and r.obs_rows[..., 256:288].max() <= 1
+        assert np.isfinite(r.obs_rows[..., 288:].copy().view(np.float32)).all()
+
+
+def test_truncated_steps_carry_their_final_observation(procs):
+    # corridor (8 cells, one-hot) with a 5-step time limit; weights that always
+    # move left never reach the goal, so every episode is truncated after 5 steps
+    broker = start(procs, actor_ids=(6,), envs=2,
+                   args=("--env", CORRIDOR, "--env-arg", "5"))
+    with volley.Learner(broker, capacity=8, timeout=30) as learner:
+        assert learner.spec["obs_dim"] == 8
+        learner.publish(mlp_weights((20.0, -20.0), D=8), 1)
+        b = take(learner, 2, procs)
+        cut = b.truncated.astype(bool)
+        assert cut.sum() >= 2 * (T // 5) - 2 and (b.dones[cut] == 1).all()
+        assert (b.dones == b.truncated).all()  # no episode terminated
+        assert (b.final_obs[~cut] == 0).all()
+        fin = b.final_obs[cut]
+        assert (fin.sum(-1) == 1).all()  # one-hot: a real observation at each cut step
+        before = b.obs[:, :T][cut].argmax(-1)  # the cell the last step started from
+        np.testing.assert_array_equal(fin.argmax(-1), np.maximum(before - 1, 0))
+        assert (b.actions == 0).all()
+        np.testing.assert_array_equal(b.episode_lengths, np.full(len(b.episode_lengths), 5))
 
 
 def test_published_weights_reach_c_actors_and_act(procs):
