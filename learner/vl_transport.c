@@ -17,6 +17,7 @@
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
 #include "vl_policy.h"
+#include "vl_publication.h"
 
 #define S_CAPACITY_MAX (1u << 20)
 #define S_HIDDEN_MAX   4096
@@ -405,116 +406,6 @@ uint64_t vl_transport_refused(vl_transport_t *self, int reason, const char **nam
     return in.refused[reason];
 }
 
-/* Checks one tensor as a receiver would. Returns 0, or -1 after writing why. */
-static int s_check_tensor(const vl_transport_tensor_t *t, const vl_limits_t *lim, char *why,
-                          size_t why_size)
-{
-    const char *name = t->name ? t->name : "(null)";
-    if (!vl_wire_name_ok(t->name, VL_TENSOR_NAME_MAX)) {
-        snprintf(why, why_size, "tensor name '%.40s': expected 1 .. %d printable bytes", name,
-                 VL_TENSOR_NAME_MAX - 1);
-        return -1;
-    }
-    uint64_t rows = t->shape[0], cols = t->ndim == 2 ? t->shape[1] : 1;
-    if (t->ndim < 1 || t->ndim > 2 || rows == 0 || cols == 0 ||
-        rows * cols > lim->max_tensor_elems) {
-        snprintf(why, why_size,
-                 "tensor %s: rank %u shape [%u, %u]: expected rank 1 or 2, no "
-                 "dim of 0, at most %u values",
-                 name, t->ndim, t->shape[0], t->ndim == 2 ? t->shape[1] : 1, lim->max_tensor_elems);
-        return -1;
-    }
-    if (!t->data) {
-        snprintf(why, why_size, "tensor %s: no data", name);
-        return -1;
-    }
-    for (uint64_t k = 0; k < rows * cols; k++)
-        if (!vl_float_is_finite(t->data[k])) {
-            snprintf(why, why_size, "tensor %s: value %llu is %g: weights must be finite", name,
-                     (unsigned long long)k, (double)t->data[k]);
-            return -1;
-        }
-    return 0;
-}
-
-/* Checks the publication: count, each tensor, unique names. Fills out.
-   Returns 0, or -1 after writing why. */
-static int s_check_tensors(const vl_transport_tensor_t *in, uint32_t n, vl_tensor_t *out, char *why,
-                           size_t why_size)
-{
-    vl_limits_t lim = vl_limits_default();
-    if (n < 1 || n > lim.max_tensors || n > VL_TRANSPORT_TENSORS_MAX || !in) {
-        snprintf(why, why_size, "%u tensors: expected 1 .. %u", n, lim.max_tensors);
-        return -1;
-    }
-    for (uint32_t i = 0; i < n; i++) {
-        if (s_check_tensor(&in[i], &lim, why, why_size) != 0)
-            return -1;
-        for (uint32_t j = 0; j < i; j++)
-            if (strcmp(in[i].name, in[j].name) == 0) {
-                snprintf(why, why_size, "tensor %s: named twice", in[i].name);
-                return -1;
-            }
-        memset(&out[i], 0, sizeof out[i]);
-        snprintf(out[i].name, sizeof out[i].name, "%s", in[i].name);
-        out[i].ndim = in[i].ndim;
-        out[i].rows = in[i].shape[0];
-        out[i].cols = in[i].ndim == 2 ? in[i].shape[1] : 1;
-        out[i].data = (float *)(uintptr_t)in[i].data; // encoded, never written
-    }
-    return 0;
-}
-
-/* Checks that tensors are volley's MLP for the spec, all of it and nothing
-   else. Returns 0, or -1 after writing why. */
-static int s_check_policy(vl_transport_t *self, vl_tensor_t *tensors, uint32_t n, char *why,
-                          size_t why_size)
-{
-    if (!self->shape)
-        self->shape = vl_policy_new(self->c.obs_dim, self->c.num_actions, self->c.hidden, 1);
-    if (!self->shape) {
-        snprintf(why, why_size, "no memory");
-        return -1;
-    }
-    vl_weights_t w = {.n_tensors = n, .tensors = tensors};
-    char mismatch[160];
-    vl_policy_mismatch(self->shape, &w, mismatch, sizeof mismatch);
-    if (strcmp(mismatch, "they fit") != 0) {
-        snprintf(why, why_size,
-                 "not volley's MLP for this policy's spec (obs %u, actions %u, "
-                 "hidden %u): %s",
-                 self->c.obs_dim, self->c.num_actions, self->c.hidden, mismatch);
-        return -1;
-    }
-    if (n != vl_policy_tensor_count(self->shape)) {
-        snprintf(why, why_size, "%u tensors, volley's MLP has %u: the others would be ignored", n,
-                 vl_policy_tensor_count(self->shape));
-        return -1;
-    }
-    return 0;
-}
-
-/* Encodes the checked tensors and decodes them back as a receiver would.
-   Returns 0 and sets *buf (caller frees), or -1 after writing why. */
-static int s_encode(vl_transport_t *self, uint64_t version, const vl_tensor_t *tensors, uint32_t n,
-                    uint8_t **buf, size_t *size, char *why, size_t why_size)
-{
-    if (vl_weights_encode(self->policy, version, tensors, n, buf, size) != 0) {
-        snprintf(why, why_size, "cannot encode the weights (no memory, or over 64 MiB)");
-        return -1;
-    }
-    vl_limits_t lim = vl_limits_default();
-    vl_weights_t *w = NULL;
-    vl_reason_t r = vl_weights_decode(*buf, *size, &lim, &w);
-    vl_weights_destroy(&w);
-    if (r == VL_OK)
-        return 0;
-    snprintf(why, why_size, "an actor would refuse these weights: %s", vl_reason_str(r));
-    free(*buf);
-    *buf = NULL;
-    return -1;
-}
-
 int vl_transport_publish(vl_transport_t *self, uint64_t version,
                          const vl_transport_tensor_t *tensors, uint32_t n, int check_policy,
                          char *why, size_t why_size)
@@ -532,9 +423,15 @@ int vl_transport_publish(vl_transport_t *self, uint64_t version,
                  (unsigned long long)version, (unsigned long long)self->last_version);
         return -1;
     }
-    if (s_check_tensors(tensors, n, checked, why, why_size) != 0 ||
-        (check_policy && s_check_policy(self, checked, n, why, why_size) != 0) ||
-        s_encode(self, version, checked, n, &buf, &size, why, why_size) != 0)
+    if (check_policy && !self->shape)
+        self->shape = vl_policy_new(self->c.obs_dim, self->c.num_actions, self->c.hidden, 1);
+    if (check_policy && !self->shape) {
+        snprintf(why, why_size, "no memory");
+        return -1;
+    }
+    if (vl_publication_check(tensors, n, check_policy ? self->shape : NULL, checked, why,
+                             why_size) != 0 ||
+        vl_publication_encode(self->policy, version, checked, n, &buf, &size, why, why_size) != 0)
         return -1;
     if (s_send(self, self->policy, buf, size) != 0) {
         snprintf(why, why_size, "cannot send: %s", zmq_strerror(zmq_errno()));
