@@ -2,6 +2,8 @@
 broker and unmodified C actors (`volley actor`) over loopback sockets."""
 import math
 import os
+import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -143,6 +145,24 @@ def test_published_weights_reach_c_actors_and_act(procs):
         learner.publish(flip, 8)
         b = take(learner, 4, procs, want=lambda x: (x.policy_version == 8).any())
         assert (b.select(b.policy_version == 8).actions == 1).all()
+        # progress reports reach the broker: `volley top` shows them beside the actor's version
+        for _ in range(50):
+            learner.publish_stats(8, trained=12, policy_loss=0.25, value_loss=0.5, entropy=0.125)
+            kv = top_kv(broker)
+            if "kind=learner" in kv and " version=8 " in kv and "weights_version=8" in kv:
+                break
+            time.sleep(0.1)
+        line = next((x for x in kv.splitlines() if "kind=learner" in x), "")
+        assert " version=8 " in line and "segments_trained=12" in line, kv + procs.dump()
+        assert "policy_loss=0.25" in line and "entropy=0.125" in line
+        assert "weights_version=8" in kv
+
+
+def top_kv(broker):
+    """`volley top --once --kv`'s lines."""
+    out = subprocess.run([VOLLEY, "top", "--broker", broker, "--once", "--kv"],
+                         capture_output=True, text=True, timeout=30)
+    return out.stdout
 
 
 class _Detachable:
