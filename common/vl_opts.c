@@ -174,14 +174,19 @@ int vl_opt_set(const char *cmd, const vl_num_opt_t *o, void *config, const char 
     return 0;
 }
 
-/* Formats the field o describes in config as text. */
-static void s_format(const vl_num_opt_t *o, const void *config, char *out, size_t size)
+void vl_opt_format(const vl_num_opt_t *o, const void *config, char *out, size_t size)
 {
     const char *field = (const char *)config + o->offset;
     switch (o->kind) {
-    case VL_OPT_FLOAT:
-        snprintf(out, size, "%g", (double)*(const float *)field);
+    case VL_OPT_FLOAT: { // the shortest text that reads back as the same float
+        float f = *(const float *)field;
+        for (int digits = 6; digits <= 9; digits++) {
+            snprintf(out, size, "%.*g", digits, (double)f);
+            if (strtof(out, NULL) == f)
+                break;
+        }
         break;
+    }
     case VL_OPT_U32:
         snprintf(out, size, "%u", *(const uint32_t *)field);
         break;
@@ -202,7 +207,7 @@ void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaul
     for (int i = 0; i < n; i++) {
         char flag[40], value[32];
         snprintf(flag, sizeof flag, "--%s N", opts[i].name);
-        s_format(&opts[i], defaults, value, sizeof value);
+        vl_opt_format(&opts[i], defaults, value, sizeof value);
         fprintf(out, "  %-18s %s (default %s)\n", flag, opts[i].help, value);
     }
 }

@@ -72,6 +72,10 @@ int vl_opt_set(const char *cmd, const vl_num_opt_t *o, void *config, const char 
    Returns 0, or -1 with why ("--lr wants a number in [0, 1], not 'x'"). */
 int vl_opt_check(const vl_num_opt_t *o, const char *text, char *why, size_t why_size);
 
+/* Formats the field o describes in config as text (a float as the
+   shortest text that parses back to it). */
+void vl_opt_format(const vl_num_opt_t *o, const void *config, char *out, size_t size);
+
 /* Prints one help line per flag, "  --name  help (default V)", V read from
    the defaults config. */
 void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaults);

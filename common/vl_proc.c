@@ -30,8 +30,15 @@ void vl_proc_catch_signals(void)
 
 pid_t vl_proc_spawn(char *const argv[])
 {
+    return vl_proc_spawn_to(argv, -1);
+}
+
+pid_t vl_proc_spawn_to(char *const argv[], int out_fd)
+{
     pid_t pid = fork();
     if (pid == 0) {
+        if (out_fd >= 0 && (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0))
+            _exit(127);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         execv("/proc/self/exe", argv);

@@ -19,6 +19,9 @@ void vl_proc_catch_signals(void);
    Returns the child's pid, or -1. */
 pid_t vl_proc_spawn(char *const argv[]);
 
+/* As vl_proc_spawn, with the child's stdout and stderr on out_fd (-1: ours). */
+pid_t vl_proc_spawn_to(char *const argv[], int out_fd);
+
 /* Sends SIGTERM to each running child in order, waits up to grace_ms for
    all, then SIGKILLs the rest and reaps them. Entries are set to 0 once
    reaped. */

@@ -1,9 +1,8 @@
-/*  vl_up: start, watch, stop. */
+/*  vl_up: start, watch, stop; every run in its own directory. */
 #include "vl_up.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,27 +18,22 @@
 #include "../common/vl_sock.h"
 #include "../learner/vl_learner.h"
 #include "../messages/vl_codec.h"
+#include "vl_rundir.h"
+#include "vl_up_config.h"
 
-#define S_MAX_ACTORS 64
 #define S_MAX_ARGS   128
-#define S_MAX_PASS   64 // learner flags passed through, each a name and a value
-#define S_PORT_TRIES 5  // free base ports tried when another process takes the one picked
+#define S_PORT_TRIES 5 // free base ports tried when another process takes the one picked
+#define S_PATH_MAX   1100
 
-typedef enum { S_UNTIL_DEFAULT, S_UNTIL_SOLVED, S_UNTIL_STEPS, S_UNTIL_SECONDS } s_until_t;
-
+/* A run: what it was told, its directory and the paths it hands out. */
 typedef struct {
-    const vl_env_ops_t *env;
-    const char *env_arg; // passed through: --env-arg TEXT
-    long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
-    long max_ahead, wait_ms; // the actors' (-1: theirs)
-    s_until_t until;
-    const char *pass[2 * S_MAX_PASS]; // learner flags passed through: "--name", "value"
-    int n_pass;
-    const char *checkpoint; // passed through: the learner's --checkpoint DIR
-    const char *record;     // passed through: the broker's --record FILE
-    int resume;
-    int verbose;
-} s_up_config_t;
+    vl_up_config_t c;
+    vl_rundir_t *dir;
+    FILE *config;                // the run's config.ini, while children start
+    char checkpoint[S_PATH_MAX]; // the learner's --checkpoint DIR
+    char record[S_PATH_MAX];     // the broker's --record FILE, or ""
+    char broker_log[S_PATH_MAX]; // the broker's log, for its reason when it does not start
+} s_run_t;
 
 /* What a run has seen of the learner's reports. */
 typedef struct {
@@ -49,190 +43,6 @@ typedef struct {
     uint64_t prev_steps;  // env steps at the previous progress line
     double prev_uptime;   // the learner's uptime then, in seconds
 } s_watch_t;
-
-#define S_OPT(name, field, lo, hi, help)                                                           \
-    VL_NUM_OPT(s_up_config_t, name, VL_OPT_LONG, field, lo, hi, help)
-
-static const vl_num_opt_t s_nums[] = {
-    S_OPT("actors", actors, 1, S_MAX_ACTORS, "actor processes"),
-    S_OPT("envs", envs, 1, 4096, "environments per actor"),
-    S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
-          "broker base port; it and the 4 after it must be free (0: pick free ports)"),
-    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget (e.g. 1e6)"),
-    S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
-    S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
-    S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
-    S_OPT("hidden", hidden, 1, 4096, "hidden units per layer"),
-    S_OPT("batch", batch, 0, 65536, "segments per update (0: actors x envs)"),
-    S_OPT("retain", retain, 0, 1 << 20, "learner replay: 0 on-policy, N a prioritized ring"),
-    S_OPT("max-ahead", max_ahead, -1, 1000000,
-          "actor: segments per env on one weights version before waiting (-1: the actor's)"),
-    S_OPT("wait-ms", wait_ms, -1, 3600000, "actor: longest such wait (-1: the actor's)"),
-};
-#define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
-
-static const s_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at start
-                                         .actors = 2,
-                                         .envs = 8,
-                                         .port = 0,
-                                         .horizon = 64,
-                                         .hidden = 64,
-                                         .seed = 1,
-                                         .max_steps = 3000000,
-                                         .max_ahead = -1,
-                                         .wait_ms = -1};
-
-/* Returns 1 if up's own table has a flag of this name (its own, or one it
-   sets for the learner from its own: --seed, --batch...). */
-static int s_own(const char *name)
-{
-    for (int i = 0; i < S_NNUMS; i++)
-        if (strcmp(s_nums[i].name, name) == 0)
-            return 1;
-    return 0;
-}
-
-static void s_usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: volley up [--env NAME|PATH.so [--env-arg TEXT]] [--until solved|steps|seconds]\n"
-        "                 [numeric options] [learner options] [--checkpoint DIR [--resume]]\n"
-        "                 [--record FILE] [--verbose]\n"
-        "\n"
-        "Trains on this box: starts a broker (on free ports unless --port is given), a\n"
-        "learner and N actors over loopback sockets, prints progress every second, and\n"
-        "stops them all when the run is done: with --until solved (the default for an\n"
-        "environment with a solved return) when it is solved (exit 0, last line\n"
-        "'solved: <steps> steps in <s> s (<steps/s> steps/s)'; a spent budget exits 1);\n"
-        "with --until steps (the default otherwise) after --max-steps, or --until seconds\n"
-        "after --max-seconds (exit 0, last line 'done: ...'). A process that fails\n"
-        "stops the run (exit 1); Ctrl-C exits 130; bad flags or a busy --port exit 2\n"
-        "before anything starts. Counts take 1e6; steps/s of a resumed run count only\n"
-        "its own steps.\n"
-        "\n");
-    vl_env_print_help(out, NULL);
-    vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
-    fprintf(out, "learner options, passed through to `volley learner`:\n");
-    vl_num_opt_t pass[64];
-    vl_learner_config_t learner = vl_learner_config_default();
-    int n = 0;
-    for (int i = 0; i < vl_learner_n_opts && n < 64; i++)
-        if (!s_own(vl_learner_opts[i].name))
-            pass[n++] = vl_learner_opts[i];
-    vl_opt_print(out, pass, n, &learner);
-    fprintf(out, "  --checkpoint DIR   the learner checkpoints to DIR (see volley learner --help)\n"
-                 "  --resume           the learner continues from its checkpoint in DIR\n"
-                 "  --record FILE      the broker records every segment message into FILE (a new\n"
-                 "                     file), for `volley replay FILE`\n"
-                 "  --verbose          let the processes log what they do\n"
-                 "  -h, --help         this text\n");
-}
-
-/* Checks a learner flag's value (as the learner will parse it) and keeps it
-   to pass through. Returns 0, or -1 after printing why. */
-static int s_pass(s_up_config_t *c, const vl_num_opt_t *o, const char *text)
-{
-    vl_learner_config_t scratch = vl_learner_config_default();
-    if (vl_opt_set("up", o, &scratch, text) != 0)
-        return -1;
-    if (c->n_pass == 2 * S_MAX_PASS) {
-        fprintf(stderr, "volley up: more than %d learner flags\n", S_MAX_PASS);
-        return -1;
-    }
-    c->pass[c->n_pass++] = o->name;
-    c->pass[c->n_pass++] = text;
-    return 0;
-}
-
-/* Parses --until's word. Returns 0, or -1 after printing why. */
-static int s_parse_until(const char *text, s_until_t *out)
-{
-    static const char *const words[] = {"solved", "steps", "seconds"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(text, words[i]) == 0) {
-            *out = (s_until_t)(S_UNTIL_SOLVED + i);
-            return 0;
-        }
-    fprintf(stderr, "volley up: --until wants solved, steps or seconds, not '%s'\n", text);
-    return -1;
-}
-
-/* Checks what the flags cannot check one by one; settles --until's default.
-   Returns 0, or -1 after printing why. */
-static int s_check(s_up_config_t *c)
-{
-    if (c->resume && !c->checkpoint) {
-        fprintf(stderr, "volley up: --resume needs --checkpoint DIR\n");
-        return -1;
-    }
-    if (c->until == S_UNTIL_DEFAULT)
-        c->until = c->env->has_solved_return ? S_UNTIL_SOLVED : S_UNTIL_STEPS;
-    if (c->until == S_UNTIL_SOLVED && !c->env->has_solved_return) {
-        fprintf(stderr, "volley up: --until solved: %s has no solved return; use --until steps\n",
-                c->env->name);
-        return -1;
-    }
-    if (c->until == S_UNTIL_SECONDS && c->max_seconds == 0) {
-        fprintf(stderr, "volley up: --until seconds needs --max-seconds S\n");
-        return -1;
-    }
-    return 0;
-}
-
-/* Parses flags into c. Returns 0, 1 after --help, or -1 on bad input. */
-static int s_parse(int argc, char **argv, s_up_config_t *c)
-{
-    enum { O_ENV = 1000, O_VERBOSE, O_CHECKPOINT, O_RESUME, O_RECORD, O_ENV_ARG, O_UNTIL };
-    enum { O_LEARNER = 2000 };
-    struct option opts[S_NNUMS + 64 + 9] = {{"env-arg", required_argument, 0, O_ENV_ARG},
-                                            {"record", required_argument, 0, O_RECORD},
-                                            {"env", required_argument, 0, O_ENV},
-                                            {"until", required_argument, 0, O_UNTIL},
-                                            {"verbose", no_argument, 0, O_VERBOSE},
-                                            {"help", no_argument, 0, 'h'},
-                                            {"checkpoint", required_argument, 0, O_CHECKPOINT},
-                                            {"resume", no_argument, 0, O_RESUME}};
-    int n = 8 + vl_opt_getopt(s_nums, S_NNUMS, 0, opts + 8);
-    for (int i = 0; i < vl_learner_n_opts && n < (int)(sizeof opts / sizeof opts[0]) - 1; i++)
-        if (!s_own(vl_learner_opts[i].name))
-            opts[n++] =
-                (struct option){vl_learner_opts[i].name, required_argument, 0, O_LEARNER + i};
-    opts[n] = (struct option){0, 0, 0, 0};
-    int opt, bad = 0;
-    while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt >= 0 && opt < S_NNUMS)
-            bad = vl_opt_set("up", &s_nums[opt], c, optarg);
-        else if (opt >= O_LEARNER && opt < O_LEARNER + vl_learner_n_opts)
-            bad = s_pass(c, &vl_learner_opts[opt - O_LEARNER], optarg);
-        else if (opt == O_ENV) {
-            c->env = vl_env_lookup("up", optarg);
-            bad = !c->env;
-        } else if (opt == O_UNTIL)
-            bad = s_parse_until(optarg, &c->until);
-        else if (opt == O_VERBOSE)
-            c->verbose = 1;
-        else if (opt == O_CHECKPOINT)
-            c->checkpoint = optarg;
-        else if (opt == O_RESUME)
-            c->resume = 1;
-        else if (opt == O_RECORD)
-            c->record = optarg;
-        else if (opt == O_ENV_ARG)
-            c->env_arg = optarg;
-        else {
-            s_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
-        }
-    }
-    if (!bad && !c->env)
-        bad = !(c->env = vl_env_lookup("up", "cartpole"));
-    if (!bad && optind < argc) {
-        fprintf(stderr, "volley up: unexpected argument '%s'\n", argv[optind]);
-        bad = 1;
-    }
-    return bad || s_check(c) != 0 ? -1 : 0;
-}
 
 /* A child's command line under construction: numbers are formatted into
    store, other arguments (ours, or the user's paths) are pointed to. */
@@ -262,10 +72,52 @@ static void s_add_long(s_args_t *a, const char *flag, long v)
     s_add(a, a->store[a->argc]);
 }
 
-/* Starts `volley <role> --broker 127.0.0.1:<port>` plus what is common to
-   every child; `a` holds the role's own flags. */
-static pid_t s_spawn(const s_up_config_t *c, const char *role, s_args_t *a)
+/* Records a child's command line under its role in the run's config.ini. */
+static void s_note_command(s_run_t *r, const char *role, char *const *argv)
 {
+    if (!r->config)
+        return;
+    fprintf(r->config, "\n[%s]\ncommand =", role);
+    for (int i = 0; argv[i]; i++)
+        fprintf(r->config, " %s", argv[i]);
+    fputc('\n', r->config);
+}
+
+/* Opens the run's log for a child (logs/<name>.log, numbered when taken).
+   Returns its descriptor, or -1 with --verbose (the child keeps our
+   terminal) or when it cannot be made (logged). */
+static int s_open_log(s_run_t *r, const char *name)
+{
+    if (r->c.verbose)
+        return -1;
+    char stem[64], path[S_PATH_MAX];
+    snprintf(stem, sizeof stem, "logs/%s", name);
+    int fd = vl_rundir_create(r->dir, stem, ".log", path, sizeof path);
+    if (fd >= 0 && strcmp(name, "broker") == 0)
+        snprintf(r->broker_log, sizeof r->broker_log, "%s", path);
+    return fd;
+}
+
+/* Prints the broker log's last error line, if any: why it did not start. */
+static void s_broker_reason(const s_run_t *r)
+{
+    FILE *f = r->broker_log[0] ? fopen(r->broker_log, "r") : NULL;
+    char line[512], last[512] = "";
+    while (f && fgets(line, sizeof line, f))
+        if (strstr(line, "error:"))
+            snprintf(last, sizeof last, "%s", line);
+    if (f)
+        fclose(f);
+    if (last[0])
+        fprintf(stderr, "volley up: the broker said: %s", strstr(last, "error:") + 7);
+}
+
+/* Starts `volley <role> --broker 127.0.0.1:<port>` plus what is common to
+   every child; `a` holds the role's own flags; its output goes to the
+   run's logs/<log>.log. */
+static pid_t s_spawn(s_run_t *r, const char *role, const char *log, s_args_t *a)
+{
+    const vl_up_config_t *c = &r->c;
     char broker[32];
     snprintf(broker, sizeof broker, "127.0.0.1:%ld", c->port);
     s_args_t full = {.argc = 0};
@@ -285,9 +137,15 @@ static pid_t s_spawn(const s_up_config_t *c, const char *role, s_args_t *a)
     }
     for (int i = 0; i < a->argc; i++)
         s_add(&full, a->argv[i]);
-    if (!c->verbose)
-        s_add(&full, "--quiet");
-    return vl_proc_spawn(full.argv);
+    int fd = s_open_log(r, log);
+    if (fd < 0 && !c->verbose)
+        s_add(&full, "--quiet"); // no log file: warnings still reach the terminal
+    pid_t pid = vl_proc_spawn_to(full.argv, fd);
+    if (fd >= 0)
+        close(fd);
+    if (pid > 0 && strcmp(role, "broker") != 0)
+        s_note_command(r, log, full.argv); // [learner], [actor-1]...
+    return pid;
 }
 
 /* Waits up to 10 s for the broker's word on fd: 0 once every port is bound,
@@ -309,8 +167,9 @@ static int s_wait_ready(int fd)
 
 /* Starts the broker on c->port and waits until it has bound every port.
    Returns its pid, or -1 (it is stopped then). */
-static pid_t s_start_broker(const s_up_config_t *c)
+static pid_t s_start_broker(s_run_t *r)
 {
+    const vl_up_config_t *c = &r->c;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0)
         return -1;
@@ -320,21 +179,29 @@ static pid_t s_start_broker(const s_up_config_t *c)
     s_add(&a, "--bind");
     s_add(&a, "127.0.0.1");
     s_add_long(&a, "--ready-fd", fds[1]);
-    if (c->record) {
+    if (r->record[0]) {
         s_add(&a, "--record");
-        s_add(&a, c->record);
+        s_add(&a, r->record);
     }
-    pid_t pid = s_spawn(c, "broker", &a);
+    pid_t pid = s_spawn(r, "broker", "broker", &a);
     close(fds[1]);
     int ready = pid > 0 && s_wait_ready(fds[0]) == 0;
     close(fds[0]);
     if (pid > 0 && !ready)
         vl_proc_stop(&pid, 1, 3000);
+    if (ready) { // the command that worked: a retry's are not the run's
+        s_args_t full = {.argc = 0};
+        s_add(&full, "volley");
+        s_add(&full, "broker");
+        for (int i = 0; i < a.argc; i++)
+            s_add(&full, a.argv[i]);
+        s_note_command(r, "broker", full.argv);
+    }
     return ready ? pid : -1;
 }
 
 /* Appends "--name value" for every learner flag passed through. */
-static void s_add_passed(s_args_t *a, const s_up_config_t *c)
+static void s_add_passed(s_args_t *a, const vl_up_config_t *c)
 {
     for (int i = 0; i + 1 < c->n_pass; i += 2) {
         if (a->argc + 2 > S_MAX_ARGS)
@@ -347,8 +214,9 @@ static void s_add_passed(s_args_t *a, const s_up_config_t *c)
 
 /* Starts the learner and the actors into pids (after the broker). Returns
    how many started; all of them unless fork failed. */
-static int s_start_rest(const s_up_config_t *c, pid_t *pids)
+static int s_start_rest(s_run_t *r, pid_t *pids)
 {
+    const vl_up_config_t *c = &r->c;
     int n = 0;
     long batch = c->batch ? c->batch : c->actors * c->envs;
     s_args_t a = {.argc = 0};
@@ -356,14 +224,12 @@ static int s_start_rest(const s_up_config_t *c, pid_t *pids)
     s_add_long(&a, "--batch", batch);
     s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs + c->retain);
     s_add_long(&a, "--retain", c->retain);
-    if (c->checkpoint) {
-        s_add(&a, "--checkpoint");
-        s_add(&a, c->checkpoint);
-    }
+    s_add(&a, "--checkpoint");
+    s_add(&a, r->checkpoint);
     if (c->resume)
         s_add(&a, "--resume");
     s_add_passed(&a, c); // last: the user's --capacity wins over ours
-    if ((pids[n] = s_spawn(c, "learner", &a)) <= 0)
+    if ((pids[n] = s_spawn(r, "learner", "learner", &a)) <= 0)
         return n;
     n++;
     for (long i = 0; i < c->actors; i++) {
@@ -375,7 +241,9 @@ static int s_start_rest(const s_up_config_t *c, pid_t *pids)
             s_add_long(&a, "--max-ahead", c->max_ahead);
         if (c->wait_ms >= 0)
             s_add_long(&a, "--wait-ms", c->wait_ms);
-        if ((pids[n] = s_spawn(c, "actor", &a)) <= 0)
+        char log[32];
+        snprintf(log, sizeof log, "actor-%ld", i + 1);
+        if ((pids[n] = s_spawn(r, "actor", log, &a)) <= 0)
             return n;
         n++;
     }
@@ -385,8 +253,9 @@ static int s_start_rest(const s_up_config_t *c, pid_t *pids)
 /* Starts the broker: on c->port when it was given (refused, exit 2, when
    busy), else on free ports, trying others when another process takes
    them first. Returns its pid, or -1 with *rc the exit code. */
-static pid_t s_broker_up(s_up_config_t *c, int *rc)
+static pid_t s_broker_up(s_run_t *r, int *rc)
 {
+    vl_up_config_t *c = &r->c;
     int explicit_port = c->port != 0;
     if (explicit_port && vl_free_base_port((int)c->port) != c->port) {
         fprintf(stderr,
@@ -400,9 +269,10 @@ static pid_t s_broker_up(s_up_config_t *c, int *rc)
         if (!explicit_port &&
             (c->port = vl_free_base_port(20000 + ((getpid() + attempt * 7) % 2000) * 6)) < 0)
             break;
-        pid_t pid = s_start_broker(c);
+        pid_t pid = s_start_broker(r);
         if (pid > 0)
             return pid;
+        s_broker_reason(r);
         if (vl_interrupted) {
             *rc = 130;
             return -1;
@@ -459,7 +329,7 @@ static void s_progress(s_watch_t *w)
 
 /* Prints the last line: "<word>: <steps> steps in <s> s (<steps/s> steps/s)",
    steps/s over this run's own steps (a resumed run's start not counted). */
-static void s_last_line(const s_up_config_t *c, const char *word, const s_watch_t *w, double secs)
+static void s_last_line(const vl_up_config_t *c, const char *word, const s_watch_t *w, double secs)
 {
     uint64_t steps = w->last.env_steps;
     uint64_t own = steps;
@@ -471,12 +341,12 @@ static void s_last_line(const s_up_config_t *c, const char *word, const s_watch_
 
 /* Judges the run at secs: returns 0 when done (solved, or the --until
    budget reached), 1 when the budget is spent unsolved, -1 to go on. */
-static int s_judge(const s_up_config_t *c, s_watch_t *w, double secs)
+static int s_judge(const vl_up_config_t *c, s_watch_t *w, double secs)
 {
     const vl_stats_t *s = &w->last;
     int over_steps = w->have && s->env_steps >= (uint64_t)c->max_steps;
     int over_time = c->max_seconds && secs >= (double)c->max_seconds;
-    if ((c->until == S_UNTIL_STEPS && over_steps) || (c->until == S_UNTIL_SECONDS && over_time)) {
+    if ((c->until == VL_UNTIL_STEPS && over_steps) || (c->until == VL_UNTIL_SECONDS && over_time)) {
         if (w->have)
             s_progress(w);
         s_last_line(c, "done", w, secs);
@@ -491,7 +361,7 @@ static int s_judge(const s_up_config_t *c, s_watch_t *w, double secs)
                c->env->solved_return);
         return 1;
     }
-    if (c->until == S_UNTIL_SOLVED && w->have && s->window >= 100 &&
+    if (c->until == VL_UNTIL_SOLVED && w->have && s->window >= 100 &&
         s->mean_return >= c->env->solved_return) {
         s_progress(w);
         s_last_line(c, "solved", w, secs);
@@ -502,7 +372,7 @@ static int s_judge(const s_up_config_t *c, s_watch_t *w, double secs)
 
 /* Watches the run until solved (0), over budget or a child died (1), or
    interrupted (130). */
-static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start)
+static int s_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start)
 {
     s_watch_t w = {.have = 0};
     int64_t next_line = start + 1000000000LL;
@@ -534,33 +404,85 @@ static int s_watch(const s_up_config_t *c, void *sub, pid_t *pids, int n, int64_
     return 130;
 }
 
-int vl_up_main(int argc, char **argv)
+/* Opens the run directory and settles the paths it hands out; writes the
+   resolved [up] configuration. Returns 0, or -1 after printing why. */
+static int s_prepare(s_run_t *r)
 {
-    s_up_config_t c = s_defaults;
-    int rc = s_parse(argc, argv, &c);
-    if (rc != 0)
-        return rc > 0 ? 0 : 2;
-    vl_log_init("up", c.verbose ? VL_LOG_INFO : VL_LOG_WARN);
-    vl_proc_catch_signals();
+    const vl_up_config_t *c = &r->c;
+    char why[1200], path[S_PATH_MAX];
+    if (c->record && strchr(c->record, '/') && access(c->record, F_OK) == 0) {
+        fprintf(stderr, "volley up: --record %s exists; a recording is never overwritten\n",
+                c->record);
+        return -1;
+    }
+    r->dir = vl_rundir_open(c->runs, c->name, c->env->name, c->resume, why, sizeof why);
+    if (!r->dir) {
+        fprintf(stderr, "volley up: %s\n", why);
+        return -1;
+    }
+    if (c->checkpoint)
+        snprintf(r->checkpoint, sizeof r->checkpoint, "%s", c->checkpoint);
+    else
+        vl_rundir_file(r->dir, "checkpoints", r->checkpoint, sizeof r->checkpoint);
+    if (c->record && !strchr(c->record, '/')) // a bare name: kept with the run
+        vl_rundir_file(r->dir, c->record, r->record, sizeof r->record);
+    else if (c->record)
+        snprintf(r->record, sizeof r->record, "%s", c->record);
+    if (r->record[0] && access(r->record, F_OK) == 0) {
+        fprintf(stderr, "volley up: --record %s exists; a recording is never overwritten\n",
+                r->record);
+        return -1;
+    }
+    int fd = vl_rundir_create(r->dir, "config", ".ini", path, sizeof path);
+    if (fd < 0 || !(r->config = fdopen(fd, "w"))) {
+        if (fd >= 0)
+            close(fd);
+        fprintf(stderr, "volley up: cannot write the run's configuration in %s\n",
+                vl_rundir_path(r->dir));
+        return -1;
+    }
+    vl_up_config_write(r->config, c);
+    return 0;
+}
+
+/* Closes the run's config.ini. Returns 0, or -1 after printing why. */
+static int s_close_config(s_run_t *r)
+{
+    if (!r->config)
+        return 0;
+    int bad = ferror(r->config) | (fclose(r->config) != 0);
+    r->config = NULL;
+    if (bad)
+        fprintf(stderr, "volley up: could not write %s/config.ini completely\n",
+                vl_rundir_path(r->dir));
+    return bad ? -1 : 0;
+}
+
+/* Starts every process, watches the run, stops them. Returns the exit code. */
+static int s_run(s_run_t *r)
+{
+    const vl_up_config_t *c = &r->c;
     int64_t start = vl_now_ns();
-    pid_t pids[2 + S_MAX_ACTORS] = {0};
-    if ((pids[0] = s_broker_up(&c, &rc)) <= 0)
+    pid_t pids[2 + VL_UP_MAX_ACTORS] = {0};
+    int rc = 1;
+    if ((pids[0] = s_broker_up(r, &rc)) <= 0)
         return rc;
-    int n = 1 + s_start_rest(&c, pids + 1);
+    int n = 1 + s_start_rest(r, pids + 1);
     void *ctx = zmq_ctx_new();
     char broker[32];
-    snprintf(broker, sizeof broker, "127.0.0.1:%ld", c.port);
+    snprintf(broker, sizeof broker, "127.0.0.1:%ld", c->port);
     void *sub = vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 1 << 20);
     if (sub)
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
-    if (n < 2 + c.actors || !sub) {
+    if (s_close_config(r) != 0 || n < 2 + c->actors || !sub) {
         fprintf(stderr, "volley up: could not start the run\n");
         rc = 1;
     } else {
-        printf("volley up: %s, broker on 127.0.0.1:%ld, 1 learner, %ld actors x %ld envs\n",
-               c.env->name, c.port, c.actors, c.envs);
+        printf("volley up: %s, broker on 127.0.0.1:%ld, 1 learner, %ld actors x %ld envs; run "
+               "directory %s\n",
+               c->env->name, c->port, c->actors, c->envs, vl_rundir_path(r->dir));
         fflush(stdout);
-        rc = s_watch(&c, sub, pids, n, start);
+        rc = s_watch(c, sub, pids, n, start);
     }
     // Stop in reverse order of start: actors, then the learner, then the broker.
     for (int i = n - 1; i >= 0; i--)
@@ -568,5 +490,21 @@ int vl_up_main(int argc, char **argv)
     if (sub)
         zmq_close(sub);
     zmq_ctx_term(ctx);
+    return rc;
+}
+
+int vl_up_main(int argc, char **argv)
+{
+    s_run_t r = {.dir = NULL};
+    int rc = vl_up_config_parse(argc, argv, &r.c);
+    if (rc == 0) {
+        vl_log_init("up", r.c.verbose ? VL_LOG_INFO : VL_LOG_WARN);
+        vl_proc_catch_signals();
+        rc = s_prepare(&r) == 0 ? s_run(&r) : 2;
+    } else
+        rc = rc > 0 ? 0 : 2;
+    s_close_config(&r);
+    vl_rundir_destroy(&r.dir);
+    vl_up_config_free(&r.c);
     return rc;
 }

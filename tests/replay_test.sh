@@ -37,7 +37,7 @@ c=$(replay "$REC" --seed 2 | tail -1)
 pass "another seed, another checksum ($c)"
 
 # A fresh recording of a live run.
-(cd "$TMP" && "$VOLLEY" up --port 0 --max-steps 20000 --record fresh.vlrec > up.log 2>&1)
+(cd "$TMP" && "$VOLLEY" up --port 0 --max-steps 20000 --record ./fresh.vlrec > up.log 2>&1)
 [ -s "$TMP/fresh.vlrec" ] || fail "volley up --record wrote nothing"
 replay "$TMP/fresh.vlrec" > "$TMP/fresh1.out"
 f1=$(tail -1 "$TMP/fresh1.out")
@@ -47,7 +47,7 @@ f2=$(replay "$TMP/fresh.vlrec" | tail -1)
 grep -qE "^records=[0-9]+ accepted=[1-9][0-9]* refused=0 updates=[1-9]" "$TMP/fresh1.out" ||
     fail "the fresh recording did not train cleanly: $(head -1 "$TMP/fresh1.out")"
 pass "a fresh volley up --record replays twice to $f1"
-(cd "$TMP" && "$VOLLEY" up --port 0 --max-steps 20000 --record fresh.vlrec > up2.log 2>&1) &&
+(cd "$TMP" && "$VOLLEY" up --port 0 --max-steps 20000 --record ./fresh.vlrec > up2.log 2>&1) &&
     fail "volley up --record over an existing file succeeded"
 grep -q "exists" "$TMP/up2.log" || fail "no reason given for refusing an existing file: $(tail -3 "$TMP/up2.log")"
 pass "an existing recording is never overwritten"

@@ -96,4 +96,42 @@ steps=$(echo "$last" | sed -E 's/^done: ([0-9]+) .*/\1/')
 "$VOLLEY" up --gamma 2 > "$TMP/bad.log" 2>&1
 [ $? -eq 2 ] && grep -q -- "--gamma wants a number in \[0, 1\]" "$TMP/bad.log" || fail "up --gamma 2 not refused: $(cat "$TMP/bad.log")"
 pass "--until steps ends at the budget (exit 0); --gamma/--ent-coef pass through, checked"
-echo "9 passed, 0 failed"
+
+# Every run keeps a directory: its resolved configuration, checkpoints and logs.
+R="$TMP/runs"
+"$VOLLEY" up --runs "$R" --name r1 --lr 0.002 > "$TMP/r1.log" 2>&1 || fail "up --name r1: $(tail -3 "$TMP/r1.log")"
+for f in config.ini checkpoints/default.ckpt logs/broker.log logs/learner.log logs/actor-1.log logs/actor-2.log; do
+    [ -s "$R/r1/$f" ] || fail "run directory lacks $f: $(find "$R/r1")"
+done
+grep -qx "lr = 0.002" "$R/r1/config.ini" || fail "config.ini lacks the learner flag given: $(cat "$R/r1/config.ini")"
+grep -q "^command = volley learner .*--lr 0.002" "$R/r1/config.ini" || fail "config.ini lacks the learner's command"
+pass "a run leaves runs/NAME with config.ini, checkpoints/ and every process's log"
+
+sum=$(md5sum "$R/r1/checkpoints/default.ckpt" "$R/r1/config.ini")
+"$VOLLEY" up --runs "$R" --name r1 > "$TMP/again.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "r1 exists; choose another --name, or --resume" "$TMP/again.log" || fail "a second run named r1: exit $rc, $(cat "$TMP/again.log")"
+[ "$(md5sum "$R/r1/checkpoints/default.ckpt" "$R/r1/config.ini")" = "$sum" ] || fail "the refused run touched r1's files"
+pass "a run name that exists is refused (exit 2); its files untouched"
+
+"$VOLLEY" up --runs "$R" --name r2 --config "$R/r1/config.ini" > "$TMP/r2.log" 2>&1 || fail "up --config r1's config.ini: $(tail -3 "$TMP/r2.log")"
+diff <(sed -n '/^\[up\]/,/^\[/p' "$R/r1/config.ini") <(sed -n '/^\[up\]/,/^\[/p' "$R/r2/config.ini") > "$TMP/cfg.diff" ||
+    fail "a rerun from config.ini resolved another configuration: $(cat "$TMP/cfg.diff")"
+"$VOLLEY" up --runs "$R" --name r3 --config "$R/r1/config.ini" --lr 0.003 --until steps --max-steps 1e4 > "$TMP/r3.log" 2>&1 ||
+    fail "flags over --config: $(tail -3 "$TMP/r3.log")"
+grep -qx "lr = 0.003" "$R/r3/config.ini" || fail "a flag did not override the config file"
+pass "up --config RUN/config.ini runs the same configuration again; flags override it"
+
+printf '[up]\nactors = 2\nlr = 7\n' > "$TMP/bad.ini"
+"$VOLLEY" up --runs "$R" --config "$TMP/bad.ini" > "$TMP/badcfg.log" 2>&1
+[ $? -eq 2 ] && grep -q "bad.ini:3: --lr wants a number in \[0, 1\], not '7'" "$TMP/badcfg.log" || fail "bad value: $(cat "$TMP/badcfg.log")"
+printf '[up]\nlearning-rate = 0.1\n' > "$TMP/bad.ini"
+"$VOLLEY" up --runs "$R" --config "$TMP/bad.ini" > "$TMP/badcfg.log" 2>&1
+[ $? -eq 2 ] && grep -q "bad.ini:2: unknown key 'learning-rate'" "$TMP/badcfg.log" || fail "unknown key: $(cat "$TMP/badcfg.log")"
+pass "a config file's unknown key or bad value is refused with file, line and reason"
+
+"$VOLLEY" up --runs "$R" --name r1 --resume --until steps --max-steps 4e5 > "$TMP/resume.log" 2>&1 || fail "up --resume --name r1: $(tail -3 "$TMP/resume.log")"
+[ -s "$R/r1/config-2.ini" ] && [ -s "$R/r1/logs/learner-2.log" ] || fail "the resumed run did not add its own config and logs: $(ls "$R/r1" "$R/r1/logs")"
+grep -q "resumed from" "$R/r1/logs/learner-2.log" || fail "the learner did not resume: $(cat "$R/r1/logs/learner-2.log")"
+pass "up --resume --name r1 goes on in r1, adding config-2.ini and learner-2.log beside the first"
+echo "14 passed, 0 failed"

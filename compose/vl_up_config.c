@@ -1,0 +1,440 @@
+/*  vl_up_config: `volley up`'s flags, its --config file and the resolved
+    configuration it writes. */
+#include "vl_up_config.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../common/vl_ini.h"
+#include "../common/vl_opts.h"
+#include "../learner/vl_learner.h"
+
+#define S_OPT(name, field, lo, hi, help)                                                           \
+    VL_NUM_OPT(vl_up_config_t, name, VL_OPT_LONG, field, lo, hi, help)
+
+static const vl_num_opt_t s_nums[] = {
+    S_OPT("actors", actors, 1, VL_UP_MAX_ACTORS, "actor processes"),
+    S_OPT("envs", envs, 1, 4096, "environments per actor"),
+    S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
+          "broker base port; it and the 4 after it must be free (0: pick free ports)"),
+    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget (e.g. 1e6)"),
+    S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
+    S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
+    S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
+    S_OPT("hidden", hidden, 1, 4096, "hidden units per layer"),
+    S_OPT("batch", batch, 0, 65536, "segments per update (0: actors x envs)"),
+    S_OPT("retain", retain, 0, 1 << 20, "learner replay: 0 on-policy, N a prioritized ring"),
+    S_OPT("max-ahead", max_ahead, -1, 1000000,
+          "actor: segments per env on one weights version before waiting (-1: the actor's)"),
+    S_OPT("wait-ms", wait_ms, -1, 3600000, "actor: longest such wait (-1: the actor's)"),
+};
+#define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
+
+static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at start
+                                          .actors = 2,
+                                          .envs = 8,
+                                          .port = 0,
+                                          .horizon = 64,
+                                          .hidden = 64,
+                                          .seed = 1,
+                                          .max_steps = 3000000,
+                                          .max_ahead = -1,
+                                          .wait_ms = -1,
+                                          .runs = "runs"};
+
+/* The flags that take a text (checked where they are used) or nothing. */
+static const char *const s_texts[] = {"env",    "env-arg", "until", "checkpoint",
+                                      "record", "name",    "runs"};
+static const char *const s_bools[] = {"resume", "verbose"};
+#define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
+#define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
+
+/* Returns up's own numeric flag of this name, or NULL. */
+static const vl_num_opt_t *s_own(const char *name)
+{
+    for (int i = 0; i < S_NNUMS; i++)
+        if (strcmp(s_nums[i].name, name) == 0)
+            return &s_nums[i];
+    return NULL;
+}
+
+/* Returns the learner flag of this name that up passes through (one up
+   does not set itself), or NULL. */
+static const vl_num_opt_t *s_learner_opt(const char *name)
+{
+    for (int i = 0; i < vl_learner_n_opts; i++)
+        if (strcmp(vl_learner_opts[i].name, name) == 0)
+            return s_own(name) ? NULL : &vl_learner_opts[i];
+    return NULL;
+}
+
+/* Returns i if name is in the n words, else -1. */
+static int s_index(const char *const *words, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(words[i], name) == 0)
+            return i;
+    return -1;
+}
+
+static void s_usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: volley up [--env NAME|PATH.so [--env-arg TEXT]] [--until solved|steps|seconds]\n"
+        "                 [--name NAME] [--runs DIR] [--config FILE] [numeric options]\n"
+        "                 [learner options] [--checkpoint DIR] [--resume] [--record FILE]\n"
+        "                 [--verbose]\n"
+        "\n"
+        "Trains on this box: starts a broker (on free ports unless --port is given), a\n"
+        "learner and N actors over loopback sockets, prints progress every second, and\n"
+        "stops them all when the run is done: with --until solved (the default for an\n"
+        "environment with a solved return) when it is solved (exit 0, last line\n"
+        "'solved: <steps> steps in <s> s (<steps/s> steps/s)'; a spent budget exits 1);\n"
+        "with --until steps (the default otherwise) after --max-steps, or --until seconds\n"
+        "after --max-seconds (exit 0, last line 'done: ...'). A process that fails\n"
+        "stops the run (exit 1); Ctrl-C exits 130; bad flags or a busy --port exit 2\n"
+        "before anything starts. Counts take 1e6; steps/s of a resumed run count only\n"
+        "its own steps.\n"
+        "\n"
+        "Every run keeps a directory, RUNS/NAME: config.ini (the resolved configuration:\n"
+        "`volley up --config RUNS/NAME/config.ini` runs it again), checkpoints/, the\n"
+        "processes' logs in logs/, the learner's metrics, and the recording if asked.\n"
+        "\n");
+    vl_env_print_help(out, NULL);
+    vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
+    fprintf(out, "learner options, passed through to `volley learner`:\n");
+    vl_num_opt_t pass[64];
+    vl_learner_config_t learner = vl_learner_config_default();
+    int n = 0;
+    for (int i = 0; i < vl_learner_n_opts && n < 64; i++)
+        if (s_learner_opt(vl_learner_opts[i].name))
+            pass[n++] = vl_learner_opts[i];
+    vl_opt_print(out, pass, n, &learner);
+    fprintf(out, "  --name NAME        the run's name (default: date, time and env); an existing\n"
+                 "                     run is never replaced: refused unless --resume\n"
+                 "  --runs DIR         where run directories go (default runs)\n"
+                 "  --config FILE      read flags from FILE first (`key = value` under [up]; a\n"
+                 "                     key is a flag without --); the command line overrides it\n"
+                 "  --checkpoint DIR   the learner checkpoints to DIR (default: the run's\n"
+                 "                     checkpoints/; see volley learner --help)\n"
+                 "  --resume           continue: the learner resumes from its checkpoint (with\n"
+                 "                     --name, the existing run NAME goes on in its directory)\n"
+                 "  --record FILE      the broker records every segment message into FILE (a new\n"
+                 "                     file; a bare name goes in the run directory, a path with\n"
+                 "                     a '/' where it says), for `volley replay FILE`\n"
+                 "  --verbose          the processes log to this terminal instead of the run's\n"
+                 "                     logs/\n"
+                 "  -h, --help         this text\n");
+}
+
+/* ---- the configuration file -------------------------------------------------- */
+
+typedef struct {
+    char **argv; // "--key", "value"... (owned)
+    int argc, cap;
+    const char *path;
+} s_file_args_t;
+
+/* Appends a copy of text. Returns 0, or -1 with why. */
+static int s_push(s_file_args_t *a, const char *text, char *why, size_t why_size)
+{
+    if (a->argc + 1 >= a->cap) {
+        int cap = a->cap ? 2 * a->cap : 64;
+        char **more = realloc(a->argv, (size_t)cap * sizeof *more);
+        if (!more) {
+            snprintf(why, why_size, "out of memory");
+            return -1;
+        }
+        a->argv = more;
+        a->cap = cap;
+    }
+    if (!(a->argv[a->argc] = strdup(text))) {
+        snprintf(why, why_size, "out of memory");
+        return -1;
+    }
+    a->argv[++a->argc] = NULL;
+    return 0;
+}
+
+/* Checks a text key's value as far as it can without acting on it. */
+static int s_check_text(const char *key, const char *value, char *why, size_t why_size)
+{
+    if (!*value) {
+        snprintf(why, why_size, "%s: empty value", key);
+        return -1;
+    }
+    if (strcmp(key, "until") == 0 && strcmp(value, "solved") != 0 && strcmp(value, "steps") != 0 &&
+        strcmp(value, "seconds") != 0) {
+        snprintf(why, why_size, "until wants solved, steps or seconds, not '%s'", value);
+        return -1;
+    }
+    if (strcmp(key, "env") == 0 && !vl_env_find(value) && access(value, R_OK) != 0) {
+        snprintf(why, why_size, "env: no built-in '%s' and no plugin file there", value);
+        return -1;
+    }
+    return 0;
+}
+
+/* Takes one entry of the file into --flag [value] arguments. */
+static int s_entry(void *ctx, const char *section, const char *key, const char *value, char *why,
+                   size_t why_size)
+{
+    s_file_args_t *a = ctx;
+    if (strcmp(section, "broker") == 0 || strcmp(section, "learner") == 0 ||
+        strncmp(section, "actor", 5) == 0) {
+        if (strcmp(key, "command") == 0)
+            return 0; // written for people: what up derived from [up]
+        snprintf(why, why_size, "[%s] only records the command up ran; set '%s' under [up]",
+                 section, key);
+        return -1;
+    }
+    if (strcmp(section, "up") != 0 && section[0]) {
+        snprintf(why, why_size, "unknown section [%s] (up reads [up])", section);
+        return -1;
+    }
+    char flag[80];
+    snprintf(flag, sizeof flag, "--%s", key);
+    const vl_num_opt_t *o = s_own(key) ? s_own(key) : s_learner_opt(key);
+    if (o)
+        return vl_opt_check(o, value, why, why_size) || s_push(a, flag, why, why_size) ||
+                       s_push(a, value, why, why_size)
+                   ? -1
+                   : 0;
+    if (s_index(s_texts, S_NTEXTS, key) >= 0)
+        return s_check_text(key, value, why, why_size) || s_push(a, flag, why, why_size) ||
+                       s_push(a, value, why, why_size)
+                   ? -1
+                   : 0;
+    if (s_index(s_bools, S_NBOOLS, key) >= 0) {
+        int yes = strcmp(value, "true") == 0 || strcmp(value, "yes") == 0 || !strcmp(value, "1");
+        int no = strcmp(value, "false") == 0 || strcmp(value, "no") == 0 || !strcmp(value, "0");
+        if (!yes && !no) {
+            snprintf(why, why_size, "%s wants true or false, not '%s'", key, value);
+            return -1;
+        }
+        return yes ? s_push(a, flag, why, why_size) : 0;
+    }
+    snprintf(why, why_size,
+             "unknown key '%s' (a key is a `volley up` flag without its --; see volley up --help)",
+             key);
+    return -1;
+}
+
+/* Returns the value of --config in argv (either form), or NULL. */
+static const char *s_find_config(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            return argv[i + 1];
+        if (strncmp(argv[i], "--config=", 9) == 0)
+            return argv[i] + 9;
+    }
+    return NULL;
+}
+
+/* Builds c->argv: argv[0], the file's arguments, then argv's. Returns 0,
+   or -1 after printing why. */
+static int s_merge(int argc, char **argv, vl_up_config_t *c)
+{
+    s_file_args_t a = {.argv = NULL};
+    char why[600] = "";
+    int rc = s_push(&a, argv[0], why, sizeof why);
+    c->config = s_find_config(argc, argv);
+    if (rc == 0 && c->config)
+        rc = vl_ini_parse(c->config, s_entry, &a, why, sizeof why);
+    for (int i = 1; rc == 0 && i < argc; i++)
+        rc = s_push(&a, argv[i], why, sizeof why);
+    c->argv = a.argv;
+    c->argc = a.argc;
+    if (rc != 0)
+        fprintf(stderr, "volley up: %s\n", why);
+    return rc;
+}
+
+/* ---- flags -------------------------------------------------------------------- */
+
+/* Checks a learner flag's value (as the learner will parse it) and keeps it
+   to pass through. Returns 0, or -1 after printing why. */
+static int s_pass(vl_up_config_t *c, const vl_num_opt_t *o, const char *text)
+{
+    vl_learner_config_t scratch = vl_learner_config_default();
+    if (vl_opt_set("up", o, &scratch, text) != 0)
+        return -1;
+    for (int i = 0; i + 1 < c->n_pass; i += 2)
+        if (strcmp(c->pass[i], o->name) == 0) { // given again (the file, then the command line)
+            c->pass[i + 1] = text;
+            return 0;
+        }
+    if (c->n_pass == 2 * VL_UP_MAX_PASS) {
+        fprintf(stderr, "volley up: more than %d learner flags\n", VL_UP_MAX_PASS);
+        return -1;
+    }
+    c->pass[c->n_pass++] = o->name;
+    c->pass[c->n_pass++] = text;
+    return 0;
+}
+
+/* Parses --until's word. Returns 0, or -1 after printing why. */
+static int s_parse_until(const char *text, vl_until_t *out)
+{
+    static const char *const words[] = {"solved", "steps", "seconds"};
+    int i = s_index(words, 3, text);
+    if (i < 0) {
+        fprintf(stderr, "volley up: --until wants solved, steps or seconds, not '%s'\n", text);
+        return -1;
+    }
+    *out = (vl_until_t)(VL_UNTIL_SOLVED + i);
+    return 0;
+}
+
+/* Checks what the flags cannot check one by one; settles --until's default.
+   Returns 0, or -1 after printing why. */
+static int s_check(vl_up_config_t *c)
+{
+    if (c->until == VL_UNTIL_DEFAULT)
+        c->until = c->env->has_solved_return ? VL_UNTIL_SOLVED : VL_UNTIL_STEPS;
+    if (c->until == VL_UNTIL_SOLVED && !c->env->has_solved_return) {
+        fprintf(stderr, "volley up: --until solved: %s has no solved return; use --until steps\n",
+                c->env->name);
+        return -1;
+    }
+    if (c->until == VL_UNTIL_SECONDS && c->max_seconds == 0) {
+        fprintf(stderr, "volley up: --until seconds needs --max-seconds S\n");
+        return -1;
+    }
+    if (c->name && (!*c->name || strchr(c->name, '/') || c->name[0] == '.')) {
+        fprintf(stderr, "volley up: --name wants a plain name (no '/', not starting with '.')\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Sets the text flag number `which` (s_texts order) from text. Returns 0 or -1. */
+static int s_set_text(vl_up_config_t *c, int which, const char *text)
+{
+    switch (which) {
+    case 0:
+        return (c->env = vl_env_lookup("up", text)) ? 0 : -1;
+    case 1:
+        c->env_arg = text;
+        return 0;
+    case 2:
+        return s_parse_until(text, &c->until);
+    case 3:
+        c->checkpoint = text;
+        return 0;
+    case 4:
+        c->record = text;
+        return 0;
+    case 5:
+        c->name = text;
+        return 0;
+    default:
+        c->runs = text;
+        return 0;
+    }
+}
+
+int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
+{
+    enum { O_TEXT = 1000, O_BOOL = 1100, O_CONFIG = 1200, O_LEARNER = 2000 };
+    *c = s_defaults;
+    if (s_merge(argc, argv, c) != 0)
+        return -1;
+    struct option opts[S_NNUMS + 64 + S_NTEXTS + S_NBOOLS + 3];
+    int n = vl_opt_getopt(s_nums, S_NNUMS, 0, opts);
+    for (int i = 0; i < S_NTEXTS; i++)
+        opts[n++] = (struct option){s_texts[i], required_argument, 0, O_TEXT + i};
+    for (int i = 0; i < S_NBOOLS; i++)
+        opts[n++] = (struct option){s_bools[i], no_argument, 0, O_BOOL + i};
+    opts[n++] = (struct option){"config", required_argument, 0, O_CONFIG};
+    opts[n++] = (struct option){"help", no_argument, 0, 'h'};
+    for (int i = 0; i < vl_learner_n_opts && n < (int)(sizeof opts / sizeof opts[0]) - 1; i++)
+        if (s_learner_opt(vl_learner_opts[i].name))
+            opts[n++] =
+                (struct option){vl_learner_opts[i].name, required_argument, 0, O_LEARNER + i};
+    opts[n] = (struct option){0, 0, 0, 0};
+    int opt, bad = 0;
+    optind = 1;
+    while (!bad && (opt = getopt_long(c->argc, c->argv, "h", opts, NULL)) != -1) {
+        if (opt >= 0 && opt < S_NNUMS)
+            bad = vl_opt_set("up", &s_nums[opt], c, optarg);
+        else if (opt >= O_LEARNER && opt < O_LEARNER + vl_learner_n_opts)
+            bad = s_pass(c, &vl_learner_opts[opt - O_LEARNER], optarg);
+        else if (opt >= O_TEXT && opt < O_TEXT + S_NTEXTS)
+            bad = s_set_text(c, opt - O_TEXT, optarg);
+        else if (opt == O_BOOL)
+            c->resume = 1;
+        else if (opt == O_BOOL + 1)
+            c->verbose = 1;
+        else if (opt == O_CONFIG)
+            continue; // read first, by s_merge
+        else {
+            s_usage(opt == 'h' ? stdout : stderr);
+            return opt == 'h' ? 1 : -1;
+        }
+    }
+    if (!bad && !c->env)
+        bad = !(c->env = vl_env_lookup("up", "cartpole"));
+    if (!bad && optind < c->argc) {
+        fprintf(stderr, "volley up: unexpected argument '%s'\n", c->argv[optind]);
+        bad = 1;
+    }
+    return bad || s_check(c) != 0 ? -1 : 0;
+}
+
+void vl_up_config_free(vl_up_config_t *c)
+{
+    for (int i = 0; c->argv && i < c->argc; i++)
+        free(c->argv[i]);
+    free(c->argv);
+    c->argv = NULL;
+    c->argc = 0;
+}
+
+/* Writes "key = value" unless value is NULL. */
+static void s_kv(FILE *out, const char *key, const char *value)
+{
+    if (value)
+        fprintf(out, "%s = %s\n", key, value);
+}
+
+void vl_up_config_write(FILE *out, const vl_up_config_t *c)
+{
+    static const char *const until[] = {"solved", "solved", "steps", "seconds"};
+    char value[64];
+    fprintf(out, "# volley up: the resolved configuration of this run. Run it again with\n"
+                 "#   volley up --config THIS_FILE [flags that override it]\n"
+                 "# Keys are `volley up` flags without their --; [up] is all that is read.\n"
+                 "[up]\n");
+    s_kv(out, "env", c->env->path ? c->env->path : c->env->name);
+    s_kv(out, "env-arg", c->env_arg);
+    s_kv(out, "until", until[c->until]);
+    for (int i = 0; i < S_NNUMS; i++) {
+        if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)
+            continue; // picked free: another run would pick again
+        vl_opt_format(&s_nums[i], c, value, sizeof value);
+        s_kv(out, s_nums[i].name, value);
+    }
+    vl_learner_config_t learner = vl_learner_config_default();
+    for (int i = 0; i + 1 < c->n_pass; i += 2)
+        vl_opt_set("up", s_learner_opt(c->pass[i]), &learner, c->pass[i + 1]);
+    for (int i = 0; i < vl_learner_n_opts; i++) {
+        const vl_num_opt_t *o = &vl_learner_opts[i];
+        int passed = 0;
+        for (int k = 0; k + 1 < c->n_pass; k += 2)
+            passed |= strcmp(c->pass[k], o->name) == 0;
+        // capacity: up sizes the buffer from actors, envs and batch unless told
+        if (!s_learner_opt(o->name) || (strcmp(o->name, "capacity") == 0 && !passed))
+            continue;
+        vl_opt_format(o, &learner, value, sizeof value);
+        s_kv(out, o->name, value);
+    }
+    s_kv(out, "checkpoint", c->checkpoint);
+    s_kv(out, "record", c->record);
+}
