@@ -5,8 +5,11 @@
 #include "../actors/vl_actor.h"
 #include "../broker/vl_broker.h"
 #include "../learner/vl_learner.h"
+#include "vl_eval.h"
+#include "vl_export.h"
 #include "vl_keygen.h"
 #include "vl_playback.h"
+#include "vl_plot.h"
 #include "vl_top.h"
 #include "vl_up.h"
 #include "volley/volley.h"
@@ -28,6 +31,13 @@ static const s_command_t s_commands[] = {
     {.name = "top", .main = vl_top_main, .summary = "live view of a run, from the broker"},
     {.name = "ctl", .main = vl_ctl_main, .summary = "ask the broker: status, pause, resume, stop"},
     {.name = "keygen", .main = vl_keygen_main, .summary = "CURVE certificates for a secured run"},
+    {.name = "eval",
+     .main = vl_eval_main,
+     .summary = "score a kept policy on its env; --render to watch"},
+    {.name = "export",
+     .main = vl_export_main,
+     .summary = "a kept policy as safetensors, for PyTorch"},
+    {.name = "plot", .main = vl_plot_main, .summary = "learning curves of runs, to PNG/SVG"},
 };
 
 static void s_usage(FILE *out)

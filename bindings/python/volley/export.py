@@ -1,2 +1,256 @@
-"""volley.export: weights exported by `volley export` in NumPy and PyTorch (work in progress)."""
-__all__ = []
+"""volley.export: policies written by `volley export` in NumPy and PyTorch.
+
+    volley.load_safetensors(path)        {name: np.ndarray}, every header field checked
+    volley.load_export_spec(path)        the architecture and spec JSON (a dict)
+    volley.TorchPolicy(obs, actions, h)  volley's MLP as a torch.nn.Module
+    volley.load_torch_policy(path)       that module with the exported weights
+    volley.policy_forward(ckpt, obs)     the C policy's log-probs and values (libvolley)
+
+The network (learner/vl_policy.c): two MLPs with tanh hidden layers, pi: obs ->
+hidden -> hidden -> logits and v: obs -> hidden -> hidden -> 1; tensors
+"pi.0.weight" [hidden, obs] ... "v.2.bias" [1], a layer computing x W^T + b as
+torch.nn.Linear does, so the names are the module's state_dict keys.
+
+torch is imported only when a TorchPolicy is made: `import volley` works
+without it.
+"""
+import ctypes
+import json
+import os
+import struct
+
+import numpy as np
+
+from . import _lib
+
+__all__ = ["load_safetensors", "load_export_spec", "SafetensorsError", "TorchPolicy",
+           "load_torch_policy", "policy_forward"]
+
+# safetensors dtypes NumPy holds as they are (BF16 has no NumPy dtype).
+_DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
+           "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1",
+           "BOOL": "?"}
+_MAX_HEADER = 100 * 1024 * 1024  # as the safetensors library bounds it
+_LAYERS = 3
+
+
+class SafetensorsError(ValueError):
+    """A file that is not valid safetensors, with the reason."""
+
+
+def _fail(path, why):
+    raise SafetensorsError(f"{path}: {why}")
+
+
+def _read_header(path, raw):
+    if len(raw) < 8:
+        _fail(path, f"{len(raw)} bytes: too short for the 8-byte header length")
+    (n,) = struct.unpack_from("<Q", raw, 0)
+    if n > _MAX_HEADER or 8 + n > len(raw):
+        _fail(path, f"header length {n} does not fit in the file's {len(raw)} bytes")
+    try:
+        header = json.loads(bytes(raw[8:8 + n]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        _fail(path, f"header is not JSON ({e})")
+    if not isinstance(header, dict):
+        _fail(path, "header is not a JSON object")
+    return header, 8 + n
+
+
+def _check_metadata(path, meta):
+    if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                             for k, v in meta.items()):
+        _fail(path, "__metadata__ is not an object of strings")
+    return meta
+
+
+def _check_entry(path, name, e, data_len):
+    """(dtype, shape, begin, end) of one tensor's header entry, checked."""
+    if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
+        _fail(path, f"tensor {name!r}: wants exactly dtype, shape and data_offsets")
+    dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+    if dtype not in _DTYPES:
+        _fail(path, f"tensor {name!r}: dtype {dtype!r} not supported")
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+        _fail(path, f"tensor {name!r}: shape {shape!r} is not a list of sizes")
+    if (not isinstance(offs, list) or len(offs) != 2
+            or not all(type(o) is int for o in offs) or not 0 <= offs[0] <= offs[1] <= data_len):
+        _fail(path, f"tensor {name!r}: data_offsets {offs!r} outside the {data_len} data bytes")
+    want = int(np.prod(shape, dtype=np.int64)) * np.dtype(_DTYPES[dtype]).itemsize
+    if offs[1] - offs[0] != want:
+        _fail(path, f"tensor {name!r}: {offs[1] - offs[0]} bytes for shape {shape} of {dtype}, "
+                    f"not {want}")
+    return dtype, shape, offs[0], offs[1]
+
+
+def _check_layout(path, spans, data_len):
+    """The tensors' byte ranges tile the data exactly: no gap, no overlap."""
+    at = 0
+    for begin, end, name in sorted(spans):
+        if begin != at:
+            _fail(path, f"tensor {name!r} starts at data byte {begin}, expected {at} "
+                        f"({'overlap' if begin < at else 'gap'})")
+        at = end
+    if at != data_len:
+        _fail(path, f"{data_len - at} data bytes after the last tensor")
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        raw = bytearray(f.read())  # writable: the arrays are views of it
+    header, start = _read_header(path, raw)
+    meta = _check_metadata(path, header.pop("__metadata__", {}))
+    data_len = len(raw) - start
+    entries = {name: _check_entry(path, name, e, data_len) for name, e in header.items()}
+    _check_layout(path, [(b, e, n) for n, (_, _, b, e) in entries.items()], data_len)
+    tensors = {}
+    for name, (dtype, shape, begin, end) in entries.items():
+        dt = np.dtype(_DTYPES[dtype])
+        tensors[name] = np.frombuffer(raw, dtype=dt, count=(end - begin) // dt.itemsize,
+                                      offset=start + begin).reshape(shape)
+    return tensors, meta
+
+
+def load_safetensors(path):
+    """The tensors of a safetensors file as {name: np.ndarray} (writable, little-endian).
+
+    Checks everything first: the header length against the file, the JSON,
+    every dtype, shape and data_offsets (inside the data, sized for the shape,
+    the tensors tiling the data without gaps or overlaps). Raises
+    SafetensorsError naming the file and the fault; OSError if unreadable.
+    """
+    return _read(os.fspath(path))[0]
+
+
+def load_export_spec(path):
+    """The architecture and spec `volley export` wrote (a dict), from the
+    .safetensors' __metadata__ ("volley"), else the .json beside it."""
+    path = os.fspath(path)
+    if path.endswith(".json"):
+        with open(path) as f:
+            return json.load(f)
+    meta = _read(path)[1]
+    if "volley" in meta:
+        try:
+            return json.loads(meta["volley"])
+        except ValueError as e:
+            _fail(path, f"__metadata__ 'volley' is not JSON ({e})")
+    side = (path[:-len(".safetensors")] if path.endswith(".safetensors") else path) + ".json"
+    with open(side) as f:
+        return json.load(f)
+
+
+def _arch(tensors, path):
+    """obs_dim, num_actions, hidden read off the tensors, every shape checked."""
+    try:
+        hidden, obs_dim = tensors["pi.0.weight"].shape
+        num_actions = tensors["pi.2.weight"].shape[0]
+    except (KeyError, ValueError):
+        raise ValueError(f"{path}: not volley's MLP (no 2-d pi.0.weight, pi.2.weight)")
+    for net, out in (("pi", num_actions), ("v", 1)):
+        for layer in range(_LAYERS):
+            rows = hidden if layer < _LAYERS - 1 else out
+            cols = obs_dim if layer == 0 else hidden
+            for name, shape in ((f"{net}.{layer}.weight", (rows, cols)),
+                                (f"{net}.{layer}.bias", (rows,))):
+                if name not in tensors or tensors[name].shape != shape:
+                    got = tensors[name].shape if name in tensors else "missing"
+                    raise ValueError(f"{path}: {name} is {got}, volley's MLP needs {shape}")
+    return obs_dim, num_actions, hidden
+
+
+_torch_class = None
+
+
+def _torch_policy_class():
+    global _torch_class
+    if _torch_class is not None:
+        return _torch_class
+    import torch
+    from torch import nn
+
+    class _TorchPolicy(nn.Module):
+        """volley's actor-critic MLP (learner/vl_policy.c) in PyTorch."""
+
+        def __init__(self, obs_dim, num_actions, hidden=64):
+            super().__init__()
+            self.obs_dim, self.num_actions, self.hidden = obs_dim, num_actions, hidden
+            sizes = [obs_dim, hidden, hidden]
+            self.pi = nn.ModuleList([nn.Linear(a, b) for a, b in
+                                     zip(sizes, sizes[1:] + [num_actions])])
+            self.v = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, sizes[1:] + [1])])
+
+        @staticmethod
+        def _mlp(layers, x):
+            for i, layer in enumerate(layers):
+                x = layer(x)
+                if i < len(layers) - 1:
+                    x = torch.tanh(x)
+            return x
+
+        def forward(self, obs):
+            """(logits [n, num_actions], values [n]) for observations [n, obs_dim]."""
+            obs = torch.as_tensor(obs, dtype=torch.float32)
+            return self._mlp(self.pi, obs), self._mlp(self.v, obs).squeeze(-1)
+
+        def log_probs(self, obs):
+            """log pi(a|obs) [n, num_actions]."""
+            return torch.log_softmax(self.forward(obs)[0], dim=-1)
+
+        def act(self, obs, greedy=False):
+            """Actions [n]: sampled from the policy, or its most probable."""
+            logits = self.forward(obs)[0]
+            if greedy:
+                return logits.argmax(-1)
+            return torch.distributions.Categorical(logits=logits).sample()
+
+    _torch_class = _TorchPolicy
+    return _torch_class
+
+
+class TorchPolicy:
+    """volley's MLP as a torch.nn.Module: TorchPolicy(obs_dim, num_actions,
+    hidden=64) returns a module whose state_dict keys are volley's tensor
+    names (pi.0.weight ... v.2.bias); forward(obs) -> (logits, values),
+    log_probs(obs), act(obs, greedy=False). Imports torch when called."""
+
+    def __new__(cls, obs_dim, num_actions, hidden=64):
+        return _torch_policy_class()(obs_dim, num_actions, hidden)
+
+
+def load_torch_policy(path, device="cpu"):
+    """A TorchPolicy holding the weights of a `volley export` file (in eval mode)."""
+    import torch
+    tensors = load_safetensors(path)
+    obs_dim, num_actions, hidden = _arch(tensors, os.fspath(path))
+    module = TorchPolicy(obs_dim, num_actions, hidden)
+    module.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()})
+    return module.to(device).eval()
+
+
+_lib.bind({
+    "vl_kept_forward": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
+                                       ctypes.c_uint32, _lib._P, _lib._P, _lib._P,
+                                       ctypes.c_char_p, ctypes.c_size_t]),
+})
+
+
+def policy_forward(checkpoint, obs, num_actions):
+    """The C policy (libvolley's forward pass) of a checkpoint file or run
+    directory on obs [n, obs_dim]: (log-probs [n, num_actions], values [n])
+    as float32 arrays. Raises VolleyError with the C side's reason."""
+    if not _lib.has("vl_kept_forward"):
+        raise _lib.VolleyError("this libvolley has no vl_kept_forward")
+    obs = np.ascontiguousarray(obs, dtype=np.float32)
+    if obs.ndim != 2:
+        raise ValueError(f"obs: expected [n, obs_dim], got shape {obs.shape}")
+    n, dim = obs.shape
+    logp = np.empty((n, num_actions), dtype=np.float32)
+    values = np.empty(n, dtype=np.float32)
+    why = _lib.why_buffer()
+    rc = _lib.lib.vl_kept_forward(os.fsencode(os.fspath(checkpoint)), n, dim, num_actions,
+                                  obs.ctypes.data, logp.ctypes.data, values.ctypes.data,
+                                  why, len(why))
+    if rc != 0:
+        raise _lib.VolleyError(why.value.decode(errors="replace"))
+    return logp, values

@@ -1,0 +1,376 @@
+/*  vl_eval: scores a kept policy on its env. Episodes are spread evenly
+    over up to S_MAX_ENVS envs stepped together, each env playing its own
+    fixed number of episodes: taking the first N episodes to end would
+    favour short ones. */
+#include "vl_eval.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../actors/vl_env.h"
+#include "../common/vl_opts.h"
+#include "../common/vl_rng.h"
+#include "vl_kept.h"
+#include "vl_render.h"
+
+#define S_MAX_ENVS        16                    // envs stepped together when not rendering
+#define S_EPISODES        100                   // the solved criterion's episodes
+#define S_RENDER_EPISODES 3                     // a person watches a few
+#define S_FPS             30                    // frames a second when rendering
+#define S_MAX_EPISODES    100000                // bounds the run, not a limit anyone meets
+#define S_SEED_STRIDE     0x9E3779B97F4A7C15ull // env i's seed: seed + i * stride
+
+typedef struct {
+    const char *from, *env, *env_arg, *policy;
+    long episodes; // 0: the default for the mode
+    long seed;
+    int greedy, render;
+    float fps;
+} s_args_t;
+
+typedef struct {
+    const vl_env_ops_t *env;
+    vl_policy_t *policy;
+    vl_envs_t *envs;
+    uint32_t n, obs_dim, actions;
+    float *obs, *final_obs, *rewards, *logits;
+    uint8_t *terminated, *truncated;
+    int32_t *act;
+    uint32_t *quota; // episodes env i still has to finish
+    double *ret;     // env i's return so far this episode
+    uint32_t *len;   // and length
+    vl_rng_t rng;    // samples actions
+} s_run_t;
+
+void vl_eval_stats_add(vl_eval_stats_t *st, double ret, uint32_t len)
+{
+    if (st->n == 0 || ret < st->ret_min)
+        st->ret_min = ret;
+    if (st->n == 0 || ret > st->ret_max)
+        st->ret_max = ret;
+    if (st->n == 0 || len < st->len_min)
+        st->len_min = len;
+    if (st->n == 0 || len > st->len_max)
+        st->len_max = len;
+    st->n++;
+    st->ret_sum += ret, st->ret_sq += ret * ret;
+    st->len_sum += len, st->len_sq += (double)len * len;
+}
+
+void vl_eval_mean_std(uint32_t n, double sum, double sq, double *mean, double *std)
+{
+    *mean = n ? sum / n : 0;
+    double var = n ? sq / n - *mean * *mean : 0;
+    *std = var > 0 ? sqrt(var) : 0;
+}
+
+static void s_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: volley eval RUN|CHECKPOINT [--env NAME|PATH.so [--env-arg TEXT]]\n"
+            "                   [--episodes N] [--greedy] [--seed S] [--render [--fps F]]\n"
+            "                   [--policy NAME]\n"
+            "\n"
+            "Plays a trained policy on its env and prints, as its last line, the mean ± std\n"
+            "of the episodes' return and length (and min, max). The network's sizes come\n"
+            "from its tensors and must match the env's.\n"
+            "\n"
+            "  RUN                a run directory: RUN/checkpoints/NAME.ckpt (or RUN/NAME.ckpt)\n"
+            "                     and the env in RUN/config.ini\n"
+            "  CHECKPOINT         a learner's checkpoint file (DIR/NAME.ckpt)\n"
+            "  --env NAME|PATH.so the env (default: the run's; for a bare checkpoint, the\n"
+            "                     built-in of the network's shape: cartpole, catch)\n"
+            "  --env-arg TEXT     passed to the env's create (default: the run's)\n"
+            "  --episodes N       episodes to play (default %d; %d with --render)\n"
+            "  --greedy           take the most probable action (default: sample, as actors do)\n"
+            "  --seed S           seeds the envs and the action sampling (default 1)\n"
+            "  --render           show each step in the terminal: CartPole and Catch as\n"
+            "                     pictures, other envs as a line of numbers\n"
+            "  --fps F            frames a second with --render (default %d; 0: no waiting)\n"
+            "  --policy NAME      which policy of a run (default: default)\n"
+            "  -h, --help         this text\n"
+            "Exit 0 after the episodes, 1 when the env fails, 2 on bad usage or input.\n",
+            S_EPISODES, S_RENDER_EPISODES, S_FPS);
+}
+
+enum { O_ENV = 256, O_ENV_ARG, O_EPISODES, O_GREEDY, O_SEED, O_RENDER, O_FPS, O_POLICY };
+
+/* Handles one flag. Returns 0, or -1 after saying why. */
+static int s_flag(int opt, s_args_t *a)
+{
+    switch (opt) {
+    case O_ENV:
+        a->env = optarg;
+        return 0;
+    case O_ENV_ARG:
+        a->env_arg = optarg;
+        return 0;
+    case O_EPISODES:
+        return vl_opt_long("eval", "episodes", optarg, 1, S_MAX_EPISODES, &a->episodes);
+    case O_GREEDY:
+        a->greedy = 1;
+        return 0;
+    case O_SEED:
+        return vl_opt_long("eval", "seed", optarg, 0, 0x7fffffffL, &a->seed);
+    case O_RENDER:
+        a->render = 1;
+        return 0;
+    case O_FPS:
+        return vl_opt_float("eval", "fps", optarg, 0, 1000, &a->fps);
+    case O_POLICY:
+        a->policy = optarg;
+        return vl_opt_policy("eval", optarg);
+    default:
+        s_usage(stderr);
+        return -1;
+    }
+}
+
+/* Parses argv into a. Returns 0, 1 after --help, -1 after saying why. */
+static int s_parse(int argc, char **argv, s_args_t *a)
+{
+    static const struct option opts[] = {{"env", required_argument, 0, O_ENV},
+                                         {"env-arg", required_argument, 0, O_ENV_ARG},
+                                         {"episodes", required_argument, 0, O_EPISODES},
+                                         {"greedy", no_argument, 0, O_GREEDY},
+                                         {"seed", required_argument, 0, O_SEED},
+                                         {"render", no_argument, 0, O_RENDER},
+                                         {"fps", required_argument, 0, O_FPS},
+                                         {"policy", required_argument, 0, O_POLICY},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (opt == 'h') {
+            s_usage(stdout);
+            return 1;
+        }
+        if (s_flag(opt, a) != 0)
+            return -1;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "volley eval: %s (see --help)\n",
+                optind == argc ? "which RUN or CHECKPOINT?" : "one RUN or CHECKPOINT");
+        return -1;
+    }
+    a->from = argv[optind];
+    if (!a->episodes)
+        a->episodes = a->render ? S_RENDER_EPISODES : S_EPISODES;
+    return 0;
+}
+
+/* Returns the built-in env whose shape is the network's, or NULL when none
+   or several are. */
+static const vl_env_ops_t *s_env_by_shape(const vl_kept_t *kept)
+{
+    static const char *const builtins[] = {"cartpole", "catch"};
+    const vl_env_ops_t *found = NULL;
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
+        const vl_env_ops_t *e = vl_env_find(builtins[i]);
+        if (e && e->obs_dim == kept->obs_dim && e->num_actions == kept->num_actions) {
+            if (found)
+                return NULL;
+            found = e;
+        }
+    }
+    return found;
+}
+
+/* Finds the env to play: --env, the run's, or a built-in of the network's
+   shape; checks the shapes agree. Returns it, or NULL after saying why. */
+static const vl_env_ops_t *s_resolve_env(const s_args_t *a, const vl_kept_t *kept)
+{
+    const char *name = a->env ? a->env : kept->env[0] ? kept->env : NULL;
+    const vl_env_ops_t *env = name ? vl_env_lookup("eval", name) : s_env_by_shape(kept);
+    if (!env && !name)
+        fprintf(stderr,
+                "volley eval: which env? %s does not say and no built-in takes %u observations "
+                "and %u actions: --env NAME|PATH.so\n",
+                kept->checkpoint, kept->obs_dim, kept->num_actions);
+    if (env && (env->obs_dim != kept->obs_dim || env->num_actions != kept->num_actions)) {
+        fprintf(stderr,
+                "volley eval: the policy in %s takes %u observations and %u actions; env %s "
+                "gives %u and %u\n",
+                kept->checkpoint, kept->obs_dim, kept->num_actions, env->name, env->obs_dim,
+                env->num_actions);
+        return NULL;
+    }
+    return env;
+}
+
+/* Frees what s_run_new made. */
+static void s_run_free(s_run_t *r)
+{
+    vl_envs_destroy(&r->envs);
+    vl_policy_destroy(&r->policy);
+    free(r->obs), free(r->final_obs), free(r->rewards), free(r->logits);
+    free(r->terminated), free(r->truncated), free(r->act), free(r->quota), free(r->ret);
+    free(r->len);
+}
+
+/* Sets up n envs for episodes in all, seeded from seed. Returns 0, or -1
+   after saying why (r is freed then). */
+static int s_run_new(s_run_t *r, const vl_env_ops_t *env, const vl_kept_t *kept, uint32_t n,
+                     uint32_t episodes, const char *env_arg, uint64_t seed)
+{
+    size_t od = env->obs_dim, na = env->num_actions;
+    *r = (s_run_t){.env = env, .n = n, .obs_dim = env->obs_dim, .actions = env->num_actions};
+    r->obs = malloc(n * od * sizeof(float)), r->final_obs = malloc(n * od * sizeof(float));
+    r->rewards = malloc(n * sizeof(float)), r->logits = malloc(n * na * sizeof(float));
+    r->terminated = malloc(n), r->truncated = malloc(n), r->act = malloc(n * sizeof(int32_t));
+    r->quota = malloc(n * sizeof(uint32_t)), r->ret = calloc(n, sizeof(double));
+    r->len = calloc(n, sizeof(uint32_t));
+    uint64_t *seeds = malloc(n * sizeof(uint64_t));
+    r->policy = vl_kept_policy(kept);
+    int ok = r->obs && r->final_obs && r->rewards && r->logits && r->terminated && r->truncated &&
+             r->act && r->quota && r->ret && r->len && seeds && r->policy;
+    for (uint32_t i = 0; ok && i < n; i++) {
+        r->quota[i] = episodes / n + (i < episodes % n);
+        seeds[i] = seed + i * S_SEED_STRIDE;
+    }
+    vl_rng_seed(&r->rng, seed ^ 0x5DEECE66Dull);
+    if (ok)
+        r->envs = vl_envs_new(env, n, env_arg, seeds, r->obs); // logs why it failed
+    free(seeds);
+    if (!ok)
+        fprintf(stderr, "volley eval: no memory\n");
+    if (ok && r->envs)
+        return 0;
+    s_run_free(r);
+    return -1;
+}
+
+/* Returns the action to take from logits [A]: the most probable (greedy),
+   else one sampled from their softmax. */
+static int32_t s_pick(s_run_t *r, const float *logits, int greedy)
+{
+    uint32_t best = 0;
+    for (uint32_t k = 1; k < r->actions; k++)
+        if (logits[k] > logits[best])
+            best = k;
+    if (greedy)
+        return (int32_t)best;
+    double z = 0, u = vl_rng_uniform(&r->rng);
+    for (uint32_t k = 0; k < r->actions; k++)
+        z += exp((double)logits[k] - logits[best]);
+    double acc = 0;
+    for (uint32_t k = 0; k < r->actions; k++) {
+        acc += exp((double)logits[k] - logits[best]) / z;
+        if (u < acc)
+            return (int32_t)k;
+    }
+    return (int32_t)(r->actions - 1);
+}
+
+/* Waits one frame's time. */
+static void s_frame_wait(float fps)
+{
+    if (fps <= 0)
+        return;
+    double s = 1.0 / fps;
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+/* Draws env 0's frame: obs, or final_obs when its episode just ended. */
+static void s_draw(const s_run_t *r, const vl_eval_stats_t *st, const s_args_t *a, int ended)
+{
+    char status[256];
+    snprintf(status, sizeof status, "%s  episode %u/%ld  step %u  return %g  action %d%s",
+             r->env->name, st->n + 1 - (ended != 0), a->episodes, r->len[0], r->ret[0], r->act[0],
+             ended ? "  (episode over)" : "");
+    vl_render_frame(stdout, r->env, ended ? r->final_obs : r->obs, status);
+    s_frame_wait(ended && vl_render_is_picture(r->env) ? a->fps / S_FPS : a->fps);
+}
+
+/* Books the step's rewards; ends episodes. Returns episodes still to play. */
+static uint32_t s_book(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
+{
+    uint32_t left = 0;
+    for (uint32_t i = 0; i < r->n; i++) {
+        if (r->quota[i] == 0)
+            continue;
+        r->ret[i] += r->rewards[i];
+        r->len[i]++;
+        if (r->terminated[i] || r->truncated[i]) {
+            vl_eval_stats_add(st, r->ret[i], r->len[i]);
+            if (a->render && i == 0)
+                s_draw(r, st, a, 1);
+            r->quota[i]--;
+            r->ret[i] = 0, r->len[i] = 0;
+        }
+        left += r->quota[i];
+    }
+    return left;
+}
+
+/* Plays every env's quota of episodes into st. Returns 0, or -1 when the
+   env or the policy failed (said why). */
+static int s_play(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
+{
+    for (uint32_t left = 1; left > 0;) {
+        if (a->render)
+            s_draw(r, st, a, 0);
+        if (vl_policy_forward(r->policy, r->n, r->obs, r->logits, NULL) != 0) {
+            fprintf(stderr, "volley eval: no memory\n");
+            return -1;
+        }
+        for (uint32_t i = 0; i < r->n; i++)
+            r->act[i] = s_pick(r, r->logits + (size_t)i * r->actions, a->greedy);
+        if (vl_envs_step(r->envs, r->act, r->obs, r->rewards, r->terminated, r->truncated,
+                         r->final_obs) != 0)
+            return -1; // vl_envs_step logged why
+        left = s_book(r, st, a);
+    }
+    return 0;
+}
+
+/* Prints the result: a line of what was played, then mean ± std. */
+static void s_report(const vl_kept_t *kept, const vl_env_ops_t *env, const vl_eval_stats_t *st,
+                     const s_args_t *a)
+{
+    double rm, rs, lm, ls;
+    vl_eval_mean_std(st->n, st->ret_sum, st->ret_sq, &rm, &rs);
+    vl_eval_mean_std(st->n, st->len_sum, st->len_sq, &lm, &ls);
+    printf("eval: %s, policy %s version %llu (obs %u, hidden %u, actions %u), %u episodes, "
+           "%s actions, seed %ld\n",
+           env->name, kept->weights->policy_id, (unsigned long long)kept->weights->version,
+           kept->obs_dim, kept->hidden, kept->num_actions, st->n, a->greedy ? "greedy" : "sampled",
+           a->seed);
+    printf("return %.2f ± %.2f (min %.2f, max %.2f)  length %.1f ± %.1f (min %u, max %u)\n", rm, rs,
+           st->ret_min, st->ret_max, lm, ls, st->len_min, st->len_max);
+}
+
+int vl_eval_main(int argc, char **argv)
+{
+    s_args_t a = {.seed = 1, .fps = S_FPS};
+    int rc = s_parse(argc, argv, &a);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    char why[2048];
+    vl_kept_t *kept = vl_kept_load(a.from, a.policy, why, sizeof why);
+    if (!kept) {
+        fprintf(stderr, "volley eval: %s\n", why);
+        return 2;
+    }
+    const vl_env_ops_t *env = s_resolve_env(&a, kept);
+    const char *env_arg = a.env_arg ? a.env_arg : kept->env_arg[0] ? kept->env_arg : NULL;
+    uint32_t n = a.render ? 1 : (uint32_t)(a.episodes < S_MAX_ENVS ? a.episodes : S_MAX_ENVS);
+    s_run_t run;
+    vl_eval_stats_t st = {0};
+    rc = 2;
+    if (env &&
+        s_run_new(&run, env, kept, n, (uint32_t)a.episodes, env_arg, (uint64_t)a.seed) == 0) {
+        rc = s_play(&run, &st, &a) == 0 ? 0 : 1;
+        if (rc == 0)
+            s_report(kept, env, &st, &a);
+        s_run_free(&run);
+    }
+    vl_kept_destroy(&kept);
+    return rc;
+}

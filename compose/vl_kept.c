@@ -1,0 +1,309 @@
+/*  vl_kept: a kept policy: the weights section of a learner's checkpoint,
+    checked into volley's MLP, and the env its run was trained on. */
+#include "vl_kept.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/vl_ini.h"
+#include "../learner/vl_checkpoint.h"
+
+#define S_LAYERS     3 // linear layers per net, as learner/vl_policy.c builds them
+#define S_TENSORS    12
+#define S_POLICY_DEF "default"
+
+/* Returns 1 if path is a directory, 0 otherwise. */
+static int s_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Returns 1 if path is a regular file, 0 otherwise. */
+static int s_is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Copies src into dst[size]. Returns 0, or -1 if it does not fit. */
+static int s_copy(char *dst, size_t size, const char *src)
+{
+    int n = snprintf(dst, size, "%s", src);
+    return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/* Finds the checkpoint of policy in run directory dir: checkpoints/P.ckpt,
+   else P.ckpt (a --checkpoint DIR). Returns 0, or -1 with why. */
+static int s_find_in_run(const char *dir, const char *policy, char *out, size_t size, char *why,
+                         size_t why_size)
+{
+    char a[VL_KEPT_PATH_MAX], b[VL_KEPT_PATH_MAX];
+    snprintf(a, sizeof a, "%s/checkpoints/%s.ckpt", dir, policy);
+    snprintf(b, sizeof b, "%s/%s.ckpt", dir, policy);
+    const char *found = s_is_file(a) ? a : s_is_file(b) ? b : NULL;
+    if (!found) {
+        snprintf(why, why_size, "no checkpoint of policy '%s' in %s (looked for %s and %s)", policy,
+                 dir, a, b);
+        return -1;
+    }
+    if (s_copy(out, size, found) != 0) {
+        snprintf(why, why_size, "path too long: %s", found);
+        return -1;
+    }
+    return 0;
+}
+
+#define S_RANKS 4 // sections env is read from: [up] 3, [actor] 2, [learner] 1, others 0
+
+typedef struct {
+    char env[S_RANKS][VL_KEPT_PATH_MAX];
+    char arg[S_RANKS][VL_KEPT_PATH_MAX];
+} s_config_t;
+
+/* vl_ini callback: keeps env and env-arg of every role's section; other
+   keys are the run's business. */
+static int s_on_config(void *ctx, const char *section, const char *key, const char *value,
+                       char *why, size_t why_size)
+{
+    (void)why, (void)why_size;
+    s_config_t *c = ctx;
+    int rank = strcmp(section, "up") == 0        ? 3
+               : strcmp(section, "actor") == 0   ? 2
+               : strcmp(section, "learner") == 0 ? 1
+                                                 : 0;
+    if (strcmp(key, "env") == 0)
+        s_copy(c->env[rank], sizeof c->env[rank], value);
+    else if (strcmp(key, "env-arg") == 0 || strcmp(key, "env_arg") == 0)
+        s_copy(c->arg[rank], sizeof c->arg[rank], value);
+    return 0;
+}
+
+/* Reads the env of the run whose directory is run into self: [up]'s, else
+   [actor]'s, else [learner]'s. A missing or unreadable config.ini leaves
+   env unknown (""): the caller asks for --env then. */
+static void s_read_config(vl_kept_t *self, const char *run)
+{
+    char path[VL_KEPT_PATH_MAX], why[512];
+    snprintf(path, sizeof path, "%s/config.ini", run);
+    s_config_t *c = calloc(1, sizeof *c);
+    if (!c || !s_is_file(path) || vl_ini_parse(path, s_on_config, c, why, sizeof why) != 0) {
+        free(c);
+        return;
+    }
+    for (int rank = S_RANKS - 1; rank >= 1; rank--)
+        if (c->env[rank][0]) {
+            s_copy(self->env, sizeof self->env, c->env[rank]);
+            s_copy(self->env_arg, sizeof self->env_arg, c->arg[rank]);
+            break;
+        }
+    free(c);
+}
+
+/* Returns the run directory a checkpoint file sits in (RUN/checkpoints/
+   P.ckpt -> RUN) into run[size], or "" when it is not in one. */
+static void s_run_of_file(const char *file, char *run, size_t size)
+{
+    char copy[VL_KEPT_PATH_MAX];
+    run[0] = '\0';
+    if (s_copy(copy, sizeof copy, file) != 0)
+        return;
+    char *dir = dirname(copy);
+    char dir_copy[VL_KEPT_PATH_MAX];
+    if (s_copy(dir_copy, sizeof dir_copy, dir) != 0)
+        return;
+    if (strcmp(basename(dir_copy), "checkpoints") == 0)
+        snprintf(run, size, "%s/..", dir);
+}
+
+/* Reads and decodes the weights section of checkpoint path. Returns them,
+   or NULL with why. */
+static vl_weights_t *s_read_weights(const char *path, char *why, size_t why_size)
+{
+    char reason[512];
+    vl_checkpoint_t *ck = vl_checkpoint_read(path, reason, sizeof reason);
+    if (!ck) {
+        snprintf(why, why_size, "%s: %s", path, reason);
+        return NULL;
+    }
+    size_t size = 0;
+    const void *data = vl_checkpoint_get(ck, "weights", &size);
+    vl_limits_t lim = vl_limits_default();
+    vl_weights_t *w = NULL;
+    vl_reason_t r = data ? vl_weights_decode(data, size, &lim, &w) : VL_EPROTO;
+    if (r != VL_OK)
+        snprintf(why, why_size, "%s: %s", path,
+                 data ? "its weights are unreadable" : "not a learner checkpoint (no weights)");
+    vl_checkpoint_destroy(&ck);
+    return r == VL_OK ? w : NULL;
+}
+
+/* Returns w's tensor named name, or NULL. */
+static const vl_tensor_t *s_tensor(const vl_weights_t *w, const char *name)
+{
+    for (uint32_t i = 0; i < w->n_tensors; i++)
+        if (strncmp(w->tensors[i].name, name, sizeof w->tensors[i].name) == 0)
+            return &w->tensors[i];
+    return NULL;
+}
+
+/* Checks that w's tensor name is [rows][cols] (cols 0: a vector of rows).
+   Returns 0, or -1 with why. */
+static int s_expect(const vl_weights_t *w, const char *name, uint32_t rows, uint32_t cols,
+                    char *why, size_t why_size)
+{
+    const vl_tensor_t *t = s_tensor(w, name);
+    uint32_t ndim = cols ? 2 : 1;
+    if (!t) {
+        snprintf(why, why_size, "no tensor %s: not volley's MLP", name);
+        return -1;
+    }
+    if (t->ndim != ndim || t->rows != rows || (ndim == 2 && t->cols != cols)) {
+        snprintf(why, why_size, "tensor %s is %ux%u, volley's MLP needs %ux%u", name, t->rows,
+                 t->ndim == 2 ? t->cols : 1, rows, cols ? cols : 1);
+        return -1;
+    }
+    return 0;
+}
+
+int vl_kept_arch(const vl_weights_t *w, uint32_t *obs_dim, uint32_t *num_actions, uint32_t *hidden,
+                 char *why, size_t why_size)
+{
+    const vl_tensor_t *first = s_tensor(w, "pi.0.weight"), *last = s_tensor(w, "pi.2.weight");
+    if (!first || !last || first->ndim != 2 || last->ndim != 2) {
+        snprintf(why, why_size, "no 2-d tensors pi.0.weight and pi.2.weight: not volley's MLP");
+        return -1;
+    }
+    if (w->n_tensors != S_TENSORS) {
+        snprintf(why, why_size, "%u tensors, volley's MLP has %u", w->n_tensors, S_TENSORS);
+        return -1;
+    }
+    uint32_t h = first->rows, in = first->cols, a = last->rows;
+    static const char *const nets[] = {"pi", "v"};
+    for (int k = 0; k < 2; k++)
+        for (uint32_t layer = 0; layer < S_LAYERS; layer++) {
+            uint32_t out = layer < S_LAYERS - 1 ? h : k == 0 ? a : 1;
+            uint32_t cols = layer == 0 ? in : h;
+            char name[64];
+            snprintf(name, sizeof name, "%s.%u.weight", nets[k], layer);
+            if (s_expect(w, name, out, cols, why, why_size) != 0)
+                return -1;
+            snprintf(name, sizeof name, "%s.%u.bias", nets[k], layer);
+            if (s_expect(w, name, out, 0, why, why_size) != 0)
+                return -1;
+        }
+    *obs_dim = in, *num_actions = a, *hidden = h;
+    return 0;
+}
+
+/* Resolves path (file or run) to the checkpoint file and the run's env.
+   Returns 0, or -1 with why. */
+static int s_locate(vl_kept_t *self, const char *path, const char *policy, char *why,
+                    size_t why_size)
+{
+    char run[VL_KEPT_PATH_MAX];
+    if (s_is_dir(path)) {
+        if (s_find_in_run(path, policy ? policy : S_POLICY_DEF, self->checkpoint,
+                          sizeof self->checkpoint, why, why_size) != 0)
+            return -1;
+        s_read_config(self, path);
+        return 0;
+    }
+    if (!s_is_file(path)) {
+        snprintf(why, why_size, "%s: no such checkpoint file or run directory", path);
+        return -1;
+    }
+    if (s_copy(self->checkpoint, sizeof self->checkpoint, path) != 0) {
+        snprintf(why, why_size, "path too long: %s", path);
+        return -1;
+    }
+    s_run_of_file(path, run, sizeof run);
+    if (run[0])
+        s_read_config(self, run);
+    return 0;
+}
+
+vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t why_size)
+{
+    vl_kept_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(why, why_size, "no memory");
+        return NULL;
+    }
+    char reason[1024];
+    if (s_locate(self, path, policy, why, why_size) != 0)
+        goto err;
+    self->weights = s_read_weights(self->checkpoint, why, why_size);
+    if (!self->weights)
+        goto err;
+    if (policy && strncmp(self->weights->policy_id, policy, VL_POLICY_ID_MAX) != 0) {
+        snprintf(why, why_size, "%s holds policy '%.63s', not '%s'", self->checkpoint,
+                 self->weights->policy_id, policy);
+        goto err;
+    }
+    if (vl_kept_arch(self->weights, &self->obs_dim, &self->num_actions, &self->hidden, reason,
+                     sizeof reason) != 0) {
+        snprintf(why, why_size, "%s: %s", self->checkpoint, reason);
+        goto err;
+    }
+    return self;
+err:
+    vl_kept_destroy(&self);
+    return NULL;
+}
+
+void vl_kept_destroy(vl_kept_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    vl_weights_destroy(&(*self_p)->weights);
+    free(*self_p);
+    *self_p = NULL;
+}
+
+vl_policy_t *vl_kept_policy(const vl_kept_t *self)
+{
+    vl_policy_t *p = vl_policy_new(self->obs_dim, self->num_actions, self->hidden, 0);
+    if (p && vl_policy_load(p, self->weights) != 0)
+        vl_policy_destroy(&p); // vl_kept_arch checked every shape: no memory is left
+    return p;
+}
+
+/* Forward pass of p over n observations into logp and values. Returns 0 or
+   -1 on no memory. */
+static int s_forward(vl_policy_t *p, uint32_t n, uint32_t a, const float *obs, float *logp,
+                     float *values)
+{
+    float *logits = malloc((size_t)n * a * sizeof *logits);
+    if (!logits || vl_policy_forward(p, n, obs, logits, values) != 0) {
+        free(logits);
+        return -1;
+    }
+    for (uint32_t i = 0; logp && i < n; i++)
+        vl_log_softmax(logits + (size_t)i * a, a, logp + (size_t)i * a);
+    free(logits);
+    return 0;
+}
+
+int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num_actions,
+                    const float *obs, float *logp, float *values, char *why, size_t why_size)
+{
+    vl_kept_t *kept = vl_kept_load(path, NULL, why, why_size);
+    if (!kept)
+        return -1;
+    int rc = -1;
+    vl_policy_t *p = NULL;
+    if (kept->obs_dim != obs_dim || kept->num_actions != num_actions)
+        snprintf(why, why_size, "the policy takes %u observations and %u actions, not %u and %u",
+                 kept->obs_dim, kept->num_actions, obs_dim, num_actions);
+    else if (!(p = vl_kept_policy(kept)) || s_forward(p, n, num_actions, obs, logp, values) != 0)
+        snprintf(why, why_size, "no memory");
+    else
+        rc = 0;
+    vl_policy_destroy(&p);
+    vl_kept_destroy(&kept);
+    return rc;
+}
