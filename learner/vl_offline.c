@@ -114,26 +114,12 @@ void vl_offline_stats(const vl_offline_t *self, vl_offline_stats_t *out)
     out->mean_return = vl_returns_mean(&self->returns);
 }
 
-/* Folds n bytes into an FNV-1a 64-bit hash. */
-static uint64_t s_fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 uint64_t vl_offline_checksum(vl_offline_t *self)
 {
     vl_policy_t *p = vl_trainer_policy(self->trainer);
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (uint32_t i = 0; i < vl_policy_tensor_count(p); i++) {
-        vl_tensor_t t;
-        vl_policy_tensor(p, i, &t);
-        uint32_t shape[3] = {t.ndim, t.rows, t.cols};
-        h = s_fnv(h, t.name, strlen(t.name) + 1);
-        h = s_fnv(h, shape, sizeof shape);
-        h = s_fnv(h, t.data, (size_t)t.rows * t.cols * sizeof(float));
-    }
-    return h;
+    vl_tensor_t t[64];
+    uint32_t n = vl_policy_tensor_count(p);
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        vl_policy_tensor(p, i, &t[i]);
+    return vl_tensors_checksum(t, n < 64 ? n : 64);
 }

@@ -106,6 +106,12 @@ typedef struct {
     vl_tensor_t *tensors; // owned
 } vl_weights_t;
 
+/* Returns the FNV-1a 64-bit checksum of n tensors in order: each one's
+   name (with its NUL), {ndim, rows, cols} as u32 and data. Equal weights
+   give equal checksums wherever they are held (`volley replay`'s and `volley
+   up --deterministic`'s last lines). */
+uint64_t vl_tensors_checksum(const vl_tensor_t *tensors, uint32_t n);
+
 /* Encodes a policy's tensors at a version into a new buffer, stamped with
    the wall-clock time now (weights are encoded as they are published).
    Returns 0 and sets *out (caller frees with free()) and *out_size, or -1. */

@@ -184,3 +184,25 @@ err:
     free(ptrs);
     return rc;
 }
+
+/* Folds n bytes into an FNV-1a 64-bit hash. */
+static uint64_t s_fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+uint64_t vl_tensors_checksum(const vl_tensor_t *tensors, uint32_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint32_t i = 0; i < n; i++) {
+        const vl_tensor_t *t = &tensors[i];
+        uint32_t shape[3] = {t->ndim, t->rows, t->cols};
+        h = s_fnv(h, t->name, strlen(t->name) + 1);
+        h = s_fnv(h, shape, sizeof shape);
+        h = s_fnv(h, t->data, (size_t)t->rows * t->cols * sizeof(float));
+    }
+    return h;
+}
