@@ -20,6 +20,7 @@
 #include "../messages/vl_codec.h"
 #include "vl_rundir.h"
 #include "vl_up_config.h"
+#include "vl_up_watch.h"
 
 #define S_MAX_ARGS   128
 #define S_PORT_TRIES 5 // free base ports tried when another process takes the one picked
@@ -34,15 +35,6 @@ typedef struct {
     char record[S_PATH_MAX];     // the broker's --record FILE, or ""
     char broker_log[S_PATH_MAX]; // the broker's log, for its reason when it does not start
 } s_run_t;
-
-/* What a run has seen of the learner's reports. */
-typedef struct {
-    vl_stats_t last;
-    int have;
-    uint64_t first_steps; // env steps in the first report: a resumed run's start
-    uint64_t prev_steps;  // env steps at the previous progress line
-    double prev_uptime;   // the learner's uptime then, in seconds
-} s_watch_t;
 
 /* A child's command line under construction: numbers are formatted into
    store, other arguments (ours, or the user's paths) are pointed to. */
@@ -228,6 +220,10 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     s_add(&a, r->checkpoint);
     if (c->resume)
         s_add(&a, "--resume");
+    if (c->deterministic) { // an update per round, reported before its weights go out
+        s_add_long(&a, "--batch-wait-ms", 0);
+        s_add_long(&a, "--report-ms", 0);
+    }
     s_add_passed(&a, c); // last: the user's --capacity wins over ours
     if ((pids[n] = s_spawn(r, "learner", "learner", &a)) <= 0)
         return n;
@@ -241,6 +237,10 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
             s_add_long(&a, "--max-ahead", c->max_ahead);
         if (c->wait_ms >= 0)
             s_add_long(&a, "--wait-ms", c->wait_ms);
+        if (c->deterministic) { // each round on the weights trained on the one before
+            s_add_long(&a, "--max-ahead", 1);
+            s_add_long(&a, "--wait-ms", 3600000);
+        }
         char log[32];
         snprintf(log, sizeof log, "actor-%ld", i + 1);
         if ((pids[n] = s_spawn(r, "actor", log, &a)) <= 0)
@@ -282,126 +282,6 @@ static pid_t s_broker_up(s_run_t *r, int *rc)
             explicit_port ? "its --port" : "free ports");
     *rc = explicit_port ? 2 : 1;
     return -1;
-}
-
-/* Receives every waiting report into w. Returns 0, or -1 on a socket error. */
-static int s_read_stats(void *sub, s_watch_t *w, int timeout_ms)
-{
-    zmq_pollitem_t item = {sub, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&item, 1, timeout_ms) < 0)
-        return zmq_errno() == EINTR ? 0 : -1;
-    char topic[16];
-    uint8_t body[4096];
-    for (;;) {
-        int t = zmq_recv(sub, topic, sizeof topic, ZMQ_DONTWAIT);
-        if (t < 0)
-            return 0;
-        int more = 0;
-        size_t ms = sizeof more;
-        zmq_getsockopt(sub, ZMQ_RCVMORE, &more, &ms);
-        if (!more)
-            continue;
-        int b = zmq_recv(sub, body, sizeof body, 0);
-        if (b > 0 && b <= (int)sizeof body && vl_stats_decode(body, (size_t)b, &w->last) == VL_OK) {
-            if (!w->have)
-                w->first_steps = w->last.env_steps;
-            w->have = 1;
-        }
-    }
-}
-
-/* Prints one progress line from the newest report; steps/s over the
-   learner's own clock, between the reports the last two lines came from. */
-static void s_progress(s_watch_t *w)
-{
-    const vl_stats_t *s = &w->last;
-    double dt = s->uptime_s - w->prev_uptime;
-    double sps = dt > 0 ? (double)(s->env_steps - w->prev_steps) / dt : 0;
-    printf("steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%u/%u/%u version=%llu "
-           "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%llu\n",
-           (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes, s->mean_return,
-           s->lag_min, s->lag_median, s->lag_max, (unsigned long long)s->version, s->policy_loss,
-           s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
-    fflush(stdout);
-    w->prev_steps = s->env_steps;
-    w->prev_uptime = s->uptime_s;
-}
-
-/* Prints the last line: "<word>: <steps> steps in <s> s (<steps/s> steps/s)",
-   steps/s over this run's own steps (a resumed run's start not counted). */
-static void s_last_line(const vl_up_config_t *c, const char *word, const s_watch_t *w, double secs)
-{
-    uint64_t steps = w->last.env_steps;
-    uint64_t own = steps;
-    if (c->resume) // the first report comes just after the checkpoint's steps were loaded
-        own = steps - (w->first_steps < steps ? w->first_steps : steps);
-    printf("%s: %llu steps in %.1f s (%.0f steps/s)\n", word, (unsigned long long)steps, secs,
-           secs > 0 ? (double)own / secs : 0.0);
-}
-
-/* Judges the run at secs: returns 0 when done (solved, or the --until
-   budget reached), 1 when the budget is spent unsolved, -1 to go on. */
-static int s_judge(const vl_up_config_t *c, s_watch_t *w, double secs)
-{
-    const vl_stats_t *s = &w->last;
-    int over_steps = w->have && s->env_steps >= (uint64_t)c->max_steps;
-    int over_time = c->max_seconds && secs >= (double)c->max_seconds;
-    if ((c->until == VL_UNTIL_STEPS && over_steps) || (c->until == VL_UNTIL_SECONDS && over_time)) {
-        if (w->have)
-            s_progress(w);
-        s_last_line(c, "done", w, secs);
-        return 0;
-    }
-    // The budget first: a report that shows it solved but past the budget cannot tell
-    // whether it solved in time (reports come once a second).
-    if (over_steps || over_time) {
-        printf("not solved: budget spent after %llu steps in %.1f s "
-               "(mean return %.1f over %u episodes, %s needs %.0f over 100)\n",
-               (unsigned long long)s->env_steps, secs, s->mean_return, s->window, c->env->name,
-               c->env->solved_return);
-        return 1;
-    }
-    if (c->until == VL_UNTIL_SOLVED && w->have && s->window >= 100 &&
-        s->mean_return >= c->env->solved_return) {
-        s_progress(w);
-        s_last_line(c, "solved", w, secs);
-        return 0;
-    }
-    return -1;
-}
-
-/* Watches the run until solved (0), over budget or a child died (1), or
-   interrupted (130). */
-static int s_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start)
-{
-    s_watch_t w = {.have = 0};
-    int64_t next_line = start + 1000000000LL;
-    while (!vl_interrupted) {
-        if (s_read_stats(sub, &w, 100) < 0)
-            return 1;
-        int status, dead = vl_proc_reap(pids, n, &status);
-        if (dead >= 0 && vl_interrupted)
-            break; // Ctrl-C reached the children too: they are stopping, not failing
-        if (dead >= 0) {
-            fprintf(stderr, "volley up: the %s process stopped (status %d); stopping the run\n",
-                    dead == 0   ? "broker"
-                    : dead == 1 ? "learner"
-                                : "actor",
-                    status);
-            return 1;
-        }
-        int64_t now = vl_now_ns();
-        double secs = (double)(now - start) / 1e9;
-        int r = s_judge(c, &w, secs);
-        if (r >= 0)
-            return r;
-        if (now >= next_line) {
-            if (w.have)
-                s_progress(&w);
-            next_line += 1000000000LL;
-        }
-    }
-    return 130;
 }
 
 /* Opens the run directory and settles the paths it hands out; writes the
@@ -474,6 +354,8 @@ static int s_run(s_run_t *r)
     void *sub = vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 1 << 20);
     if (sub)
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
+    if (sub && c->deterministic) // the weights too: their checksum ends the run
+        zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", strlen("default"));
     if (s_close_config(r) != 0 || n < 2 + c->actors || !sub) {
         fprintf(stderr, "volley up: could not start the run\n");
         rc = 1;
@@ -482,7 +364,7 @@ static int s_run(s_run_t *r)
                "directory %s\n",
                c->env->name, c->port, c->actors, c->envs, vl_rundir_path(r->dir));
         fflush(stdout);
-        rc = s_watch(c, sub, pids, n, start);
+        rc = vl_up_watch(c, sub, pids, n, start);
     }
     // Stop in reverse order of start: actors, then the learner, then the broker.
     for (int i = n - 1; i >= 0; i--)

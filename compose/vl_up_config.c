@@ -47,7 +47,7 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
 /* The flags that take a text (checked where they are used) or nothing. */
 static const char *const s_texts[] = {"env",    "env-arg", "until", "checkpoint",
                                       "record", "name",    "runs"};
-static const char *const s_bools[] = {"resume", "verbose"};
+static const char *const s_bools[] = {"resume", "verbose", "deterministic"};
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
 
@@ -125,6 +125,12 @@ static void s_usage(FILE *out)
                  "  --record FILE      the broker records every segment message into FILE (a new\n"
                  "                     file; a bare name goes in the run directory, a path with\n"
                  "                     a '/' where it says), for `volley replay FILE`\n"
+                 "  --deterministic    one actor, fixed seeds, the learner in lockstep with it\n"
+                 "                     (an update per round of segments, the actor waiting for\n"
+                 "                     its weights): the same solved step count and the same\n"
+                 "                     weights checksum (printed before the last line) every\n"
+                 "                     time on this machine. Other runs are asynchronous and\n"
+                 "                     differ; `volley replay` repeats a recorded run exactly\n"
                  "  --verbose          the processes log to this terminal instead of the run's\n"
                  "                     logs/\n"
                  "  -h, --help         this text\n");
@@ -307,6 +313,13 @@ static int s_check(vl_up_config_t *c)
         fprintf(stderr, "volley up: --until seconds needs --max-seconds S\n");
         return -1;
     }
+    if (c->deterministic && (c->retain || c->actors > 2)) {
+        fprintf(stderr, "volley up: --deterministic runs one actor on-policy: drop %s\n",
+                c->retain ? "--retain" : "--actors");
+        return -1;
+    }
+    if (c->deterministic)
+        c->actors = 1;
     if (c->name && (!*c->name || strchr(c->name, '/') || c->name[0] == '.')) {
         fprintf(stderr, "volley up: --name wants a plain name (no '/', not starting with '.')\n");
         return -1;
@@ -372,6 +385,8 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
             c->resume = 1;
         else if (opt == O_BOOL + 1)
             c->verbose = 1;
+        else if (opt == O_BOOL + 2)
+            c->deterministic = 1;
         else if (opt == O_CONFIG)
             continue; // read first, by s_merge
         else {
@@ -435,6 +450,8 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         vl_opt_format(o, &learner, value, sizeof value);
         s_kv(out, o->name, value);
     }
+    if (c->deterministic)
+        s_kv(out, "deterministic", "true");
     s_kv(out, "checkpoint", c->checkpoint);
     s_kv(out, "record", c->record);
 }

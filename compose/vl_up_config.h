@@ -29,7 +29,8 @@ typedef struct {
     const char *config;     // --config FILE read first, or NULL
     int resume;
     int verbose;
-    char **argv; // the arguments parsed (the config file's first), owned
+    int deterministic; // one actor in lockstep with the learner: the same run twice
+    char **argv;       // the arguments parsed (the config file's first), owned
     int argc;
 } vl_up_config_t;
 

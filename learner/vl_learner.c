@@ -20,7 +20,6 @@
 #include "vl_resume.h"
 #include "vl_trainer.h"
 
-#define S_REPORT_NS    250000000LL  // stats 4 times a second: up sees "solved" promptly
 #define S_HEARTBEAT_NS 1000000000LL // weights republished every second
 #define S_MAX_MSG      (64 << 20)   // largest message the weights socket sends
 
@@ -109,7 +108,8 @@ vl_learner_config_t vl_learner_config_default(void)
                              .rho_bar = 1.0f,
                              .c_bar = 1.0f,
                              .seed = 1,
-                             .checkpoint_every = 10};
+                             .checkpoint_every = 10,
+                             .report_ms = 250}; // 4 a second: up sees "solved" promptly
     vl_learner_config_set_env(&c, vl_env_find("cartpole"));
     return c;
 }
@@ -340,6 +340,8 @@ int vl_learner_run(vl_learner_t *self)
         }
         if (rc > 0) {
             self->version++;
+            if (self->c.report_ms == 0) // before the weights: an actor waiting for them is idle
+                s_publish_stats(self);
             s_publish_weights(self);
             s_count_train_time(self);
         }
@@ -348,9 +350,9 @@ int vl_learner_run(vl_learner_t *self)
             vl_curve_watch_poll(self->pub_watch);
             next_heartbeat = vl_now_ns() + S_HEARTBEAT_NS;
         }
-        if (vl_now_ns() >= next_report) {
+        if (self->c.report_ms && vl_now_ns() >= next_report) {
             s_publish_stats(self);
-            next_report = vl_now_ns() + S_REPORT_NS;
+            next_report = vl_now_ns() + (int64_t)self->c.report_ms * 1000000;
         }
         if (vl_now_ns() >= next_checkpoint) {
             s_checkpoint_save(self);

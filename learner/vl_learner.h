@@ -42,6 +42,8 @@ typedef struct {
     uint64_t seed;
     const char *checkpoint_dir; // NULL: no checkpoints; else DIR/<policy>.ckpt
     uint32_t checkpoint_every;  // seconds between checkpoints
+    uint32_t report_ms;         // progress reports this often (0: after every update, before
+                                // its weights: lockstep runs report every step count)
     int resume;                 // continue from the checkpoint if there is one
 } vl_learner_config_t;
 

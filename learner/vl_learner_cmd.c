@@ -30,6 +30,8 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("beta-steps", VL_OPT_U32, beta_steps, 0, 1 << 30, "updates until beta reaches 1"),
     S_OPT("checkpoint-every", VL_OPT_U32, checkpoint_every, 1, 1 << 30,
           "seconds between checkpoints"),
+    S_OPT("report-ms", VL_OPT_U32, report_ms, 0, 60000,
+          "progress reports this often (0: after every update)"),
     S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate"),
     S_OPT("gamma", VL_OPT_FLOAT, gamma, 0, 1, "discount"),
     S_OPT("lambda", VL_OPT_FLOAT, lambda, 0, 1, "V-trace lambda"),

@@ -134,4 +134,15 @@ pass "a config file's unknown key or bad value is refused with file, line and re
 [ -s "$R/r1/config-2.ini" ] && [ -s "$R/r1/logs/learner-2.log" ] || fail "the resumed run did not add its own config and logs: $(ls "$R/r1" "$R/r1/logs")"
 grep -q "resumed from" "$R/r1/logs/learner-2.log" || fail "the learner did not resume: $(cat "$R/r1/logs/learner-2.log")"
 pass "up --resume --name r1 goes on in r1, adding config-2.ini and learner-2.log beside the first"
-echo "14 passed, 0 failed"
+
+# --deterministic: one actor in lockstep with the learner solves at the same step count with the
+# same weights, twice.
+for k in 1 2; do
+    "$VOLLEY" up --deterministic --runs "$R" --max-seconds 240 > "$TMP/det$k.log" 2>&1 || fail "up --deterministic: $(tail -3 "$TMP/det$k.log")"
+done
+d1=$(tail -n 2 "$TMP/det1.log" | sed -E 's/ in [0-9.]+ s \([0-9]+ steps\/s\)//')
+d2=$(tail -n 2 "$TMP/det2.log" | sed -E 's/ in [0-9.]+ s \([0-9]+ steps\/s\)//')
+echo "$d1" | grep -qE '^weights: version [0-9]+ checksum [0-9a-f]{16}' || fail "no weights checksum line: $(tail -n 2 "$TMP/det1.log")"
+[ "$d1" = "$d2" ] || fail "two deterministic runs differ: '$d1' vs '$d2'"
+pass "up --deterministic twice: $(echo $d1)"
+echo "15 passed, 0 failed"
