@@ -307,3 +307,24 @@ int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num
     vl_kept_destroy(&kept);
     return rc;
 }
+
+int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, char *why,
+                   size_t why_size)
+{
+    vl_kept_t *kept = vl_kept_load(path, NULL, why, why_size);
+    if (!kept)
+        return -1;
+    const vl_tensor_t *t = s_tensor(kept->weights, name);
+    size_t elems = t ? (size_t)t->rows * (t->ndim == 2 ? t->cols : 1) : 0;
+    int rc = -1;
+    if (!t)
+        snprintf(why, why_size, "no tensor %s", name);
+    else if (elems != n)
+        snprintf(why, why_size, "tensor %s has %zu values, not %zu", name, elems, n);
+    else {
+        memcpy(out, t->data, n * sizeof *out);
+        rc = 0;
+    }
+    vl_kept_destroy(&kept);
+    return rc;
+}

@@ -53,4 +53,10 @@ vl_policy_t *vl_kept_policy(const vl_kept_t *self);
 int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num_actions,
                     const float *obs, float *logp, float *values, char *why, size_t why_size);
 
+/* For the Python package's tests: copies the floats of tensor name of the
+   policy kept at path into out[n] (n must be its element count: rows x
+   cols). Returns 0, or -1 with why. */
+int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, char *why,
+                   size_t why_size);
+
 #endif

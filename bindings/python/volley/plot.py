@@ -144,11 +144,11 @@ def _draw_panel(ax, panel, runs, colors, solved):
 def plot(runs, out, svg=False):
     """Draws the runs' curves (a list of run directories) into out (.png) and,
     with svg, out with .svg. Returns the files written. Raises PlotError."""
+    metrics = [(run_label(r), read_metrics(r)) for r in runs]  # refuse a bad run first
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    metrics = [(run_label(r), read_metrics(r)) for r in runs]
     for r, (_, m) in zip(runs, metrics):
         if m["_skipped"]:
             print(f"volley plot: {r}: {m['_skipped']} malformed lines skipped", file=sys.stderr)

@@ -1,0 +1,239 @@
+/*  vl_export_test: kept policies read from checkpoints and run directories
+    (and refused when bad), the safetensors file read back byte by byte, and
+    eval's statistics. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../learner/vl_checkpoint.h"
+#include "../tests/vl_test.h"
+#include "vl_eval.h"
+#include "vl_export.h"
+#include "vl_kept.h"
+
+#define OBS    4
+#define ACTS   3
+#define HIDDEN 8
+
+static char s_dir[256];
+
+/* Writes a checkpoint of a fresh policy (seeded) at path, as the learner's
+   weights section; returns the policy (caller destroys). */
+static vl_policy_t *s_write_ckpt(const char *path, uint64_t seed, uint32_t obs)
+{
+    vl_policy_t *p = vl_policy_new(obs, ACTS, HIDDEN, seed);
+    vl_tensor_t t[12];
+    for (uint32_t i = 0; i < vl_policy_tensor_count(p); i++)
+        vl_policy_tensor(p, i, &t[i]);
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    if (vl_weights_encode("default", 7, t, 12, &buf, &size) != 0)
+        abort();
+    vl_section_t sec[] = {{"weights", buf, size}};
+    if (vl_checkpoint_write(path, sec, 1) != 0)
+        abort();
+    free(buf);
+    return p;
+}
+
+static void s_path(char *out, size_t size, const char *name)
+{
+    snprintf(out, size, "%s/%s", s_dir, name);
+}
+
+static void test_kept_file(void)
+{
+    char path[512], why[1024];
+    s_path(path, sizeof path, "a.ckpt");
+    vl_policy_t *p = s_write_ckpt(path, 1, OBS);
+    vl_kept_t *k = vl_kept_load(path, NULL, why, sizeof why);
+    VL_CHECK(k);
+    VL_CHECK(k->obs_dim == OBS && k->num_actions == ACTS && k->hidden == HIDDEN);
+    VL_CHECK(k->env[0] == '\0' && k->weights->version == 7);
+    vl_tensor_t t;
+    vl_policy_tensor(p, 0, &t);
+    float got[HIDDEN * OBS];
+    VL_CHECK(vl_kept_tensor(path, t.name, got, HIDDEN * OBS, why, sizeof why) == 0);
+    VL_CHECK(memcmp(got, t.data, sizeof got) == 0);
+    VL_CHECK(vl_kept_load(path, "other", why, sizeof why) == NULL && strstr(why, "'default'"));
+    vl_kept_destroy(&k);
+    vl_kept_destroy(&k);
+    vl_policy_destroy(&p);
+}
+
+static void test_kept_refuses_bad_files(void)
+{
+    char path[512], why[1024];
+    s_path(path, sizeof path, "nothing.ckpt");
+    VL_CHECK(!vl_kept_load(path, NULL, why, sizeof why) && strstr(why, "no such"));
+    s_path(path, sizeof path, "b.ckpt");
+    vl_policy_t *p = s_write_ckpt(path, 2, OBS);
+    vl_policy_destroy(&p);
+    VL_CHECK(truncate(path, 100) == 0);
+    VL_CHECK(!vl_kept_load(path, NULL, why, sizeof why) && strstr(why, "truncated"));
+    FILE *f = fopen(path, "w");
+    fputs("hello", f);
+    fclose(f);
+    VL_CHECK(!vl_kept_load(path, NULL, why, sizeof why));
+}
+
+static void test_kept_run_dir(void)
+{
+    char run[512], path[600], why[1024];
+    s_path(run, sizeof run, "run1");
+    snprintf(path, sizeof path, "%s/checkpoints", run);
+    VL_CHECK(mkdir(run, 0755) == 0 && mkdir(path, 0755) == 0);
+    snprintf(path, sizeof path, "%s/config.ini", run);
+    FILE *f = fopen(path, "w");
+    fputs("# a run\n[learner]\nenv = catch\n[up]\nenv = cartpole\nenv-arg = x y\nseed = 1\n", f);
+    fclose(f);
+    VL_CHECK(!vl_kept_load(run, NULL, why, sizeof why) && strstr(why, "no checkpoint"));
+    snprintf(path, sizeof path, "%s/checkpoints/default.ckpt", run);
+    vl_policy_t *p = s_write_ckpt(path, 3, OBS);
+    vl_policy_destroy(&p);
+    vl_kept_t *k = vl_kept_load(run, NULL, why, sizeof why);
+    VL_CHECK(k && strcmp(k->env, "cartpole") == 0 && strcmp(k->env_arg, "x y") == 0);
+    vl_kept_destroy(&k);
+    k = vl_kept_load(path, NULL, why, sizeof why); // the file finds its run's config too
+    VL_CHECK(k && strcmp(k->env, "cartpole") == 0);
+    vl_kept_destroy(&k);
+}
+
+static void test_arch_refuses_other_shapes(void)
+{
+    vl_policy_t *p = vl_policy_new(OBS, ACTS, HIDDEN, 1);
+    vl_weights_t w = {.n_tensors = 12};
+    vl_tensor_t t[12];
+    for (uint32_t i = 0; i < 12; i++)
+        vl_policy_tensor(p, i, &t[i]);
+    w.tensors = t;
+    uint32_t o, a, h;
+    char why[256];
+    VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == 0);
+    t[7].rows = HIDDEN + 1; // v.0.bias
+    VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == -1 && strstr(why, "v.0.bias"));
+    w.n_tensors = 11;
+    VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == -1);
+    vl_policy_destroy(&p);
+}
+
+/* Reads a whole file; *size set. Caller frees. */
+static uint8_t *s_slurp(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    *size = (size_t)ftell(f);
+    rewind(f);
+    uint8_t *buf = malloc(*size + 1);
+    if (fread(buf, 1, *size, f) != *size)
+        abort();
+    buf[*size] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Returns the [begin, end] data offsets the header gives tensor name. */
+static int s_offsets(const char *header, const char *name, size_t *begin, size_t *end)
+{
+    char key[80];
+    snprintf(key, sizeof key, "\"%s\":", name);
+    const char *at = strstr(header, key);
+    at = at ? strstr(at, "\"data_offsets\": [") : NULL;
+    return at && sscanf(at, "\"data_offsets\": [%zu, %zu]", begin, end) == 2 ? 0 : -1;
+}
+
+static void test_safetensors_layout(void)
+{
+    char ckpt[512], out[512], json[512], why[1024];
+    s_path(ckpt, sizeof ckpt, "c.ckpt");
+    s_path(out, sizeof out, "c.safetensors");
+    vl_policy_t *p = s_write_ckpt(ckpt, 4, OBS);
+    vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
+    VL_CHECK(k && vl_export_write(k, NULL, out, why, sizeof why) == 0);
+    size_t size = 0;
+    uint8_t *buf = s_slurp(out, &size);
+    VL_CHECK(buf);
+    uint64_t n = 0;
+    for (int b = 0; b < 8; b++)
+        n |= (uint64_t)buf[b] << (8 * b);
+    VL_CHECK(n % 8 == 0 && 8 + n <= size);
+    char *header = strndup((char *)buf + 8, n);
+    VL_CHECK(strstr(header, "\"__metadata__\"") && strstr(header, "\"obs_dim\\\": 4"));
+    size_t at = 0, total = 0;
+    const char *sorted[] = {"pi.0.bias", "pi.0.weight", "pi.1.bias", "pi.1.weight",
+                            "pi.2.bias", "pi.2.weight", "v.0.bias",  "v.0.weight",
+                            "v.1.bias",  "v.1.weight",  "v.2.bias",  "v.2.weight"};
+    for (int i = 0; i < 12; i++) {
+        size_t b, e;
+        VL_CHECK(s_offsets(header, sorted[i], &b, &e) == 0 && b == at);
+        for (uint32_t j = 0; j < 12; j++) { // the bytes are the policy's floats, little-endian
+            vl_tensor_t t;
+            vl_policy_tensor(p, j, &t);
+            if (strcmp(t.name, sorted[i]) == 0)
+                VL_CHECK(e - b == (size_t)t.rows * t.cols * 4 &&
+                         memcmp(buf + 8 + n + b, t.data, e - b) == 0);
+        }
+        at = e, total = e;
+    }
+    VL_CHECK(8 + n + total == size); // no gap, nothing after
+    VL_CHECK(vl_export_write(k, NULL, out, why, sizeof why) == -1 && strstr(why, "exists"));
+    VL_CHECK(vl_export_json_path(out, json, sizeof json) == 0);
+    VL_CHECK(strcmp(json + strlen(json) - 7, "c.json") == 0 || strstr(json, "/c.json"));
+    struct stat st;
+    VL_CHECK(stat(json, &st) == 0 && st.st_size > 0);
+    free(header);
+    free(buf);
+    vl_kept_destroy(&k);
+    vl_policy_destroy(&p);
+}
+
+static void test_export_never_overwrites_json(void)
+{
+    char ckpt[512], out[512], json[512], why[1024];
+    s_path(ckpt, sizeof ckpt, "c.ckpt");
+    s_path(out, sizeof out, "d.safetensors");
+    s_path(json, sizeof json, "d.json");
+    FILE *f = fopen(json, "w");
+    fputs("mine", f);
+    fclose(f);
+    vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
+    VL_CHECK(k && vl_export_write(k, NULL, out, why, sizeof why) == -1 && strstr(why, "d.json"));
+    VL_CHECK(access(out, F_OK) != 0); // nothing written
+    vl_kept_destroy(&k);
+}
+
+static void test_eval_stats(void)
+{
+    vl_eval_stats_t st = {0};
+    vl_eval_stats_add(&st, 2, 10);
+    vl_eval_stats_add(&st, 4, 30);
+    double m, s;
+    vl_eval_mean_std(st.n, st.ret_sum, st.ret_sq, &m, &s);
+    VL_CHECK_NEAR(m, 3, 1e-12);
+    VL_CHECK_NEAR(s, 1, 1e-12);
+    VL_CHECK(st.ret_min == 2 && st.ret_max == 4 && st.len_min == 10 && st.len_max == 30);
+}
+
+int main(void)
+{
+    snprintf(s_dir, sizeof s_dir, "/tmp/vl_export_test.XXXXXX");
+    if (!mkdtemp(s_dir))
+        return 1;
+    VL_RUN(test_kept_file);
+    VL_RUN(test_kept_refuses_bad_files);
+    VL_RUN(test_kept_run_dir);
+    VL_RUN(test_arch_refuses_other_shapes);
+    VL_RUN(test_safetensors_layout);
+    VL_RUN(test_export_never_overwrites_json);
+    VL_RUN(test_eval_stats);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", s_dir);
+    if (system(cmd) != 0)
+        return 1;
+    return VL_DONE();
+}
