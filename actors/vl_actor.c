@@ -47,7 +47,7 @@ struct vl_actor_s {
     int started;                // the first weights came and acting was logged
     int acted;                  // an act waits for its observe
     int dead;                   // a code that ended the actor (a send failed, a refusal)
-    int woken;                  // the wake fd became readable
+    int woken;                  // the last poll found the wake fd readable
     uint32_t t;                 // step of the segments being filled
     uint64_t seg_version;       // weights version at their first step
     vl_envs_t *envs;            // `volley actor`'s environments (NULL: the caller's)
@@ -134,13 +134,12 @@ static uint64_t s_stream_seed(const vl_actor_params_t *c, uint64_t stream)
 /* Returns 1 once SIGINT/SIGTERM came or the wake fd became readable. */
 static int s_stopped(vl_actor_t *self)
 {
-    if (vl_interrupted || self->woken)
+    if (vl_interrupted)
         return 1;
     if (self->c.wake_fd < 0)
         return 0;
     struct pollfd p = {.fd = self->c.wake_fd, .events = POLLIN};
-    self->woken = poll(&p, 1, 0) > 0;
-    return self->woken;
+    return poll(&p, 1, 0) > 0;
 }
 
 /* Allocates the per-env state and binds every env's segment. Returns 0 or -1. */
@@ -522,8 +521,7 @@ static int s_poll_weights(vl_actor_t *self, int timeout_ms)
     int rc = zmq_poll(items, self->c.wake_fd >= 0 ? 2 : 1, timeout_ms);
     if (rc < 0)
         return zmq_errno() == EINTR ? 0 : -1;
-    if (items[1].revents & ZMQ_POLLIN)
-        self->woken = 1;
+    self->woken = (items[1].revents & ZMQ_POLLIN) != 0;
     if (items[0].revents & ZMQ_POLLIN)
         while (s_recv_weights(self) == 0)
             ;
@@ -677,7 +675,7 @@ int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size)
         return s_die(self, VL_ACTOR_EFAIL, why, why_size);
     if (self->refused_spec)
         return s_die(self, VL_ACTOR_EREFUSED, why, why_size);
-    if (s_stopped(self))
+    if (vl_interrupted || self->woken)
         return s_fail(VL_ACTOR_EINTR, why, why_size, "interrupted");
     return VL_ACTOR_OK;
 }
@@ -729,8 +727,8 @@ static int s_observe(vl_actor_t *self, char *why, size_t size)
     if (s_send_segments(self, self->seg_version) != 0)
         return s_die(self, s_stopped(self) ? VL_ACTOR_EINTR : VL_ACTOR_EFAIL, why, size);
     self->rounds_on_version++;
-    s_throttle(self);
-    return s_stopped(self) ? s_fail(VL_ACTOR_EINTR, why, size, "interrupted") : VL_ACTOR_OK;
+    s_throttle(self); // an interruption here is seen by the next act: the step is recorded
+    return VL_ACTOR_OK;
 }
 
 /* Checks a caller's act: the mode, the order and obs. Copies obs in. */

@@ -45,7 +45,9 @@ enum {
     VL_ACTOR_EINVAL = -1,   // a bad argument or call order; why says which
     VL_ACTOR_EFAIL = -2,    // a socket failed (why says so); the actor is done
     VL_ACTOR_EREFUSED = -3, // the broker refused this actor's spec (why: the field)
-    VL_ACTOR_EINTR = -4,    // SIGINT/SIGTERM (vl_interrupted) or the wake fd became readable
+    VL_ACTOR_EINTR = -4,    // SIGINT/SIGTERM (vl_interrupted) or the wake fd is readable:
+                            // from sync/act nothing was recorded (call again once the fd is
+                            // drained); from observe the actor was cut off mid-send (close it)
 };
 
 typedef struct {

@@ -1,2 +1,615 @@
-"""volley.actor: actors for Python environments (work in progress)."""
-__all__ = []
+"""volley.actor: actors for Python environments, over include/volley/actor.h.
+
+    actor = volley.Actor(broker="127.0.0.1", spec=env, num_envs=16)
+    obs = ...                                    # [16, obs_dim] (or a dict of fields)
+    while True:
+        actions = actor.act(obs)                 # volley's policy, in C
+        next_obs, rewards, terminated, truncated, final_obs = step(actions)
+        actor.observe(rewards, terminated, truncated, next_obs, final_obs=final_obs)
+        obs = next_obs
+
+The C engine does everything `volley actor` does: waits for the first
+weights, applies newer ones between calls, beats to the broker with the
+actor's spec, records each step, and every `horizon` steps cuts, packs,
+compresses and pushes one segment per env, then paces (max_ahead). With
+policy=callable (or policy_fn=) the forward pass is the caller's: it gets
+the observation batch (float32 [N, D]) and the newest weights as a dict of
+NumPy arrays (with .version) and returns (actions, logps).
+
+run_actor() drives Gymnasium-style envs (a list of factories, or a vector
+env) through an Actor; `python3 -m volley actor --env pkg.mod:make_env` is
+its command line. Gymnasium itself is never imported: spaces are read by
+their attributes.
+"""
+import ctypes
+import os
+import signal
+import sys
+import threading
+from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint64, c_void_p
+
+import numpy as np
+
+from . import _lib
+from ._lib import VolleyError
+
+__all__ = ["Actor", "Spec", "Weights", "run_actor", "spec_from_spaces", "ActorInterrupted",
+           "SpecRefused"]
+
+F32, U8, U2, U1 = 0, 1, 2, 3
+_ENC_NAMES = {F32: "f32", U8: "u8", U2: "u2", U1: "u1"}
+FIELDS_MAX, NDIM_MAX = 8, 4
+ENV_ABI_VERSION = 1
+
+OK, EINVAL, EFAIL, EREFUSED, EINTR = 0, -1, -2, -3, -4
+
+
+class ActorInterrupted(VolleyError):
+    """The actor was interrupted (a signal) while it could not finish a call."""
+
+
+class SpecRefused(VolleyError):
+    """The broker refused this actor's spec (another spec serves the policy)."""
+
+
+class _Field(ctypes.Structure):
+    """include/volley/env.h: vl_env_field_t."""
+    _fields_ = [("encoding", c_uint32), ("ndim", c_uint32), ("shape", c_uint32 * NDIM_MAX),
+                ("low", c_float), ("high", c_float)]
+
+
+class _Env(ctypes.Structure):
+    """include/volley/env.h: vl_env_t (only the spec part is filled)."""
+    _fields_ = [("abi_version", c_uint32), ("name", c_char_p), ("summary", c_char_p),
+                ("n_fields", c_uint32), ("fields", _Field * FIELDS_MAX),
+                ("num_actions", c_uint32), ("has_solved_return", c_int),
+                ("solved_return", c_float)] + [(f"fn{i}", c_void_p) for i in range(10)]
+
+
+class _Params(ctypes.Structure):
+    """include/volley/actor.h: vl_actor_params_t."""
+    _fields_ = [("broker", c_char_p), ("policy", c_char_p), ("env", POINTER(_Env)),
+                ("n_envs", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
+                ("actor_id", c_uint32), ("seed", c_uint64), ("max_ahead", c_uint32),
+                ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int)]
+
+
+_P = c_void_p
+_lib.bind({
+    "vl_actor_params_default": (_Params, []),
+    "vl_actor_open": (_P, [POINTER(_Params), c_char_p, c_size_t]),
+    "vl_actor_close": (None, [POINTER(_P)]),
+    "vl_actor_obs_dim": (c_uint32, [_P]),
+    "vl_actor_sync": (c_int, [_P, c_char_p, c_size_t]),
+    "vl_actor_act": (c_int, [_P, _P, c_size_t, _P, _P, c_char_p, c_size_t]),
+    "vl_actor_act_external": (c_int, [_P, _P, c_size_t, _P, _P, c_char_p, c_size_t]),
+    "vl_actor_observe": (c_int, [_P, _P, _P, _P, _P, _P, c_size_t, c_char_p, c_size_t]),
+    "vl_actor_weights_version": (c_uint64, [_P]),
+    "vl_actor_weights_count": (c_uint32, [_P]),
+    "vl_actor_weights_tensor": (c_int, [_P, c_uint32, POINTER(c_char_p), POINTER(c_uint32),
+                                        c_uint32 * 2, POINTER(POINTER(c_float))]),
+    "vl_actor_steps": (c_uint64, [_P]),
+    "vl_actor_segments_sent": (c_uint64, [_P]),
+})
+
+
+# ---- spec ----------------------------------------------------------------
+
+
+class Spec:
+    """What an actor's observations and actions look like: named fields
+    (encoding F32/U8/U2/U1, shape, F32 range low..high, low == high: none) in
+    order, and num_actions discrete actions. obs_dim is the floats per row."""
+
+    def __init__(self, fields, num_actions, name="python", action_start=0):
+        self.fields = [(str(n), int(e), tuple(int(d) for d in s), float(lo), float(hi))
+                       for n, e, s, lo, hi in fields]
+        self.num_actions = int(num_actions)
+        self.name = name
+        self.action_start = int(action_start)
+        if not 1 <= len(self.fields) <= FIELDS_MAX:
+            raise ValueError(f"spec: {len(self.fields)} observation fields, volley takes "
+                             f"1..{FIELDS_MAX}")
+        self.sizes = [int(np.prod(s)) for _, _, s, _, _ in self.fields]
+        self.obs_dim = sum(self.sizes)
+        self.keyed = len(self.fields) > 1 or self.fields[0][0] != ""
+
+    def __repr__(self):
+        f = ", ".join(f"{n or '_'}:{_ENC_NAMES[e]}{list(s)}" for n, e, s, _, _ in self.fields)
+        return f"Spec({f}; actions {self.num_actions})"
+
+    def _table(self):
+        t = _Env()
+        t.abi_version = ENV_ABI_VERSION
+        self._name = self.name.encode()
+        t.name = self._name
+        t.n_fields = len(self.fields)
+        for i, (_, enc, shape, lo, hi) in enumerate(self.fields):
+            f = t.fields[i]
+            f.encoding, f.ndim = enc, len(shape)
+            for d, n in enumerate(shape):
+                f.shape[d] = n
+            f.low, f.high = (lo, hi) if enc == F32 else (0.0, 0.0)
+        t.num_actions = self.num_actions
+        return t
+
+    def flatten(self, obs):
+        """One observation (an array, or a dict of the fields) as a float32 row [D]."""
+        return self.flatten_batch(obs, batched=False)[0]
+
+    def flatten_batch(self, obs, batched=True):
+        """A batch of observations ([N, ...] arrays, a dict of them, or a
+        [N, D] array) as float32 [N, D]."""
+        if not self.keyed or not isinstance(obs, dict):
+            a = np.asarray(obs, dtype=np.float32)
+            return a.reshape(-1 if batched else 1, self.obs_dim) if a.size % self.obs_dim == 0 \
+                else _raise(f"obs: {a.size} values, not a multiple of the spec's {self.obs_dim}")
+        parts = []
+        for (name, _, shape, _, _), size in zip(self.fields, self.sizes):
+            if name not in obs:
+                raise ValueError(f"obs: no field '{name}' (the spec has "
+                                 f"{[f[0] for f in self.fields]})")
+            a = np.asarray(obs[name], dtype=np.float32)
+            parts.append(a.reshape(-1 if batched else 1, size))
+        return np.concatenate(parts, axis=1)
+
+
+def _raise(msg):
+    raise ValueError(msg)
+
+
+def _kind(space):
+    return type(space).__name__
+
+
+def _field_of(name, space):
+    """One space as a field (name, encoding, shape, low, high)."""
+    kind = _kind(space)
+    where = f"observation space{f' field {name!r}' if name else ''} ({kind})"
+    if kind == "MultiBinary":
+        n = space.n
+        shape = tuple(n) if isinstance(n, (tuple, list, np.ndarray)) else (int(n),)
+        return (name, U1, shape, 0.0, 0.0)
+    if kind != "Box" and not (hasattr(space, "low") and hasattr(space, "dtype")):
+        raise ValueError(f"{where}: volley takes Box, MultiBinary or a Dict of them")
+    shape = tuple(space.shape) or (1,)
+    if len(shape) > NDIM_MAX:
+        raise ValueError(f"{where}: {len(shape)} dimensions, volley takes 1..{NDIM_MAX}")
+    dt = np.dtype(space.dtype)
+    if dt == np.uint8:
+        return (name, U8, shape, 0.0, 0.0)
+    if dt.kind != "f":
+        raise ValueError(f"{where}: dtype {dt}, volley takes float32 or uint8 Boxes")
+    low = np.asarray(space.low, dtype=np.float64)
+    high = np.asarray(space.high, dtype=np.float64)
+    f32max = float(np.finfo(np.float32).max)
+    if np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and low.min() > -f32max \
+            and high.max() < f32max and low.min() < high.max():
+        # The widest bounds, widened by a float32 ulp: values at the edge stay inside.
+        lo = float(np.nextafter(np.float32(low.min()), np.float32(-np.inf)))
+        hi = float(np.nextafter(np.float32(high.max()), np.float32(np.inf)))
+        return (name, F32, shape, lo, hi)
+    return (name, F32, shape, 0.0, 0.0)
+
+
+def spec_from_spaces(observation_space, action_space, name="python"):
+    """A Spec from Gymnasium-style spaces (read by attribute, never imported):
+    Box float32 -> F32 (with its range when finite), Box uint8 -> U8,
+    MultiBinary -> U1, a Dict of those -> one field each in the Dict's order;
+    Discrete actions. Anything else raises ValueError naming the space."""
+    if _kind(observation_space) == "Dict" or (hasattr(observation_space, "spaces") and
+                                              isinstance(observation_space.spaces, dict)):
+        fields = [_field_of(str(k), s) for k, s in observation_space.spaces.items()]
+    else:
+        fields = [_field_of("", observation_space)]
+    if _kind(action_space) != "Discrete" and not hasattr(action_space, "n"):
+        raise ValueError(f"action space ({_kind(action_space)}): volley takes Discrete actions")
+    n = int(action_space.n)
+    if n < 2:
+        raise ValueError(f"action space (Discrete({n})): volley needs at least 2 actions")
+    return Spec(fields, n, name=name, action_start=int(getattr(action_space, "start", 0)))
+
+
+def _as_spec(spec, observation_space=None, action_space=None):
+    if isinstance(spec, Spec):
+        return spec
+    if spec is None and observation_space is not None:
+        return spec_from_spaces(observation_space, action_space)
+    if isinstance(spec, tuple) and len(spec) == 2:
+        return spec_from_spaces(*spec)
+    obs_space = getattr(spec, "single_observation_space", None) or \
+        getattr(spec, "observation_space", None)
+    act_space = getattr(spec, "single_action_space", None) or getattr(spec, "action_space", None)
+    if obs_space is None or act_space is None:
+        raise TypeError("spec: give a volley.Spec, (observation_space, action_space), or an env "
+                        "with observation_space and action_space")
+    return spec_from_spaces(obs_space, act_space, name=_env_name(spec))
+
+
+def _env_name(env):
+    spec = getattr(env, "spec", None)
+    name = getattr(spec, "id", None) or type(env).__name__
+    name = "".join(c if c.isalnum() or c in "-_.:" else "_" for c in str(name))[:63]
+    return name or "python"
+
+
+# ---- the actor -------------------------------------------------------------
+
+
+class Weights(dict):
+    """The newest weights: {tensor name: float32 array}, and .version."""
+    version = 0
+
+
+def _ptr(a):
+    return a.ctypes.data
+
+
+class _Wake:
+    """A pipe Python's signal handling writes to (signal.set_wakeup_fd), so that
+    a Ctrl-C ends a wait inside C; only from the main thread and when no one
+    else holds the wakeup fd."""
+
+    def __init__(self):
+        self.r = self.w = -1
+        self.old = None
+        if threading.current_thread() is not threading.main_thread():
+            return
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        try:
+            old = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            os.close(r)
+            os.close(w)
+            return
+        if old != -1:  # someone else's (asyncio): give it back, wake by timeouts only
+            signal.set_wakeup_fd(old)
+            os.close(r)
+            os.close(w)
+            return
+        self.r, self.w, self.old = r, w, old
+
+    def drain(self):
+        """True if a signal had written to the pipe."""
+        got = False
+        while self.r >= 0:
+            try:
+                if not os.read(self.r, 512):
+                    break
+                got = True
+            except BlockingIOError:
+                break
+        return got
+
+    def close(self):
+        if self.r >= 0:
+            try:
+                signal.set_wakeup_fd(-1)
+            except (ValueError, OSError):
+                pass
+            os.close(self.r)
+            os.close(self.w)
+            self.r = self.w = -1
+
+
+class Actor:
+    """An actor whose env loop is the caller's (include/volley/actor.h).
+
+    broker: HOST[:PORT]; policy: the policy id, or a callable (external forward
+    pass, as policy_fn); spec: a Spec, (observation_space, action_space), or an
+    env (or vector env) to read them from; num_envs N; horizon T, hidden (as the
+    learner's); actor_id (default: the pid); seed; max_ahead / wait_ms (pacing).
+    policy_fn(obs [N, D] float32, weights: Weights) -> (actions [N], logps [N]).
+    """
+
+    def __init__(self, broker="127.0.0.1", policy="default", spec=None, num_envs=8, horizon=64,
+                 hidden=64, actor_id=None, seed=1, policy_fn=None, max_ahead=1, wait_ms=500,
+                 observation_space=None, action_space=None):
+        if callable(policy):
+            policy_fn, policy = policy, "default"
+        self.spec = _as_spec(spec, observation_space, action_space)
+        self.policy_fn = policy_fn
+        self.num_envs = N = int(num_envs)
+        self.policy = str(policy)
+        D = self.spec.obs_dim
+        self._table = self.spec._table()
+        self._wake = _Wake()
+        p = _lib.lib.vl_actor_params_default()
+        self._broker = str(broker).encode()
+        self._policy = self.policy.encode()
+        p.broker, p.policy, p.env = self._broker, self._policy, ctypes.pointer(self._table)
+        p.n_envs, p.horizon, p.hidden = N, int(horizon), int(hidden)
+        p.actor_id = int(actor_id if actor_id is not None else os.getpid()) & 0x7fffffff
+        p.seed, p.max_ahead, p.wait_ms = int(seed), int(max_ahead), int(wait_ms)
+        p.external, p.wake_fd = int(policy_fn is not None), self._wake.r
+        self.actor_id = p.actor_id
+        self._why = _lib.why_buffer()
+        self._h = c_void_p(_lib.lib.vl_actor_open(ctypes.byref(p), self._why, len(self._why)))
+        if not self._h.value:
+            self._wake.close()
+            raise ValueError(f"volley.Actor: {self._why.value.decode(errors='replace')}")
+        self._obs = np.zeros((N, D), np.float32)
+        self._next = np.zeros((N, D), np.float32)
+        self._final = np.zeros((N, D), np.float32)
+        self._actions = np.zeros(N, np.int32)
+        self._logps = np.zeros(N, np.float32)
+        self._rew = np.zeros(N, np.float32)
+        self._term = np.zeros(N, np.uint8)
+        self._trunc = np.zeros(N, np.uint8)
+        self._p = {k: _ptr(getattr(self, k)) for k in
+                   ("_obs", "_next", "_final", "_actions", "_logps", "_rew", "_term", "_trunc")}
+        self._nval = N * D
+        self._weights = Weights()
+        self.last_logps = self._logps
+
+    # -- lifecycle
+
+    def close(self):
+        """Stops the actor: queued segments get a second to leave."""
+        if getattr(self, "_h", None) and self._h.value:
+            _lib.lib.vl_actor_close(ctypes.byref(self._h))
+        if getattr(self, "_wake", None):
+            self._wake.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- calls
+
+    def _check(self, rc, retry_ok):
+        """Returns True to retry (a signal woke a wait and its handler did not
+        raise), raises on an error, False when done."""
+        if rc == OK:
+            return False
+        why = self._why.value.decode(errors="replace")
+        if rc == EINTR:
+            if retry_ok and self._wake.drain():
+                return True  # Python runs the signal's handler before the retry
+            raise ActorInterrupted(why)
+        if rc == EINVAL:
+            raise ValueError(why)
+        if rc == EREFUSED:
+            raise SpecRefused(why)
+        raise VolleyError(why)
+
+    def _handle(self):
+        if not self._h.value:
+            raise VolleyError("the actor is closed")
+        return self._h
+
+    def _load(self, dst, name, a):
+        a = self.spec.flatten_batch(a) if self.spec.keyed and isinstance(a, dict) else a
+        try:
+            np.copyto(dst, np.reshape(a, dst.shape), casting="unsafe")
+        except ValueError:
+            shape = np.shape(a)
+            raise ValueError(f"{name}: shape {shape}, expected ({self.num_envs}, "
+                             f"{self.spec.obs_dim}) (num_envs x the spec's values)") from None
+
+    def sync(self):
+        """Waits for the first weights, takes newer ones, beats. Returns the version."""
+        h = self._handle()
+        while self._check(_lib.lib.vl_actor_sync(h, self._why, len(self._why)), True):
+            pass
+        return self.weights_version
+
+    @property
+    def weights_version(self):
+        return _lib.lib.vl_actor_weights_version(self._handle())
+
+    def weights(self):
+        """The newest weights as a Weights dict of float32 arrays (external mode)."""
+        h = self._handle()
+        v = _lib.lib.vl_actor_weights_version(h)
+        if self._weights.version == v and self._weights:
+            return self._weights
+        w = Weights()
+        name, ndim = c_char_p(), c_uint32()
+        shape, data = (c_uint32 * 2)(), POINTER(c_float)()
+        for i in range(_lib.lib.vl_actor_weights_count(h)):
+            if _lib.lib.vl_actor_weights_tensor(h, i, ctypes.byref(name), ctypes.byref(ndim),
+                                                shape, ctypes.byref(data)) != 0:
+                break
+            rows, cols = shape[0], shape[1]
+            a = np.ctypeslib.as_array(data, shape=(rows * cols,)).copy()
+            w[name.value.decode(errors="replace")] = a.reshape((rows,) if ndim.value == 1
+                                                               else (rows, cols))
+        w.version = v
+        self._weights = w
+        return w
+
+    def act(self, obs, return_logps=False):
+        """Actions [N] (int32) for obs [N, D] (or [N, *shape], or a dict of
+        fields): volley's policy in C, or policy_fn. return_logps: (actions, logps)."""
+        h = self._handle()
+        self._load(self._obs, "obs", obs)
+        if self.policy_fn is None:
+            fn, out = _lib.lib.vl_actor_act, (self._p["_actions"], self._p["_logps"])
+        else:
+            self._external_forward()
+            fn, out = _lib.lib.vl_actor_act_external, (self._p["_actions"], self._p["_logps"])
+        while self._check(fn(h, self._p["_obs"], self._nval, *out, self._why, len(self._why)),
+                          True):
+            pass
+        actions = self._actions.copy()
+        if self.spec.action_start:
+            actions += self.spec.action_start
+        return (actions, self._logps.copy()) if return_logps else actions
+
+    def _external_forward(self):
+        self.sync()
+        actions, logps = self.policy_fn(self._obs.copy(), self.weights())
+        try:
+            np.copyto(self._actions, np.reshape(np.asarray(actions), self.num_envs),
+                      casting="unsafe")
+            np.copyto(self._logps, np.reshape(np.asarray(logps, dtype=np.float32),
+                                              self.num_envs))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"policy_fn must return (actions [{self.num_envs}], logps "
+                             f"[{self.num_envs}]): {e}") from None
+
+    def observe(self, rewards, terminated, truncated, next_obs, final_obs=None):
+        """Records the outcome of the last act. final_obs [N, D]: the last
+        observation of episodes that ended (read where truncated and not
+        terminated; may be None when none is truncated)."""
+        h = self._handle()
+        N = self.num_envs
+        try:
+            np.copyto(self._rew, np.reshape(rewards, N), casting="unsafe")
+        except ValueError:
+            raise ValueError(f"rewards: shape {np.shape(rewards)}, expected ({N},)") from None
+        for name, dst, a in (("terminated", self._term, terminated),
+                             ("truncated", self._trunc, truncated)):
+            a = np.asarray(a)
+            if a.shape != (N,):
+                raise ValueError(f"{name}: shape {a.shape}, expected ({N},)")
+            if a.dtype != np.bool_ and not np.all((a == 0) | (a == 1)):
+                bad = np.flatnonzero(~((a == 0) | (a == 1)))[0]
+                raise ValueError(f"{name}[{bad}] = {a[bad]!r}, must be 0 or 1")
+            np.copyto(dst, a, casting="unsafe")
+        self._load(self._next, "next_obs", next_obs)
+        fin = 0
+        if final_obs is not None:
+            self._load(self._final, "final_obs", final_obs)
+            fin = self._p["_final"]
+        p = self._p
+        rc = _lib.lib.vl_actor_observe(h, p["_rew"], p["_term"], p["_trunc"], p["_next"], fin,
+                                       self._nval, self._why, len(self._why))
+        self._check(rc, False)
+
+    @property
+    def steps(self):
+        return _lib.lib.vl_actor_steps(self._handle())
+
+    @property
+    def segments_sent(self):
+        return _lib.lib.vl_actor_segments_sent(self._handle())
+
+
+# ---- driving Gymnasium-style envs -------------------------------------------
+
+
+def _seeds(seed, actor_id, n):
+    return [int(s) for s in np.random.SeedSequence([int(seed), int(actor_id)]).generate_state(n)]
+
+
+class _EnvList:
+    """N single envs stepped one by one; reset on done, final obs = step's obs."""
+
+    def __init__(self, envs, spec, seeds):
+        self.envs, self.spec = envs, spec
+        self.obs = np.stack([spec.flatten(e.reset(seed=s)[0]) for e, s in zip(envs, seeds)])
+
+    def step(self, actions):
+        N, spec = len(self.envs), self.spec
+        nxt = np.empty_like(self.obs)
+        final = np.zeros_like(self.obs)
+        rew = np.empty(N, np.float64)
+        term = np.zeros(N, bool)
+        trunc = np.zeros(N, bool)
+        for i, env in enumerate(self.envs):
+            o, r, te, tr, _ = env.step(int(actions[i]))
+            rew[i], term[i], trunc[i] = r, bool(te), bool(tr)
+            if te or tr:
+                final[i] = spec.flatten(o)
+                o, _ = env.reset()
+            nxt[i] = spec.flatten(o)
+        self.obs = nxt
+        return nxt, rew, term, trunc, final
+
+
+def _autoreset_mode(venv):
+    mode = (getattr(venv, "metadata", None) or {}).get("autoreset_mode")
+    if mode is None:
+        return None
+    text = str(getattr(mode, "value", mode)) + str(getattr(mode, "name", ""))
+    return text.lower().replace("_", "").replace("autoresetmode.", "")
+
+
+class _VectorEnv:
+    """A Gymnasium vector env: pre-1.0 (info["final_observation"]) and 1.0's
+    SAME_STEP (info["final_obs"]) autoreset; NEXT_STEP and DISABLED refused."""
+
+    def __init__(self, venv, spec, seed):
+        mode = _autoreset_mode(venv)
+        if mode is not None and "samestep" not in mode:
+            style = "NEXT_STEP" if "next" in mode else "DISABLED" if "disab" in mode else mode
+            raise ValueError(
+                f"vector env autoreset mode {style}: volley needs each step's final observation "
+                f"in the same step (NEXT_STEP spends a step on a dummy reset that is no "
+                f"transition). Make it with autoreset_mode=AutoresetMode.SAME_STEP, or pass a "
+                f"list of env factories")
+        self.key = "final_obs" if mode is not None else "final_observation"
+        self.venv, self.spec = venv, spec
+        self.obs = spec.flatten_batch(venv.reset(seed=int(seed))[0])
+
+    def step(self, actions):
+        o, r, te, tr, info = self.venv.step(actions)
+        te, tr = np.asarray(te, bool), np.asarray(tr, bool)
+        done = te | tr
+        final = np.zeros_like(self.obs)
+        if done.any():
+            key = self.key
+            if key not in info and self.key == "final_observation" and "final_obs" in info:
+                key = self.key = "final_obs"  # 1.0 SAME_STEP without metadata
+            if key not in info:
+                raise ValueError(
+                    "vector env ended an episode without info['final_observation'] (or "
+                    "'final_obs') and declares no metadata['autoreset_mode']: volley cannot "
+                    "tell its final observation; use SAME_STEP autoreset or env factories")
+            mask = np.asarray(info.get("_" + key, done), bool)
+            if not np.array_equal(mask & done, done):
+                raise ValueError(f"vector env: info['_{key}'] does not cover every ended episode")
+            for i in np.flatnonzero(done):
+                final[i] = self.spec.flatten(info[key][i])
+        self.obs = self.spec.flatten_batch(o)
+        return self.obs, np.asarray(r, np.float64), te, tr, final
+
+
+def _is_vector(env):
+    return hasattr(env, "num_envs") and hasattr(env, "single_observation_space")
+
+
+def run_actor(envs, broker="127.0.0.1", policy="default", horizon=64, hidden=64, actor_id=None,
+              seed=1, policy_fn=None, max_steps=None, max_ahead=1, wait_ms=500, on_step=None):
+    """Drives Gymnasium-style envs with a volley Actor until interrupted (or
+    max_steps env steps). envs: a list of env factories (each called once;
+    reset(seed=...) -> (obs, info), step(a) -> (obs, reward, terminated,
+    truncated, info); reset when an episode ends), a list of envs, or one vector
+    env. Returns the env steps taken; raises what an env raises (segments
+    already sent are complete)."""
+    if _is_vector(envs):
+        spec = _as_spec(envs)
+        n = int(envs.num_envs)
+    else:
+        envs = [e() if callable(e) and not hasattr(e, "step") else e for e in envs]
+        if not envs:
+            raise ValueError("run_actor: no envs")
+        spec = _as_spec(envs[0])
+        n = len(envs)
+    aid = actor_id if actor_id is not None else os.getpid()
+    with Actor(broker=broker, policy=policy, spec=spec, num_envs=n, horizon=horizon,
+               hidden=hidden, actor_id=aid, seed=seed, policy_fn=policy_fn,
+               max_ahead=max_ahead, wait_ms=wait_ms) as actor:
+        loop = _VectorEnv(envs, spec, seed) if _is_vector(envs) else \
+            _EnvList(envs, spec, _seeds(seed, aid, n))
+        steps = 0
+        while max_steps is None or steps < max_steps:
+            actions = actor.act(loop.obs)
+            nxt, rew, term, trunc, final = loop.step(actions)
+            actor.observe(rew, term, trunc, nxt, final_obs=final)
+            steps += n
+            if on_step:
+                on_step(actor, steps)
+    return steps

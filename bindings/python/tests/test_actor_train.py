@@ -1,0 +1,45 @@
+"""Python actors only (`python3 -m volley actor --env volley.envs.cartpole:make_env`,
+two processes) with a C broker and a C learner train the NumPy CartPole to
+solved, as `volley up` judges it (a mean return >= 475 over a window of 100
+episodes in the learner's stats, read with `volley top --once --kv`); then
+SIGINT stops one actor and SIGTERM the other, each with exit code 0, as
+`volley actor` does."""
+import signal
+import subprocess
+import time
+
+from procs import VOLLEY, free_port
+
+ENV = "volley.envs.cartpole:make_env"
+
+
+def learner_stats(port):
+    """The learner's key=value line from `volley top --once --kv`, as a dict."""
+    out = subprocess.run([VOLLEY, "top", "--once", "--kv", "--broker", f"127.0.0.1:{port}"],
+                         capture_output=True, text=True, timeout=10).stdout
+    for line in out.splitlines():
+        if "kind=learner" in line:
+            return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+    return {}
+
+
+def test_python_actors_solve_cartpole(procs):
+    port = free_port()
+    procs.broker(port)
+    procs.learner(port)
+    actors = [procs.python(f"actor{k}", "-m", "volley", "actor", "--env", ENV, "--broker",
+                           f"127.0.0.1:{port}", "--envs", 8, "--actor-id", k, "--seed", k)
+              for k in (1, 2)]
+    solved, stats, start = False, {}, time.monotonic()
+    while time.monotonic() - start < 45 and not solved:
+        time.sleep(1)
+        assert all(a.poll() is None for a in actors), procs.dump()
+        stats = learner_stats(port)
+        solved = int(stats.get("window", 0)) >= 100 and float(stats.get("mean_return", 0)) >= 475
+    assert solved, f"not solved: {stats}\n{procs.dump()}"
+    print("solved:", {k: stats.get(k) for k in ("env_steps", "mean_return", "window", "version")})
+    assert "CartPoleEnv" in procs.text(procs.procs[1]), "the learner took the Python actors' spec"
+    assert procs.stop(actors[0], signal.SIGINT) == 0, procs.dump()
+    assert procs.stop(actors[1], signal.SIGTERM) == 0, procs.dump()
+    for a in actors:
+        assert "Traceback" not in procs.text(a), procs.dump()

@@ -1,0 +1,1 @@
+"""Environments written for volley's tests and benchmarks, with Gymnasium's API."""
