@@ -1,0 +1,99 @@
+"""`volley plot` draws runs' metrics.jsonl to PNG (and SVG): several runs in
+one picture, runs with keys missing, malformed lines skipped; a run without
+metrics is refused with exit 2 and one line."""
+import importlib.util
+import json
+import math
+import struct
+import subprocess
+
+import pytest
+
+from procs import VOLLEY
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None,
+                                reason="matplotlib is not installed (python3-matplotlib)")
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _run_dir(root, name, seed, rows=40, keys=None, junk=False):
+    """A run directory with synthetic metrics of the learner's format."""
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "config.ini").write_text(f"[up]\nenv = cartpole\nseed = {seed}\n")
+    lines = []
+    for i in range(rows):
+        ret = 500 / (1 + math.exp(-(i - 15 - 3 * seed) / 4))
+        row = {"wall_time": 1.7e9 + i * 0.1, "uptime_s": i * 0.1, "env_steps": (i + 1) * 8192,
+               "steps_per_s": 90000 + 1000 * seed, "version": i, "return_mean": ret,
+               "return_min": ret / 2, "return_max": min(500, ret * 1.5), "loss_pi": -0.01,
+               "loss_v": 30 * math.exp(-i / 10), "entropy": 0.69 - 0.005 * i,
+               "approx_kl": 0.01, "clip_frac": 0.05, "explained_var": 1 - math.exp(-i / 8),
+               "lag_min": 0, "lag_median": 1, "lag_max": 3}
+        if keys is not None:
+            row = {k: v for k, v in row.items() if k in keys}
+        lines.append(json.dumps(row))
+    if junk:
+        lines[3:3] = ["{not json", "[1, 2]", "\xff garbage"]
+    (d / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def _plot(*args, cwd):
+    return subprocess.run([VOLLEY, "plot", *map(str, args)], cwd=cwd, capture_output=True,
+                          text=True, timeout=120)
+
+
+def _png_size(path):
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE, data[:8]
+    assert data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24]), len(data)
+
+
+def test_a_seed_sweep_in_one_png_and_svg(tmp_path):
+    runs = [_run_dir(tmp_path, f"seed{s}", s) for s in range(3)]
+    out = tmp_path / "sweep.png"
+    r = _plot(*runs, "--out", out, "--svg", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (w, h), size = _png_size(out)
+    assert (w, h) == (1500, 1100) and size > 50_000  # nine panels of curves, not a blank page
+    svg = (tmp_path / "sweep.svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg
+    for s in range(3):
+        assert f"seed{s}" in svg  # one line per run, labelled by its name
+    assert "return vs env steps" in svg and "policy lag" in svg
+
+
+def test_one_run_defaults_to_its_directory(tmp_path):
+    run = _run_dir(tmp_path, "only", 0)
+    r = _plot(run, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    _png_size(run / "curves.png")
+
+
+def test_missing_keys_and_malformed_lines(tmp_path):
+    run = _run_dir(tmp_path, "sparse", 1, keys={"env_steps", "return_mean"}, junk=True)
+    r = _plot(run, "--out", tmp_path / "s.png", "--svg", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "3 malformed lines skipped" in r.stderr
+    _png_size(tmp_path / "s.png")
+    assert "no data" in (tmp_path / "s.svg").read_text()  # panels without their keys say so
+
+
+def test_a_run_without_metrics_is_refused(tmp_path):
+    (tmp_path / "empty").mkdir()
+    r = _plot(tmp_path / "empty", "--out", tmp_path / "e.png", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "no metrics" in r.stderr and not (tmp_path / "e.png").exists()
+    blank = _run_dir(tmp_path, "blank", 0, rows=0)
+    r = _plot(blank, cwd=tmp_path)
+    assert r.returncode == 2 and "has no rows" in r.stderr
+
+
+def test_read_metrics_in_process(tmp_path):
+    from volley import plot
+    m = plot.read_metrics(_run_dir(tmp_path, "r", 2, rows=5))
+    assert m["env_steps"] == [8192.0 * (i + 1) for i in range(5)]
+    assert m["time_s"][0] == 0 and m["_skipped"] == 0
