@@ -88,10 +88,14 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python3 -m volley actor --env pkg.mod:make_env --broker HOST[:PORT] ...\n"
-              "  actor   Gymnasium-style envs from Python on volley (actor --help)")
+              "  actor   Gymnasium-style envs from Python on volley (actor --help)\n"
+              "  plot    learning curves of runs to PNG/SVG, as `volley plot` (plot --help)")
         return 0 if argv else 2
     if argv[0] == "actor":
         return actor_main(argv[1:])
+    if argv[0] == "plot":
+        from .plot import main as plot_main
+        return plot_main(argv[1:])
     print(f"python3 -m volley: unknown command '{argv[0]}' (try --help)", file=sys.stderr)
     return 2
 
