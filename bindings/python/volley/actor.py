@@ -593,7 +593,8 @@ def run_actor(envs, broker="127.0.0.1", policy="default", horizon=64, hidden=64,
         spec = _as_spec(envs)
         n = int(envs.num_envs)
     else:
-        envs = [e() if callable(e) and not hasattr(e, "step") else e for e in envs]
+        envs = [e() if isinstance(e, type) or (callable(e) and not hasattr(e, "step")) else e
+                for e in envs]
         if not envs:
             raise ValueError("run_actor: no envs")
         spec = _as_spec(envs[0])
