@@ -3,6 +3,7 @@
     vl_buffer, vl_weights encodes what is published. */
 #include "volley/learner.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,17 +204,17 @@ int vl_transport_take(vl_transport_t *self, uint32_t n, int timeout_ms)
     if (self->n_taken || n < 1 || n > self->c.capacity / 2)
         return -1;
     s_heartbeat(self);
-    int64_t deadline = timeout_ms < 0 ? 0 : vl_now_ns() + (int64_t)timeout_ms * 1000000LL;
-    int got = 0;
-    while (got == 0) { // in slices: the heartbeat goes on while the caller waits long
-        int64_t left = deadline ? (deadline - vl_now_ns()) / 1000000LL : 1000;
-        if (left <= 0 && deadline)
-            break;
-        got = vl_buffer_take(self->buf, (int)n, left > 1000 ? 1000 : (int)left, self->slots);
+    int64_t deadline = timeout_ms < 0 ? INT64_MAX : vl_now_ns() + (int64_t)timeout_ms * 1000000LL;
+    int got;
+    do { // in slices of a second at most: the heartbeat goes on while the caller waits
+        int64_t left = (deadline - vl_now_ns()) / 1000000LL;
+        got = vl_buffer_take(self->buf, (int)n,
+                             left <= 0     ? 0
+                             : left > 1000 ? 1000
+                                           : (int)left,
+                             self->slots);
         s_heartbeat(self);
-        if (deadline && vl_now_ns() >= deadline)
-            break;
-    }
+    } while (got == 0 && vl_now_ns() < deadline);
     self->n_taken = got;
     return got;
 }

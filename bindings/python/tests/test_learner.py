@@ -129,6 +129,24 @@ def test_truncated_steps_carry_their_final_observation(procs):
         np.testing.assert_array_equal(b.episode_lengths, np.full(len(b.episode_lengths), 5))
 
 
+def test_partial_take_after_the_timeout(procs):
+    # an actor that waits (up to a minute) for new weights after each round of
+    # 2 segments: a batch of 4 never fills; partial=True takes the 2 after the timeout
+    broker = start(procs, actor_ids=(2,), envs=2, args=("--wait-ms", 60000))
+    with volley.Learner(broker, capacity=8, timeout=30) as learner:
+        learner.publish(mlp_weights(), 0)
+        b = take(learner, 2, procs)  # the first round: both segments
+        learner.publish(mlp_weights(), 1)
+        for _ in range(40):
+            if learner.counters["waiting"] == 2:
+                break
+            time.sleep(0.1)
+        assert learner.take(4, timeout=0.3) is None
+        b = learner.take(4, timeout=0.3, partial=True)
+        assert b is not None and len(b) == 2 and (b.policy_version == 1).all()
+        assert learner.take(1, timeout=0) is None  # nothing waits: at once, no batch
+
+
 def test_published_weights_reach_c_actors_and_act(procs):
     broker = start(procs, actor_ids=(3,), envs=4)
     with volley.Learner(broker, capacity=16, timeout=30) as learner:
