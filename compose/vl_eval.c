@@ -222,7 +222,7 @@ static int s_run_new(s_run_t *r, const vl_env_ops_t *env, const vl_kept_t *kept,
     *r = (s_run_t){.env = env, .n = n, .obs_dim = env->obs_dim, .actions = env->num_actions};
     r->obs = malloc(n * od * sizeof(float)), r->final_obs = malloc(n * od * sizeof(float));
     r->rewards = malloc(n * sizeof(float)), r->logits = malloc(n * na * sizeof(float));
-    r->terminated = malloc(n), r->truncated = malloc(n), r->act = malloc(n * sizeof(int32_t));
+    r->terminated = malloc(n), r->truncated = malloc(n), r->act = calloc(n, sizeof(int32_t));
     r->quota = malloc(n * sizeof(uint32_t)), r->ret = calloc(n, sizeof(double));
     r->len = calloc(n, sizeof(uint32_t));
     uint64_t *seeds = malloc(n * sizeof(uint64_t));
@@ -314,14 +314,14 @@ static uint32_t s_book(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
 static int s_play(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
 {
     for (uint32_t left = 1; left > 0;) {
-        if (a->render)
-            s_draw(r, st, a, 0);
         if (vl_policy_forward(r->policy, r->n, r->obs, r->logits, NULL) != 0) {
             fprintf(stderr, "volley eval: no memory\n");
             return -1;
         }
         for (uint32_t i = 0; i < r->n; i++)
             r->act[i] = s_pick(r, r->logits + (size_t)i * r->actions, a->greedy);
+        if (a->render) // the observation and the action taken on it
+            s_draw(r, st, a, 0);
         if (vl_envs_step(r->envs, r->act, r->obs, r->rewards, r->terminated, r->truncated,
                          r->final_obs) != 0)
             return -1; // vl_envs_step logged why
@@ -361,7 +361,7 @@ int vl_eval_main(int argc, char **argv)
     const vl_env_ops_t *env = s_resolve_env(&a, kept);
     const char *env_arg = a.env_arg ? a.env_arg : kept->env_arg[0] ? kept->env_arg : NULL;
     uint32_t n = a.render ? 1 : (uint32_t)(a.episodes < S_MAX_ENVS ? a.episodes : S_MAX_ENVS);
-    s_run_t run;
+    s_run_t run = {0};
     vl_eval_stats_t st = {0};
     rc = 2;
     if (env &&

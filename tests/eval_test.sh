@@ -71,6 +71,17 @@ grep -q '##  ' catch.txt && grep -q '======' catch.txt && grep -q 'balls landed 
     fail "no Catch frames: $(head -c 400 catch.txt)"
 pass "--render draws CartPole ($frames frames) and Catch"
 
+# A plugin env, named by its path in the run's config.ini: a line of numbers a step.
+PLUGIN=$(dirname "$VOLLEY")/libvl_corridor.so
+[ -f "$PLUGIN" ] || fail "no $PLUGIN (the vl_corridor target)"
+"$VOLLEY" up --env "$PLUGIN" --runs "$TMP/runs" --name corr --until steps --max-steps 20000 \
+    > upp.log 2>&1 || fail "corridor: $(tail -1 upp.log)"
+(cd / && "$VOLLEY" eval "$TMP/runs/corr" --render --fps 0 --episodes 2) > corr.txt 2>&1 ||
+    fail "eval of a plugin run: $(tail -2 corr.txt)"
+grep -qE '^corridor  episode 1/2  step 0  return 0  action [01] \| [0-9. ]+$' corr.txt &&
+    grep -q '^eval: corridor, .*2 episodes' corr.txt || fail "plugin frames: $(head -3 corr.txt)"
+pass "a plugin run: $(tail -1 corr.txt)"
+
 # export: safetensors + JSON, never over an existing file.
 printf '[up]\nenv = cartpole\n' > run/config.ini
 "$VOLLEY" export run --to pole.safetensors > export.txt 2>&1 || fail "export: $(cat export.txt)"

@@ -97,3 +97,15 @@ def test_read_metrics_in_process(tmp_path):
     m = plot.read_metrics(_run_dir(tmp_path, "r", 2, rows=5))
     assert m["env_steps"] == [8192.0 * (i + 1) for i in range(5)]
     assert m["time_s"][0] == 0 and m["_skipped"] == 0
+
+
+def test_rows_without_episodes_or_updates_are_not_drawn(tmp_path):
+    from volley import plot
+    d = tmp_path / "r"
+    d.mkdir()
+    rows = [{"env_steps": 0, "version": 0, "window": 0, "return_mean": 0, "loss_pi": 0},
+            {"env_steps": 10, "version": 2, "window": 5, "return_mean": 20, "loss_pi": -0.1}]
+    (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    m = plot.read_metrics(d)
+    assert math.isnan(m["return_mean"][0]) and m["return_mean"][1] == 20
+    assert math.isnan(m["loss_pi"][0]) and m["loss_pi"][1] == -0.1

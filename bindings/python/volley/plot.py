@@ -45,6 +45,16 @@ def _number(v):
     return float(v) if math.isfinite(v) else math.nan
 
 
+def _mask(out, gate, keys):
+    """NaN (not drawn) where gate is 0: returns of a row with no episode in its
+    window (window 0), losses of a row before the first update (version 0)."""
+    if gate not in out:
+        return
+    for k in keys:
+        if k in out:
+            out[k] = [math.nan if g == 0 else v for g, v in zip(out[gate], out[k])]
+
+
 def read_metrics(run):
     """A run's metrics as {key: [float, ...]} (rows in file order; NaN where a
     row lacks the key), plus "time_s": seconds since the run's first row. run is
@@ -68,6 +78,9 @@ def read_metrics(run):
         raise PlotError(f"{run}: no metrics ({path} has no rows)")
     keys = sorted({k for row in rows for k in row})
     out = {k: [_number(row.get(k)) for row in rows] for k in keys}
+    _mask(out, "window", ("return_mean", "return_min", "return_max", "length_mean"))
+    _mask(out, "version", ("loss_pi", "loss_v", "entropy", "approx_kl", "clip_frac",
+                           "explained_var"))
     if "uptime_s" in out:  # seconds since the learner started
         out["time_s"] = out["uptime_s"]
     elif "wall_time" in out:
@@ -132,6 +145,8 @@ def _draw_panel(ax, panel, runs, colors, solved):
     if xkey == "env_steps":
         from matplotlib.ticker import EngFormatter
         ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+        if lines[0][0] == "steps_per_s":
+            ax.yaxis.set_major_formatter(EngFormatter(sep=""))
     if len(lines) > 1 and drawn:  # which line is which metric; colours are runs
         from matplotlib.lines import Line2D
         ax.legend([Line2D([], [], color="0.2", linestyle=st) for _, _, st in lines],
