@@ -257,7 +257,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         O_BROKER_KEY,
         O_PACE,
         O_CHECKPOINT,
-        O_RESUME
+        O_RESUME,
+        O_METRICS
     };
     static const struct option common[] = {{"cert", required_argument, 0, O_CERT},
                                            {"broker-key", required_argument, 0, O_BROKER_KEY},
@@ -270,8 +271,9 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
                                            {"help", no_argument, 0, 'h'}};
     static const struct option replay_only[] = {{"pace", required_argument, 0, O_PACE}};
     static const struct option learner_only[] = {{"checkpoint", required_argument, 0, O_CHECKPOINT},
-                                                 {"resume", no_argument, 0, O_RESUME}};
-    struct option opts[n + 13];
+                                                 {"resume", no_argument, 0, O_RESUME},
+                                                 {"metrics", required_argument, 0, O_METRICS}};
+    struct option opts[n + 16];
     int k = vl_opt_getopt(nums, n, 0, opts);
     memcpy(opts + k, common, sizeof common);
     k += (int)(sizeof common / sizeof common[0]);
@@ -302,6 +304,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             role->checkpoint = optarg;
         else if (opt == O_RESUME)
             role->resume = 1;
+        else if (opt == O_METRICS)
+            role->metrics = optarg;
         else if (opt == O_CERT)
             role->cert = optarg;
         else if (opt == O_BROKER_KEY)

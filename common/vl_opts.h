@@ -93,6 +93,7 @@ typedef struct {
     int log_level;          // a vl_log_level_t: --quiet warns, --verbose debugs
     int learner;            // set by the caller: accept --checkpoint DIR and --resume
     const char *checkpoint; // --checkpoint DIR
+    const char *metrics;    // --metrics DIR (learners)
     int resume;             // --resume
     int replay;             // set by the caller: one FILE argument, --pace, --broker optional
     const char *file;       // that FILE

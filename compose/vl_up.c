@@ -220,6 +220,10 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     s_add(&a, r->checkpoint);
     if (c->resume)
         s_add(&a, "--resume");
+    s_add(&a, "--metrics");
+    s_add(&a, vl_rundir_path(r->dir));
+    if (c->lr_anneal)
+        s_add_long(&a, "--lr-anneal-steps", c->max_steps);
     if (c->deterministic) { // an update per round, reported before its weights go out
         s_add_long(&a, "--batch-wait-ms", 0);
         s_add_long(&a, "--report-ms", 0);

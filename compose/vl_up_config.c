@@ -46,7 +46,7 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
 
 /* The flags that take a text (checked where they are used) or nothing. */
 static const char *const s_texts[] = {"env",    "env-arg", "until", "checkpoint",
-                                      "record", "name",    "runs"};
+                                      "record", "name",    "runs",  "lr-anneal"};
 static const char *const s_bools[] = {"resume", "verbose", "deterministic"};
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
@@ -125,6 +125,8 @@ static void s_usage(FILE *out)
                  "  --record FILE      the broker records every segment message into FILE (a new\n"
                  "                     file; a bare name goes in the run directory, a path with\n"
                  "                     a '/' where it says), for `volley replay FILE`\n"
+                 "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
+                 "                     (default none: constant)\n"
                  "  --deterministic    one actor, fixed seeds, the learner in lockstep with it\n"
                  "                     (an update per round of segments, the actor waiting for\n"
                  "                     its weights): the same solved step count and the same\n"
@@ -175,6 +177,11 @@ static int s_check_text(const char *key, const char *value, char *why, size_t wh
     if (strcmp(key, "until") == 0 && strcmp(value, "solved") != 0 && strcmp(value, "steps") != 0 &&
         strcmp(value, "seconds") != 0) {
         snprintf(why, why_size, "until wants solved, steps or seconds, not '%s'", value);
+        return -1;
+    }
+    if (strcmp(key, "lr-anneal") == 0 && strcmp(value, "linear") != 0 &&
+        strcmp(value, "none") != 0) {
+        snprintf(why, why_size, "lr-anneal wants linear or none, not '%s'", value);
         return -1;
     }
     if (strcmp(key, "env") == 0 && !vl_env_find(value) && access(value, R_OK) != 0) {
@@ -347,8 +354,15 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
     case 5:
         c->name = text;
         return 0;
-    default:
+    case 6:
         c->runs = text;
+        return 0;
+    default:
+        if (strcmp(text, "linear") != 0 && strcmp(text, "none") != 0) {
+            fprintf(stderr, "volley up: --lr-anneal wants linear or none, not '%s'\n", text);
+            return -1;
+        }
+        c->lr_anneal = text[0] == 'l';
         return 0;
     }
 }
@@ -450,6 +464,8 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         vl_opt_format(o, &learner, value, sizeof value);
         s_kv(out, o->name, value);
     }
+    if (c->lr_anneal)
+        s_kv(out, "lr-anneal", "linear");
     if (c->deterministic)
         s_kv(out, "deterministic", "true");
     s_kv(out, "checkpoint", c->checkpoint);

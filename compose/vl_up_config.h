@@ -29,6 +29,7 @@ typedef struct {
     const char *config;     // --config FILE read first, or NULL
     int resume;
     int verbose;
+    int lr_anneal;     // 1: lr falls linearly to 0 at --max-steps
     int deterministic; // one actor in lockstep with the learner: the same run twice
     char **argv;       // the arguments parsed (the config file's first), owned
     int argc;

@@ -98,7 +98,7 @@ static void s_count(void *ctx, const vl_segment_t *s)
     in->env_steps += s->horizon;
     in->episodes += s->n_episodes;
     for (uint32_t e = 0; e < s->n_episodes; e++)
-        vl_returns_add(&in->returns, s->episode_returns[e]);
+        vl_returns_add(&in->returns, s->episode_returns[e], s->episode_lengths[e]);
     pthread_mutex_unlock(&in->lock);
 }
 
@@ -311,6 +311,14 @@ void vl_inlet_counts(vl_inlet_t *self, vl_inlet_counts_t *out)
     out->mean_return = vl_returns_mean(&in->returns);
     out->window = in->returns.n;
     pthread_mutex_unlock(&in->lock);
+}
+
+vl_returns_summary_t vl_inlet_returns(vl_inlet_t *self)
+{
+    pthread_mutex_lock(&self->in.lock);
+    vl_returns_summary_t s = vl_returns_summary(&self->in.returns);
+    pthread_mutex_unlock(&self->in.lock);
+    return s;
 }
 
 uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st)

@@ -12,6 +12,7 @@
 #include "../messages/vl_codec.h"
 #include "vl_buffer.h"
 #include "vl_learner.h"
+#include "vl_returns.h"
 
 typedef struct vl_inlet_s vl_inlet_t;
 
@@ -48,5 +49,8 @@ void vl_inlet_counts(vl_inlet_t *self, vl_inlet_counts_t *out);
    refusal rows, and the mean actor-send-to-ingest time since the last call
    (which it resets). Returns the segments refused in all. */
 uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st);
+
+/* Returns the summary of the last episodes' returns and lengths. */
+vl_returns_summary_t vl_inlet_returns(vl_inlet_t *self);
 
 #endif

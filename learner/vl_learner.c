@@ -16,6 +16,7 @@
 #include "../messages/vl_status.h"
 #include "vl_buffer.h"
 #include "vl_inlet.h"
+#include "vl_metrics.h"
 #include "vl_replay.h"
 #include "vl_resume.h"
 #include "vl_trainer.h"
@@ -43,6 +44,10 @@ struct vl_learner_s {
     double train_ms_sum; // ingest -> published, since the last report
     uint64_t train_n;
     char checkpoint[4096]; // path, empty when off
+    vl_metrics_t *metrics; // NULL when off
+    uint64_t row_steps;    // env steps at the previous metrics row
+    double row_uptime;     // uptime then
+    float lr;              // the learning rate of the last update
 };
 
 void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env)
@@ -207,6 +212,44 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
     self->train_n = 0;
 }
 
+/* Writes a metrics row from a report and what only the learner knows. */
+static void s_write_metrics(vl_learner_t *self, const vl_stats_t *st)
+{
+    if (!self->metrics)
+        return;
+    vl_returns_summary_t ret = vl_inlet_returns(self->inlet);
+    double dt = st->uptime_s - self->row_uptime;
+    vl_metrics_row_t row = {
+        .wall_time = (double)vl_wall_ns() / 1e9,
+        .uptime_s = st->uptime_s,
+        .env_steps = st->env_steps,
+        .version = st->version,
+        .episodes = st->episodes,
+        .segments_trained = st->segments_trained,
+        .segments_dropped = st->segments_dropped,
+        .steps_per_s = dt > 0 ? (float)((double)(st->env_steps - self->row_steps) / dt) : 0,
+        .window = ret.n,
+        .return_mean = ret.mean,
+        .return_min = ret.min,
+        .return_max = ret.max,
+        .length_mean = ret.len_mean,
+        .loss_pi = self->last.policy_loss,
+        .loss_v = self->last.value_loss,
+        .entropy = self->last.entropy,
+        .approx_kl = self->last.approx_kl,
+        .clip_frac = self->last.clip_frac,
+        .explained_var = self->last.explained_var,
+        .lr = self->lr,
+        .lag_min = st->lag_min,
+        .lag_median = st->lag_median,
+        .lag_max = st->lag_max,
+        .ingest_ms = st->ingest_ms,
+        .train_ms = st->train_ms};
+    vl_metrics_write(self->metrics, &row);
+    self->row_steps = st->env_steps;
+    self->row_uptime = st->uptime_s;
+}
+
 /* Publishes progress on VL_STATS_TOPIC and logs it at debug level. */
 static void s_publish_stats(vl_learner_t *self)
 {
@@ -220,6 +263,7 @@ static void s_publish_stats(vl_learner_t *self)
     size_t size;
     if (vl_stats_encode(&st, &buf, &size) == 0)
         s_publish(self, VL_STATS_TOPIC, buf, size);
+    s_write_metrics(self, &st);
 }
 
 /* Sets the checkpoint path (making the directory) and, with --resume,
@@ -296,6 +340,10 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     if (!self->inlet)
         goto err;
     vl_inlet_add_counts(self->inlet, resumed.env_steps, resumed.episodes);
+    self->row_steps = resumed.env_steps;
+    self->lr = c->lr;
+    if (c->metrics_dir && !(self->metrics = vl_metrics_new(c->metrics_dir)))
+        goto err;
     return self;
 err:
     vl_error("cannot start the learner");
@@ -305,6 +353,22 @@ err:
 
 /* Chooses segments (waiting up to 200 ms) and trains on them. Returns 1 if
    the weights changed, 0 if not, -1 on error. */
+/* Sets the next update's learning rate: constant, or falling linearly to 0
+   at --lr-anneal-steps env steps. */
+static void s_schedule_lr(vl_learner_t *self)
+{
+    float lr = self->c.lr;
+    if (self->c.lr_anneal_steps) {
+        vl_inlet_counts_t counts;
+        vl_inlet_counts(self->inlet, &counts);
+        double left = 1.0 - (double)counts.env_steps / (double)self->c.lr_anneal_steps;
+        lr = (float)(self->c.lr * (left > 0 ? left : 0));
+    }
+    if (lr != self->lr)
+        vl_trainer_set_lr(self->trainer, lr);
+    self->lr = lr;
+}
+
 static int s_train_once(vl_learner_t *self)
 {
     uint32_t B = self->c.batch_segments, lags[B];
@@ -314,6 +378,7 @@ static int s_train_once(vl_learner_t *self)
     int n = vl_replay_next(self->replay, self->version, 200, segs, lags, w, &w_used);
     if (n > 0) {
         s_count_lags(self, lags, n);
+        s_schedule_lr(self);
         rc = vl_trainer_update(self->trainer, segs, n, w_used ? w : NULL, sums, &self->last);
         rc = rc == 0 ? 1 : -1;
         self->trained += (uint64_t)n;
@@ -369,6 +434,7 @@ void vl_learner_destroy(vl_learner_t **self_p)
     if (!self)
         return;
     vl_inlet_destroy(&self->inlet);
+    vl_metrics_destroy(&self->metrics);
     vl_curve_watch_destroy(&self->pub_watch);
     if (self->pub)
         zmq_close(self->pub);

@@ -33,6 +33,8 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("report-ms", VL_OPT_U32, report_ms, 0, 60000,
           "progress reports this often (0: after every update)"),
     S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate"),
+    S_OPT("lr-anneal-steps", VL_OPT_U64, lr_anneal_steps, 0, 1L << 50,
+          "lr falls linearly to 0 at this many env steps (0: constant)"),
     S_OPT("gamma", VL_OPT_FLOAT, gamma, 0, 1, "discount"),
     S_OPT("lambda", VL_OPT_FLOAT, lambda, 0, 1, "V-trace lambda"),
     S_OPT("clip", VL_OPT_FLOAT, clip, 0, 10, "PPO ratio clip"),
@@ -48,7 +50,7 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME|PATH.so]\n"
-            "                      [--checkpoint DIR [--resume]]\n"
+            "                      [--checkpoint DIR [--resume]] [--metrics DIR]\n"
             "                      [numeric options] [--quiet|--verbose]\n"
             "\n"
             "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
@@ -70,7 +72,10 @@ static void s_usage(FILE *out)
             "  --checkpoint DIR   write DIR/<policy>.ckpt every --checkpoint-every seconds and\n"
             "                     at exit (atomically, checksummed)\n"
             "  --resume           continue from DIR/<policy>.ckpt: weights, optimizer, version\n"
-            "                     numbers, counters (a corrupt checkpoint is refused)\n");
+            "                     numbers, counters (a corrupt checkpoint is refused)\n"
+            "  --metrics DIR      write progress to DIR/metrics.jsonl (a JSON object a line,\n"
+            "                     appended) and a TensorBoard event file in DIR, with every\n"
+            "                     report (--report-ms)\n");
     vl_opt_print_curve(out);
     vl_env_print_help(out, "none: the spec comes from the broker");
     vl_learner_config_t defaults = vl_learner_config_default();
@@ -99,6 +104,7 @@ int vl_learner_main(int argc, char **argv)
     c.policy = role.policy;
     c.checkpoint_dir = role.checkpoint;
     c.resume = role.resume;
+    c.metrics_dir = role.metrics;
     vl_log_init("learner", (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
     vl_curve_t *curve;

@@ -67,7 +67,7 @@ static void s_count(void *ctx, const vl_segment_t *s)
     self->st.env_steps += s->horizon;
     self->st.episodes += s->n_episodes;
     for (uint32_t e = 0; e < s->n_episodes; e++) {
-        vl_returns_add(&self->returns, s->episode_returns[e]);
+        vl_returns_add(&self->returns, s->episode_returns[e], s->episode_lengths[e]);
     }
 }
 

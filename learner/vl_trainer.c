@@ -168,6 +168,30 @@ static float s_targets(vl_trainer_t *self, int n)
     return (float)(sum / ((double)n * T));
 }
 
+/* Returns how much of the targets' variance the values explain (values
+   [n][T+1] before the update, targets [n][T]); NAN when the targets do not
+   vary. */
+static float s_explained_var(const vl_trainer_t *self, int n)
+{
+    size_t T = self->T;
+    double sy = 0, syy = 0, sd = 0, sdd = 0, N = (double)n * T;
+    for (int i = 0; i < n; i++)
+        for (size_t t = 0; t < T; t++) {
+            double y = self->vs[i * T + t], d = y - self->values[i * (T + 1) + t];
+            sy += y;
+            syy += y * y;
+            sd += d;
+            sdd += d * d;
+        }
+    double var_y = syy / N - (sy / N) * (sy / N), var_d = sdd / N - (sd / N) * (sd / N);
+    return var_y > 1e-12 ? (float)(1.0 - var_d / var_y) : NAN;
+}
+
+void vl_trainer_set_lr(vl_trainer_t *self, float lr)
+{
+    self->c.lr = lr;
+}
+
 /* Fisher-Yates shuffle of 0 .. N-1 into perm. */
 static void s_shuffle(vl_trainer_t *self, uint32_t N)
 {
@@ -226,6 +250,7 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
         return -1;
     if (adv_sums)
         s_segment_sums(self, n, adv_sums);
+    float explained = stats ? s_explained_var(self, n) : 0.0f;
     self->seg_w = seg_w;
     uint32_t N = (uint32_t)n * self->T, M = self->c.minibatch;
     vl_loss_params_t lp = {
@@ -257,8 +282,9 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
     }
     if (stats) {
         float k = steps ? 1.0f / (float)steps : 0;
-        *stats = (vl_update_stats_t){acc.policy_loss * k, acc.value_loss * k, acc.entropy * k,
-                                     acc.approx_kl * k,   acc.clip_frac * k,  mean_abs_adv};
+        *stats = (vl_update_stats_t){
+            acc.policy_loss * k, acc.value_loss * k, acc.entropy * k, acc.approx_kl * k,
+            acc.clip_frac * k,   mean_abs_adv,       explained};
     }
     return 0;
 }

@@ -16,6 +16,8 @@ typedef struct vl_trainer_s vl_trainer_t;
 typedef struct {
     float policy_loss, value_loss, entropy, approx_kl, clip_frac; // means over the last epoch
     float mean_abs_adv;                                           // before normalisation
+    float explained_var; // 1 - Var(v_target - V) / Var(v_target), V before the update (NAN:
+                         // the targets do not vary)
 } vl_update_stats_t;
 
 /* Creates a trainer for observation size D and A actions with the config's
@@ -27,6 +29,9 @@ void vl_trainer_destroy(vl_trainer_t **self_p);
 
 /* Returns the trainer's minibatch RNG (for checkpoints). */
 vl_rng_t *vl_trainer_rng(vl_trainer_t *self);
+
+/* Sets the learning rate of the next updates (a schedule's). */
+void vl_trainer_set_lr(vl_trainer_t *self, float lr);
 
 /* Returns the policy being trained (owned by the trainer). */
 vl_policy_t *vl_trainer_policy(vl_trainer_t *self);

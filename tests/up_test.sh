@@ -86,7 +86,7 @@ pb=$(sed -n 's/.*broker on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/b.log")
 pass "two volley up at once both solve on their own ports ($pa, $pb)"
 
 # --until steps ends at the budget with exit 0; learner flags pass through; counts take 1e5.
-"$VOLLEY" up --until steps --max-steps 1e5 --gamma 0.98 --ent-coef 0.005 > "$TMP/steps.log" 2>&1
+"$VOLLEY" up --until steps --max-steps 1e5 --gamma 0.98 --ent-coef 0.005 --lr-anneal linear --runs "$TMP/runs" --name steps > "$TMP/steps.log" 2>&1
 rc=$?
 last=$(tail -n 1 "$TMP/steps.log")
 [ $rc -eq 0 ] || fail "up --until steps exited $rc: $last"
@@ -95,7 +95,10 @@ steps=$(echo "$last" | sed -E 's/^done: ([0-9]+) .*/\1/')
 [ "$steps" -ge 100000 ] || fail "done before the budget: $steps steps"
 "$VOLLEY" up --gamma 2 > "$TMP/bad.log" 2>&1
 [ $? -eq 2 ] && grep -q -- "--gamma wants a number in \[0, 1\]" "$TMP/bad.log" || fail "up --gamma 2 not refused: $(cat "$TMP/bad.log")"
-pass "--until steps ends at the budget (exit 0); --gamma/--ent-coef pass through, checked"
+lr0=$(head -n 1 "$TMP/runs/steps/metrics.jsonl" | sed -E 's/.*"lr":([^,}]*).*/\1/')
+lr1=$(tail -n 1 "$TMP/runs/steps/metrics.jsonl" | sed -E 's/.*"lr":([^,}]*).*/\1/')
+awk -v a="$lr0" -v b="$lr1" 'BEGIN { exit !(a > 0.0009 && b < 0.0002) }' || fail "--lr-anneal linear: lr went from $lr0 to $lr1"
+pass "--until steps ends at the budget (exit 0); --gamma/--ent-coef pass through, checked; --lr-anneal linear took lr from $lr0 to $lr1"
 
 # Every run keeps a directory: its resolved configuration, checkpoints and logs.
 R="$TMP/runs"
@@ -104,8 +107,11 @@ for f in config.ini checkpoints/default.ckpt logs/broker.log logs/learner.log lo
     [ -s "$R/r1/$f" ] || fail "run directory lacks $f: $(find "$R/r1")"
 done
 grep -qx "lr = 0.002" "$R/r1/config.ini" || fail "config.ini lacks the learner flag given: $(cat "$R/r1/config.ini")"
+rows=$(wc -l < "$R/r1/metrics.jsonl")
+[ "$rows" -ge 2 ] && tail -n 1 "$R/r1/metrics.jsonl" | grep -qE '^\{"wall_time":[0-9.]+,.*"return_mean":4[0-9]{2}' || fail "metrics.jsonl: $rows rows, last $(tail -n 1 "$R/r1/metrics.jsonl")"
+ls "$R/r1"/events.out.tfevents.* > /dev/null 2>&1 || fail "no TensorBoard event file in the run"
 grep -q "^command = volley learner .*--lr 0.002" "$R/r1/config.ini" || fail "config.ini lacks the learner's command"
-pass "a run leaves runs/NAME with config.ini, checkpoints/ and every process's log"
+pass "a run leaves runs/NAME with config.ini, checkpoints/, metrics ($rows rows, TensorBoard events) and every process's log"
 
 sum=$(md5sum "$R/r1/checkpoints/default.ckpt" "$R/r1/config.ini")
 "$VOLLEY" up --runs "$R" --name r1 > "$TMP/again.log" 2>&1

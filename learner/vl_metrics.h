@@ -1,0 +1,45 @@
+/*  vl_metrics: a learner's scalar time series, written where a run keeps
+    it: DIR/metrics.jsonl, one JSON object per row (for scripts; a resumed
+    run appends), and a TensorBoard event file in DIR (messages/
+    vl_tfevents: `tensorboard --logdir runs/` shows it). A row a second or
+    per update; NaN and infinities are written as null (JSON has none). A
+    write that fails is counted and logged once; training goes on. */
+#ifndef VL_METRICS_H
+#define VL_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One row. */
+typedef struct {
+    double wall_time, uptime_s; // epoch seconds; the learner's seconds
+    uint64_t env_steps, version, episodes, segments_trained, segments_dropped;
+    float steps_per_s;
+    uint32_t window; // episodes in the return figures
+    float return_mean, return_min, return_max, length_mean;
+    float loss_pi, loss_v, entropy, approx_kl, clip_frac, explained_var, lr;
+    uint32_t lag_min, lag_median, lag_max;
+    float ingest_ms, train_ms;
+} vl_metrics_row_t;
+
+typedef struct vl_metrics_s vl_metrics_t;
+
+/* Opens DIR/metrics.jsonl (appending) and a new event file in DIR.
+   Returns NULL after logging why. Caller destroys. */
+vl_metrics_t *vl_metrics_new(const char *dir);
+
+/* Writes one row to both. Returns 0, or -1 when either could not be written
+   (counted). */
+int vl_metrics_write(vl_metrics_t *self, const vl_metrics_row_t *row);
+
+/* Returns how many rows could not be written whole. */
+uint64_t vl_metrics_lost(const vl_metrics_t *self);
+
+/* Formats one row as a JSON object and a newline into out. Returns its
+   length, or -1 if it does not fit. */
+int vl_metrics_json(const vl_metrics_row_t *row, char *out, size_t size);
+
+/* Closes both files and frees; nulls the pointer; safe on NULL and twice. */
+void vl_metrics_destroy(vl_metrics_t **self_p);
+
+#endif
