@@ -1,0 +1,260 @@
+/*  vl_actor_test: the public step API (include/volley/actor.h) against a
+    broker played by the test over real sockets: what act and observe record
+    is what the segments carry (truncation's final observation included),
+    volley's policy acts on published weights, an external forward pass sees
+    them raw, bad input is refused with its reason and records nothing, and
+    a refused spec or a readable wake fd return their own codes. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "../common/vl_opts.h"
+#include "../learner/vl_policy.h"
+#include "../messages/vl_codec.h"
+#include "../messages/vl_status.h"
+#include "../tests/vl_test.h"
+#include "vl_actor.h"
+
+#define N 2 // envs
+#define T 4 // horizon
+#define D 3 // observation floats
+
+/* The broker's three sockets an actor talks to, and a thread that keeps
+   publishing one weights message (a SUB joins late). */
+typedef struct {
+    void *ctx, *pull, *pub, *router;
+    char addr[32];
+    uint8_t *weights;
+    size_t weights_size;
+    pthread_t thread;
+    atomic_int stop;
+} s_broker_t;
+
+static void *s_publish(void *arg)
+{
+    s_broker_t *b = arg;
+    while (!atomic_load(&b->stop)) {
+        zmq_send(b->pub, "default", 7, ZMQ_SNDMORE);
+        zmq_send(b->pub, b->weights, b->weights_size, 0);
+        usleep(20000);
+    }
+    return NULL;
+}
+
+/* Binds the sockets on a free base port and publishes weights of the given
+   tensors (version 7). Returns 0 or -1. */
+static int s_broker_start(s_broker_t *b, const vl_tensor_t *t, uint32_t n)
+{
+    memset(b, 0, sizeof *b);
+    int base = vl_free_base_port(24000 + (int)(getpid() % 4000));
+    char ep[64];
+    b->ctx = zmq_ctx_new();
+    b->pull = zmq_socket(b->ctx, ZMQ_PULL);
+    b->pub = zmq_socket(b->ctx, ZMQ_PUB);
+    b->router = zmq_socket(b->ctx, ZMQ_ROUTER);
+    int ports[3] = {VL_PORT_SEGMENTS, VL_PORT_WEIGHTS_OUT, VL_PORT_CONTROL};
+    void *socks[3] = {b->pull, b->pub, b->router};
+    for (int i = 0; i < 3; i++) {
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", base + ports[i]);
+        if (base < 0 || zmq_bind(socks[i], ep) != 0)
+            return -1;
+    }
+    snprintf(b->addr, sizeof b->addr, "127.0.0.1:%d", base);
+    if (vl_weights_encode("default", 7, t, n, &b->weights, &b->weights_size) != 0)
+        return -1;
+    return pthread_create(&b->thread, NULL, s_publish, b);
+}
+
+static void s_broker_stop(s_broker_t *b)
+{
+    atomic_store(&b->stop, 1);
+    pthread_join(b->thread, NULL);
+    int linger = 0;
+    void *socks[3] = {b->pull, b->pub, b->router};
+    for (int i = 0; i < 3; i++) {
+        zmq_setsockopt(socks[i], ZMQ_LINGER, &linger, sizeof linger);
+        zmq_close(socks[i]);
+    }
+    zmq_ctx_term(b->ctx);
+    free(b->weights);
+}
+
+/* Receives one segment into seg (arrays in *arrays, caller frees). */
+static vl_reason_t s_recv_segment(s_broker_t *b, vl_segment_t *seg, void **arrays)
+{
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    int timeout = 5000;
+    zmq_setsockopt(b->pull, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    if (zmq_msg_recv(&m, b->pull, 0) < 0)
+        return VL_EPROTO;
+    vl_limits_t lim = vl_limits_default();
+    vl_segment_t head;
+    vl_reason_t r = vl_segment_peek(zmq_msg_data(&m), zmq_msg_size(&m), &lim, &head);
+    size_t cap = vl_segment_arrays_size(head.horizon, &head.obs_spec);
+    *arrays = malloc(cap);
+    if (r == VL_OK)
+        r = vl_segment_decode(zmq_msg_data(&m), zmq_msg_size(&m), &lim, seg, *arrays, cap);
+    zmq_msg_close(&m);
+    return r;
+}
+
+static const vl_env_t s_spec = {
+    .abi_version = VL_ENV_ABI_VERSION,
+    .name = "test",
+    .n_fields = 1,
+    .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {D}}},
+    .num_actions = 2,
+};
+
+static vl_actor_params_t s_params(const char *addr, int external)
+{
+    vl_actor_params_t p = vl_actor_params_default();
+    p.broker = addr;
+    p.env = &s_spec;
+    p.n_envs = N;
+    p.horizon = T;
+    p.hidden = 8;
+    p.actor_id = 5;
+    p.max_ahead = 0;
+    p.external = external;
+    return p;
+}
+
+/* Observation of env i at step t: i, t, and a marker. */
+static void s_obs(float *obs, uint32_t t, float marker)
+{
+    for (uint32_t i = 0; i < N; i++) {
+        obs[i * D + 0] = (float)i;
+        obs[i * D + 1] = (float)t;
+        obs[i * D + 2] = marker;
+    }
+}
+
+/* External mode: T steps with env 1 truncated at step 2 and env 0
+   terminated at step 3; the segments carry exactly that. */
+static void test_external_steps_reach_the_segments(void)
+{
+    float tw[6] = {1, 2, 3, 4, 5, 6};
+    vl_tensor_t t = {.name = "any.shape", .rows = 2, .cols = 3, .ndim = 2, .data = tw};
+    s_broker_t b;
+    VL_CHECK(s_broker_start(&b, &t, 1) == 0);
+    vl_actor_params_t p = s_params(b.addr, 1);
+    char why[256];
+    vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
+    VL_CHECK(a && vl_actor_obs_dim(a) == D);
+    VL_CHECK(vl_actor_sync(a, why, sizeof why) == VL_ACTOR_OK);
+    VL_CHECK(vl_actor_weights_version(a) == 7 && vl_actor_weights_count(a) == 1);
+    const char *name;
+    uint32_t ndim, shape[2];
+    const float *data;
+    VL_CHECK(vl_actor_weights_tensor(a, 0, &name, &ndim, shape, &data) == 0);
+    VL_CHECK(strcmp(name, "any.shape") == 0 && ndim == 2 && shape[0] == 2 && shape[1] == 3);
+    VL_CHECK(data[5] == 6 && vl_actor_weights_tensor(a, 1, &name, &ndim, shape, &data) == -1);
+    float obs[N * D], next[N * D], final[N * D], rew[N] = {1, 2};
+    int32_t act[N] = {1, 0};
+    float logp[N] = {-0.5f, -1.0f};
+    for (uint32_t s = 0; s < T; s++) {
+        uint8_t term[N] = {s == 3, 0}, trunc[N] = {0, s == 2};
+        s_obs(obs, s, 0);
+        s_obs(next, s + 1, 0);
+        s_obs(final, s + 1, 9); // the truncated episode's last observation
+        VL_CHECK(vl_actor_act_external(a, obs, N * D, act, logp, why, sizeof why) == 0);
+        VL_CHECK(vl_actor_observe(a, rew, term, trunc, next, final, N * D, why, sizeof why) == 0);
+    }
+    VL_CHECK(vl_actor_segments_sent(a) == N && vl_actor_steps(a) == N * T);
+    for (uint32_t k = 0; k < N; k++) {
+        vl_segment_t seg;
+        void *arrays = NULL;
+        VL_CHECK(s_recv_segment(&b, &seg, &arrays) == VL_OK);
+        uint32_t i = seg.env_id;
+        const float *o = (const float *)seg.obs, *f = (const float *)seg.final_obs;
+        int ok = seg.actor_id == 5 && seg.policy_version == 7 && seg.horizon == T && o[1] == 0 &&
+                 o[T * D + 1] == T && o[0] == (float)i && seg.actions[0] == act[i] &&
+                 seg.logp[2] == logp[i] && seg.rewards[1] == rew[i];
+        ok = ok && (i == 0 ? seg.dones[3] == 1 && seg.n_truncated == 0 && seg.n_episodes == 1
+                           : seg.dones[2] == 1 && seg.truncated[2] == 1 && seg.n_truncated == 1 &&
+                                 f[1] == 3 && f[2] == 9);
+        free(arrays);
+        VL_CHECK(ok);
+    }
+    vl_actor_close(&a);
+    vl_actor_close(&a);
+    VL_CHECK(a == NULL);
+    s_broker_stop(&b);
+}
+
+/* volley's policy acts on the published weights; bad input is refused with
+   the argument named, and the step that follows records as if it had not come. */
+static void test_act_and_bad_input(void)
+{
+    vl_policy_t *pol = vl_policy_new(D, 2, 8, 3);
+    vl_tensor_t t[16];
+    uint32_t n = vl_policy_tensor_count(pol);
+    for (uint32_t i = 0; i < n && i < 16; i++)
+        vl_policy_tensor(pol, i, &t[i]);
+    s_broker_t b;
+    VL_CHECK(s_broker_start(&b, t, n) == 0);
+    vl_actor_params_t p = s_params(b.addr, 0);
+    char why[256];
+    vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
+    VL_CHECK(a);
+    float obs[N * D], rew[N] = {0, 0}, logp[N];
+    int32_t act[N];
+    uint8_t zero[N] = {0, 0}, two[N] = {0, 2};
+    s_obs(obs, 0, 0);
+    obs[4] = NAN;
+    VL_CHECK(vl_actor_act(a, obs, N * D, act, logp, why, sizeof why) == VL_ACTOR_EINVAL);
+    VL_CHECK(strstr(why, "obs[1][1] = nan") != NULL);
+    VL_CHECK(vl_actor_act(a, obs, N * D - 1, act, logp, why, sizeof why) == VL_ACTOR_EINVAL);
+    VL_CHECK(vl_actor_act_external(a, obs, N * D, act, logp, why, sizeof why) == VL_ACTOR_EINVAL);
+    obs[4] = 0;
+    VL_CHECK(vl_actor_observe(a, rew, zero, zero, obs, NULL, N * D, why, sizeof why) ==
+             VL_ACTOR_EINVAL);
+    VL_CHECK(vl_actor_act(a, obs, N * D, act, logp, why, sizeof why) == VL_ACTOR_OK);
+    VL_CHECK(act[0] >= 0 && act[0] < 2 && logp[0] <= 0 && logp[1] <= 0);
+    VL_CHECK(vl_actor_observe(a, rew, two, zero, obs, NULL, N * D, why, sizeof why) ==
+             VL_ACTOR_EINVAL);
+    VL_CHECK(strstr(why, "terminated[1] = 2") != NULL);
+    VL_CHECK(vl_actor_observe(a, rew, zero, two + 1, obs, NULL, N * D, why, sizeof why) ==
+             VL_ACTOR_EINVAL); // truncated {2, ?}: refused before anything is read
+    VL_CHECK(vl_actor_observe(a, rew, zero, zero, obs, NULL, N * D, why, sizeof why) == 0);
+    VL_CHECK(vl_actor_steps(a) == N);
+    vl_actor_close(&a);
+    s_broker_stop(&b);
+    vl_policy_destroy(&pol);
+}
+
+/* A bad spec is refused at open; a readable wake fd ends the wait for the
+   first weights with VL_ACTOR_EINTR (nothing is published here). */
+static void test_refusals_and_wake_fd(void)
+{
+    char why[256];
+    vl_env_t bad = s_spec;
+    bad.num_actions = 1;
+    vl_actor_params_t p = s_params("127.0.0.1:1", 0);
+    p.env = &bad;
+    VL_CHECK(vl_actor_open(&p, why, sizeof why) == NULL && strstr(why, "num_actions 1"));
+    int fds[2];
+    VL_CHECK(pipe(fds) == 0);
+    p = s_params("127.0.0.1:1", 0);
+    p.wake_fd = fds[0];
+    vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
+    VL_CHECK(a && write(fds[1], "x", 1) == 1);
+    VL_CHECK(vl_actor_sync(a, why, sizeof why) == VL_ACTOR_EINTR);
+    vl_actor_close(&a);
+    close(fds[0]);
+    close(fds[1]);
+}
+
+int main(void)
+{
+    VL_RUN(test_external_steps_reach_the_segments);
+    VL_RUN(test_act_and_bad_input);
+    VL_RUN(test_refusals_and_wake_fd);
+    return VL_DONE();
+}
