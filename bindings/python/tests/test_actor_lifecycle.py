@@ -1,0 +1,66 @@
+"""A Python actor's life as `volley actor`'s: Ctrl-C while it waits inside C
+for weights ends it with exit 0 at once (the wake fd); a spec the broker's
+policy does not have exits 2 naming the field; a broker restart is ridden
+out (segments flow to the new broker)."""
+import signal
+import subprocess
+import time
+
+from procs import VOLLEY, free_port
+
+ENV = "volley.envs.cartpole:make_env"
+
+
+def actor(procs, port, *args, name="actor"):
+    return procs.python(name, "-m", "volley", "actor", "--env", ENV, "--broker",
+                        f"127.0.0.1:{port}", "--envs", 4, *args)
+
+
+def broker_kv(port):
+    out = subprocess.run([VOLLEY, "top", "--once", "--kv", "--broker", f"127.0.0.1:{port}"],
+                         capture_output=True, text=True, timeout=10).stdout
+    for line in out.splitlines():
+        if "kind=broker" in line:
+            return dict(x.split("=", 1) for x in line.split() if "=" in x)
+    return {}
+
+
+def test_ctrl_c_while_waiting_for_weights_exits_0(procs):
+    port = free_port()
+    procs.broker(port)  # no learner: the actor waits for weights in C
+    a = actor(procs, port)
+    time.sleep(2)
+    assert a.poll() is None, procs.dump()
+    t0 = time.monotonic()
+    assert procs.stop(a, signal.SIGINT, timeout=5) == 0, procs.dump()
+    assert time.monotonic() - t0 < 3, "SIGINT did not end the wait inside C at once"
+    assert "Traceback" not in procs.text(a)
+
+
+def test_refused_spec_exits_2(procs):
+    port = free_port()
+    procs.broker(port)
+    procs.learner(port, "--env", "cartpole", "--horizon", 64)
+    a = actor(procs, port, "--horizon", 32)
+    assert a.wait(20) == 2, procs.dump()
+    assert "horizon" in procs.text(a), procs.dump()
+
+
+def test_broker_restart_is_ridden_out(procs):
+    port = free_port()
+    b = procs.broker(port)
+    procs.learner(port)
+    a = actor(procs, port, "--max-ahead", 0)
+    assert procs.wait_for(a, "acting for policy", 20), procs.dump()
+    time.sleep(1)
+    assert procs.stop(b, signal.SIGKILL) is not None
+    time.sleep(1)
+    procs.broker(port)
+    deadline = time.monotonic() + 30
+    received = 0
+    while time.monotonic() < deadline and received < 100:
+        time.sleep(0.5)
+        received = int(broker_kv(port).get("received", 0))
+    assert received >= 100, procs.dump()
+    assert a.poll() is None, procs.dump()
+    assert procs.stop(a, signal.SIGTERM) == 0
