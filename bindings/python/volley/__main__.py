@@ -25,12 +25,14 @@ Spaces: Box float32/uint8, MultiBinary, a Dict of those; Discrete actions.
 def _load_env_fn(text):
     mod, sep, attr = text.partition(":")
     if not sep or not mod or not attr:
-        raise SystemExit(f"volley actor: --env '{text}': expected package.module:function")
+        print(f"volley actor: --env '{text}': expected package.module:function", file=sys.stderr)
+        raise SystemExit(2)
     sys.path.insert(0, os.getcwd())
     try:
         fn = getattr(importlib.import_module(mod), attr)
     except (ImportError, AttributeError) as e:
-        raise SystemExit(f"volley actor: --env '{text}': {e}")
+        print(f"volley actor: --env '{text}': {e}", file=sys.stderr)
+        raise SystemExit(2)
     return fn
 
 
