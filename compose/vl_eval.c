@@ -281,9 +281,10 @@ static void s_frame_wait(float fps)
 static void s_draw(const s_run_t *r, const vl_eval_stats_t *st, const s_args_t *a, int ended)
 {
     char status[256];
-    snprintf(status, sizeof status, "%s  episode %u/%ld  step %u  return %g  action %d%s",
+    const char *word = vl_render_action(r->env, r->act[0]);
+    snprintf(status, sizeof status, "%s  episode %u/%ld  step %u  return %g  action %d%s%s%s%s",
              r->env->name, st->n + 1 - (ended != 0), a->episodes, r->len[0], r->ret[0], r->act[0],
-             ended ? "  (episode over)" : "");
+             word[0] ? " (" : "", word, word[0] ? ")" : "", ended ? "  (episode over)" : "");
     vl_render_frame(stdout, r->env, ended ? r->final_obs : r->obs, status);
     s_frame_wait(ended && vl_render_is_picture(r->env) ? a->fps / S_FPS : a->fps);
 }

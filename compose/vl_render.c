@@ -36,12 +36,23 @@ int vl_render_is_picture(const vl_env_ops_t *env)
     return s_is_cartpole(env) || s_is_catch(env);
 }
 
+const char *vl_render_action(const vl_env_ops_t *env, int32_t a)
+{
+    static const char *const cartpole[] = {"push left", "push right"};
+    static const char *const catcher[] = {"left", "stay", "right"}; // VL_CATCH_LEFT..RIGHT
+    if (s_is_cartpole(env) && a >= 0 && a < 2)
+        return cartpole[a];
+    if (s_is_catch(env) && a >= 0 && a < 3)
+        return catcher[a];
+    return "";
+}
+
 /* Returns the track column of cart position x (clamped to the track). */
 static int s_column(double x)
 {
     double half = (S_TRACK_COLS - 1) / 2.0;
     double c = half + x / S_X_LIMIT * half;
-    return c < 0 ? 0 : c > S_TRACK_COLS - 1 ? S_TRACK_COLS - 1 : (int)lround(c);
+    return !(c >= 0) ? 0 : c > S_TRACK_COLS - 1 ? S_TRACK_COLS - 1 : (int)lround(c);
 }
 
 /* Draws the pole's rows above the cart at column cart leaning by theta
@@ -55,10 +66,13 @@ static void s_pole(FILE *out, int cart, double theta)
         char line[S_TRACK_COLS + 1];
         memset(line, ' ', S_TRACK_COLS);
         line[S_TRACK_COLS] = '\0';
-        double height = r / rows_per_m; // metres above the pivot
-        int c = cart + (int)lround(height * tan(theta) * cols_per_m);
-        if (height <= cos(theta) + 1e-9 && c >= 0 && c < S_TRACK_COLS) // the pole is 1 m
-            line[c] = glyph;
+        double height = r / rows_per_m;                                // metres above the pivot
+        double off = height * tan(theta) * cols_per_m;                 // columns right of the cart
+        if (height <= cos(theta) + 1e-9 && fabs(off) < S_TRACK_COLS) { // the pole is 1 m
+            int c = cart + (int)lround(off);
+            if (c >= 0 && c < S_TRACK_COLS)
+                line[c] = glyph;
+        }
         fprintf(out, "  %s" S_EOL, line);
     }
 }
@@ -89,16 +103,8 @@ static void s_cartpole(FILE *out, const float *obs)
 /* Returns the two characters a Catch screen cell is drawn with. */
 static const char *s_cell(float v)
 {
-    switch ((int)v) {
-    case VL_CATCH_WALL:
-        return "##";
-    case VL_CATCH_BAT:
-        return "==";
-    case VL_CATCH_BALL:
-        return "()";
-    default:
-        return "  ";
-    }
+    // compared as floats: a plugin's value is never cast out of int's range
+    return v == VL_CATCH_WALL ? "##" : v == VL_CATCH_BAT ? "==" : v == VL_CATCH_BALL ? "()" : "  ";
 }
 
 /* Draws Catch's screen row by row and the balls landed so far. */

@@ -13,6 +13,10 @@
    numbers. */
 int vl_render_is_picture(const vl_env_ops_t *env);
 
+/* Returns a word for action a of env ("push right", "stay"), or "" when the
+   env's actions have no names here. */
+const char *vl_render_action(const vl_env_ops_t *env, int32_t a);
+
 /* Writes one frame of obs (env->obs_dim floats) to out under the line
    status: for a picture, from the terminal's top-left corner over the
    previous frame (ANSI cursor home, each line cleared to its end); for
