@@ -1,6 +1,7 @@
 /*  vl_actor: the actor engine: weights in, beats out, acting on a batch,
-    recording steps, cutting and pushing segments, pacing. */
-#include "vl_actor.h"
+    recording steps, cutting and pushing segments, pacing. The caller's side
+    (checked act/observe, `volley actor`'s loop) is vl_actor_step.c. */
+#include "vl_actor_engine.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,69 +20,10 @@
 #include "../learner/vl_policy.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
-#include "vl_actor_check.h"
 
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
 #define S_BEAT_EVERY_NS     1000000000LL // the broker calls an actor silent after 5 s
 #define S_BEAT_RETRY_NS     50000000LL   // a beat no connection took is tried again this soon
-#define S_NAME_MAX          64           // an env name, as vl_env.c allows
-
-#define S_REASONS_LOGGED 16 // distinct refusal reasons an actor logs (then it only counts)
-
-struct vl_actor_s {
-    vl_actor_params_t c; // broker and policy point at the copies below
-    char broker[256];
-    char policy_id[VL_POLICY_ID_MAX];
-    char env_name[S_NAME_MAX];
-    vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
-    uint32_t N, D, A; // envs, observation size, actions
-    vl_spec_t spec;   // what our segments look like, declared in every beat
-    void *ctx, *push, *sub;
-    void *control;              // DEALER to the broker's control port: beats out, refusals in
-    vl_curve_watch_t *watch[3]; // with CURVE, per socket: a refused key logged, retried
-    vl_policy_t *policy;        // volley's forward pass (NULL when external)
-    vl_weights_t *raw;          // external: the newest weights as they came
-    uint64_t version;           // weights version acting now
-    int have_weights;
-    uint32_t rounds_on_version; // segments per env cut since those weights came
-    int started;                // the first weights came and acting was logged
-    int acted;                  // an act waits for its observe
-    int dead;                   // a code that ended the actor (a send failed, a refusal)
-    int woken;                  // the last poll found the wake fd readable
-    uint32_t t;                 // step of the segments being filled
-    uint64_t seg_version;       // weights version at their first step
-    vl_envs_t *envs;            // `volley actor`'s environments (NULL: the caller's)
-    float *obs;                 // [N][D] observations acted on, then the next ones
-    float *final_obs;           // [N][D] where an episode just ended
-    float *rewards;             // [N]
-    uint8_t *term, *trunc;      // [N]
-    int32_t *actions;           // [N]
-    float *logps;               // [N]
-    float *logits;              // [N][A]
-    float *logp_row;            // [A]
-    float *ep_return;           // [N] running episode return
-    uint32_t *ep_len;           // [N]
-    vl_segment_t *segs;         // [N], arrays bound into `arrays`
-    uint8_t *arrays;
-    size_t arrays_size; // per env
-    uint64_t seq;
-    vl_rng_t rng;
-    vl_limits_t limits;
-    uint64_t steps, sent;
-    int warned_load;
-    int refused_spec;                       // the broker refused our spec: stop
-    char refusal[VL_SPEC_REASON_MAX];       // its reason
-    uint64_t refused;                       // refusals of our segments the broker reported
-    uint32_t reason_hash[S_REASONS_LOGGED]; // reasons logged already
-    int n_reasons;
-    // since the last beat
-    int64_t beat_ns;     // monotonic, when it was sent
-    uint64_t beats_out;  // beats a connection took: the first carried our spec to the broker
-    uint64_t beat_steps; // self->steps then
-    double apply_ms_sum; // weights publish -> applied
-    float apply_ms_max;
-    uint32_t applied;
-};
 
 vl_actor_config_t vl_actor_config_default(void)
 {
@@ -109,8 +51,7 @@ vl_actor_params_t vl_actor_params_default(void)
 }
 
 /* Writes the reason into why (may be NULL); returns code. */
-__attribute__((format(printf, 4, 5))) static int s_fail(int code, char *why, size_t size,
-                                                        const char *fmt, ...)
+int vl_actor_fail(int code, char *why, size_t size, const char *fmt, ...)
 {
     if (!why || !size)
         return code;
@@ -196,18 +137,20 @@ static int s_check_params(const vl_actor_params_t *p, char *why, size_t size)
 {
     vl_limits_t lim = vl_limits_default();
     if (!p->broker || !p->broker[0] || strlen(p->broker) >= 256)
-        return s_fail(-1, why, size, "broker: give HOST[:PORT]");
+        return vl_actor_fail(-1, why, size, "broker: give HOST[:PORT]");
     if (!p->policy || !vl_wire_name_ok(p->policy, VL_POLICY_ID_MAX))
-        return s_fail(-1, why, size, "policy: 1..%d printable characters, no spaces",
-                      VL_POLICY_ID_MAX - 1);
+        return vl_actor_fail(-1, why, size, "policy: 1..%d printable characters, no spaces",
+                             VL_POLICY_ID_MAX - 1);
     if (p->n_envs < 1 || p->n_envs > 65536)
-        return s_fail(-1, why, size, "n_envs %u, must be 1..65536", p->n_envs);
+        return vl_actor_fail(-1, why, size, "n_envs %u, must be 1..65536", p->n_envs);
     if (p->horizon < 1 || p->horizon > lim.max_horizon)
-        return s_fail(-1, why, size, "horizon %u, must be 1..%u", p->horizon, lim.max_horizon);
+        return vl_actor_fail(-1, why, size, "horizon %u, must be 1..%u", p->horizon,
+                             lim.max_horizon);
     if (p->hidden < 1 || p->hidden > VL_SPEC_HIDDEN_MAX)
-        return s_fail(-1, why, size, "hidden %u, must be 1..%d", p->hidden, VL_SPEC_HIDDEN_MAX);
+        return vl_actor_fail(-1, why, size, "hidden %u, must be 1..%d", p->hidden,
+                             VL_SPEC_HIDDEN_MAX);
     if (p->wait_ms < 0)
-        return s_fail(-1, why, size, "wait_ms %d, must be >= 0", p->wait_ms);
+        return vl_actor_fail(-1, why, size, "wait_ms %d, must be >= 0", p->wait_ms);
     return 0;
 }
 
@@ -267,7 +210,8 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
         goto err;
     return self;
 err:
-    s_fail(0, why, size, "cannot start the actor (memory, or the broker address '%s')", p->broker);
+    vl_actor_fail(0, why, size, "cannot start the actor (memory, or the broker address '%s')",
+                  p->broker);
     vl_actor_destroy(&self);
     return NULL;
 }
@@ -277,9 +221,9 @@ vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why
     vl_env_ops_t ops;
     char reason[200];
     if (!params || !params->env)
-        return s_fail(0, why, why_size, "no params or no env spec"), NULL;
+        return vl_actor_fail(0, why, why_size, "no params or no env spec"), NULL;
     if (vl_env_check_spec(params->env, &ops, reason, sizeof reason) != 0)
-        return s_fail(0, why, why_size, "env spec: %s", reason), NULL;
+        return vl_actor_fail(0, why, why_size, "env spec: %s", reason), NULL;
     ops.table = NULL;
     return s_new(params, &ops, why, why_size);
 }
@@ -314,11 +258,6 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
         vl_actor_destroy(&self);
     }
     return self;
-}
-
-uint32_t vl_actor_obs_dim(const vl_actor_t *self)
-{
-    return self->D;
 }
 
 /* Counts the time from the publication of weights to now, when they were
@@ -358,7 +297,7 @@ static void s_on_refused(vl_actor_t *self, const char *what, const char *reason)
     for (int i = 0; i < self->n_reasons; i++)
         if (self->reason_hash[i] == h)
             return;
-    if (self->n_reasons < S_REASONS_LOGGED) {
+    if (self->n_reasons < VL_ACTOR_REASONS_LOGGED) {
         self->reason_hash[self->n_reasons++] = h;
         vl_warn("the broker refuses our segments: %s; logged once, counted after", reason);
     }
@@ -640,31 +579,33 @@ static void s_throttle(vl_actor_t *self)
 }
 
 /* Returns the code that ended the actor, with its reason in why. */
-static int s_dead(vl_actor_t *self, char *why, size_t size)
+int vl_actor_dead(vl_actor_t *self, char *why, size_t size)
 {
     if (self->dead == VL_ACTOR_EREFUSED)
-        return s_fail(self->dead, why, size, "the broker refused this actor: %s", self->refusal);
+        return vl_actor_fail(self->dead, why, size, "the broker refused this actor: %s",
+                             self->refusal);
     if (self->dead == VL_ACTOR_EINTR)
-        return s_fail(self->dead, why, size, "interrupted while sending; close the actor");
-    return s_fail(self->dead, why, size, "a socket to the broker at %s failed (%s)", self->c.broker,
-                  zmq_strerror(zmq_errno()));
+        return vl_actor_fail(self->dead, why, size, "interrupted while sending; close the actor");
+    return vl_actor_fail(self->dead, why, size, "a socket to the broker at %s failed (%s)",
+                         self->c.broker, zmq_strerror(zmq_errno()));
 }
 
 /* Ends the actor with code (a refusal, a failed socket); returns it. */
 static int s_die(vl_actor_t *self, int code, char *why, size_t size)
 {
     self->dead = code;
-    return s_dead(self, why, size);
+    return vl_actor_dead(self, why, size);
 }
 
 int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size)
 {
     if (self->dead)
-        return s_dead(self, why, why_size);
+        return vl_actor_dead(self, why, why_size);
     if (!self->started) {
         int rc = s_wait_first_weights(self);
         if (rc == VL_ACTOR_EINTR)
-            return s_fail(rc, why, why_size, "interrupted while waiting for the first weights");
+            return vl_actor_fail(rc, why, why_size,
+                                 "interrupted while waiting for the first weights");
         if (rc != VL_ACTOR_OK)
             return s_die(self, rc, why, why_size);
         self->started = 1;
@@ -676,13 +617,13 @@ int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size)
     if (self->refused_spec)
         return s_die(self, VL_ACTOR_EREFUSED, why, why_size);
     if (vl_interrupted || self->woken)
-        return s_fail(VL_ACTOR_EINTR, why, why_size, "interrupted");
+        return vl_actor_fail(VL_ACTOR_EINTR, why, why_size, "interrupted");
     return VL_ACTOR_OK;
 }
 
 /* Begins a step on self->obs: syncs, notes the version of a new segment and
    writes the observations into row t of every segment. */
-static int s_begin_step(vl_actor_t *self, char *why, size_t size)
+int vl_actor_begin_step(vl_actor_t *self, char *why, size_t size)
 {
     int rc = vl_actor_sync(self, why, size);
     if (rc != VL_ACTOR_OK)
@@ -698,13 +639,13 @@ static int s_begin_step(vl_actor_t *self, char *why, size_t size)
 }
 
 /* Acts on self->obs with volley's policy into self->actions and logps. */
-static int s_act(vl_actor_t *self, char *why, size_t size)
+int vl_actor_act_policy(vl_actor_t *self, char *why, size_t size)
 {
-    int rc = s_begin_step(self, why, size);
+    int rc = vl_actor_begin_step(self, why, size);
     if (rc != VL_ACTOR_OK)
         return rc;
     if (vl_policy_forward(self->policy, self->N, self->obs, self->logits, NULL) != 0)
-        return s_fail(VL_ACTOR_EFAIL, why, size, "the policy's forward pass failed");
+        return vl_actor_fail(VL_ACTOR_EFAIL, why, size, "the policy's forward pass failed");
     for (uint32_t i = 0; i < self->N; i++)
         self->actions[i] = s_sample(self, self->logits + (size_t)i * self->A, &self->logps[i]);
     return VL_ACTOR_OK;
@@ -712,7 +653,7 @@ static int s_act(vl_actor_t *self, char *why, size_t size)
 
 /* Records the outcome arrays of the step; every horizon steps pushes the
    segments (bootstrapping from self->obs, the next observations) and paces. */
-static int s_observe(vl_actor_t *self, char *why, size_t size)
+int vl_actor_end_step(vl_actor_t *self, char *why, size_t size)
 {
     for (uint32_t i = 0; i < self->N; i++)
         s_record(self, i, self->t);
@@ -729,167 +670,6 @@ static int s_observe(vl_actor_t *self, char *why, size_t size)
     self->rounds_on_version++;
     s_throttle(self); // an interruption here is seen by the next act: the step is recorded
     return VL_ACTOR_OK;
-}
-
-/* Checks a caller's act: the mode, the order and obs. Copies obs in. */
-static int s_take_obs(vl_actor_t *self, int external, const float *obs, size_t n_values, char *why,
-                      size_t size)
-{
-    if (self->dead)
-        return s_dead(self, why, size);
-    if (external != self->c.external)
-        return s_fail(VL_ACTOR_EINVAL, why, size,
-                      external ? "act_external on an actor that runs volley's policy"
-                               : "act on an actor with an external policy: use act_external");
-    if (self->acted)
-        return s_fail(VL_ACTOR_EINVAL, why, size, "act twice without observe");
-    if (!obs || n_values != (size_t)self->N * self->D)
-        return s_fail(VL_ACTOR_EINVAL, why, size, "obs: %zu values, must be %u envs x %u = %zu",
-                      obs ? n_values : 0, self->N, self->D, (size_t)self->N * self->D);
-    if (vl_actor_check_obs(&self->ops, "obs", obs, self->N, why, size) != 0)
-        return VL_ACTOR_EINVAL;
-    memcpy(self->obs, obs, (size_t)self->N * self->D * sizeof(float));
-    return VL_ACTOR_OK;
-}
-
-int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, int32_t *actions,
-                 float *logps, char *why, size_t why_size)
-{
-    if (!actions || !logps)
-        return s_fail(VL_ACTOR_EINVAL, why, why_size, "actions and logps must be given");
-    int rc = s_take_obs(self, 0, obs, n_values, why, why_size);
-    if (rc == VL_ACTOR_OK)
-        rc = s_act(self, why, why_size);
-    if (rc != VL_ACTOR_OK)
-        return rc;
-    memcpy(actions, self->actions, self->N * sizeof(int32_t));
-    memcpy(logps, self->logps, self->N * sizeof(float));
-    self->acted = 1;
-    return VL_ACTOR_OK;
-}
-
-int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values,
-                          const int32_t *actions, const float *logps, char *why, size_t why_size)
-{
-    if (!actions || !logps)
-        return s_fail(VL_ACTOR_EINVAL, why, why_size, "actions and logps must be given");
-    if (vl_actor_check_actions(self->N, self->A, actions, logps, why, why_size) != 0)
-        return VL_ACTOR_EINVAL;
-    int rc = s_take_obs(self, 1, obs, n_values, why, why_size);
-    if (rc == VL_ACTOR_OK)
-        rc = s_begin_step(self, why, why_size);
-    if (rc != VL_ACTOR_OK)
-        return rc;
-    memcpy(self->actions, actions, self->N * sizeof(int32_t));
-    memcpy(self->logps, logps, self->N * sizeof(float));
-    self->acted = 1;
-    return VL_ACTOR_OK;
-}
-
-/* Checks final_obs where an env was truncated (and not terminated). */
-static int s_check_final(vl_actor_t *self, const uint8_t *term, const uint8_t *trunc,
-                         const float *final_obs, char *why, size_t size)
-{
-    for (uint32_t i = 0; i < self->N; i++) {
-        if (!trunc[i] || term[i])
-            continue;
-        if (!final_obs)
-            return s_fail(VL_ACTOR_EINVAL, why, size,
-                          "final_obs: env %u was truncated, its final observation is needed", i);
-        char reason[200];
-        if (vl_actor_check_obs(&self->ops, "final_obs", final_obs + (size_t)i * self->D, 1, reason,
-                               sizeof reason) != 0)
-            return s_fail(VL_ACTOR_EINVAL, why, size, "env %u: %s", i, reason);
-    }
-    return VL_ACTOR_OK;
-}
-
-/* Copies final_obs rows of truncated envs in. */
-static void s_take_final(vl_actor_t *self, const float *final_obs)
-{
-    for (uint32_t i = 0; i < self->N; i++)
-        if (self->trunc[i] && !self->term[i])
-            memcpy(self->final_obs + (size_t)i * self->D, final_obs + (size_t)i * self->D,
-                   self->D * sizeof(float));
-}
-
-int vl_actor_observe(vl_actor_t *self, const float *rewards, const uint8_t *terminated,
-                     const uint8_t *truncated, const float *next_obs, const float *final_obs,
-                     size_t n_values, char *why, size_t why_size)
-{
-    uint32_t N = self->N;
-    if (self->dead)
-        return s_dead(self, why, why_size);
-    if (!self->acted)
-        return s_fail(VL_ACTOR_EINVAL, why, why_size, "observe without act");
-    if (!rewards || !terminated || !truncated || !next_obs)
-        return s_fail(VL_ACTOR_EINVAL, why, why_size,
-                      "rewards, terminated, truncated and next_obs must be given");
-    if (n_values != (size_t)N * self->D)
-        return s_fail(VL_ACTOR_EINVAL, why, why_size,
-                      "next_obs: %zu values, must be %u envs x %u = %zu", n_values, N, self->D,
-                      (size_t)N * self->D);
-    if (vl_actor_check_outcomes(N, rewards, terminated, truncated, why, why_size) != 0 ||
-        vl_actor_check_obs(&self->ops, "next_obs", next_obs, N, why, why_size) != 0 ||
-        s_check_final(self, terminated, truncated, final_obs, why, why_size) != 0)
-        return VL_ACTOR_EINVAL;
-    memcpy(self->rewards, rewards, N * sizeof(float));
-    memcpy(self->term, terminated, N);
-    memcpy(self->trunc, truncated, N);
-    memcpy(self->obs, next_obs, (size_t)N * self->D * sizeof(float));
-    s_take_final(self, final_obs);
-    self->acted = 0;
-    return s_observe(self, why, why_size);
-}
-
-int vl_actor_run(vl_actor_t *self)
-{
-    char why[256];
-    int rc;
-    while ((rc = s_act(self, why, sizeof why)) == VL_ACTOR_OK) {
-        if (vl_envs_step(self->envs, self->actions, self->obs, self->rewards, self->term,
-                         self->trunc, self->final_obs) != 0)
-            return -1;
-        if ((rc = s_observe(self, why, sizeof why)) != VL_ACTOR_OK)
-            break;
-    }
-    if (rc == VL_ACTOR_EFAIL)
-        vl_error("%s", why);
-    return rc == VL_ACTOR_EINTR ? 0 : rc == VL_ACTOR_EREFUSED ? -2 : -1;
-}
-
-uint64_t vl_actor_weights_version(const vl_actor_t *self)
-{
-    return self->version;
-}
-
-uint32_t vl_actor_weights_count(const vl_actor_t *self)
-{
-    return self->raw ? self->raw->n_tensors : 0;
-}
-
-int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const char **name, uint32_t *ndim,
-                            uint32_t shape[2], const float **data)
-{
-    if (!self->raw || i >= self->raw->n_tensors)
-        return -1;
-    const vl_tensor_t *t = &self->raw->tensors[i];
-    *name = t->name;
-    *ndim = t->ndim;
-    shape[0] = t->rows;
-    shape[1] = t->cols;
-    *data = t->data;
-    return 0;
-}
-
-uint64_t vl_actor_steps(const vl_actor_t *self)
-{
-    return self->steps;
-}
-
-uint64_t vl_actor_segments_sent(const vl_actor_t *self)
-{
-    return self->sent;
 }
 
 void vl_actor_destroy(vl_actor_t **self_p)
