@@ -258,7 +258,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         O_PACE,
         O_CHECKPOINT,
         O_RESUME,
-        O_METRICS
+        O_METRICS,
+        O_FORCE
     };
     static const struct option common[] = {{"cert", required_argument, 0, O_CERT},
                                            {"broker-key", required_argument, 0, O_BROKER_KEY},
@@ -272,8 +273,9 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
     static const struct option replay_only[] = {{"pace", required_argument, 0, O_PACE}};
     static const struct option learner_only[] = {{"checkpoint", required_argument, 0, O_CHECKPOINT},
                                                  {"resume", no_argument, 0, O_RESUME},
-                                                 {"metrics", required_argument, 0, O_METRICS}};
-    struct option opts[n + 16];
+                                                 {"metrics", required_argument, 0, O_METRICS},
+                                                 {"force", no_argument, 0, O_FORCE}};
+    struct option opts[n + 17];
     int k = vl_opt_getopt(nums, n, 0, opts);
     memcpy(opts + k, common, sizeof common);
     k += (int)(sizeof common / sizeof common[0]);
@@ -306,6 +308,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             role->resume = 1;
         else if (opt == O_METRICS)
             role->metrics = optarg;
+        else if (opt == O_FORCE)
+            role->force = 1;
         else if (opt == O_CERT)
             role->cert = optarg;
         else if (opt == O_BROKER_KEY)
@@ -324,6 +328,10 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         bad = vl_opt_check_curve(cmd, role->cert, role->broker_key) != 0;
     if (!bad && role->resume && !role->checkpoint) {
         fprintf(stderr, "volley %s: --resume needs --checkpoint DIR\n", cmd);
+        bad = 1;
+    }
+    if (!bad && role->force && !role->checkpoint) {
+        fprintf(stderr, "volley %s: --force needs --checkpoint DIR\n", cmd);
         bad = 1;
     }
     return bad || s_check_role(cmd, argc, argv, role) ? -1 : 0;

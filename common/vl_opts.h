@@ -95,6 +95,7 @@ typedef struct {
     const char *checkpoint; // --checkpoint DIR
     const char *metrics;    // --metrics DIR (learners)
     int resume;             // --resume
+    int force;              // --force (learners)
     int replay;             // set by the caller: one FILE argument, --pace, --broker optional
     const char *file;       // that FILE
     int pace_recorded;      // --pace recorded (1) or fast (0)

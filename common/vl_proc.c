@@ -70,6 +70,26 @@ static int s_running(pid_t *pids, int n)
     return running;
 }
 
+int vl_proc_stop_one(pid_t *pid, int grace_ms)
+{
+    if (*pid <= 0)
+        return -1;
+    kill(*pid, SIGTERM);
+    struct timespec tick = {0, 10 * 1000 * 1000};
+    int status = 0;
+    for (int waited = 0; waited < grace_ms; waited += 10) {
+        if (waitpid(*pid, &status, WNOHANG) == *pid) {
+            *pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        nanosleep(&tick, NULL);
+    }
+    kill(*pid, SIGKILL);
+    waitpid(*pid, NULL, 0);
+    *pid = 0;
+    return -1;
+}
+
 void vl_proc_stop(pid_t *pids, int n, int grace_ms)
 {
     for (int i = 0; i < n; i++)

@@ -27,6 +27,10 @@ pid_t vl_proc_spawn_to(char *const argv[], int out_fd);
    reaped. */
 void vl_proc_stop(pid_t *pids, int n, int grace_ms);
 
+/* Stops one child as vl_proc_stop does. Returns its exit code, or -1 when
+   a signal ended it (or it had to be killed); *pid becomes 0. */
+int vl_proc_stop_one(pid_t *pid, int grace_ms);
+
 /* Reaps any child that exited. Returns the index in pids of one that did
    (its entry set to 0 and *status set), or -1 if none has. */
 int vl_proc_reap(pid_t *pids, int n, int *status);

@@ -16,6 +16,7 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
+#include "../learner/vl_keeper.h"
 #include "../learner/vl_learner.h"
 #include "../messages/vl_codec.h"
 #include "vl_rundir.h"
@@ -220,6 +221,8 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     s_add(&a, r->checkpoint);
     if (c->resume)
         s_add(&a, "--resume");
+    if (c->force)
+        s_add(&a, "--force");
     s_add(&a, "--metrics");
     s_add(&a, vl_rundir_path(r->dir));
     if (c->lr_anneal)
@@ -288,6 +291,24 @@ static pid_t s_broker_up(s_run_t *r, int *rc)
     return -1;
 }
 
+/* Checks an explicit --checkpoint DIR as the learner will (vl_keeper_check),
+   before anything starts. Returns 0, or -1 after printing why. */
+static int s_check_checkpoint(const vl_up_config_t *c)
+{
+    vl_learner_config_t lc = vl_learner_config_default();
+    vl_learner_config_set_env(&lc, c->env);
+    lc.hidden = (uint32_t)c->hidden;
+    lc.horizon = (uint32_t)c->horizon;
+    lc.checkpoint_dir = c->checkpoint;
+    lc.resume = c->resume;
+    lc.force = c->force;
+    char why[1024];
+    if (vl_keeper_check(&lc, 1, why, sizeof why) == 0)
+        return 0;
+    fprintf(stderr, "volley up: %s\n", why);
+    return -1;
+}
+
 /* Opens the run directory and settles the paths it hands out; writes the
    resolved [up] configuration. Returns 0, or -1 after printing why. */
 static int s_prepare(s_run_t *r)
@@ -299,6 +320,8 @@ static int s_prepare(s_run_t *r)
                 c->record);
         return -1;
     }
+    if (c->checkpoint && s_check_checkpoint(c) != 0)
+        return -1;
     r->dir = vl_rundir_open(c->runs, c->name, c->env->name, c->resume, why, sizeof why);
     if (!r->dir) {
         fprintf(stderr, "volley up: %s\n", why);
@@ -345,6 +368,7 @@ static int s_close_config(s_run_t *r)
 /* Starts every process, watches the run, stops them. Returns the exit code. */
 static int s_run(s_run_t *r)
 {
+    char last[256] = "";
     const vl_up_config_t *c = &r->c;
     int64_t start = vl_now_ns();
     pid_t pids[2 + VL_UP_MAX_ACTORS] = {0};
@@ -368,11 +392,21 @@ static int s_run(s_run_t *r)
                "directory %s\n",
                c->env->name, c->port, c->actors, c->envs, vl_rundir_path(r->dir));
         fflush(stdout);
-        rc = vl_up_watch(c, sub, pids, n, start);
+        rc = vl_up_watch(c, sub, pids, n, start, last, sizeof last);
     }
-    // Stop in reverse order of start: actors, then the learner, then the broker.
-    for (int i = n - 1; i >= 0; i--)
+    // Stop in reverse order of start: actors, then the learner (its last checkpoint is the
+    // run's result: a learner that could not write it has failed the run), then the broker.
+    for (int i = n - 1; i >= 2; i--)
         vl_proc_stop(&pids[i], 1, 3000);
+    int learner_rc = pids[1] > 0 ? vl_proc_stop_one(&pids[1], 10000) : 0;
+    vl_proc_stop(&pids[0], 1, 3000);
+    if (rc == 0 && learner_rc != 0) {
+        printf("not done: the learner failed at exit (status %d): its last checkpoint may not "
+               "be written; see %s/logs\n",
+               learner_rc, vl_rundir_path(r->dir));
+        rc = 1;
+    } else if (rc == 0)
+        printf("%s\n", last);
     if (sub)
         zmq_close(sub);
     zmq_ctx_term(ctx);

@@ -47,7 +47,7 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
 /* The flags that take a text (checked where they are used) or nothing. */
 static const char *const s_texts[] = {"env",    "env-arg", "until", "checkpoint",
                                       "record", "name",    "runs",  "lr-anneal"};
-static const char *const s_bools[] = {"resume", "verbose", "deterministic"};
+static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force"};
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
 
@@ -113,29 +113,32 @@ static void s_usage(FILE *out)
         if (s_learner_opt(vl_learner_opts[i].name))
             pass[n++] = vl_learner_opts[i];
     vl_opt_print(out, pass, n, &learner);
-    fprintf(out, "  --name NAME        the run's name (default: date, time and env); an existing\n"
-                 "                     run is never replaced: refused unless --resume\n"
-                 "  --runs DIR         where run directories go (default runs)\n"
-                 "  --config FILE      read flags from FILE first (`key = value` under [up]; a\n"
-                 "                     key is a flag without --); the command line overrides it\n"
-                 "  --checkpoint DIR   the learner checkpoints to DIR (default: the run's\n"
-                 "                     checkpoints/; see volley learner --help)\n"
-                 "  --resume           continue: the learner resumes from its checkpoint (with\n"
-                 "                     --name, the existing run NAME goes on in its directory)\n"
-                 "  --record FILE      the broker records every segment message into FILE (a new\n"
-                 "                     file; a bare name goes in the run directory, a path with\n"
-                 "                     a '/' where it says), for `volley replay FILE`\n"
-                 "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
-                 "                     (default none: constant)\n"
-                 "  --deterministic    one actor, fixed seeds, the learner in lockstep with it\n"
-                 "                     (an update per round of segments, the actor waiting for\n"
-                 "                     its weights): the same solved step count and the same\n"
-                 "                     weights checksum (printed before the last line) every\n"
-                 "                     time on this machine. Other runs are asynchronous and\n"
-                 "                     differ; `volley replay` repeats a recorded run exactly\n"
-                 "  --verbose          the processes log to this terminal instead of the run's\n"
-                 "                     logs/\n"
-                 "  -h, --help         this text\n");
+    fprintf(out,
+            "  --name NAME        the run's name (default: date, time and env); an existing\n"
+            "                     run is never replaced: refused unless --resume\n"
+            "  --runs DIR         where run directories go (default runs)\n"
+            "  --config FILE      read flags from FILE first (`key = value` under [up]; a\n"
+            "                     key is a flag without --); the command line overrides it\n"
+            "  --checkpoint DIR   the learner checkpoints to DIR (default: the run's\n"
+            "                     checkpoints/; see volley learner --help)\n"
+            "  --resume           continue: the learner resumes from its checkpoint (with\n"
+            "                     --name, the existing run NAME goes on in its directory)\n"
+            "  --force            with --checkpoint DIR holding a checkpoint: start over (the\n"
+            "                     old one is kept as .bak); without it that is refused\n"
+            "  --record FILE      the broker records every segment message into FILE (a new\n"
+            "                     file; a bare name goes in the run directory, a path with\n"
+            "                     a '/' where it says), for `volley replay FILE`\n"
+            "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
+            "                     (default none: constant)\n"
+            "  --deterministic    one actor, fixed seeds, the learner in lockstep with it\n"
+            "                     (an update per round of segments, the actor waiting for\n"
+            "                     its weights): the same solved step count and the same\n"
+            "                     weights checksum (printed before the last line) every\n"
+            "                     time on this machine. Other runs are asynchronous and\n"
+            "                     differ; `volley replay` repeats a recorded run exactly\n"
+            "  --verbose          the processes log to this terminal instead of the run's\n"
+            "                     logs/\n"
+            "  -h, --help         this text\n");
 }
 
 /* ---- the configuration file -------------------------------------------------- */
@@ -401,6 +404,8 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
             c->verbose = 1;
         else if (opt == O_BOOL + 2)
             c->deterministic = 1;
+        else if (opt == O_BOOL + 3)
+            c->force = 1;
         else if (opt == O_CONFIG)
             continue; // read first, by s_merge
         else {

@@ -28,6 +28,7 @@ typedef struct {
     const char *runs;       // where run directories go
     const char *config;     // --config FILE read first, or NULL
     int resume;
+    int force; // the learner starts over where --checkpoint DIR holds one (kept as .bak)
     int verbose;
     int lr_anneal;     // 1: lr falls linearly to 0 at --max-steps
     int deterministic; // one actor in lockstep with the learner: the same run twice

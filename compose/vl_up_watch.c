@@ -24,7 +24,9 @@ typedef struct {
     double prev_uptime;                    // the learner's uptime then, in seconds
     uint64_t version[S_SUMS], sum[S_SUMS]; // checksums of published weights, a ring
     int n_sums;
-    uint8_t *body; // a received message
+    uint8_t *body;   // a received message
+    char *last_line; // the caller's
+    size_t last_size;
 } s_watch_t;
 
 /* Prints one progress line from the newest report; steps/s over the
@@ -104,14 +106,14 @@ static int s_recv(void *sub, s_watch_t *w)
 
 /* Prints the last line: "<word>: <steps> steps in <s> s (<steps/s> steps/s)",
    steps/s over this run's own steps (a resumed run's start not counted). */
-static void s_last_line(const vl_up_config_t *c, const char *word, const s_watch_t *w, double secs)
+static void s_last_line(const vl_up_config_t *c, const char *word, s_watch_t *w, double secs)
 {
     uint64_t steps = w->last.env_steps;
     uint64_t own = steps;
     if (c->resume) // the first report comes just after the checkpoint's steps were loaded
         own = steps - (w->first_steps < steps ? w->first_steps : steps);
-    printf("%s: %llu steps in %.1f s (%.0f steps/s)\n", word, (unsigned long long)steps, secs,
-           secs > 0 ? (double)own / secs : 0.0);
+    snprintf(w->last_line, w->last_size, "%s: %llu steps in %.1f s (%.0f steps/s)", word,
+             (unsigned long long)steps, secs, secs > 0 ? (double)own / secs : 0.0);
 }
 
 /* Deterministic runs: waits (up to 5 s) for the weights of the report's
@@ -177,9 +179,12 @@ static void s_child_stopped(int which, int status)
             status);
 }
 
-int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start)
+int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start, char *last,
+                size_t last_size)
 {
-    s_watch_t w = {.have = 0, .body = malloc(S_MAX_WEIGHT)};
+    s_watch_t w = {
+        .have = 0, .body = malloc(S_MAX_WEIGHT), .last_line = last, .last_size = last_size};
+    last[0] = 0;
     int64_t next_line = start + 1000000000LL;
     int rc = w.body ? -1 : 1;
     while (rc < 0 && !vl_interrupted) {

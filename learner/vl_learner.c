@@ -16,6 +16,7 @@
 #include "../messages/vl_status.h"
 #include "vl_buffer.h"
 #include "vl_inlet.h"
+#include "vl_keeper.h"
 #include "vl_metrics.h"
 #include "vl_replay.h"
 #include "vl_resume.h"
@@ -43,7 +44,7 @@ struct vl_learner_s {
     int trained_n;
     double train_ms_sum; // ingest -> published, since the last report
     uint64_t train_n;
-    char checkpoint[4096]; // path, empty when off
+    vl_keeper_t *keeper;   // checkpoints, NULL when off
     vl_metrics_t *metrics; // NULL when off
     uint64_t row_steps;    // env steps at the previous metrics row
     double row_uptime;     // uptime then
@@ -114,6 +115,7 @@ vl_learner_config_t vl_learner_config_default(void)
                              .c_bar = 1.0f,
                              .seed = 1,
                              .checkpoint_every = 10,
+                             .keep = 1,
                              .report_ms = 250}; // 4 a second: up sees "solved" promptly
     vl_learner_config_set_env(&c, vl_env_find("cartpole"));
     return c;
@@ -266,52 +268,46 @@ static void s_publish_stats(vl_learner_t *self)
     s_write_metrics(self, &st);
 }
 
-/* Sets the checkpoint path (making the directory) and, with --resume,
-   loads it, setting *st (left as it is when nothing was loaded). Returns 0,
-   or -1 after logging why (a corrupt checkpoint is refused, never half
+/* Opens the checkpoint directory (vl_keeper) and, with --resume, loads the
+   newest checkpoint into the trainer, setting *st. Returns 0, or -1 after
+   logging why (a corrupt or mismatched checkpoint is refused, never half
    loaded). */
 static int s_checkpoint_setup(vl_learner_t *self, vl_resume_state_t *st)
 {
     const vl_learner_config_t *c = &self->c;
+    char why[1024];
     if (!c->checkpoint_dir)
         return 0;
-    if (mkdir(c->checkpoint_dir, 0755) != 0 && errno != EEXIST) {
-        vl_error("cannot make checkpoint directory %s: %s", c->checkpoint_dir, strerror(errno));
+    if (!(self->keeper = vl_keeper_new(c, why, sizeof why))) {
+        vl_error("%s", why);
         return -1;
     }
-    snprintf(self->checkpoint, sizeof self->checkpoint, "%s/%s.ckpt", c->checkpoint_dir, c->policy);
     if (!c->resume)
         return 0;
-    char why[256];
-    int rc = vl_resume_load(self->checkpoint, c->policy, self->trainer, st, why, sizeof why);
-    if (rc > 0)
-        vl_info("no checkpoint at %s yet: starting fresh", self->checkpoint);
-    if (rc < 0)
-        vl_error("refusing checkpoint %s: %s", self->checkpoint, why);
-    if (rc != 0)
-        return rc < 0 ? -1 : 0;
+    if (vl_keeper_load(self->keeper, self->trainer, st, why, sizeof why) != 0) {
+        vl_error("refusing checkpoint %s: %s", vl_keeper_path(self->keeper), why);
+        return -1;
+    }
     self->version = st->version;
     self->trained = st->trained;
     *vl_trainer_rng(self->trainer) = st->rng;
-    vl_info("resumed from %s at version %llu, %llu env steps", self->checkpoint,
+    vl_info("resumed from %s at version %llu, %llu env steps", vl_keeper_path(self->keeper),
             (unsigned long long)st->version, (unsigned long long)st->env_steps);
     return 0;
 }
 
-/* Writes a checkpoint now, if they are on. */
-static void s_checkpoint_save(vl_learner_t *self)
+/* Writes a checkpoint now, if they are on. Returns 0, or -1 when it could
+   not be written (logged). */
+static int s_checkpoint_save(vl_learner_t *self)
 {
-    if (!self->checkpoint[0])
-        return;
+    if (!self->keeper)
+        return 0;
     vl_inlet_counts_t in;
     vl_inlet_counts(self->inlet, &in);
     vl_resume_state_t st = {self->version, self->trained, in.env_steps, in.episodes,
                             *vl_trainer_rng(self->trainer)};
-    int64_t t0 = vl_now_ns();
-    if (vl_resume_save(self->checkpoint, self->c.policy, self->trainer, &st) == 0)
-        vl_info("checkpoint saved: version=%llu env_steps=%llu to %s in %.1f ms",
-                (unsigned long long)st.version, (unsigned long long)st.env_steps, self->checkpoint,
-                (double)(vl_now_ns() - t0) / 1e6);
+    vl_returns_summary_t ret = vl_inlet_returns(self->inlet);
+    return vl_keeper_save(self->keeper, self->trainer, &st, &ret);
 }
 
 vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
@@ -424,8 +420,9 @@ int vl_learner_run(vl_learner_t *self)
             next_checkpoint = vl_now_ns() + every;
         }
     }
-    s_checkpoint_save(self);
-    return vl_inlet_failed(self->inlet) && !vl_interrupted ? -1 : 0;
+    // The last checkpoint is the run's result: a run whose checkpoint was lost has failed.
+    int saved = s_checkpoint_save(self) == 0;
+    return (vl_inlet_failed(self->inlet) && !vl_interrupted) || !saved ? -1 : 0;
 }
 
 void vl_learner_destroy(vl_learner_t **self_p)
@@ -435,6 +432,7 @@ void vl_learner_destroy(vl_learner_t **self_p)
         return;
     vl_inlet_destroy(&self->inlet);
     vl_metrics_destroy(&self->metrics);
+    vl_keeper_destroy(&self->keeper);
     vl_curve_watch_destroy(&self->pub_watch);
     if (self->pub)
         zmq_close(self->pub);

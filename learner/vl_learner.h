@@ -44,7 +44,9 @@ typedef struct {
     uint32_t checkpoint_every;  // seconds between checkpoints
     uint32_t report_ms;         // progress reports this often (0: after every update, before
                                 // its weights: lockstep runs report every step count)
-    int resume;                 // continue from the checkpoint if there is one
+    int resume;                 // continue from the checkpoint (there must be one)
+    int force;                  // start over where a checkpoint is (kept aside as .bak)
+    uint32_t keep;              // numbered checkpoints kept (1: only the newest)
     const char *metrics_dir;    // NULL: none; else DIR/metrics.jsonl and TensorBoard events
     uint64_t lr_anneal_steps;   // 0: constant lr; N: lr falls linearly to 0 at N env steps
 } vl_learner_config_t;

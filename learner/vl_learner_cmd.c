@@ -6,6 +6,7 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
+#include "vl_keeper.h"
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
 
@@ -32,6 +33,8 @@ const vl_num_opt_t vl_learner_opts[] = {
           "seconds between checkpoints"),
     S_OPT("report-ms", VL_OPT_U32, report_ms, 0, 60000,
           "progress reports this often (0: after every update)"),
+    S_OPT("keep", VL_OPT_U32, keep, 1, 1024,
+          "checkpoints kept: the newest N as <policy>-v<version>.ckpt (1: only <policy>.ckpt)"),
     S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate"),
     S_OPT("lr-anneal-steps", VL_OPT_U64, lr_anneal_steps, 0, 1L << 50,
           "lr falls linearly to 0 at this many env steps (0: constant)"),
@@ -72,7 +75,10 @@ static void s_usage(FILE *out)
             "  --checkpoint DIR   write DIR/<policy>.ckpt every --checkpoint-every seconds and\n"
             "                     at exit (atomically, checksummed)\n"
             "  --resume           continue from DIR/<policy>.ckpt: weights, optimizer, version\n"
-            "                     numbers, counters (a corrupt checkpoint is refused)\n"
+            "                     numbers, counters (a corrupt checkpoint, or one trained on\n"
+            "                     another env or network size, is refused)\n"
+            "  --force            start over where DIR holds a checkpoint (the old one is kept\n"
+            "                     as .bak); without --resume or --force that is refused\n"
             "  --metrics DIR      write progress to DIR/metrics.jsonl (a JSON object a line,\n"
             "                     appended) and a TensorBoard event file in DIR, with every\n"
             "                     report (--report-ms)\n");
@@ -104,6 +110,7 @@ int vl_learner_main(int argc, char **argv)
     c.policy = role.policy;
     c.checkpoint_dir = role.checkpoint;
     c.resume = role.resume;
+    c.force = role.force;
     c.metrics_dir = role.metrics;
     vl_log_init("learner", (vl_log_level_t)role.log_level);
     vl_proc_catch_signals();
@@ -114,7 +121,18 @@ int vl_learner_main(int argc, char **argv)
     // learner (and its checkpoint) is checked first, then the spec declared.
     if (!env)
         c.env = NULL;
+    char why[1024];
+    if (c.checkpoint_dir && vl_keeper_check(&c, env != NULL, why, sizeof why) != 0) {
+        fprintf(stderr, "volley learner: %s\n", why);
+        vl_sock_client_curve_end(&curve);
+        return 2;
+    }
     int settled = env ? 0 : vl_learner_spec_settle(&c);
+    if (settled == 0 && !env && c.checkpoint_dir && vl_keeper_check(&c, 1, why, sizeof why)) {
+        fprintf(stderr, "volley learner: %s\n", why); // the broker's spec against the checkpoint's
+        vl_sock_client_curve_end(&curve);
+        return 2;
+    }
     vl_learner_t *learner = settled == 0 ? vl_learner_new(&c) : NULL;
     if (learner && env)
         settled = vl_learner_spec_settle(&c);

@@ -28,7 +28,7 @@ static int s_weights(const char *policy_id, vl_trainer_t *trainer, uint64_t vers
 }
 
 int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
-                   const vl_resume_state_t *st)
+                   const vl_resume_state_t *st, const char *config)
 {
     uint8_t *weights = NULL;
     size_t weights_size = 0;
@@ -43,8 +43,9 @@ int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *traine
                                      st->rng.s[0], st->rng.s[1], st->rng.s[2],  st->rng.s[3]};
     vl_section_t sections[] = {{"weights", weights, weights_size},
                                {"optimizer", opt, opt_size},
-                               {"state", words, sizeof words}};
-    rc = vl_checkpoint_write(path, sections, 3);
+                               {"state", words, sizeof words},
+                               {"config", config, config ? strlen(config) : 0}};
+    rc = vl_checkpoint_write(path, sections, config ? 4 : 3);
 done:
     free(weights);
     free(opt);
@@ -98,6 +99,25 @@ int vl_resume_load(const char *path, const char *policy_id, vl_trainer_t *traine
         *st = (vl_resume_state_t){
             words[0], words[1], words[2], words[3], {{words[4], words[5], words[6], words[7]}}};
         rc = 0;
+    }
+    vl_checkpoint_destroy(&ck);
+    return rc;
+}
+
+int vl_resume_config(const char *path, char *out, size_t size, char *why, size_t why_size)
+{
+    vl_checkpoint_t *ck = vl_checkpoint_read(path, why, why_size);
+    if (!ck)
+        return -1;
+    size_t n = 0;
+    const char *text = vl_checkpoint_get(ck, "config", &n);
+    int rc = text ? 0 : 1;
+    if (text && n >= size) {
+        snprintf(why, why_size, "its config section is too long (%zu bytes)", n);
+        rc = -1;
+    } else if (text) {
+        memcpy(out, text, n);
+        out[n] = 0;
     }
     vl_checkpoint_destroy(&ck);
     return rc;

@@ -21,10 +21,16 @@ typedef struct {
     vl_rng_t rng; // the trainer's minibatch RNG
 } vl_resume_state_t;
 
-/* Writes the trainer's policy and optimizer and st to path for policy_id.
-   Returns 0, or -1 after logging why. */
+/* Writes the trainer's policy and optimizer, st and (if not NULL) the
+   configuration text it was trained with to path for policy_id. Returns 0,
+   or -1 after logging why. */
 int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
-                   const vl_resume_state_t *st);
+                   const vl_resume_state_t *st, const char *config);
+
+/* Copies the `config` section of the checkpoint at path into out (NUL
+   ended). Returns 0; 1 when it has none (written before volley kept one);
+   -1 with why (unreadable, corrupt, too long). */
+int vl_resume_config(const char *path, char *out, size_t size, char *why, size_t why_size);
 
 /* Loads path into the trainer and st after checking everything: the file,
    the policy id, the weights' shapes and values, the optimizer's size.
