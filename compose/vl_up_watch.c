@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #include "../common/vl_log.h"
@@ -36,11 +37,15 @@ static void s_progress(s_watch_t *w)
     const vl_stats_t *s = &w->last;
     double dt = s->uptime_s - w->prev_uptime;
     double sps = dt > 0 ? (double)(s->env_steps - w->prev_steps) / dt : 0;
-    printf("steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%u/%u/%u version=%llu "
+    char stamp[16];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(stamp, sizeof stamp, "%H:%M:%S", localtime_r(&now, &tm));
+    printf("%s steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%u/%u/%u version=%llu "
            "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%llu\n",
-           (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes, s->mean_return,
-           s->lag_min, s->lag_median, s->lag_max, (unsigned long long)s->version, s->policy_loss,
-           s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
+           stamp, (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes,
+           s->mean_return, s->lag_min, s->lag_median, s->lag_max, (unsigned long long)s->version,
+           s->policy_loss, s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
     fflush(stdout);
     w->prev_steps = s->env_steps;
     w->prev_uptime = s->uptime_s;

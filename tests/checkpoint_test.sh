@@ -53,7 +53,7 @@ pass "a resume whose checkpoint was trained on another network or env is refused
 V up --runs "$R" --name gone2 --until steps --max-steps 3e5 > gone2.log 2>&1 &
 UP2=$!
 PIDS+=($UP2)
-wait_for gone2.log 30 "^steps=" || fail "no progress in the second run"
+wait_for gone2.log 30 "^[0-9:]{8} steps=" || fail "no progress in the second run"
 rm -rf "$R/gone2/checkpoints"
 wait "$UP2"
 rc2=$?

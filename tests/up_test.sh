@@ -12,7 +12,7 @@ cat "$TMP/up.log" | tail -5
 last=$(tail -n 1 "$TMP/up.log")
 echo "$last" | grep -qE '^solved: [0-9]+ steps in [0-9]+\.[0-9] s \([0-9]+ steps/s\)$' ||
     fail "last line is not the solved line: '$last'"
-grep -qE '^steps=[0-9]+ sps=[0-9]+ episodes=[0-9]+ return=' "$TMP/up.log" || fail "no progress lines"
+grep -qE '^[0-2][0-9]:[0-5][0-9]:[0-6][0-9] steps=[0-9]+ sps=[0-9]+ episodes=[0-9]+ return=' "$TMP/up.log" || fail "no progress lines (HH:MM:SS steps=...)"
 pass "volley up solves CartPole: $last"
 
 port=$(sed -n 's/.*broker on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/up.log")
@@ -41,7 +41,7 @@ pass "off-policy ring replay (V-trace, priorities) solves CartPole: $last"
 setsid "$VOLLEY" up --port 0 --lr 0 > "$TMP/int.log" 2>&1 &
 UP=$!
 PIDS+=($UP)
-wait_for "$TMP/int.log" 30 "^steps=" || fail "no progress line before Ctrl-C"
+wait_for "$TMP/int.log" 30 "^[0-9:]{8} steps=" || fail "no progress line before Ctrl-C"
 port=$(sed -n 's/.*broker on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/int.log")
 kill -INT -- -"$UP"
 wait "$UP"
