@@ -20,7 +20,8 @@
 # Outside a container (tests/compose_test.sh runs these same commands as plain
 # processes) the paths come from VOLLEY_BIN (default: this repository's
 # build/volley), VOLLEY_KEYS (default /keys) and VOLLEY_DATA (default /data).
-# VOLLEY_DRY_RUN=1 prints each command line instead of running it.
+# VOLLEY_DRY_RUN=1 prints each command line instead of running it. A learner's --resume is
+# dropped while its checkpoint does not exist yet (the first start).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -71,6 +72,23 @@ run() {
         "$@"
     fi
 }
+
+# A learner service resumes after a restart and starts fresh the first time: `volley learner
+# --resume` with no checkpoint is an error (a mistyped directory must not start over), so the
+# entrypoint drops --resume while DIR/<policy>.ckpt does not exist yet, and says so.
+if [ "$role" = learner ]; then
+    args=("$@") ck="" policy=default
+    for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+        [ "${args[i]}" = --checkpoint ] && ck=${args[i + 1]}
+        [ "${args[i]}" = --policy ] && policy=${args[i + 1]}
+    done
+    if [ -n "$ck" ] && [ ! -e "$ck/$policy.ckpt" ]; then
+        kept=()
+        for a in "$@"; do [ "$a" = --resume ] || kept+=("$a"); done
+        [ ${#kept[@]} -eq $# ] || say "learner: no checkpoint at $ck/$policy.ckpt yet: starting fresh"
+        set -- "${kept[@]}"
+    fi
+fi
 
 if [ "$role" != actors ]; then
     [ -n "${VOLLEY_DRY_RUN:-}" ] && { run "$BIN" "$role" "${extra[@]}" "$@"; exit 0; }
