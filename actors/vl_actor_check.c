@@ -3,21 +3,11 @@
 
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 
-#define S_LOGP_SLACK 1e-4f // log-softmax in float can round a sure action's log-prob above 0
+#include "../common/vl_log.h"
 
-/* Writes the reason into why; returns -1. */
-__attribute__((format(printf, 3, 4))) static int s_refuse(char *why, size_t size, const char *fmt,
-                                                          ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
+#define S_LOGP_SLACK 1e-4f // log-softmax in float can round a sure action's log-prob above 0
 
 /* Returns the values of one field. */
 static uint32_t s_count(const vl_obs_field_t *f)
@@ -57,8 +47,8 @@ int vl_actor_check_obs(const vl_env_ops_t *ops, const char *what, const float *o
             uint32_t count = s_count(&ops->obs_spec.fields[fi]);
             for (uint32_t j = 0; j < count; j++, k++)
                 if (s_bad(ops, fi, row[k], rule, sizeof rule))
-                    return s_refuse(why, why_size, "%s[%u][%u] = %g: field %u must be %s", what, i,
-                                    k, row[k], fi, rule);
+                    return vl_why(why, why_size, "%s[%u][%u] = %g: field %u must be %s", what, i, k,
+                                  row[k], fi, rule);
         }
     }
     return 0;
@@ -69,11 +59,11 @@ int vl_actor_check_outcomes(uint32_t n, const float *rewards, const uint8_t *ter
 {
     for (uint32_t i = 0; i < n; i++) {
         if (!(rewards[i] >= -FLT_MAX && rewards[i] <= FLT_MAX))
-            return s_refuse(why, why_size, "rewards[%u] = %g, must be finite", i, rewards[i]);
+            return vl_why(why, why_size, "rewards[%u] = %g, must be finite", i, rewards[i]);
         if (terminated[i] > 1)
-            return s_refuse(why, why_size, "terminated[%u] = %u, must be 0 or 1", i, terminated[i]);
+            return vl_why(why, why_size, "terminated[%u] = %u, must be 0 or 1", i, terminated[i]);
         if (truncated[i] > 1)
-            return s_refuse(why, why_size, "truncated[%u] = %u, must be 0 or 1", i, truncated[i]);
+            return vl_why(why, why_size, "truncated[%u] = %u, must be 0 or 1", i, truncated[i]);
     }
     return 0;
 }
@@ -83,11 +73,11 @@ int vl_actor_check_actions(uint32_t n, uint32_t num_actions, const int32_t *acti
 {
     for (uint32_t i = 0; i < n; i++) {
         if (actions[i] < 0 || (uint32_t)actions[i] >= num_actions)
-            return s_refuse(why, why_size, "actions[%u] = %d, must be 0..%u", i, actions[i],
-                            num_actions - 1);
+            return vl_why(why, why_size, "actions[%u] = %d, must be 0..%u", i, actions[i],
+                          num_actions - 1);
         if (!(logps[i] >= -FLT_MAX && logps[i] <= S_LOGP_SLACK))
-            return s_refuse(why, why_size, "logps[%u] = %g, must be a finite log-probability <= 0",
-                            i, logps[i]);
+            return vl_why(why, why_size, "logps[%u] = %g, must be a finite log-probability <= 0", i,
+                          logps[i]);
     }
     return 0;
 }

@@ -8,7 +8,6 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,17 +24,6 @@ _Static_assert((int)VL_ENV_F32 == (int)VL_OBS_F32 && (int)VL_ENV_U8 == (int)VL_O
 
 /* ---- checking a table --------------------------------------------------- */
 
-/* Writes the reason for a refusal into why; returns -1. */
-__attribute__((format(printf, 3, 4))) static int s_refuse(char *why, size_t size, const char *fmt,
-                                                          ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* Returns 1 if s is 1 .. max - 1 characters, each printable, spaces only
    when spaces_ok. */
 static int s_text_ok(const char *s, size_t max, int spaces_ok)
@@ -51,12 +39,12 @@ static int s_text_ok(const char *s, size_t max, int spaces_ok)
 static int s_check_text(const vl_env_t *t, char *why, size_t size)
 {
     if (!t->name)
-        return s_refuse(why, size, "no name");
+        return vl_why(why, size, "no name");
     if (!s_text_ok(t->name, S_NAME_MAX, 0))
-        return s_refuse(why, size, "name must be 1..%d printable characters, no spaces",
-                        S_NAME_MAX - 1);
+        return vl_why(why, size, "name must be 1..%d printable characters, no spaces",
+                      S_NAME_MAX - 1);
     if (t->summary && t->summary[0] && !s_text_ok(t->summary, 256, 1))
-        return s_refuse(why, size, "summary must be one line of printable text");
+        return vl_why(why, size, "summary must be one line of printable text");
     return 0;
 }
 
@@ -64,17 +52,17 @@ static int s_check_text(const vl_env_t *t, char *why, size_t size)
 static int s_check_field(const vl_env_field_t *f, uint32_t i, char *why, size_t size)
 {
     if (f->encoding > VL_ENV_U1)
-        return s_refuse(why, size, "field %u has unknown encoding %u", i, f->encoding);
+        return vl_why(why, size, "field %u has unknown encoding %u", i, f->encoding);
     if (f->ndim < 1 || f->ndim > VL_ENV_NDIM_MAX)
-        return s_refuse(why, size, "field %u has ndim %u, must be 1..%d", i, f->ndim,
-                        VL_ENV_NDIM_MAX);
+        return vl_why(why, size, "field %u has ndim %u, must be 1..%d", i, f->ndim,
+                      VL_ENV_NDIM_MAX);
     for (uint32_t d = 0; d < f->ndim; d++)
         if (f->shape[d] == 0)
-            return s_refuse(why, size, "field %u has size 0 in dimension %u", i, d);
+            return vl_why(why, size, "field %u has size 0 in dimension %u", i, d);
     if (f->encoding == VL_ENV_F32 && (!isfinite(f->low) || !isfinite(f->high)))
-        return s_refuse(why, size, "field %u has a non-finite range [%g, %g]", i, f->low, f->high);
+        return vl_why(why, size, "field %u has a non-finite range [%g, %g]", i, f->low, f->high);
     if (f->encoding == VL_ENV_F32 && f->low > f->high)
-        return s_refuse(why, size, "field %u has low %g > high %g", i, f->low, f->high);
+        return vl_why(why, size, "field %u has low %g > high %g", i, f->low, f->high);
     return 0;
 }
 
@@ -82,7 +70,7 @@ static int s_check_field(const vl_env_field_t *f, uint32_t i, char *why, size_t 
 static int s_check_fields(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_t size)
 {
     if (t->n_fields == 0 || t->n_fields > VL_ENV_FIELDS_MAX)
-        return s_refuse(why, size, "n_fields %u, must be 1..%d", t->n_fields, VL_ENV_FIELDS_MAX);
+        return vl_why(why, size, "n_fields %u, must be 1..%d", t->n_fields, VL_ENV_FIELDS_MAX);
     ops->obs_spec.n_fields = t->n_fields;
     for (uint32_t i = 0; i < t->n_fields; i++) {
         const vl_env_field_t *f = &t->fields[i];
@@ -98,7 +86,7 @@ static int s_check_fields(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_
     vl_limits_t lim = vl_limits_default();
     uint32_t wire_bytes;
     if (vl_obs_spec_check(&ops->obs_spec, &lim, &ops->obs_dim, &wire_bytes) != VL_OK)
-        return s_refuse(why, size, "observation over the limit of %u values", lim.max_obs_dim);
+        return vl_why(why, size, "observation over the limit of %u values", lim.max_obs_dim);
     return 0;
 }
 
@@ -125,13 +113,13 @@ static int s_check_form(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_t 
         has_vec |= vec[i];
     }
     if (has_per && has_vec)
-        return s_refuse(why, size, "fills both forms (per env and vectorized); leave one NULL");
+        return vl_why(why, size, "fills both forms (per env and vectorized); leave one NULL");
     if (!has_per && !has_vec)
-        return s_refuse(why, size, "fills neither form (create..step or vec_create..vec_step)");
+        return vl_why(why, size, "fills neither form (create..step or vec_create..vec_step)");
     const char *missing = has_per ? s_missing(per, per_names) : s_missing(vec, vec_names);
     if (missing)
-        return s_refuse(why, size, "%s form has no %s function", has_per ? "per-env" : "vectorized",
-                        missing);
+        return vl_why(why, size, "%s form has no %s function", has_per ? "per-env" : "vectorized",
+                      missing);
     ops->vectorized = has_vec;
     return 0;
 }
@@ -151,17 +139,17 @@ int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_
     vl_env_ops_t o = {.table = table};
     vl_limits_t lim = vl_limits_default();
     if (!table)
-        return s_refuse(why, why_size, "no table");
+        return vl_why(why, why_size, "no table");
     if (table->abi_version != VL_ENV_ABI_VERSION)
-        return s_refuse(why, why_size, "built for env ABI version %u, this volley has %d",
-                        table->abi_version, VL_ENV_ABI_VERSION);
+        return vl_why(why, why_size, "built for env ABI version %u, this volley has %d",
+                      table->abi_version, VL_ENV_ABI_VERSION);
     if (s_check_text(table, why, why_size) != 0 || s_check_fields(table, &o, why, why_size) != 0)
         return -1;
     if (table->num_actions < 2 || table->num_actions > lim.max_actions)
-        return s_refuse(why, why_size, "num_actions %u, must be 2..%u", table->num_actions,
-                        lim.max_actions);
+        return vl_why(why, why_size, "num_actions %u, must be 2..%u", table->num_actions,
+                      lim.max_actions);
     if (table->has_solved_return && !isfinite(table->solved_return))
-        return s_refuse(why, why_size, "solved_return is not finite");
+        return vl_why(why, why_size, "solved_return is not finite");
     o.name = table->name;
     o.summary = table->summary && table->summary[0] ? table->summary : "(no summary)";
     o.num_actions = table->num_actions;

@@ -60,3 +60,14 @@ double vl_span_ms(int64_t from_ns, int64_t to_ns)
         return -1.0;
     return (double)d / 1e6;
 }
+
+int vl_why(char *why, size_t why_size, const char *fmt, ...)
+{
+    if (why && why_size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, why_size, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}

@@ -3,6 +3,7 @@
 #ifndef VL_LOG_H
 #define VL_LOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum { VL_LOG_DEBUG, VL_LOG_INFO, VL_LOG_WARN, VL_LOG_ERROR } vl_log_level_t;
@@ -18,6 +19,10 @@ void vl_log(vl_log_level_t level, const char *fmt, ...) __attribute__((format(pr
 #define vl_info(...)  vl_log(VL_LOG_INFO, __VA_ARGS__)
 #define vl_warn(...)  vl_log(VL_LOG_WARN, __VA_ARGS__)
 #define vl_error(...) vl_log(VL_LOG_ERROR, __VA_ARGS__)
+
+/* Writes a formatted reason into why[why_size] (why may be NULL, size 0).
+   Returns -1, so that `return vl_why(why, n, "...", ...);` refuses. */
+int vl_why(char *why, size_t why_size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Returns monotonic time in nanoseconds. */
 int64_t vl_now_ns(void);

@@ -47,7 +47,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdalign.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +57,7 @@
 
 #include "../common/vl_fs.h"
 #include "../common/vl_le.h"
+#include "../common/vl_log.h"
 #include "../common/vl_rng.h"
 #include "vl_checkpoint.h"
 #include "vl_sampler.h"
@@ -98,21 +98,6 @@ struct vl_rbuf_s {
 static const size_t s_dtype_size[] = {
     [VL_RBUF_F32] = 4, [VL_RBUF_U8] = 1, [VL_RBUF_I32] = 4, [VL_RBUF_I64] = 8, [VL_RBUF_F64] = 8};
 
-static int s_why(char *why, size_t why_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Writes a reason into why[why_size] (either may be 0). Returns -1. */
-static int s_why(char *why, size_t why_size, const char *fmt, ...)
-{
-    if (why && why_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, why_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* ---- fields ----------------------------------------------------------------- */
 
 /* Checks one field and sets *bytes. Returns 0, or -1 with why. */
@@ -121,20 +106,20 @@ static int s_check_field(const vl_rbuf_field_t *f, uint32_t i, size_t *bytes, ch
 {
     size_t len = strnlen(f->name, VL_RBUF_NAME_MAX);
     if (len == 0 || len == VL_RBUF_NAME_MAX)
-        return s_why(why, why_size, "field %u: name is not 1..%d characters", i,
-                     VL_RBUF_NAME_MAX - 1);
+        return vl_why(why, why_size, "field %u: name is not 1..%d characters", i,
+                      VL_RBUF_NAME_MAX - 1);
     for (size_t k = 0; k < len; k++)
         if (f->name[k] < 0x20 || f->name[k] > 0x7e)
-            return s_why(why, why_size, "field %u: name has a character that is not printable", i);
+            return vl_why(why, why_size, "field %u: name has a character that is not printable", i);
     if (f->dtype >= sizeof s_dtype_size / sizeof s_dtype_size[0])
-        return s_why(why, why_size, "field '%s': unknown dtype %u", f->name, f->dtype);
+        return vl_why(why, why_size, "field '%s': unknown dtype %u", f->name, f->dtype);
     if (f->ndim > VL_RBUF_NDIM_MAX)
-        return s_why(why, why_size, "field '%s': %u dimensions (at most %d)", f->name, f->ndim,
-                     VL_RBUF_NDIM_MAX);
+        return vl_why(why, why_size, "field '%s': %u dimensions (at most %d)", f->name, f->ndim,
+                      VL_RBUF_NDIM_MAX);
     uint64_t b = s_dtype_size[f->dtype];
     for (uint32_t d = 0; d < f->ndim; d++) {
         if (f->shape[d] == 0 || b * f->shape[d] > (1ull << 40))
-            return s_why(why, why_size, "field '%s': dimension %u is %u", f->name, d, f->shape[d]);
+            return vl_why(why, why_size, "field '%s': dimension %u is %u", f->name, d, f->shape[d]);
         b *= f->shape[d];
     }
     *bytes = (size_t)b;
@@ -147,19 +132,19 @@ static int s_check_fields(uint64_t capacity, const vl_rbuf_field_t *fields, uint
                           size_t *bytes, char *why, size_t why_size)
 {
     if (capacity == 0 || capacity > S_MAX_CAPACITY)
-        return s_why(why, why_size, "capacity %llu is not 1..2^30 (the priority tree's limit)",
-                     (unsigned long long)capacity);
+        return vl_why(why, why_size, "capacity %llu is not 1..2^30 (the priority tree's limit)",
+                      (unsigned long long)capacity);
     if (n == 0 || n > VL_RBUF_FIELDS_MAX || !fields)
-        return s_why(why, why_size, "%u fields (1..%d)", n, VL_RBUF_FIELDS_MAX);
+        return vl_why(why, why_size, "%u fields (1..%d)", n, VL_RBUF_FIELDS_MAX);
     for (uint32_t i = 0; i < n; i++) {
         if (s_check_field(&fields[i], i, &bytes[i], why, why_size) < 0)
             return -1;
         if (bytes[i] > SIZE_MAX / capacity)
-            return s_why(why, why_size, "field '%s': %llu samples of %zu bytes overflow",
-                         fields[i].name, (unsigned long long)capacity, bytes[i]);
+            return vl_why(why, why_size, "field '%s': %llu samples of %zu bytes overflow",
+                          fields[i].name, (unsigned long long)capacity, bytes[i]);
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(fields[i].name, fields[j].name) == 0)
-                return s_why(why, why_size, "two fields named '%s'", fields[i].name);
+                return vl_why(why, why_size, "two fields named '%s'", fields[i].name);
     }
     return 0;
 }
@@ -198,7 +183,7 @@ vl_rbuf_t *vl_rbuf_new(uint64_t capacity, const vl_rbuf_field_t *fields, uint32_
     size_t size = (sizeof(vl_rbuf_t) + S_ALIGN - 1) / S_ALIGN * S_ALIGN;
     vl_rbuf_t *self = aligned_alloc(S_ALIGN, size);
     if (!self) {
-        s_why(why, why_size, "no memory");
+        vl_why(why, why_size, "no memory");
         return NULL;
     }
     memset(self, 0, size);
@@ -220,7 +205,7 @@ vl_rbuf_t *vl_rbuf_new(uint64_t capacity, const vl_rbuf_field_t *fields, uint32_
         ok = (self->fields[i].data = s_alloc(capacity * bytes[i])) != NULL;
     }
     if (!ok) {
-        s_why(why, why_size, "no memory for %llu samples", (unsigned long long)capacity);
+        vl_why(why, why_size, "no memory for %llu samples", (unsigned long long)capacity);
         vl_rbuf_destroy(&self);
     }
     return self;
@@ -571,7 +556,7 @@ static int s_write(vl_rbuf_t *self, const char *tmp, char *why, size_t why_size)
     double max_priority;
     uint8_t *prio = s_encode_priorities(self, size, &max_priority);
     if (!prio)
-        return s_why(why, why_size, "no memory");
+        return vl_why(why, why_size, "no memory");
     s_encode_header(self, cursor, size, max_priority, header);
     sections[0] = (vl_section_t){"rbuf", header, S_HEADER + (size_t)self->n_fields * S_FIELD};
     sections[1] = (vl_section_t){"priorities", prio, 8 * size};
@@ -585,7 +570,7 @@ static int s_write(vl_rbuf_t *self, const char *tmp, char *why, size_t why_size)
     vl_checkpoint_opts_t o = {.threads = s_threads()};
     int rc = vl_checkpoint_write_opts(tmp, sections, 2 + (int)self->n_fields, &o);
     free(prio);
-    return rc < 0 ? s_why(why, why_size, "cannot write %s (the log says why)", tmp) : 0;
+    return rc < 0 ? vl_why(why, why_size, "cannot write %s (the log says why)", tmp) : 0;
 }
 
 int vl_rbuf_save(vl_rbuf_t *self, const char *path, char *why, size_t why_size)
@@ -593,23 +578,23 @@ int vl_rbuf_save(vl_rbuf_t *self, const char *path, char *why, size_t why_size)
     static _Atomic unsigned serial; // two saves in one process never share a temp name
     struct stat st;
     if (lstat(path, &st) == 0)
-        return s_why(why, why_size, "%s exists; refusing to overwrite", path);
+        return vl_why(why, why_size, "%s exists; refusing to overwrite", path);
     if (errno != ENOENT)
-        return s_why(why, why_size, "%s: %s", path, strerror(errno));
+        return vl_why(why, why_size, "%s: %s", path, strerror(errno));
     if (atomic_load(&self->cursor) != atomic_load(&self->added))
-        return s_why(why, why_size, "%s: an add_batch is in progress; save needs writers stopped",
-                     path);
+        return vl_why(why, why_size, "%s: an add_batch is in progress; save needs writers stopped",
+                      path);
     size_t len = strlen(path) + 64;
     char *tmp = malloc(len);
     if (!tmp)
-        return s_why(why, why_size, "no memory");
+        return vl_why(why, why_size, "no memory");
     snprintf(tmp, len, "%s.rbuf.%ld.%u", path, (long)getpid(), atomic_fetch_add(&serial, 1));
     int rc = s_write(self, tmp, why, why_size);
     // link() makes the name appear only if it is free: never over a file
     // that appeared since the check above, and never a half-written one.
     if (rc == 0 && link(tmp, path) < 0)
-        rc = errno == EEXIST ? s_why(why, why_size, "%s exists; refusing to overwrite", path)
-                             : s_why(why, why_size, "%s: cannot link: %s", path, strerror(errno));
+        rc = errno == EEXIST ? vl_why(why, why_size, "%s exists; refusing to overwrite", path)
+                             : vl_why(why, why_size, "%s: cannot link: %s", path, strerror(errno));
     unlink(tmp);
     free(tmp);
     if (rc == 0)
@@ -631,14 +616,14 @@ typedef struct {
 static int s_decode_header(const uint8_t *b, size_t n, s_header_t *h, char *why, size_t why_size)
 {
     if (n < S_HEADER || memcmp(b, S_MAGIC, 8) != 0)
-        return s_why(why, why_size, "corrupt: not a replay buffer header");
+        return vl_why(why, why_size, "corrupt: not a replay buffer header");
     if (vl_le_get32(b + 8) != S_VERSION)
-        return s_why(why, why_size, "unsupported replay buffer version %u (this build reads %d)",
-                     vl_le_get32(b + 8), S_VERSION);
+        return vl_why(why, why_size, "unsupported replay buffer version %u (this build reads %d)",
+                      vl_le_get32(b + 8), S_VERSION);
     h->n_fields = vl_le_get32(b + 12);
     if (h->n_fields == 0 || h->n_fields > VL_RBUF_FIELDS_MAX ||
         n != S_HEADER + (size_t)h->n_fields * S_FIELD)
-        return s_why(why, why_size, "corrupt header: %u fields in %zu bytes", h->n_fields, n);
+        return vl_why(why, why_size, "corrupt header: %u fields in %zu bytes", h->n_fields, n);
     h->capacity = vl_le_get64(b + 16);
     h->cursor = vl_le_get64(b + 24);
     h->size = vl_le_get64(b + 32);
@@ -654,17 +639,17 @@ static int s_decode_header(const uint8_t *b, size_t n, s_header_t *h, char *why,
     }
     char reason[160];
     if (s_check_fields(h->capacity, h->fields, h->n_fields, h->bytes, reason, sizeof reason) < 0)
-        return s_why(why, why_size, "corrupt header: %s", reason);
+        return vl_why(why, why_size, "corrupt header: %s", reason);
     for (uint32_t i = 0; i < h->n_fields; i++)
         if (vl_le_get64(b + S_HEADER + (size_t)i * S_FIELD + 56) != h->bytes[i])
-            return s_why(why, why_size, "corrupt header: field '%s' has the wrong size",
-                         h->fields[i].name);
+            return vl_why(why, why_size, "corrupt header: field '%s' has the wrong size",
+                          h->fields[i].name);
     if (h->cursor > S_MAX_SEQ || h->size != (h->cursor < h->capacity ? h->cursor : h->capacity))
-        return s_why(why, why_size, "corrupt header: size %llu, cursor %llu, capacity %llu",
-                     (unsigned long long)h->size, (unsigned long long)h->cursor,
-                     (unsigned long long)h->capacity);
+        return vl_why(why, why_size, "corrupt header: size %llu, cursor %llu, capacity %llu",
+                      (unsigned long long)h->size, (unsigned long long)h->cursor,
+                      (unsigned long long)h->capacity);
     if (!(h->max_priority > 0.0) || isinf(h->max_priority))
-        return s_why(why, why_size, "corrupt header: max priority %g", h->max_priority);
+        return vl_why(why, why_size, "corrupt header: max priority %g", h->max_priority);
     return 0;
 }
 
@@ -676,10 +661,10 @@ static const uint8_t *s_section(const vl_checkpoint_t *ck, const char *name, uin
     size_t n;
     const uint8_t *p = vl_checkpoint_get(ck, name, &n);
     if (!p)
-        s_why(why, why_size, "corrupt: no section '%s'", name);
+        vl_why(why, why_size, "corrupt: no section '%s'", name);
     else if (n != want)
-        s_why(why, why_size, "corrupt: section '%s' has %zu bytes, not %llu", name, n,
-              (unsigned long long)want);
+        vl_why(why, why_size, "corrupt: section '%s' has %zu bytes, not %llu", name, n,
+               (unsigned long long)want);
     return p && n == want ? p : NULL;
 }
 
@@ -748,8 +733,8 @@ static int s_restore(vl_rbuf_t *self, vl_checkpoint_t *ck, const s_header_t *h, 
     for (uint64_t r = 0; r < h->size; r++) {
         double p = s_double(vl_le_get64(prio + 8 * r));
         if (!(p >= 0.0) || isinf(p))
-            return s_why(why, why_size, "corrupt: row %llu's priority is %g", (unsigned long long)r,
-                         p);
+            return vl_why(why, why_size, "corrupt: row %llu's priority is %g",
+                          (unsigned long long)r, p);
         vl_sampler_set(self->sampler, (uint32_t)r, p);
     }
     for (uint32_t i = 0; i < h->n_fields; i++) {
@@ -777,7 +762,7 @@ vl_rbuf_t *vl_rbuf_load(const char *path, uint64_t seed, char *why, size_t why_s
     vl_checkpoint_opts_t o = {.threads = s_threads()};
     vl_checkpoint_t *ck = vl_checkpoint_read_opts(path, &o, reason, sizeof reason);
     if (!ck) {
-        s_why(why, why_size, "%s: %s", path, reason);
+        vl_why(why, why_size, "%s: %s", path, reason);
         return NULL;
     }
     s_header_t h;
@@ -786,16 +771,16 @@ vl_rbuf_t *vl_rbuf_load(const char *path, uint64_t seed, char *why, size_t why_s
     int ok = 0;
     const uint8_t *header = vl_checkpoint_get(ck, "rbuf", &n);
     if (!header)
-        s_why(why, why_size, "%s: corrupt: not a replay buffer (no 'rbuf' section)", path);
+        vl_why(why, why_size, "%s: corrupt: not a replay buffer (no 'rbuf' section)", path);
     else if (s_decode_header(header, n, &h, reason, sizeof reason) < 0)
-        s_why(why, why_size, "%s: %s", path, reason);
+        vl_why(why, why_size, "%s: %s", path, reason);
     else if (!(self = vl_rbuf_new(h.capacity, h.fields, h.n_fields, seed, reason, sizeof reason)))
-        s_why(why, why_size, "%s: %s", path, reason);
+        vl_why(why, why_size, "%s: %s", path, reason);
     else if (s_restore(self, ck, &h, reason, sizeof reason) < 0)
-        s_why(why, why_size, "%s: %s", path, reason);
+        vl_why(why, why_size, "%s: %s", path, reason);
     else if (vl_checkpoint_count(ck) != 2 + (int)h.n_fields) // all there, and more
-        s_why(why, why_size, "%s: corrupt: %d sections for %u fields", path,
-              vl_checkpoint_count(ck), h.n_fields);
+        vl_why(why, why_size, "%s: corrupt: %d sections for %u fields", path,
+               vl_checkpoint_count(ck), h.n_fields);
     else
         ok = 1;
     if (!ok)
