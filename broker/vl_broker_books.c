@@ -1,0 +1,250 @@
+/*  vl_broker_books: what the broker counts (received = routed + dropped by
+    kind and reason + queued), its status message and its log lines. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#include "../common/vl_log.h"
+#include "../common/vl_proc.h"
+#include "../messages/vl_codec.h"
+#include "../messages/vl_status.h"
+#include "vl_broker_engine.h"
+
+static const char *s_kind_names[VLB_KINDS] = {"segments",     "hellos",   "credits",
+                                              "publications", "commands", "specs"};
+
+const char *vl_books_reason_str(int reason)
+{
+    if (reason == VLB_DROP_NO_LEARNER)
+        return "no learner serves its policy";
+    if (reason == VLB_DROP_QUEUE_FULL)
+        return "learner queue full";
+    if (reason == VLB_DROP_QUEUE_BYTES)
+        return "learner queue over its byte bound";
+    if (reason == VLB_DROP_GONE)
+        return "learner gone";
+    if (reason == VLB_DROP_STALE)
+        return "too stale";
+    if (reason == VLB_DROP_VERB)
+        return "unknown verb";
+    return vl_reason_str((vl_reason_t)reason);
+}
+
+/* Counts a dropped message; the first drop of each kind and reason is
+   logged. */
+void vl_books_drop(vl_broker_t *self, int kind, int reason, const char *policy)
+{
+    if (self->dropped[kind][reason]++ == 0)
+        vl_warn("dropping %s: %s%s%s%s; logged once, counted after", s_kind_names[kind],
+                vl_books_reason_str(reason), policy ? " (policy '" : "", policy ? policy : "",
+                policy ? "')" : "");
+}
+
+/* Counts n drops under a reason text; the first of each text is logged. A
+   text beyond the table's room is counted as VL_EMISMATCH. */
+void vl_books_drop_text(vl_broker_t *self, int kind, const char *text, uint64_t n)
+{
+    for (int i = 0; i < self->n_text_drops; i++) {
+        vlb_text_drop_t *d = &self->text_drops[i];
+        if (d->kind == kind && strcmp(d->text, text) == 0) {
+            d->count += n;
+            return;
+        }
+    }
+    if (self->n_text_drops == VLB_TEXT_DROPS) {
+        vl_books_drop(self, kind, VL_EMISMATCH, NULL);
+        self->dropped[kind][VL_EMISMATCH] += n - 1;
+        return;
+    }
+    vlb_text_drop_t *d = &self->text_drops[self->n_text_drops++];
+    d->kind = kind;
+    snprintf(d->text, sizeof d->text, "%s", text);
+    d->count = n;
+    vl_warn("dropping %s: %s; logged once, counted after", s_kind_names[kind], text);
+}
+
+/* Returns the number of segments queued for all learners. */
+uint64_t vl_books_queued(const vl_broker_t *self)
+{
+    uint64_t queued = 0;
+    for (int i = 0; i < self->n_learners; i++)
+        queued += self->learners[i].queued;
+    return queued;
+}
+
+/* Returns the number of segments dropped, all reasons. */
+uint64_t vl_books_dropped(const vl_broker_t *self)
+{
+    uint64_t dropped = 0;
+    for (int r = 0; r < VLB_DROP_REASONS; r++)
+        dropped += self->dropped[VLB_SEGMENT][r];
+    for (int i = 0; i < self->n_text_drops; i++)
+        dropped += self->text_drops[i].kind == VLB_SEGMENT ? self->text_drops[i].count : 0;
+    return dropped;
+}
+
+/* Fills one learner's row (stats into *stats, which the row then points to). */
+static void s_learner_row(const vlb_learner_t *l, int64_t now, Volley__LearnerRow *r,
+                          Volley__Stats *stats)
+{
+    volley__learner_row__init(r);
+    r->policy_id = (char *)l->policy;
+    r->credit = vl_learners_credit(l);
+    r->queued = l->queued;
+    r->queued_bytes = l->queued_bytes;
+    r->delivered = l->delivered;
+    r->delivered_per_s = l->delivered_per_s;
+    r->paused = l->paused;
+    r->silent_s = (float)((now - l->seen_ns) / 1e9);
+    if (l->have_stats) {
+        vl_stats_to_msg(&l->stats, stats);
+        r->stats = stats;
+    }
+}
+
+/* Status rows, allocated together and freed together. */
+typedef struct {
+    Volley__ActorRow *actors;
+    Volley__ActorRow **actor_ptrs;
+    Volley__LearnerRow learners[VLB_MAX_LEARNERS];
+    Volley__LearnerRow *learner_ptrs[VLB_MAX_LEARNERS];
+    Volley__Stats stats[VLB_MAX_LEARNERS];
+    Volley__DropRow drops[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS];
+    Volley__DropRow *drop_ptrs[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS];
+    Volley__Spec specs[VLB_MAX_SPECS];
+    Volley__Spec *spec_ptrs[VLB_MAX_SPECS];
+    Volley__ObsField fields[VLB_MAX_SPECS][VL_OBS_FIELDS_MAX];
+    Volley__ObsField *field_ptrs[VLB_MAX_SPECS][VL_OBS_FIELDS_MAX];
+} s_status_rows_t;
+
+/* Fills the drop rows of st from the counters (non-zero ones only). */
+static void s_drop_rows(const vl_broker_t *self, Volley__Status *st, s_status_rows_t *rows)
+{
+    size_t n = 0;
+    for (int k = 0; k < VLB_KINDS; k++)
+        for (int r = 1; r < VLB_DROP_REASONS; r++)
+            if (self->dropped[k][r]) {
+                Volley__DropRow *d = &rows->drops[n];
+                volley__drop_row__init(d);
+                d->kind = (char *)s_kind_names[k];
+                d->reason = (char *)vl_books_reason_str(r);
+                d->count = self->dropped[k][r];
+                rows->drop_ptrs[n++] = d;
+            }
+    for (int i = 0; i < self->n_text_drops; i++) {
+        const vlb_text_drop_t *t = &self->text_drops[i];
+        Volley__DropRow *d = &rows->drops[n];
+        volley__drop_row__init(d);
+        d->kind = (char *)s_kind_names[t->kind];
+        d->reason = (char *)t->text;
+        d->count = t->count;
+        rows->drop_ptrs[n++] = d;
+    }
+    st->n_drops = n;
+    st->drops = rows->drop_ptrs;
+}
+
+/* Fills the spec rows of st: each policy's declared spec. */
+static void s_spec_rows(const vl_broker_t *self, Volley__Status *st, s_status_rows_t *rows)
+{
+    uint32_t n = vl_specs_count(self->specs);
+    for (uint32_t i = 0; i < n && i < VLB_MAX_SPECS; i++) {
+        vl_spec_to_msg(vl_specs_at(self->specs, i), &rows->specs[i], rows->fields[i],
+                       rows->field_ptrs[i]);
+        rows->spec_ptrs[i] = &rows->specs[i];
+    }
+    st->n_specs = n < VLB_MAX_SPECS ? n : VLB_MAX_SPECS;
+    st->specs = rows->spec_ptrs;
+}
+
+/* Builds the Status of the broker now into st, with its rows in *rows.
+   Returns 0, or -1 on no memory (nothing to free then). */
+static int s_status_build(vl_broker_t *self, Volley__Status *st, s_status_rows_t *rows)
+{
+    int64_t now = vl_now_ns();
+    uint32_t n = vl_roster_count(self->roster);
+    rows->actors = calloc(n ? n : 1, sizeof *rows->actors);
+    rows->actor_ptrs = calloc(n ? n : 1, sizeof *rows->actor_ptrs);
+    if (!rows->actors || !rows->actor_ptrs) {
+        free(rows->actors);
+        free(rows->actor_ptrs);
+        return -1;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        volley__actor_row__init(&rows->actors[i]);
+        rows->actor_ptrs[i] = &rows->actors[i];
+    }
+    vl_roster_rows(self->roster, rows->actors, now);
+    volley__status__init(st);
+    st->uptime_s = (double)(now - self->start_ns) / 1e9;
+    st->received = self->received;
+    st->routed = self->routed;
+    st->dropped = vl_books_dropped(self);
+    st->queued = vl_books_queued(self);
+    st->received_per_s = self->received_per_s;
+    st->queue_bytes_bound = self->queue_bytes;
+    st->rss_bytes = vl_proc_rss_bytes();
+    st->n_actors = n;
+    st->actors = rows->actor_ptrs;
+    for (int i = 0; i < self->n_learners; i++) {
+        s_learner_row(&self->learners[i], now, &rows->learners[i], &rows->stats[i]);
+        rows->learner_ptrs[i] = &rows->learners[i];
+    }
+    st->n_learners = (size_t)self->n_learners;
+    st->learners = rows->learner_ptrs;
+    s_drop_rows(self, st, rows);
+    s_spec_rows(self, st, rows);
+    return 0;
+}
+
+/* Logs the broker's counters as key=value lines: one for the broker, one
+   per learner. */
+void vl_books_log_status(vl_broker_t *self)
+{
+    vl_info("status received=%llu routed=%llu dropped=%llu queued=%llu received_per_s=%.1f "
+            "actors=%u alive=%u learners=%d rss_bytes=%llu",
+            (unsigned long long)self->received, (unsigned long long)self->routed,
+            (unsigned long long)vl_books_dropped(self), (unsigned long long)vl_books_queued(self),
+            (double)self->received_per_s, vl_roster_count(self->roster),
+            vl_roster_alive(self->roster), self->n_learners, vl_proc_rss_bytes());
+    for (int i = 0; i < self->n_learners; i++) {
+        const vlb_learner_t *l = &self->learners[i];
+        vl_info("learner policy=%s credit=%llu queued=%llu queued_bytes=%zu delivered=%llu "
+                "delivered_per_s=%.1f paused=%d version=%llu",
+                l->policy, (unsigned long long)vl_learners_credit(l), (unsigned long long)l->queued,
+                l->queued_bytes, (unsigned long long)l->delivered, (double)l->delivered_per_s,
+                l->paused, (unsigned long long)l->newest_version);
+    }
+}
+
+void vl_broker_log_counters(const vl_broker_t *self)
+{
+    uint64_t dropped = vl_books_dropped(self), queued = vl_books_queued(self);
+    vl_info("segments received=%llu routed=%llu dropped=%llu queued=%llu (%s)",
+            (unsigned long long)self->received, (unsigned long long)self->routed,
+            (unsigned long long)dropped, (unsigned long long)queued,
+            self->received == self->routed + dropped + queued ? "they add up"
+                                                              : "they DO NOT add up");
+    for (int k = 0; k < VLB_KINDS; k++)
+        for (int r = 1; r < VLB_DROP_REASONS; r++)
+            if (self->dropped[k][r])
+                vl_info("  dropped %llu %s: %s", (unsigned long long)self->dropped[k][r],
+                        s_kind_names[k], vl_books_reason_str(r));
+    for (int i = 0; i < self->n_text_drops; i++)
+        vl_info("  dropped %llu %s: %s", (unsigned long long)self->text_drops[i].count,
+                s_kind_names[self->text_drops[i].kind], self->text_drops[i].text);
+}
+
+int vl_books_status_encode(vl_broker_t *self, uint8_t **buf, size_t *size)
+{
+    static s_status_rows_t rows; // large; one broker per process serves one request at a time
+    Volley__Status st;
+    if (s_status_build(self, &st, &rows) != 0)
+        return -1;
+    int rc = vl_status_encode(&st, buf, size);
+    free(rows.actors);
+    free(rows.actor_ptrs);
+    return rc;
+}

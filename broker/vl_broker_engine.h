@@ -1,0 +1,193 @@
+/*  vl_broker_engine: the broker's private parts, shared by its modules: the
+    engine (vl_broker.c: sockets, poll loop, start, stop), the learner table
+    and routing (vl_broker_learners.c), the last-value cache
+    (vl_broker_lvc.c), the control verbs (vl_broker_control.c) and the books
+    (vl_broker_books.c). Not a public header. */
+#ifndef VL_BROKER_ENGINE_H
+#define VL_BROKER_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "../common/vl_curve.h"
+#include "../messages/vl_codec.h"
+#include "vl_broker.h"
+#include "vl_inspect.h"
+#include "vl_notify.h"
+#include "vl_recorder.h"
+#include "vl_roster.h"
+#include "vl_specs.h"
+
+#define VLB_MAX_LEARNERS       64
+#define VLB_MAX_TOPICS         256          // last-value cache entries (policies + stats)
+#define VLB_IDENTITY_MAX       256          // libzmq routing ids are at most 255 bytes
+#define VLB_LEARNER_TIMEOUT_NS 5000000000LL // a learner says hello every second
+#define VLB_ACTOR_TIMEOUT_NS   5000000000LL // an actor beats every second
+// For this long after the broker starts, segments of a policy no learner has claimed yet are
+// held for it (in a queue like a learner's, dropped if none claims it in VLB_LEARNER_TIMEOUT_NS):
+// after a broker restart, actors flush what they held before the learner has said hello.
+#define VLB_STARTUP_GRACE_NS 3000000000LL
+#define VLB_MAX_UNCLAIMED    4 // policies held for at once that way: a bound on what anyone can park
+#define VLB_WINDOW_NS        1000000000LL // rates are over windows of this length
+#define VLB_VERB_MAX         16           // longest control verb
+#define VLB_BATCH            256          // messages taken per socket per poll wake-up
+#define VLB_MAX_ARRAYS       (256u << 20) // largest decoded segment inspected
+// Bytes a queued segment is charged beyond its size: our node (zmq_msg_t and a link) and
+// libzmq's content header, each with its malloc header, so the byte bound bounds memory.
+#define VLB_QUEUED_OVERHEAD 128
+// libzmq receives small messages into shared 8 KiB-ish batch buffers and hands them out by
+// reference: one queued 1 KiB segment can keep a whole buffer alive. Queued messages below
+// this size are copied out, so the queue's byte bound is what it holds.
+#define VLB_COPY_BELOW (64 << 10)
+#define VLB_MAX_SPECS  256 // policies with a declared spec
+// Distinct refusal texts counted by name (a field with both values); more are counted under
+// the codec's "not what this receiver serves", so no sender can grow the table.
+#define VLB_TEXT_DROPS      64
+#define VLB_LEARNER_REASONS VL_REFUSALS_MAX // a learner's refusal rows the broker follows
+
+/* Why a message was dropped: the codec's reasons, then the broker's own. */
+enum {
+    VLB_DROP_NO_LEARNER = VL_EREASONS,
+    VLB_DROP_QUEUE_FULL,  // libzmq's send queue (--hwm) full
+    VLB_DROP_QUEUE_BYTES, // oldest pushed out of the learner's queue (--queue-bytes)
+    VLB_DROP_GONE,        // queued for a learner that went silent or was replaced
+    VLB_DROP_STALE,       // policy version older than the newest by more than --max-lag
+    VLB_DROP_VERB,        // a control request with an unknown verb
+    VLB_DROP_REASONS
+};
+
+/* What was dropped, for counting and logging. */
+enum { VLB_SEGMENT, VLB_HELLO, VLB_CREDIT, VLB_PUBLICATION, VLB_COMMAND, VLB_SPEC, VLB_KINDS };
+
+/* A drop counted under a reason text that names the field and its values. */
+typedef struct {
+    int kind;
+    char text[VL_SPEC_REASON_MAX];
+    uint64_t count;
+} vlb_text_drop_t;
+
+/* What the broker has counted of one refusal row of a learner's stats. */
+typedef struct {
+    uint32_t actor_id;
+    char reason[VL_REFUSAL_TEXT_MAX];
+    uint64_t counted;
+} vlb_seen_refusal_t;
+
+/* A segment waiting for its learner's credit. */
+typedef struct vlb_queued_s {
+    zmq_msg_t msg;
+    struct vlb_queued_s *next;
+} vlb_queued_t;
+
+typedef struct {
+    char policy[VL_POLICY_ID_MAX];
+    uint8_t id[VLB_IDENTITY_MAX];
+    size_t id_len;
+    int64_t seen_ns;           // monotonic, last hello
+    int credited;              // 1 once a Credit on this connection set `sent`'s base
+    uint64_t granted;          // the connection's latest total_granted
+    uint64_t sent;             // counted like the learner's total_received
+    vlb_queued_t *head, *tail; // waiting for credit, oldest first
+    uint64_t queued;           // segments in the queue
+    size_t queued_bytes;       // their sizes plus VLB_QUEUED_OVERHEAD each
+    int paused;                // 1: hold its segments in the queue (control PAUSE)
+    uint64_t delivered;        // segments sent to it
+    uint64_t win_delivered;    // in the current rate window
+    float delivered_per_s;     // over the last window
+    uint64_t newest_version;   // of the weights it published
+    int have_stats;
+    vl_stats_t stats;                                 // the last it published
+    vlb_seen_refusal_t refusals[VLB_LEARNER_REASONS]; // its refusals counted so far
+    int n_refusals;
+} vlb_learner_t;
+
+typedef struct {
+    zmq_msg_t topic;
+    zmq_msg_t body;
+} vlb_cached_t;
+
+struct vl_broker_s {
+    void *ctx;
+    int own_ctx;       // 0: czmq's, shared with the authenticator
+    vl_curve_t *curve; // NULL: no security
+    void *pull;        // segments from actors
+    void *router;      // learners: hellos in, segments out
+    void *xsub;        // weights and stats from learners
+    void *xpub;        // weights and stats to actors and monitors
+    void *control;     // beats, status, pause/resume, shutdown
+    vl_limits_t limits;
+    vlb_learner_t learners[VLB_MAX_LEARNERS];
+    int n_learners;
+    vlb_cached_t cache[VLB_MAX_TOPICS];
+    int n_cached;
+    vl_inspect_t *inspect;
+    size_t queue_bytes; // bound of each learner's queue
+    uint64_t max_lag;   // 0: no bound
+    int64_t log_every_ns;
+    vl_roster_t *roster;
+    vl_specs_t *specs;   // each policy's spec
+    vl_notify_t *notify; // where to tell an actor it was refused
+    vlb_text_drop_t text_drops[VLB_TEXT_DROPS];
+    int n_text_drops;
+    vl_recorder_t *recorder;                // NULL: not recording
+    int64_t start_ns, window_ns, logged_ns; // monotonic
+    uint64_t win_received;
+    float received_per_s;
+    int shutdown;    // a SHUTDOWN request came
+    int warned_full; // the learner table was full (logged once)
+    uint64_t received;
+    uint64_t routed;
+    uint64_t dropped[VLB_KINDS][VLB_DROP_REASONS];
+};
+
+/* books (vl_broker_books.c) */
+
+/* Returns the text of a drop reason (the codec's or the broker's own). */
+const char *vl_books_reason_str(int reason);
+/* Counts a dropped message of a kind; the first of each kind and reason is logged. */
+void vl_books_drop(vl_broker_t *self, int kind, int reason, const char *policy);
+/* Counts n drops under a reason text; the first of each text is logged. */
+void vl_books_drop_text(vl_broker_t *self, int kind, const char *text, uint64_t n);
+/* Returns the number of segments queued for all learners. */
+uint64_t vl_books_queued(const vl_broker_t *self);
+/* Returns the number of segments dropped, all reasons. */
+uint64_t vl_books_dropped(const vl_broker_t *self);
+/* Encodes the broker's Status now into *buf (caller frees). Returns 0, or -1. */
+int vl_books_status_encode(vl_broker_t *self, uint8_t **buf, size_t *size);
+/* Logs the counters as key=value lines: one for the broker, one per learner. */
+void vl_books_log_status(vl_broker_t *self);
+
+/* learners and routing (vl_broker_learners.c) */
+
+/* Returns the learner entry serving policy, or NULL. */
+vlb_learner_t *vl_learners_find(vl_broker_t *self, const char *policy);
+/* Forgets a learner, dropping what was queued for it; l then names another entry or none. */
+void vl_learners_remove(vl_broker_t *self, vlb_learner_t *l, const char *why);
+/* Returns how many more segments a learner can take now. */
+uint64_t vl_learners_credit(const vlb_learner_t *l);
+/* Sends queued segments while the learner has credit and is not paused. */
+void vl_learners_drain(vl_broker_t *self, vlb_learner_t *l);
+/* Frees every learner's queue without counting (the broker is ending). */
+void vl_learners_free_queues(vl_broker_t *self);
+/* Reads one [identity][hello or credit] from the learners' port. Returns 0, or -1 when empty. */
+int vl_learners_recv(vl_broker_t *self);
+/* Takes one segment from the actors and routes it. Returns 0, or -1 when none is waiting. */
+int vl_learners_recv_segment(vl_broker_t *self);
+
+/* last-value cache (vl_broker_lvc.c) */
+
+/* Takes one publication from the learners. Returns 0, or -1 when none is waiting. */
+int vl_lvc_recv_publication(vl_broker_t *self);
+/* Reads one subscription event from the XPUB. Returns 0, or -1 when none. */
+int vl_lvc_recv_subscription(vl_broker_t *self);
+/* Frees the cached last values. */
+void vl_lvc_free(vl_broker_t *self);
+
+/* control verbs (vl_broker_control.c) */
+
+/* Reads and serves one [identity][verb][argument?] from the control port.
+   Returns 0, or -1 when none is waiting. */
+int vl_control_recv(vl_broker_t *self);
+
+#endif
