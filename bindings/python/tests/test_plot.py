@@ -90,6 +90,13 @@ def test_a_run_without_metrics_is_refused(tmp_path):
     blank = _run_dir(tmp_path, "blank", 0, rows=0)
     r = _plot(blank, cwd=tmp_path)
     assert r.returncode == 2 and "has no rows" in r.stderr
+    # of several runs (runs/*), one without metrics is left out, said; none at all is refused
+    good = _run_dir(tmp_path, "good", 1, rows=5)
+    r = _plot(good, tmp_path / "empty", "--out", tmp_path / "two.png", cwd=tmp_path)
+    assert r.returncode == 0 and "left out" in r.stderr and "empty" in r.stderr, r.stderr
+    _png_size(tmp_path / "two.png")
+    r = _plot(tmp_path / "empty", blank, "--out", tmp_path / "none.png", cwd=tmp_path)
+    assert r.returncode == 2 and "none of the runs has metrics" in r.stderr
 
 
 def test_read_metrics_in_process(tmp_path):

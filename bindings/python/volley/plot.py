@@ -159,7 +159,18 @@ def _draw_panel(ax, panel, runs, colors, solved):
 def plot(runs, out, svg=False):
     """Draws the runs' curves (a list of run directories) into out (.png) and,
     with svg, out with .svg. Returns the files written. Raises PlotError."""
-    metrics = [(run_label(r), read_metrics(r)) for r in runs]  # refuse a bad run first
+    metrics, kept = [], []
+    for r in runs:  # refuse a bad run first; of several, a run without metrics is left out
+        try:
+            metrics.append((run_label(r), read_metrics(r)))
+            kept.append(r)
+        except PlotError as e:
+            if len(runs) == 1:
+                raise
+            print(f"volley plot: left out {e}", file=sys.stderr)
+    if not metrics:
+        raise PlotError("none of the runs has metrics")
+    runs = kept
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
