@@ -259,7 +259,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         O_CHECKPOINT,
         O_RESUME,
         O_METRICS,
-        O_FORCE
+        O_FORCE,
+        O_RUN_DIR
     };
     static const struct option common[] = {{"cert", required_argument, 0, O_CERT},
                                            {"broker-key", required_argument, 0, O_BROKER_KEY},
@@ -274,8 +275,9 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
     static const struct option learner_only[] = {{"checkpoint", required_argument, 0, O_CHECKPOINT},
                                                  {"resume", no_argument, 0, O_RESUME},
                                                  {"metrics", required_argument, 0, O_METRICS},
-                                                 {"force", no_argument, 0, O_FORCE}};
-    struct option opts[n + 17];
+                                                 {"force", no_argument, 0, O_FORCE},
+                                                 {"run-dir", required_argument, 0, O_RUN_DIR}};
+    struct option opts[n + 18];
     int k = vl_opt_getopt(nums, n, 0, opts);
     memcpy(opts + k, common, sizeof common);
     k += (int)(sizeof common / sizeof common[0]);
@@ -310,6 +312,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             role->metrics = optarg;
         else if (opt == O_FORCE)
             role->force = 1;
+        else if (opt == O_RUN_DIR)
+            role->run_dir = optarg;
         else if (opt == O_CERT)
             role->cert = optarg;
         else if (opt == O_BROKER_KEY)
@@ -326,11 +330,11 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
     }
     if (!bad)
         bad = vl_opt_check_curve(cmd, role->cert, role->broker_key) != 0;
-    if (!bad && role->resume && !role->checkpoint) {
+    if (!bad && role->resume && !role->checkpoint && !role->run_dir) {
         fprintf(stderr, "volley %s: --resume needs --checkpoint DIR\n", cmd);
         bad = 1;
     }
-    if (!bad && role->force && !role->checkpoint) {
+    if (!bad && role->force && !role->checkpoint && !role->run_dir) {
         fprintf(stderr, "volley %s: --force needs --checkpoint DIR\n", cmd);
         bad = 1;
     }

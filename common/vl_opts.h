@@ -94,6 +94,7 @@ typedef struct {
     int learner;            // set by the caller: accept --checkpoint DIR and --resume
     const char *checkpoint; // --checkpoint DIR
     const char *metrics;    // --metrics DIR (learners)
+    const char *run_dir;    // --run-dir DIR (learners)
     int resume;             // --resume
     int force;              // --force (learners)
     int replay;             // set by the caller: one FILE argument, --pace, --broker optional

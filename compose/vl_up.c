@@ -15,11 +15,11 @@
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../common/vl_rundir.h"
 #include "../common/vl_sock.h"
 #include "../learner/vl_keeper.h"
 #include "../learner/vl_learner.h"
 #include "../messages/vl_codec.h"
-#include "vl_rundir.h"
 #include "vl_up_config.h"
 #include "vl_up_watch.h"
 

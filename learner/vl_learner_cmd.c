@@ -1,10 +1,12 @@
 /*  `volley learner`: flags, connect, train until SIGINT/SIGTERM, stop. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
+#include "../common/vl_rundir.h"
 #include "../common/vl_sock.h"
 #include "vl_keeper.h"
 #include "vl_learner.h"
@@ -53,7 +55,8 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME|PATH.so]\n"
-            "                      [--checkpoint DIR [--resume]] [--metrics DIR]\n"
+            "                      [--checkpoint DIR [--resume|--force]] [--metrics DIR]\n"
+            "                      [--run-dir DIR]\n"
             "                      [numeric options] [--quiet|--verbose]\n"
             "\n"
             "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
@@ -79,6 +82,9 @@ static void s_usage(FILE *out)
             "                     another env or network size, is refused)\n"
             "  --force            start over where DIR holds a checkpoint (the old one is kept\n"
             "                     as .bak); without --resume or --force that is refused\n"
+            "  --run-dir DIR      keep this learner's run in DIR (made; an existing one only\n"
+            "                     with --resume): config.ini, checkpoints/ (unless\n"
+            "                     --checkpoint), metrics (unless --metrics); `volley eval DIR`\n"
             "  --metrics DIR      write progress to DIR/metrics.jsonl (a JSON object a line,\n"
             "                     appended) and a TensorBoard event file in DIR, with every\n"
             "                     report (--report-ms)\n");
@@ -89,6 +95,101 @@ static void s_usage(FILE *out)
     fprintf(out, "  --quiet            warnings and errors only\n"
                  "  --verbose          debug logging, with progress every second\n"
                  "  -h, --help         this text\n");
+}
+
+/* With --run-dir DIR: opens DIR as a run directory (refused when it exists,
+   unless --resume) and points --checkpoint (default DIR/checkpoints) and
+   --metrics (default DIR) into it. Returns 0, or -1 after printing why. */
+static int s_open_run_dir(vl_learner_config_t *c, const char *run_dir, vl_rundir_t **dir)
+{
+    static char checkpoints[4200];
+    char parent[4096], why[1200];
+    snprintf(parent, sizeof parent, "%s", run_dir);
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/')
+        parent[--n] = 0;
+    char *slash = strrchr(parent, '/');
+    const char *name = slash ? slash + 1 : parent;
+    if (slash == parent)
+        *dir = vl_rundir_open("/", name, c->env_name, c->resume, why, sizeof why);
+    else if (slash) {
+        *slash = 0;
+        *dir = vl_rundir_open(parent, name, c->env_name, c->resume, why, sizeof why);
+    } else
+        *dir = vl_rundir_open(".", name, c->env_name, c->resume, why, sizeof why);
+    if (!*dir) {
+        fprintf(stderr, "volley learner: --run-dir: %s\n", why);
+        return -1;
+    }
+    if (!c->checkpoint_dir) {
+        vl_rundir_file(*dir, "checkpoints", checkpoints, sizeof checkpoints);
+        c->checkpoint_dir = checkpoints;
+    }
+    if (!c->metrics_dir)
+        c->metrics_dir = vl_rundir_path(*dir);
+    return 0;
+}
+
+/* Writes the resolved configuration as the run directory's config.ini
+   ([learner]; config-2.ini... when resumed). Returns 0, or -1 after
+   printing why. */
+static int s_write_run_config(vl_rundir_t *dir, const vl_learner_config_t *c)
+{
+    char text[8192], path[4200];
+    int n = vl_keeper_config_text(c, text, sizeof text);
+    int fd = n > 0 ? vl_rundir_create(dir, "config", ".ini", path, sizeof path) : -1;
+    int ok = fd >= 0 && write(fd, "[learner]\n", 10) == 10 && write(fd, text, (size_t)n) == n;
+    if (fd >= 0)
+        close(fd);
+    if (!ok)
+        fprintf(stderr, "volley learner: cannot write the run's config.ini in %s\n",
+                vl_rundir_path(dir));
+    return ok ? 0 : -1;
+}
+
+/* Runs the learner c describes (its checkpoint checked, its spec settled,
+   the run's config.ini written). Returns the exit code. */
+static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_env_ops_t *env,
+                   vl_rundir_t *dir)
+{
+    vl_learner_config_t c = *c_in;
+    const vl_role_opts_t role = *r;
+    int rc;
+    vl_log_init("learner", (vl_log_level_t)role.log_level);
+    vl_proc_catch_signals();
+    vl_curve_t *curve;
+    if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
+        return 1;
+    // Without --env the spec comes from the broker before anything is built; with it, the
+    // learner (and its checkpoint) is checked first, then the spec declared.
+    if (!env)
+        c.env = NULL;
+    char why[1024];
+    if (c.checkpoint_dir && vl_keeper_check(&c, env != NULL, why, sizeof why) != 0) {
+        fprintf(stderr, "volley learner: %s\n", why);
+        vl_sock_client_curve_end(&curve);
+        return 2;
+    }
+    int settled = env ? 0 : vl_learner_spec_settle(&c);
+    if (settled == 0 && !env && c.checkpoint_dir && vl_keeper_check(&c, 1, why, sizeof why)) {
+        fprintf(stderr, "volley learner: %s\n", why); // the broker's spec against the checkpoint's
+        vl_sock_client_curve_end(&curve);
+        return 2;
+    }
+    if (settled == 0 && dir && s_write_run_config(dir, &c) != 0)
+        settled = 2;
+    vl_learner_t *learner = settled == 0 ? vl_learner_new(&c) : NULL;
+    if (learner && env)
+        settled = vl_learner_spec_settle(&c);
+    if (settled != 0) {
+        vl_learner_destroy(&learner);
+        vl_sock_client_curve_end(&curve);
+        return settled == 2 ? 2 : vl_interrupted ? 0 : 1;
+    }
+    rc = learner ? vl_learner_run(learner) : -1;
+    vl_learner_destroy(&learner);
+    vl_sock_client_curve_end(&curve);
+    return rc == 0 ? 0 : 1;
 }
 
 int vl_learner_main(int argc, char **argv)
@@ -112,37 +213,10 @@ int vl_learner_main(int argc, char **argv)
     c.resume = role.resume;
     c.force = role.force;
     c.metrics_dir = role.metrics;
-    vl_log_init("learner", (vl_log_level_t)role.log_level);
-    vl_proc_catch_signals();
-    vl_curve_t *curve;
-    if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
-        return 1;
-    // Without --env the spec comes from the broker before anything is built; with it, the
-    // learner (and its checkpoint) is checked first, then the spec declared.
-    if (!env)
-        c.env = NULL;
-    char why[1024];
-    if (c.checkpoint_dir && vl_keeper_check(&c, env != NULL, why, sizeof why) != 0) {
-        fprintf(stderr, "volley learner: %s\n", why);
-        vl_sock_client_curve_end(&curve);
+    vl_rundir_t *dir = NULL;
+    if (role.run_dir && s_open_run_dir(&c, role.run_dir, &dir) != 0)
         return 2;
-    }
-    int settled = env ? 0 : vl_learner_spec_settle(&c);
-    if (settled == 0 && !env && c.checkpoint_dir && vl_keeper_check(&c, 1, why, sizeof why)) {
-        fprintf(stderr, "volley learner: %s\n", why); // the broker's spec against the checkpoint's
-        vl_sock_client_curve_end(&curve);
-        return 2;
-    }
-    vl_learner_t *learner = settled == 0 ? vl_learner_new(&c) : NULL;
-    if (learner && env)
-        settled = vl_learner_spec_settle(&c);
-    if (settled != 0) {
-        vl_learner_destroy(&learner);
-        vl_sock_client_curve_end(&curve);
-        return settled == 2 ? 2 : vl_interrupted ? 0 : 1;
-    }
-    rc = learner ? vl_learner_run(learner) : -1;
-    vl_learner_destroy(&learner);
-    vl_sock_client_curve_end(&curve);
-    return rc == 0 ? 0 : 1;
+    rc = s_serve(&c, &role, env, dir);
+    vl_rundir_destroy(&dir);
+    return rc;
 }

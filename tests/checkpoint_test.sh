@@ -67,4 +67,22 @@ n=$(ls "$R/kept/checkpoints" | grep -c -- '-v[0-9]*\.ckpt$')
 [ "$n" -ge 1 ] && [ "$n" -le 3 ] || fail "--keep 3 kept $n numbered checkpoints: $(ls "$R/kept/checkpoints")"
 [ -s "$R/kept/checkpoints/default-best.ckpt" ] || fail "no best checkpoint: $(ls "$R/kept/checkpoints")"
 pass "--keep 3 keeps $n numbered checkpoints and default-best.ckpt"
-echo "7 passed, 0 failed"
+# volley learner --run-dir: a learner started by hand keeps its run too.
+P=$(free_port)
+"$VOLLEY" broker --port "$P" --quiet > broker.log 2>&1 &
+PIDS+=($!)
+"$VOLLEY" learner --broker 127.0.0.1:$P --env cartpole --run-dir "$TMP/byhand" --checkpoint-every 1 > byhand.log 2>&1 &
+L=$!
+PIDS+=($L)
+"$VOLLEY" actor --broker 127.0.0.1:$P --envs 8 --quiet > actor.log 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do [ -s "$TMP/byhand/checkpoints/default.ckpt" ] && break; sleep 0.1; done
+kill -TERM $L; wait $L
+[ $? -eq 0 ] || fail "learner --run-dir did not stop cleanly: $(tail -3 byhand.log)"
+grep -qx "\[learner\]" "$TMP/byhand/config.ini" && grep -qx "env = cartpole" "$TMP/byhand/config.ini" || fail "config.ini: $(cat "$TMP/byhand/config.ini")"
+[ "$(wc -l < "$TMP/byhand/metrics.jsonl")" -ge 1 ] || fail "no metrics in the learner's run"
+V eval "$TMP/byhand" --episodes 5 > eval.log 2>&1 || fail "volley eval of the learner's run: $(cat eval.log)"
+V learner --broker 127.0.0.1:$P --env cartpole --run-dir "$TMP/byhand" > again2.log 2>&1
+[ $? -eq 2 ] && grep -q "exists" again2.log || fail "a second learner into the same --run-dir: $(cat again2.log)"
+pass "volley learner --run-dir keeps config.ini, checkpoints and metrics (volley eval reads it); an existing one is refused"
+echo "8 passed, 0 failed"

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/vl_log.h"
+#include "vl_log.h"
 
 #define S_PATH_MAX 1024
 #define S_TRIES    1000 // suffixes tried for a generated name, or a file's number
