@@ -53,6 +53,23 @@ static int s_start_curve(vl_broker_t *self, const vl_broker_config_t *c)
     return 0;
 }
 
+/* Trusts, on an open broker, the peers in each CIDR of a comma-separated
+   list (NULL: none beyond loopback). Returns 0, or -1 after logging. */
+static int s_trust(vl_broker_t *self, const char *list)
+{
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list ? list : "");
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (vl_roles_trust(self->roles, t) != 0) {
+            vl_error("--trust: '%s' is no CIDR (e.g. 10.0.0.0/8) or too many ranges", t);
+            return -1;
+        }
+    if (list && list[0])
+        vl_info("open broker: learner and admin requests trusted from loopback and %s%s", list,
+                self->curve ? " (ignored: CURVE keys say each peer's role)" : "");
+    return 0;
+}
+
 /* Starts recording to c->record, the configuration in the file's header.
    Returns 0, or -1 after logging why. */
 static int s_start_recording(vl_broker_t *self, const vl_broker_config_t *c)
@@ -90,6 +107,13 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->inspect = vl_inspect_new(c->inspect_full, VLB_MAX_ARRAYS);
     self->roster = vl_roster_new(c->max_actors, VLB_ACTOR_TIMEOUT_NS);
     self->specs = vl_specs_new(VLB_MAX_SPECS);
+    self->roles = vl_roles_new(c->cert ? c->allow : NULL);
+    self->subs_by_fd = calloc(VLB_CONN_FDS, sizeof *self->subs_by_fd);
+    self->conn_by_fd = calloc(VLB_CONN_FDS, sizeof *self->conn_by_fd);
+    if (!self->subs_by_fd || !self->conn_by_fd)
+        goto err;
+    if (!self->roles || s_trust(self, c->trust) != 0)
+        goto err;
     self->notify = vl_notify_new(c->max_actors);
     if (!self->ctx || !self->inspect || !self->roster || !self->specs || !self->notify)
         goto err;
@@ -106,8 +130,11 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(self->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
     // Every subscription reaches us, repeats included: each is a late joiner to serve from the
-    // cache.
+    // cache; and none is kept unless we take it (vl_broker_lvc.c bounds what is held).
     zmq_setsockopt(self->xpub, ZMQ_XPUB_VERBOSE, &one, sizeof one);
+    zmq_setsockopt(self->xpub, ZMQ_XPUB_MANUAL, &one, sizeof one);
+    int64_t sub_max = VLB_SUB_MSG_MAX; // only subscriptions come in here
+    zmq_setsockopt(self->xpub, ZMQ_MAXMSGSIZE, &sub_max, sizeof sub_max);
     // Take everything learners publish, so the cache is filled whoever subscribes.
     uint8_t all = 1;
     zmq_send(self->xsub, &all, 1, 0);
@@ -125,6 +152,7 @@ static void s_tick(vl_broker_t *self)
 {
     int64_t now = vl_now_ns();
     vl_roster_tick(self->roster, now);
+    vl_roles_tick(self->roles, now);
     int64_t elapsed = now - self->window_ns;
     if (elapsed >= VLB_WINDOW_NS) {
         self->received_per_s = (float)(self->win_received * 1e9 / (double)elapsed);
@@ -189,6 +217,9 @@ void vl_broker_destroy(vl_broker_t **self_p)
     vl_recorder_destroy(&self->recorder);
     vl_inspect_destroy(&self->inspect);
     vl_roster_destroy(&self->roster);
+    vl_roles_destroy(&self->roles);
+    free(self->subs_by_fd);
+    free(self->conn_by_fd);
     vl_specs_destroy(&self->specs);
     vl_notify_destroy(&self->notify);
     void *socks[] = {self->pull, self->router, self->xsub, self->xpub, self->control};

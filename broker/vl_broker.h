@@ -26,7 +26,8 @@ typedef struct {
     const char *record;    // file to record every segment message into (NULL: none)
     int record_flush;      // a vl_flush_t: when the recording reaches the disk
     const char *cert;      // CURVE: the broker's certificate (NULL: no security)
-    const char *allow;     // CURVE: directory of the public certificates let in
+    const char *allow;     // CURVE: directory of the public certificates let in, with roles
+    const char *trust;     // open broker: CIDRs trusted as learners and admins beyond loopback
 } vl_broker_config_t;
 
 /* Returns the defaults: all interfaces, port 7600, 64 MiB, 1000 messages,

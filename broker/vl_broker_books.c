@@ -12,24 +12,42 @@
 #include "../messages/vl_status.h"
 #include "vl_broker_engine.h"
 
-static const char *s_kind_names[VLB_KINDS] = {"segments",     "hellos",   "credits",
-                                              "publications", "commands", "specs"};
+static const char *s_kind_names[VLB_KINDS] = {"segments", "hellos", "credits",      "publications",
+                                              "commands", "specs",  "subscriptions"};
 
 const char *vl_books_reason_str(int reason)
 {
-    if (reason == VLB_DROP_NO_LEARNER)
-        return "no learner serves its policy";
-    if (reason == VLB_DROP_QUEUE_FULL)
-        return "learner queue full";
-    if (reason == VLB_DROP_QUEUE_BYTES)
-        return "learner queue over its byte bound";
-    if (reason == VLB_DROP_GONE)
-        return "learner gone";
-    if (reason == VLB_DROP_STALE)
-        return "too stale";
-    if (reason == VLB_DROP_VERB)
-        return "unknown verb";
+    static const char *own[] = {
+        [VLB_DROP_NO_LEARNER - VL_EREASONS] = "no learner serves its policy",
+        [VLB_DROP_QUEUE_FULL - VL_EREASONS] = "learner queue full",
+        [VLB_DROP_QUEUE_BYTES - VL_EREASONS] = "learner queue over its byte bound",
+        [VLB_DROP_GONE - VL_EREASONS] = "learner gone",
+        [VLB_DROP_STALE - VL_EREASONS] = "too stale",
+        [VLB_DROP_VERB - VL_EREASONS] = "unknown verb",
+        [VLB_DROP_ROLE - VL_EREASONS] = "role: the peer may not do this",
+        [VLB_DROP_HELD - VL_EREASONS] = "role: another live learner holds the policy",
+        [VLB_DROP_NOT_HOLDER - VL_EREASONS] = "role: not from the learner holding the policy",
+        [VLB_DROP_OLD_VERSION - VL_EREASONS] = "version not newer than the learner's last",
+        [VLB_DROP_TOPIC - VL_EREASONS] = "bound: topic is no policy id (or over 63 bytes)",
+        [VLB_DROP_TOPICS - VL_EREASONS] = "bound: subscription topics full",
+        [VLB_DROP_RESEND - VL_EREASONS] = "bound: cached-value resends over their rate",
+        [VLB_DROP_JUNK - VL_EREASONS] = "junk: not a subscription",
+        [VLB_DROP_PER_CONN - VL_EREASONS] = "bound: subscriptions per connection (cut)",
+        [VLB_DROP_CEILING - VL_EREASONS] = "bound: declared size over its policy's ceiling",
+    };
+    if (reason >= VL_EREASONS && reason < VLB_DROP_REASONS)
+        return own[reason - VL_EREASONS];
     return vl_reason_str((vl_reason_t)reason);
+}
+
+void vl_books_refuse_peer(vl_broker_t *self, int kind, int reason, const vl_peer_t *peer,
+                          const char *policy)
+{
+    vl_books_drop(self, kind, reason, policy);
+    if (vl_roles_log_once(self->roles, peer))
+        vl_warn("refusing %s from %s%s%s%s: %s; logged once per peer", s_kind_names[kind],
+                peer->who, policy ? " (policy '" : "", policy ? policy : "", policy ? "')" : "",
+                vl_books_reason_str(reason));
 }
 
 /* Counts a dropped message; the first drop of each kind and reason is
@@ -98,6 +116,9 @@ static void s_learner_row(const vlb_learner_t *l, int64_t now, Volley__LearnerRo
     r->delivered_per_s = l->delivered_per_s;
     r->paused = l->paused;
     r->silent_s = (float)((now - l->seen_ns) / 1e9);
+    r->epoch = l->epoch;
+    r->version = l->newest_version;
+    r->peer = (char *)l->holder;
     if (l->have_stats) {
         vl_stats_to_msg(&l->stats, stats);
         r->stats = stats;
@@ -212,10 +233,10 @@ void vl_books_log_status(vl_broker_t *self)
     for (int i = 0; i < self->n_learners; i++) {
         const vlb_learner_t *l = &self->learners[i];
         vl_info("learner policy=%s credit=%llu queued=%llu queued_bytes=%zu delivered=%llu "
-                "delivered_per_s=%.1f paused=%d version=%llu",
+                "delivered_per_s=%.1f paused=%d version=%llu epoch=%llu",
                 l->policy, (unsigned long long)vl_learners_credit(l), (unsigned long long)l->queued,
                 l->queued_bytes, (unsigned long long)l->delivered, (double)l->delivered_per_s,
-                l->paused, (unsigned long long)l->newest_version);
+                l->paused, (unsigned long long)l->newest_version, (unsigned long long)l->epoch);
     }
 }
 

@@ -20,7 +20,7 @@ static void s_usage(FILE *out)
         "                     [--queue-bytes N] [--inspect full|header] [--max-lag N]\n"
         "                     [--log-every S] [--max-actors N] [--record FILE]\n"
         "                     [--record-flush always|everysec|never]\n"
-        "                     [--cert FILE --allow DIR] [--quiet|--verbose]\n"
+        "                     [--cert FILE --allow DIR] [--trust CIDR] [--quiet|--verbose]\n"
         "\n"
         "Routes segments from actors to the learner serving each policy, and weights from\n"
         "learners to actors, keeping the newest weights for actors that join late. Checks\n"
@@ -56,7 +56,15 @@ static void s_usage(FILE *out)
         "  --cert FILE      CURVE: the broker's certificate (from `volley keygen`; its secret\n"
         "                   key in FILE_secret): every port encrypts and authenticates\n"
         "  --allow DIR      CURVE: the public certificates of the actors, learners and\n"
-        "                   monitors let in (re-read when it changes); others are refused\n"
+        "                   monitors let in (re-read when it changes); others are refused.\n"
+        "                   Each certificate's role (actor, learner, admin, observer; from\n"
+        "                   `volley keygen`) says what its key may do; a learner's\n"
+        "                   `policies` which policies it may serve\n"
+        "  --trust CIDR[,CIDR...]  open broker (no --cert): also trust these addresses as\n"
+        "                   learners and admins (default: only this machine: 127.0.0.1,\n"
+        "                   ::1 and its own interface addresses). Anyone else reaching\n"
+        "                   the ports may push segments, beat, subscribe and ask for\n"
+        "                   status, nothing more\n"
         "  --ready-fd N     for launchers: write 'ready' to file descriptor N once every\n"
         "                   port is bound, then close it (`volley up` uses it)\n"
         "  --quiet          warnings and errors only\n"
@@ -80,6 +88,7 @@ int vl_broker_main(int argc, char **argv)
                                          {"cert", required_argument, 0, 'C'},
                                          {"allow", required_argument, 0, 'W'},
                                          {"ready-fd", required_argument, 0, 'r'},
+                                         {"trust", required_argument, 0, 'T'},
                                          {"quiet", no_argument, 0, 'q'},
                                          {"verbose", no_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'},
@@ -144,6 +153,9 @@ int vl_broker_main(int argc, char **argv)
             break;
         case 'W':
             c.allow = optarg;
+            break;
+        case 'T':
+            c.trust = optarg;
             break;
         case 'F': {
             vl_flush_t f;

@@ -103,7 +103,7 @@ static void s_on_beat(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
 
 /* Takes a learner's SPEC: OK when it agrees with its policy's (or becomes
    it), ERROR with the field that differs. */
-static void s_on_spec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
+static void s_on_spec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg, const vl_peer_t *peer)
 {
     vl_spec_t spec;
     vl_reason_t r = arg ? vl_spec_decode(zmq_msg_data((zmq_msg_t *)arg), zmq_msg_size(arg),
@@ -111,6 +111,10 @@ static void s_on_spec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
                         : VL_EPROTO;
     if (r != VL_OK) {
         s_refuse(self, id, r);
+        return;
+    }
+    if (!vl_peer_may(peer, VL_ROLE_LEARNER, spec.policy_id)) {
+        s_refuse(self, id, VLB_DROP_ROLE);
         return;
     }
     char why[VL_SPEC_REASON_MAX];
@@ -143,12 +147,29 @@ static void s_on_getspec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
 }
 
 /* Serves one control request [verb][argument?]. */
-static void s_on_request(vl_broker_t *self, zmq_msg_t *id, const char *verb, const zmq_msg_t *arg)
+static void s_on_request(vl_broker_t *self, zmq_msg_t *id, const char *verb, const zmq_msg_t *arg,
+                         const vl_peer_t *peer)
 {
+    // Who may ask what: status and specs for anyone let in, the rest by role.
+    static const struct {
+        const char *verb;
+        unsigned roles;
+    } may[] = {{VL_VERB_BEAT, VL_ROLE_ACTOR},    {VL_VERB_SPEC, VL_ROLE_LEARNER},
+               {VL_VERB_GETSPEC, VL_ROLE_ALL},   {VL_VERB_STATUS, VL_ROLE_ALL},
+               {VL_VERB_PAUSE, VL_ROLE_ADMIN},   {VL_VERB_RESUME, VL_ROLE_ADMIN},
+               {VL_VERB_SHUTDOWN, VL_ROLE_ADMIN}};
+    for (size_t i = 0; i < sizeof may / sizeof may[0]; i++)
+        if (strcmp(verb, may[i].verb) == 0 && !vl_peer_may(peer, may[i].roles, NULL)) {
+            vl_books_refuse_peer(self, VLB_COMMAND, VLB_DROP_ROLE, peer, NULL);
+            const char *text = vl_books_reason_str(VLB_DROP_ROLE);
+            if (strcmp(verb, VL_VERB_BEAT) != 0) // beats get no reply
+                s_reply(self, id, VL_VERB_ERROR, text, strlen(text));
+            return;
+        }
     if (strcmp(verb, VL_VERB_BEAT) == 0) {
         s_on_beat(self, id, arg);
     } else if (strcmp(verb, VL_VERB_SPEC) == 0) {
-        s_on_spec(self, id, arg);
+        s_on_spec(self, id, arg, peer);
     } else if (strcmp(verb, VL_VERB_GETSPEC) == 0) {
         s_on_getspec(self, id, arg);
     } else if (strcmp(verb, VL_VERB_STATUS) == 0) {
@@ -156,7 +177,7 @@ static void s_on_request(vl_broker_t *self, zmq_msg_t *id, const char *verb, con
     } else if (strcmp(verb, VL_VERB_PAUSE) == 0 || strcmp(verb, VL_VERB_RESUME) == 0) {
         s_on_pause(self, id, verb[0] == 'P', arg);
     } else if (strcmp(verb, VL_VERB_SHUTDOWN) == 0) {
-        vl_info("shutting down: asked on the control port");
+        vl_info("shutting down: asked on the control port by %s", peer->who);
         self->shutdown = 1;
         s_reply(self, id, VL_VERB_OK, NULL, 0);
     } else {
@@ -188,7 +209,9 @@ int vl_control_recv(vl_broker_t *self)
     if (rc == 0 && frames > 1 && !extra && len <= VLB_VERB_MAX) {
         memcpy(name, zmq_msg_data(&verb), len);
         name[len] = 0;
-        s_on_request(self, &id, name, frames == 3 ? &arg : NULL);
+        vl_peer_t peer;
+        vl_roles_peer(self->roles, &verb, &peer);
+        s_on_request(self, &id, name, frames == 3 ? &arg : NULL, &peer);
     } else if (rc == 0) {
         s_refuse(self, &id, VL_EPROTO);
     }

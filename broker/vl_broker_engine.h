@@ -16,6 +16,7 @@
 #include "vl_inspect.h"
 #include "vl_notify.h"
 #include "vl_recorder.h"
+#include "vl_roles.h"
 #include "vl_roster.h"
 #include "vl_specs.h"
 
@@ -45,6 +46,23 @@
 // the codec's "not what this receiver serves", so no sender can grow the table.
 #define VLB_TEXT_DROPS      64
 #define VLB_LEARNER_REASONS VL_REFUSALS_MAX // a learner's refusal rows the broker follows
+// Subscriptions: libzmq keeps every topic a subscriber names, so the broker takes them by
+// hand (XPUB_MANUAL) and holds at most this many distinct topics (policy ids and the stats
+// topic, each shorter than VL_POLICY_ID_MAX) for everyone; any one connection holds no more.
+#define VLB_MAX_SUB_TOPICS 256
+// libzmq keeps every subscription of a connection (even under XPUB_MANUAL) until it closes:
+// a connection that subscribes more than this often is cut (its subscriptions go with it).
+#define VLB_SUBS_PER_CONN 64
+#define VLB_CONN_FDS      4096 // connections followed by file descriptor (higher ones: cut)
+// A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message.
+#define VLB_SUB_MSG_MAX 256
+// A subscription is answered with the cached last values (a late joiner's weights); each
+// resend goes to every subscriber of the topic, so churn would multiply traffic: at most this
+// many resends per second in all (a subscriber refused one gets the next publication).
+#define VLB_RESENDS_PER_S 20
+// A segment of a policy with no declared spec may decompress to at most this (a policy's
+// spec sets its own ceiling: exactly what its horizon and fields take).
+#define VLB_NO_SPEC_MAX (4u << 20)
 
 /* Why a message was dropped: the codec's reasons, then the broker's own. */
 enum {
@@ -54,11 +72,30 @@ enum {
     VLB_DROP_GONE,        // queued for a learner that went silent or was replaced
     VLB_DROP_STALE,       // policy version older than the newest by more than --max-lag
     VLB_DROP_VERB,        // a control request with an unknown verb
+    VLB_DROP_ROLE,        // the peer's role (key, or address on an open broker) does not allow it
+    VLB_DROP_HELD,        // a hello for a policy another live learner holds
+    VLB_DROP_NOT_HOLDER,  // a publication from a peer that does not hold the policy's hello
+    VLB_DROP_OLD_VERSION, // weights not newer than the last accepted from that learner
+    VLB_DROP_TOPIC,       // a subscription to a topic that is no policy id (or too long)
+    VLB_DROP_TOPICS,      // a subscription beyond the bound on topics held
+    VLB_DROP_RESEND,      // a cached-value resend beyond its rate (the subscription stands)
+    VLB_DROP_JUNK,        // a message on the weights-out port that is no subscription
+    VLB_DROP_PER_CONN,    // subscriptions beyond VLB_SUBS_PER_CONN: the connection is cut
+    VLB_DROP_CEILING,     // a segment declaring more than its policy's spec implies
     VLB_DROP_REASONS
 };
 
 /* What was dropped, for counting and logging. */
-enum { VLB_SEGMENT, VLB_HELLO, VLB_CREDIT, VLB_PUBLICATION, VLB_COMMAND, VLB_SPEC, VLB_KINDS };
+enum {
+    VLB_SEGMENT,
+    VLB_HELLO,
+    VLB_CREDIT,
+    VLB_PUBLICATION,
+    VLB_COMMAND,
+    VLB_SPEC,
+    VLB_SUBSCRIPTION,
+    VLB_KINDS
+};
 
 /* A drop counted under a reason text that names the field and its values. */
 typedef struct {
@@ -95,7 +132,11 @@ typedef struct {
     uint64_t delivered;        // segments sent to it
     uint64_t win_delivered;    // in the current rate window
     float delivered_per_s;     // over the last window
-    uint64_t newest_version;   // of the weights it published
+    uint64_t newest_version;   // of the weights it published, as accepted (--max-lag's base)
+    char holder[VL_PEER_MAX];  // the peer (key or address) whose hello holds the policy
+    uint64_t epoch;            // new for each connection that takes the policy: versions
+                               // start again in a new epoch, never within one
+    uint64_t base_received;    // the learner's total_received at its first credit here
     int have_stats;
     vl_stats_t stats;                                 // the last it published
     vlb_seen_refusal_t refusals[VLB_LEARNER_REASONS]; // its refusals counted so far
@@ -121,11 +162,19 @@ struct vl_broker_s {
     int n_learners;
     vlb_cached_t cache[VLB_MAX_TOPICS];
     int n_cached;
+    char sub_topics[VLB_MAX_SUB_TOPICS][VL_POLICY_ID_MAX]; // topics subscribers may hold
+    int n_sub_topics;
+    uint16_t *subs_by_fd;     // subscriptions made on each connection (by file descriptor)
+    uint32_t *conn_by_fd;     // a hash of each descriptor's peer, to see a descriptor reused
+    int64_t resend_window_ns; // monotonic, start of the current resend window
+    int resends;              // cached-value resends in it
     vl_inspect_t *inspect;
     size_t queue_bytes; // bound of each learner's queue
     uint64_t max_lag;   // 0: no bound
     int64_t log_every_ns;
     vl_roster_t *roster;
+    vl_roles_t *roles;   // who each peer is and what it may do
+    uint64_t epochs;     // learner epochs begun (the last one's number)
     vl_specs_t *specs;   // each policy's spec
     vl_notify_t *notify; // where to tell an actor it was refused
     vlb_text_drop_t text_drops[VLB_TEXT_DROPS];
@@ -147,6 +196,10 @@ struct vl_broker_s {
 const char *vl_books_reason_str(int reason);
 /* Counts a dropped message of a kind; the first of each kind and reason is logged. */
 void vl_books_drop(vl_broker_t *self, int kind, int reason, const char *policy);
+/* Counts a refusal of a peer by role or bound: under kind and reason, and
+   logged once per peer, naming it. */
+void vl_books_refuse_peer(vl_broker_t *self, int kind, int reason, const vl_peer_t *peer,
+                          const char *policy);
 /* Counts n drops under a reason text; the first of each text is logged. */
 void vl_books_drop_text(vl_broker_t *self, int kind, const char *text, uint64_t n);
 /* Returns the number of segments queued for all learners. */

@@ -78,25 +78,45 @@ static vlb_learner_t *s_learner_add(vl_broker_t *self, const char *policy)
     return l;
 }
 
-/* Registers (or refreshes) the learner serving policy on connection id.
-   Returns it, or NULL when the table is full. */
+/* Starts a learner entry afresh for a new connection: what it counted
+   starts again, and so do its versions, in a new epoch. */
+static void s_new_connection(vl_broker_t *self, vlb_learner_t *l, const vl_peer_t *peer)
+{
+    s_queue_clear(self, l, VLB_DROP_GONE); // its counters start again: so does ours
+    l->credited = 0;
+    l->granted = l->sent = 0;
+    l->newest_version = 0; // a learner started afresh publishes low versions again
+    l->have_stats = 0;
+    l->n_refusals = 0; // its refusal counts start again too
+    l->epoch = ++self->epochs;
+    snprintf(l->holder, sizeof l->holder, "%s", peer->who);
+}
+
+/* Registers (or refreshes) the learner serving policy on connection id,
+   sent by peer. A new connection of the peer holding the policy (a
+   restarted learner) replaces the old one; another peer's only once the
+   holder went silent. Returns it, or NULL after counting why not. */
 static vlb_learner_t *s_register(vl_broker_t *self, const uint8_t *id, size_t id_len,
-                                 const char *policy)
+                                 const char *policy, const vl_peer_t *peer, int kind)
 {
     vlb_learner_t *l = vl_learners_find(self, policy);
     if (!l && !(l = s_learner_add(self, policy)))
         return NULL;
     if (l->id_len == 0) {
-        vl_info("learner for policy '%s' joined%s", policy,
+        vl_info("learner for policy '%s' joined from %s (epoch %llu)%s", policy, peer->who,
+                (unsigned long long)(self->epochs + 1),
                 l->queued ? "; segments held since the broker started go to it" : "");
+        l->epoch = ++self->epochs; // what it holds since the broker started stays for it
+        snprintf(l->holder, sizeof l->holder, "%s", peer->who);
     } else if (l->id_len != id_len || memcmp(l->id, id, id_len) != 0) {
-        vl_info("learner for policy '%s' replaced by a new connection", policy);
-        s_queue_clear(self, l, VLB_DROP_GONE); // its counters start again: so does ours
-        l->credited = 0;
-        l->granted = l->sent = 0;
-        l->newest_version = 0; // a learner started afresh publishes low versions again
-        l->have_stats = 0;
-        l->n_refusals = 0; // its refusal counts start again too
+        if (strcmp(l->holder, peer->who) != 0 &&
+            vl_now_ns() - l->seen_ns <= VLB_LEARNER_TIMEOUT_NS) {
+            vl_books_refuse_peer(self, kind, VLB_DROP_HELD, peer, policy);
+            return NULL;
+        }
+        vl_info("learner for policy '%s' replaced by a new connection from %s (epoch %llu)", policy,
+                peer->who, (unsigned long long)(self->epochs + 1));
+        s_new_connection(self, l, peer);
     }
     memcpy(l->id, id, id_len);
     l->id_len = id_len;
@@ -106,7 +126,7 @@ static vlb_learner_t *s_register(vl_broker_t *self, const uint8_t *id, size_t id
 
 /* Registers (or refreshes) the learner that sent a hello. */
 static void s_on_hello(vl_broker_t *self, const uint8_t *id, size_t id_len, const uint8_t *data,
-                       size_t size)
+                       size_t size, const vl_peer_t *peer)
 {
     char policy[VL_POLICY_ID_MAX];
     vl_reason_t r = vl_hello_decode(data, size, policy);
@@ -114,7 +134,11 @@ static void s_on_hello(vl_broker_t *self, const uint8_t *id, size_t id_len, cons
         vl_books_drop(self, VLB_HELLO, r != VL_OK ? r : VL_ETOOBIG, NULL);
         return;
     }
-    s_register(self, id, id_len, policy);
+    if (!vl_peer_may(peer, VL_ROLE_LEARNER, policy)) {
+        vl_books_refuse_peer(self, VLB_HELLO, VLB_DROP_ROLE, peer, policy);
+        return;
+    }
+    s_register(self, id, id_len, policy, peer, VLB_HELLO);
 }
 
 /* Returns how many more segments a learner can take now. */
@@ -158,15 +182,21 @@ void vl_learners_drain(vl_broker_t *self, vlb_learner_t *l)
 
 /* Takes a learner's credit report: the first on a connection sets the base
    of what we sent on it; every one sets what it may receive in all. */
-static void s_on_credit(vl_broker_t *self, const uint8_t *id, size_t id_len, const vl_credit_t *cr)
+static void s_on_credit(vl_broker_t *self, const uint8_t *id, size_t id_len, const vl_credit_t *cr,
+                        const vl_peer_t *peer)
 {
+    if (!vl_peer_may(peer, VL_ROLE_LEARNER, cr->policy_id)) {
+        vl_books_refuse_peer(self, VLB_CREDIT, VLB_DROP_ROLE, peer, cr->policy_id);
+        return;
+    }
     // A Credit names its policy: on a policy with no connection yet it counts as a hello, so a
     // learner reconnecting to a restarted broker is served at its first credit, not at its next
     // hello (up to a second later). Replacing another live connection is left to a Hello.
     vlb_learner_t *l = vl_learners_find(self, cr->policy_id);
-    if (!l || l->id_len == 0)
-        l = s_register(self, id, id_len, cr->policy_id);
-    else if (l->id_len != id_len || memcmp(l->id, id, id_len) != 0)
+    if (!l || l->id_len == 0) {
+        if (!(l = s_register(self, id, id_len, cr->policy_id, peer, VLB_CREDIT)))
+            return;
+    } else if (l->id_len != id_len || memcmp(l->id, id, id_len) != 0)
         l = NULL;
     if (!l) {
         vl_books_drop(self, VLB_CREDIT, VLB_DROP_NO_LEARNER,
@@ -175,6 +205,7 @@ static void s_on_credit(vl_broker_t *self, const uint8_t *id, size_t id_len, con
     }
     if (!l->credited) {
         l->sent = cr->total_received; // segments in flight to a previous broker are lost
+        l->base_received = cr->total_received;
         l->granted = cr->total_granted;
         l->credited = 1;
     } else if (cr->total_granted > l->granted) {
@@ -185,16 +216,16 @@ static void s_on_credit(vl_broker_t *self, const uint8_t *id, size_t id_len, con
 
 /* Handles a learner's Hello or Credit: a Credit is told by its counters. */
 static void s_on_control(vl_broker_t *self, const uint8_t *id, size_t id_len, const uint8_t *data,
-                         size_t size)
+                         size_t size, const vl_peer_t *peer)
 {
     vl_credit_t cr;
     vl_reason_t r = vl_credit_decode(data, size, &cr);
     if (r == VL_OK && id_len <= VLB_IDENTITY_MAX)
-        s_on_credit(self, id, id_len, &cr);
+        s_on_credit(self, id, id_len, &cr, peer);
     else if (r == VL_OK || r == VL_ESHAPE || r == VL_ETOOBIG)
         vl_books_drop(self, VLB_CREDIT, r == VL_OK ? VL_ETOOBIG : r, NULL);
     else
-        s_on_hello(self, id, id_len, data, size);
+        s_on_hello(self, id, id_len, data, size, peer);
 }
 
 /* Reads one [identity][hello] from the router. Returns 0, or -1 when empty. */
@@ -206,9 +237,12 @@ int vl_learners_recv(vl_broker_t *self)
     int rc = -1;
     if (zmq_msg_recv(&id, self->router, ZMQ_DONTWAIT) >= 0) {
         rc = 0;
-        if (zmq_msg_more(&id) && zmq_msg_recv(&body, self->router, 0) >= 0)
+        if (zmq_msg_more(&id) && zmq_msg_recv(&body, self->router, 0) >= 0) {
+            vl_peer_t peer;
+            vl_roles_peer(self->roles, &body, &peer);
             s_on_control(self, zmq_msg_data(&id), zmq_msg_size(&id), zmq_msg_data(&body),
-                         zmq_msg_size(&body));
+                         zmq_msg_size(&body), &peer);
+        }
         while (zmq_msg_more(&body) && zmq_msg_recv(&body, self->router, 0) >= 0)
             ; // discard extra frames
     }
@@ -257,14 +291,36 @@ static int s_unclaimed(const vl_broker_t *self)
     return n;
 }
 
+/* Returns 1 if a segment declares a decompressed size over its policy's
+   ceiling: what the policy's declared spec takes (or VLB_NO_SPEC_MAX while it
+   has none), checked before anything is decompressed. */
+static int s_over_ceiling(vl_broker_t *self, zmq_msg_t *msg)
+{
+    char policy[VL_POLICY_ID_MAX];
+    uint64_t raw;
+    if (vl_inspect_declared(zmq_msg_data(msg), zmq_msg_size(msg), policy, &raw) != 0)
+        return 0; // the full check says why
+    const vl_spec_t *spec = vl_specs_find(self->specs, policy);
+    uint64_t ceiling =
+        spec ? vl_segment_arrays_size(spec->horizon, &spec->obs_spec) : VLB_NO_SPEC_MAX;
+    return raw > ceiling;
+}
+
 /* Sends a segment to the learner of its policy if it has credit, queues it
    if not, or counts why it is dropped. */
 static void s_route(vl_broker_t *self, zmq_msg_t *msg, int64_t wall_ns, int64_t now_ns)
 {
     vl_segment_t seg;
-    vl_reason_t r = vl_inspect_segment(self->inspect, zmq_msg_data(msg), zmq_msg_size(msg), &seg);
+    int over = s_over_ceiling(self, msg);
+    vl_reason_t r =
+        over ? VL_ETOOBIG
+             : vl_inspect_segment(self->inspect, zmq_msg_data(msg), zmq_msg_size(msg), &seg);
     if (self->recorder) // every message, refused ones too: a replay meets them again
         vl_recorder_add(self->recorder, msg, wall_ns, r == VL_OK ? seg.actor_id : UINT32_MAX);
+    if (over) {
+        vl_books_drop(self, VLB_SEGMENT, VLB_DROP_CEILING, NULL);
+        return;
+    }
     if (r != VL_OK) {
         vl_books_drop(self, VLB_SEGMENT, r, NULL);
         return;

@@ -26,6 +26,12 @@ void vl_inspect_destroy(vl_inspect_t **self_p);
 vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t size,
                                vl_segment_t *seg);
 
+/* Reads, without decoding the rest, what a segment message declares: its
+   policy id (NUL-terminated) and the decompressed size of its payload.
+   Returns 0, or -1 when they cannot be read (the full check then says why). */
+int vl_inspect_declared(const uint8_t *data, size_t size, char policy[VL_POLICY_ID_MAX],
+                        uint64_t *raw_size);
+
 /* What a checked publication said. */
 typedef struct {
     int is_stats;     // 1: a learner's stats (below); 0: weights

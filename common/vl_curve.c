@@ -117,7 +117,8 @@ const char *vl_curve_public_txt(const vl_curve_t *self)
     return zcert_public_txt(self->cert);
 }
 
-int vl_curve_keygen(const char *path, const char *name, char *why, size_t why_size)
+int vl_curve_keygen(const char *path, const char *name, const char *role, const char *policies,
+                    char *why, size_t why_size)
 {
     zcert_t *cert = zcert_new();
     if (!cert) {
@@ -126,6 +127,10 @@ int vl_curve_keygen(const char *path, const char *name, char *why, size_t why_si
     }
     zcert_set_meta(cert, "name", "%s", name);
     zcert_set_meta(cert, "made-by", "volley keygen");
+    if (role)
+        zcert_set_meta(cert, "role", "%s", role);
+    if (policies)
+        zcert_set_meta(cert, "policies", "%s", policies);
     int rc = zcert_save(cert, path);
     if (rc != 0)
         snprintf(why, why_size, "cannot write %s or %s_secret", path, path);

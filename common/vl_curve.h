@@ -42,8 +42,11 @@ int vl_curve_apply(const vl_curve_t *self, void *sock);
 const char *vl_curve_public_txt(const vl_curve_t *self);
 
 /* Writes a new certificate pair to path and path_secret, named name in its
-   metadata. Returns 0, or -1 after writing why. */
-int vl_curve_keygen(const char *path, const char *name, char *why, size_t why_size);
+   metadata, with its role and (for a learner) the policies it may serve
+   when not NULL (the broker reads them from its allow directory). Returns
+   0, or -1 after writing why. */
+int vl_curve_keygen(const char *path, const char *name, const char *role, const char *policies,
+                    char *why, size_t why_size);
 
 /* Stops the authenticator, frees the identity and nulls the pointer; safe
    on NULL and twice. */

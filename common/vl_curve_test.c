@@ -21,7 +21,7 @@ static int s_key(const char *name, int allow)
 {
     char path[256], pub[256], why[256];
     snprintf(path, sizeof path, "%s/%s.cert", s_dir, name);
-    if (vl_curve_keygen(path, name, why, sizeof why) != 0)
+    if (vl_curve_keygen(path, name, NULL, NULL, why, sizeof why) != 0)
         return -1;
     if (!allow)
         return 0;

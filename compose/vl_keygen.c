@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../common/vl_curve.h"
+#include "../common/vl_opts.h"
 
 #define S_MAX_CLIENTS 64
 
@@ -17,7 +18,8 @@ static void s_usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: volley keygen DIR [--clients NAME[,NAME...]]\n"
+        "usage: volley keygen DIR [--actors N] [--learners N] [--admins N] [--observers N]\n"
+        "                         [--policies LIST] [--clients NAME[,NAME...]]\n"
         "\n"
         "Writes the CURVE certificates of a secured run into DIR (made, mode 0700):\n"
         "  DIR/broker.cert, DIR/broker.cert_secret      the broker's (--cert on the broker;\n"
@@ -29,7 +31,21 @@ static void s_usage(FILE *out)
         "                                               client out, add one to let it in\n"
         "Never overwrites a certificate. Secret files stay on the hosts that use them.\n"
         "\n"
-        "  --clients LIST     client names (default actor,learner,monitor)\n"
+        "Each client certificate carries its role (metadata `role`), which the broker\n"
+        "reads from its --allow directory: an actor pushes segments and subscribes to\n"
+        "weights; a learner serves policies (hello, credit, spec) and publishes their\n"
+        "weights and stats; an admin may pause, resume and shut the broker down; an\n"
+        "observer asks for status and watches (volley top). Status is open to any key.\n"
+        "\n"
+        "  --actors N         N actor certificates, actor-1 .. actor-N\n"
+        "  --learners N       N learner certificates, learner-1 .. learner-N\n"
+        "  --admins N         N admin certificates, admin-1 .. admin-N\n"
+        "  --observers N      N observer certificates, observer-1 .. observer-N\n"
+        "  --policies LIST    the policies the learners may serve (comma-separated;\n"
+        "                     default: any)\n"
+        "  --clients LIST     client names instead, each's role from how it begins (actor,\n"
+        "                     learner, admin, monitor or observer; else actor); default\n"
+        "                     actor,learner,monitor\n"
         "  -h, --help         this text\n");
 }
 
@@ -42,7 +58,8 @@ static int s_exists(const char *path)
 
 /* Writes one pair (and, for a client, its public copy into allowed/).
    Returns 0, or -1 after saying why. */
-static int s_make(const char *dir, const char *name, int client)
+static int s_make(const char *dir, const char *name, int client, const char *role,
+                  const char *policies)
 {
     char path[4096], pub[4096], why[512];
     snprintf(path, sizeof path, "%s/%s.cert", dir, name);
@@ -50,11 +67,11 @@ static int s_make(const char *dir, const char *name, int client)
         fprintf(stderr, "volley keygen: %s exists; not overwritten\n", path);
         return -1;
     }
-    if (vl_curve_keygen(path, name, why, sizeof why) != 0) {
+    if (vl_curve_keygen(path, name, role, policies, why, sizeof why) != 0) {
         fprintf(stderr, "volley keygen: %s\n", why);
         return -1;
     }
-    printf("wrote %s and %s_secret\n", path, path);
+    printf("wrote %s and %s_secret%s%s\n", path, path, role ? " role " : "", role ? role : "");
     if (!client)
         return 0;
     snprintf(pub, sizeof pub, "%s/allowed/%s.cert", dir, name);
@@ -66,6 +83,16 @@ static int s_make(const char *dir, const char *name, int client)
     else
         printf("wrote %s\n", pub);
     return rc == 0 ? 0 : -1;
+}
+
+/* Returns the role a client named name gets: what its name begins with. */
+static const char *s_role_of(const char *name)
+{
+    static const char *roles[] = {"learner", "admin", "observer"};
+    for (int i = 0; i < 3; i++)
+        if (strncmp(name, roles[i], strlen(roles[i])) == 0)
+            return roles[i];
+    return strncmp(name, "monitor", 7) == 0 ? "observer" : "actor";
 }
 
 /* Makes dir (0700) if missing. Returns 0, or -1 after saying why. */
@@ -100,18 +127,51 @@ static int s_split(char *list, char **names)
     return n > 0 ? n : -1;
 }
 
+/* Writes n certificates named role-1 .. role-n. Returns 0, or -1. */
+static int s_make_role(const char *dir, const char *role, long n, const char *policies)
+{
+    char name[64];
+    for (long i = 1; i <= n; i++) {
+        snprintf(name, sizeof name, "%s-%ld", role, i);
+        if (s_make(dir, name, 1, role, strcmp(role, "learner") == 0 ? policies : NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int vl_keygen_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"clients", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option opts[] = {{"clients", required_argument, 0, 'c'},
+                                         {"actors", required_argument, 0, 'a'},
+                                         {"learners", required_argument, 0, 'l'},
+                                         {"admins", required_argument, 0, 'd'},
+                                         {"observers", required_argument, 0, 'o'},
+                                         {"policies", required_argument, 0, 'p'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     char list[1024] = "actor,learner,monitor";
-    int opt;
+    long counts[4] = {0, 0, 0, 0}; // actors, learners, admins, observers
+    static const char *roles[4] = {"actor", "learner", "admin", "observer"};
+    const char *policies = NULL;
+    int opt, by_role = 0;
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        const char *which = strchr("aldo", opt);
         if (opt == 'c' && strlen(optarg) >= sizeof list) {
             fprintf(stderr, "volley keygen: --clients list too long\n");
             return 2;
         } else if (opt == 'c') {
             snprintf(list, sizeof list, "%s", optarg);
+        } else if (opt && which) {
+            if (vl_opt_long("keygen", roles[which - "aldo"], optarg, 0, S_MAX_CLIENTS,
+                            &counts[which - "aldo"]))
+                return 2;
+            by_role = 1;
+        } else if (opt == 'p') {
+            if (strlen(optarg) >= 200 || strchr(optarg, '\n')) {
+                fprintf(stderr, "volley keygen: --policies list too long\n");
+                return 2;
+            }
+            policies = optarg;
         } else {
             s_usage(opt == 'h' ? stdout : stderr);
             return opt == 'h' ? 0 : 2;
@@ -122,16 +182,19 @@ int vl_keygen_main(int argc, char **argv)
         return 2;
     }
     char *names[S_MAX_CLIENTS];
-    int n = s_split(list, names);
-    if (n <= 0)
+    int n = by_role ? 0 : s_split(list, names);
+    if (!by_role && n <= 0)
         return 2;
     const char *dir = argv[optind];
     char allowed[4096];
     snprintf(allowed, sizeof allowed, "%s/allowed", dir);
-    if (s_mkdir(dir) != 0 || s_mkdir(allowed) != 0 || s_make(dir, "broker", 0) != 0)
+    if (s_mkdir(dir) != 0 || s_mkdir(allowed) != 0 || s_make(dir, "broker", 0, NULL, NULL) != 0)
         return 1;
     for (int i = 0; i < n; i++)
-        if (s_make(dir, names[i], 1) != 0)
+        if (s_make(dir, names[i], 1, s_role_of(names[i]), policies) != 0)
+            return 1;
+    for (int r = 0; r < 4; r++)
+        if (s_make_role(dir, roles[r], counts[r], policies) != 0)
             return 1;
     printf("broker:  volley broker --cert %s/broker.cert --allow %s\n"
            "others:  --cert %s/<name>.cert --broker-key %s/broker.cert\n",

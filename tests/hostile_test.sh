@@ -52,7 +52,8 @@ expect_count segments "wrong schema version" 1
 expect_count segments "declared size over limit" 1 # horizon
 expect_count segments "sizes inconsistent" 1
 expect_count segments "bad policy id" 1
-expect_count segments "bad lz4 payload" 3          # bound, bomb, corrupt
+expect_count segments "bad lz4 payload" 2          # bound, corrupt
+expect_count segments "bound: declared size over its policy's ceiling" 1 # bomb: refused before decompressing
 expect_count segments "non-finite float" 2         # reward, observation
 expect_count segments "action out of range" 1
 expect_count segments "no learner serves its policy" 1

@@ -1,7 +1,10 @@
 /*  vl_inject: sends deliberately malformed messages to a running broker, one
     per named fault, for the hostile-input integration test. Each fault
     targets one check of one decoder; the test then reads the broker's
-    counters. Usage: vl_inject HOST:PORT FAULT...  (vl_inject --list) */
+    counters. Usage: vl_inject HOST:PORT FAULT...  (vl_inject --list)
+    Attacks take an argument, FAULT=ARG (see s_attack); HOST may be
+    "SRC:0;HOST" to send from the local address SRC; with VL_INJECT_CERT and
+    VL_INJECT_BROKER_KEY set every socket is a CURVE client with that key. */
 #include <lz4.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +13,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
@@ -23,6 +27,9 @@
 typedef struct {
     void *push, *dealer, *pub, *control;
 } s_socks_t;
+
+static void *s_held[64]; // sockets an attack keeps open until the end
+static int s_n_held;
 
 /* A valid CartPole-shaped segment for policy of horizon h (<= T), unpacked
    for editing. */
@@ -275,12 +282,205 @@ static int s_publication_fault(void *pub, const char *fault)
     return 0;
 }
 
+/* Connects a socket of type to broker's port offset with no bound on its
+   send queue (a SUB would drop subscriptions beyond it). NULL on error. */
+static void *s_connect_unbounded(void *ctx, int type, const char *broker, int offset)
+{
+    char endpoint[512];
+    void *sock = zmq_socket(ctx, type);
+    int zero = 0;
+    if (!sock || vl_opt_endpoint("inject", broker, offset, endpoint, sizeof endpoint) != 0)
+        return NULL;
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_connect(sock, endpoint);
+    return sock;
+}
+
+/* Subscribes n made-up topics of len bytes each (n <= 10^7, len 8..4096). */
+static void s_sub_flood(void *ctx, const char *broker, const char *arg)
+{
+    long n = 0, len = 0;
+    if (sscanf(arg, "%ld:%ld", &n, &len) != 2 || n < 1 || n > 10000000 || len < 8 || len > 4096)
+        return;
+    void *sub = s_connect_unbounded(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT);
+    char *topic = malloc((size_t)len);
+    memset(topic, 't', (size_t)len);
+    for (long i = 0; i < n; i++) {
+        snprintf(topic, (size_t)len, "%07ld", i);
+        topic[7] = 'x';
+        zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, (size_t)len);
+    }
+    free(topic);
+    s_held[s_n_held++] = sub; // kept subscribed until the end (hold=S)
+}
+
+/* Subscribes to and unsubscribes from the policy's topic n times. */
+static void s_sub_churn(void *ctx, const char *broker, const char *arg)
+{
+    long n = atol(arg);
+    void *sub = s_connect_unbounded(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT);
+    usleep(200 * 1000);
+    for (long i = 0; i < n; i++) {
+        zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", 7);
+        zmq_setsockopt(sub, ZMQ_UNSUBSCRIBE, "default", 7);
+    }
+    s_held[s_n_held++] = sub;
+}
+
+/* Subscribes to the policy and prints how many messages arrive in arg seconds. */
+static void s_listen(void *ctx, const char *broker, const char *arg)
+{
+    double secs = atof(arg);
+    void *sub = vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 64 << 20);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", 7);
+    int timeout = 100;
+    zmq_setsockopt(sub, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    int64_t end = vl_now_ns() + (int64_t)(secs * 1e9);
+    long got = 0;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    while (vl_now_ns() < end)
+        if (zmq_msg_recv(&m, sub, 0) >= 0 && !zmq_msg_more(&m))
+            got++;
+    zmq_msg_close(&m);
+    printf("listened %.1f s: %ld messages (%.1f/s)\n", secs, got, got / secs);
+    zmq_close(sub);
+}
+
+/* Sends n messages that are no subscription to the weights-out port. */
+static void s_xpub_junk(void *ctx, const char *broker, const char *arg)
+{
+    long n = atol(arg);
+    void *x = vl_sock_connect(ctx, ZMQ_XSUB, broker, VL_PORT_WEIGHTS_OUT, 2000, 1 << 20);
+    usleep(200 * 1000);
+    for (long i = 0; i < n; i++)
+        zmq_send(x, "\x42junk", 5, 0);
+    s_held[s_n_held++] = x;
+}
+
+/* Takes a real weights message of the policy from the broker and publishes
+   it again with version arg. */
+static void s_pub_forged(void *ctx, void *pub, const char *broker, const char *arg)
+{
+    uint64_t version = strtoull(arg, NULL, 10);
+    void *sub = vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 64 << 20);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", 7);
+    int timeout = 5000;
+    zmq_setsockopt(sub, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    zmq_msg_t t, b;
+    zmq_msg_init(&t);
+    zmq_msg_init(&b);
+    vl_limits_t lim = vl_limits_default();
+    vl_weights_t *w = NULL;
+    if (zmq_msg_recv(&t, sub, 0) >= 0 && zmq_msg_recv(&b, sub, 0) >= 0 &&
+        vl_weights_decode(zmq_msg_data(&b), zmq_msg_size(&b), &lim, &w) == VL_OK) {
+        uint8_t *buf;
+        size_t size;
+        if (vl_weights_encode("default", version, w->tensors, w->n_tensors, &buf, &size) == 0) {
+            zmq_send(pub, "default", 7, ZMQ_SNDMORE);
+            zmq_send(pub, buf, size, 0);
+            free(buf);
+            printf("forged weights version %llu from a real one (version %llu)\n",
+                   (unsigned long long)version, (unsigned long long)w->version);
+        }
+    } else {
+        printf("no weights to forge from\n");
+    }
+    vl_weights_destroy(&w);
+    zmq_msg_close(&t);
+    zmq_msg_close(&b);
+    zmq_close(sub);
+}
+
+/* Sends n valid Hellos for the policy, 200 ms apart, from one connection. */
+static void s_hello_forged(void *dealer, const char *arg)
+{
+    long n = atol(arg);
+    for (long i = 0; i < n; i++) {
+        uint8_t *buf;
+        size_t size;
+        if (vl_hello_encode("default", &buf, &size) == 0) {
+            zmq_send(dealer, buf, size, 0);
+            free(buf);
+        }
+        usleep(200 * 1000);
+    }
+}
+
+/* Sends n segments that pass every limit and the LZ4 ratio: horizon 900,
+   2-bit observations of 65536 values, 15 MB of payload from ~60 KB
+   (~250 MB of arrays once unpacked); the policy's spec (horizon 64, 4
+   floats) implies 17 KB. */
+static void s_seg_huge(void *push, const char *arg)
+{
+    long n = atol(arg);
+    const uint32_t h = 900, dim = 65536;
+    Volley__Segment *m = s_segment("default");
+    uint8_t *payload = m->payload.data;
+    uint32_t *shape = m->obs_fields[0]->shape, huge_shape[1] = {dim};
+    size_t n_shape = m->obs_fields[0]->n_shape;
+    m->obs_fields[0]->encoding = VOLLEY__ENCODING__U2;
+    m->obs_fields[0]->shape = huge_shape;
+    m->obs_fields[0]->n_shape = 1;
+    m->horizon = h;
+    m->raw_size = (h + 1) * (dim / 4) + 13 * h;
+    uint8_t *raw = calloc(1, m->raw_size);
+    int cap = LZ4_compressBound((int)m->raw_size);
+    uint8_t *block = malloc((size_t)cap);
+    m->payload.len =
+        (size_t)LZ4_compress_default((char *)raw, (char *)block, (int)m->raw_size, cap);
+    m->payload.data = block;
+    for (long i = 0; i < n; i++)
+        s_send_msg(push, &m->base);
+    printf("sent %ld segments of %zu bytes declaring %u bytes\n", n, m->payload.len, m->raw_size);
+    free(raw);
+    free(block);
+    m->obs_fields[0]->shape = shape;
+    m->obs_fields[0]->n_shape = n_shape;
+    m->payload.data = payload;
+    volley__segment__free_unpacked(m, NULL);
+}
+
+/* Runs an attack FAULT=ARG. Returns 0, or -1 if FAULT is none. */
+static int s_attack(void *ctx, s_socks_t *s, const char *broker, const char *f)
+{
+    const char *eq = strchr(f, '=');
+    if (!eq)
+        return -1;
+    const char *arg = eq + 1;
+    size_t n = (size_t)(eq - f);
+    if (n == 9 && strncmp(f, "sub-flood", n) == 0)
+        s_sub_flood(ctx, broker, arg);
+    else if (n == 9 && strncmp(f, "sub-churn", n) == 0)
+        s_sub_churn(ctx, broker, arg);
+    else if (n == 6 && strncmp(f, "listen", n) == 0)
+        s_listen(ctx, broker, arg);
+    else if (n == 9 && strncmp(f, "xpub-junk", n) == 0)
+        s_xpub_junk(ctx, broker, arg);
+    else if (n == 10 && strncmp(f, "pub-forged", n) == 0)
+        s_pub_forged(ctx, s->pub, broker, arg);
+    else if (n == 12 && strncmp(f, "hello-forged", n) == 0)
+        s_hello_forged(s->dealer, arg);
+    else if (n == 8 && strncmp(f, "seg-huge", n) == 0)
+        s_seg_huge(s->push, arg);
+    else if (n == 4 && strncmp(f, "hold", n) == 0)
+        usleep((useconds_t)(atof(arg) * 1e6));
+    else
+        return -1;
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: vl_inject HOST:PORT FAULT...\n");
         return 2;
     }
+    vl_curve_t *curve = NULL;
+    if (vl_sock_client_curve(getenv("VL_INJECT_CERT"), getenv("VL_INJECT_BROKER_KEY"), &curve))
+        return 1;
     void *ctx = zmq_ctx_new();
     s_socks_t s = {vl_sock_connect(ctx, ZMQ_PUSH, argv[1], VL_PORT_SEGMENTS, 2000, 1 << 20),
                    vl_sock_connect(ctx, ZMQ_DEALER, argv[1], VL_PORT_LEARNERS, 2000, 1 << 20),
@@ -292,7 +492,8 @@ int main(int argc, char **argv)
     int rc = 0;
     for (int i = 2; i < argc; i++) {
         const char *f = argv[i];
-        int r = strncmp(f, "seg-", 4) == 0 && s_segment_fault(s.push, f) == 0 ? 0
+        int r = strchr(f, '=') ? s_attack(ctx, &s, argv[1], f)
+                : strncmp(f, "seg-", 4) == 0 && s_segment_fault(s.push, f) == 0 ? 0
                 : strncmp(f, "pub-", 4) == 0         ? s_publication_fault(s.pub, f)
                 : s_control_fault(s.control, f) == 0 ? 0
                                                      : s_other_fault(&s, f);
@@ -305,6 +506,9 @@ int main(int argc, char **argv)
     zmq_close(s.dealer);
     zmq_close(s.pub);
     zmq_close(s.control);
+    for (int i = 0; i < s_n_held; i++)
+        zmq_close(s_held[i]);
     zmq_ctx_term(ctx); // lingers until everything is sent
+    vl_sock_client_curve_end(&curve);
     return rc;
 }

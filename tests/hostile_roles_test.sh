@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Attacks on an open broker from an address it does not trust (127.0.0.2:
+# only 127.0.0.1 and ::1 are trusted without --trust), while a learner and an
+# actor train from loopback: forged weights, forged hellos, control verbs,
+# subscription floods and churn, junk on the weights-out port, segments that
+# declare far more than their policy's spec. Each is refused and counted
+# under a reason naming the role or the bound; the broker's memory stays
+# within its bound (VmRSS from /proc); training goes on.
+. "$(dirname "$0")/lib.sh"
+INJECT=${2:?usage: $0 volley vl_inject}
+PORT=$(free_port)
+FROM="127.0.0.2:0;127.0.0.1:$PORT" # an outsider: another address on this host
+RSS_BOUND_KB=$((48 * 1024))         # what any attack below may add to the broker's RSS
+
+"$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --max-lag 20 > "$TMP/broker.log" 2>&1 &
+BROKER=$!
+PIDS+=($BROKER)
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
+PIDS+=($!)
+"$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
+PIDS+=($!)
+version() { grep -oE "version=[0-9]+" "$TMP/learner.log" | tail -1 | cut -d= -f2; }
+rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
+trains_on() { # training goes on: 5 more versions after the attack
+    local v0=$1
+    for _ in $(seq 150); do
+        [ "$(version)" -ge $((v0 + 5)) ] && return 0
+        sleep 0.2
+    done
+    fail "training stalled after $2 (version $(version), was $v0)"
+}
+wait_for "$TMP/learner.log" 30 "version=([3-9][0-9]|[0-9]{3,})" || fail "training did not start"
+rss0=$(rss_kb)
+
+v=$(version)
+"$INJECT" "$FROM" "pub-forged=4611686018427387904" > "$TMP/forge.out" || fail "vl_inject failed"
+grep -q "forged weights version" "$TMP/forge.out" || fail "no weights to forge: $(cat "$TMP/forge.out")"
+trains_on "$v" "forged weights"
+"$VOLLEY" ctl --broker 127.0.0.1:$PORT status > "$TMP/s1" || fail "status failed"
+grep -q "too stale" "$TMP/s1" && fail "segments dropped as too stale after a forged version"
+pass "forged weights (version 2^62) from an outsider: refused, no segment too stale, training on"
+
+v=$(version)
+"$INJECT" "$FROM" "hello-forged=20" || fail "vl_inject failed"
+trains_on "$v" "forged hellos"
+grep -q "replaced by a new connection" "$TMP/broker.log" && fail "a forged hello replaced the learner"
+pass "20 forged hellos from an outsider: none replaced the learner, training on"
+
+"$VOLLEY" ctl --broker "$FROM" pause default > "$TMP/pause.out" 2>&1 && fail "an outsider paused the learner"
+"$VOLLEY" ctl --broker "$FROM" shutdown > "$TMP/shutdown.out" 2>&1 && fail "an outsider shut the broker down"
+sleep 0.5
+kill -0 $BROKER 2>/dev/null || fail "the broker stopped"
+"$VOLLEY" ctl --broker "$FROM" status > "$TMP/s2" 2>&1 || fail "status refused to an outsider on an open broker"
+pass "pause and shutdown from an outsider refused; status answered"
+
+v=$(version)
+"$INJECT" "$FROM" "seg-huge=10" > "$TMP/huge.out" || fail "vl_inject failed"
+echo "     $(cat "$TMP/huge.out")"
+trains_on "$v" "huge segments"
+rss2=$(rss_kb)
+[ $((rss2 - rss0)) -lt $RSS_BOUND_KB ] || fail "huge segments: RSS $rss0 -> $rss2 kB"
+echo "     after 10 huge segments: broker VmRSS $rss0 -> $rss2 kB"
+pass "10 segments declaring 15 MB (236 MB unpacked) of a 17 KB policy: RSS within its bound, training on"
+
+"$INJECT" "$FROM" "sub-flood=80000:200" "sub-flood=20000:16" "hold=3" > "$TMP/flood.out" &
+FLOOD=$!
+sleep 5.5
+rss1=$(rss_kb)
+wait $FLOOD
+[ $((rss1 - rss0)) -lt $RSS_BOUND_KB ] || fail "subscription flood: RSS $rss0 -> $rss1 kB"
+echo "     subscription flood: broker VmRSS $rss0 -> $rss1 kB (bound +$RSS_BOUND_KB kB)"
+pass "100,000 made-up subscriptions: RSS within its bound"
+
+"$INJECT" "$FROM" "sub-churn=20000" "xpub-junk=1000" "hold=1" || fail "vl_inject failed"
+
+
+for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "a process died"; done
+kill -TERM $BROKER
+wait $BROKER
+expect_count() {  # $1 kind, $2 reason, $3 minimum count
+    local n
+    n=$(grep -F "$1: $2" "$TMP/broker.log" | sed -n "s/.*dropped \([0-9]*\) $1: .*/\1/p" | head -1)
+    [ -n "$n" ] && [ "$n" -ge "$3" ] || fail "broker did not count $1 refused for '$2' (got '${n:-none}', want >= $3)"
+    echo "     counted $n $1: $2"
+}
+expect_count publications "role: the peer may not do this" 1
+expect_count hellos "role: the peer may not do this" 20
+expect_count commands "role: the peer may not do this" 2
+expect_count subscriptions "bound: topic is no policy id (or over 63 bytes)" 64
+expect_count subscriptions "bound: subscriptions per connection (cut)" 2
+expect_count subscriptions "bound: cached-value resends over their rate" 100
+expect_count subscriptions "junk: not a subscription" 1
+expect_count segments "bound: declared size over its policy's ceiling" 10
+grep -qE "refusing [a-z]+ from 127.0.0.2" "$TMP/broker.log" || fail "the refused peer was not named in the log"
+grep -q "they add up" "$TMP/broker.log" || fail "the books do not add up"
+pass "every refusal counted under its role or bound, the peer named once, the books add up"
+echo "6 passed, 0 failed"
