@@ -3,6 +3,7 @@ executable ($VOLLEY_BIN, else <checkout>/build/volley) started with its log
 in a file, and everything stopped at the end (SIGTERM, then SIGKILL)."""
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -13,6 +14,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 VOLLEY = os.environ.get("VOLLEY_BIN") or str(REPO / "build" / "volley")
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def top_rows(port):
+    """`volley top --once --kv` of the broker at 127.0.0.1:port: one dict per line
+    (quoted values keep their quotes)."""
+    out = subprocess.run([VOLLEY, "top", "--once", "--kv", "--broker", f"127.0.0.1:{port}"],
+                         capture_output=True, text=True, timeout=20).stdout
+    return [dict(re.findall(r'(\w+)=("[^"]*"|\S+)', line)) for line in out.splitlines()]
+
+
+def top_kind(port, kind):
+    """The first `volley top --once --kv` line of this kind (broker, learner, actor...) as a
+    dict, {} when there is none."""
+    return next((r for r in top_rows(port) if r.get("kind") == kind), {})
 
 
 def free_port():

@@ -4,7 +4,6 @@ that has no env code; every kind of bad input refused with a reason before
 anything is recorded; an external forward pass (policy_fn) fed the C
 learner's weights as arrays; an env that raises ends the actor with its
 traceback and exit 1 while what it sent stays intact."""
-import subprocess
 import time
 
 import numpy as np
@@ -12,17 +11,9 @@ import pytest
 
 import volley
 from actor_envs import Dict, MultiBinary, dict_spaces
-from procs import VOLLEY, free_port
+from procs import free_port, top_kind
 from volley.envs.cartpole import Box, CartPoleEnv, Discrete
 
-
-def kv(port, kind):
-    out = subprocess.run([VOLLEY, "top", "--once", "--kv", "--broker", f"127.0.0.1:{port}"],
-                         capture_output=True, text=True, timeout=10).stdout
-    for line in out.splitlines():
-        if f"kind={kind}" in line:
-            return dict(x.split("=", 1) for x in line.split() if "=" in x)
-    return {}
 
 
 def start(procs):
@@ -90,9 +81,9 @@ def test_dict_spec_reaches_the_learner_and_bad_input_is_refused(procs):
     learner = procs.text(procs.procs[1])
     assert "obs u8[2x3] u1[5] f32[2] actions 3 horizon 4" in learner, learner
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and int(kv(port, "broker").get("routed", 0)) < 4 * N:
+    while time.monotonic() < deadline and int(top_kind(port, "broker").get("routed", 0)) < 4 * N:
         time.sleep(0.2)
-    b = kv(port, "broker")
+    b = top_kind(port, "broker")
     assert int(b["routed"]) == 4 * N and int(b["dropped"]) == 0, (b, procs.dump())
 
 
@@ -126,5 +117,5 @@ def test_env_that_raises_exits_1_with_its_traceback(procs):
     assert a.wait(30) == 1, procs.dump()
     log = procs.text(a)
     assert "Traceback" in log and "RuntimeError: the emulator crashed" in log, log
-    b = kv(port, "broker")
+    b = top_kind(port, "broker")
     assert int(b["received"]) >= 2 * 9 and int(b["dropped"]) == 0, (b, procs.dump())

@@ -3,10 +3,9 @@ for weights ends it with exit 0 at once (the wake fd); a spec the broker's
 policy does not have exits 2 naming the field; a broker restart is ridden
 out (segments flow to the new broker)."""
 import signal
-import subprocess
 import time
 
-from procs import VOLLEY, free_port
+from procs import free_port, top_kind
 
 ENV = "volley.envs.cartpole:make_env"
 
@@ -15,14 +14,6 @@ def actor(procs, port, *args, name="actor"):
     return procs.python(name, "-m", "volley", "actor", "--env", ENV, "--broker",
                         f"127.0.0.1:{port}", "--envs", 4, *args)
 
-
-def broker_kv(port):
-    out = subprocess.run([VOLLEY, "top", "--once", "--kv", "--broker", f"127.0.0.1:{port}"],
-                         capture_output=True, text=True, timeout=10).stdout
-    for line in out.splitlines():
-        if "kind=broker" in line:
-            return dict(x.split("=", 1) for x in line.split() if "=" in x)
-    return {}
 
 
 def test_ctrl_c_while_waiting_for_weights_exits_0(procs):
@@ -60,7 +51,7 @@ def test_broker_restart_is_ridden_out(procs):
     received = 0
     while time.monotonic() < deadline and received < 100:
         time.sleep(0.5)
-        received = int(broker_kv(port).get("received", 0))
+        received = int(top_kind(port, "broker").get("received", 0))
     assert received >= 100, procs.dump()
     assert a.poll() is None, procs.dump()
     assert procs.stop(a, signal.SIGTERM) == 0

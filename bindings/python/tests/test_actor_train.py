@@ -5,22 +5,12 @@ episodes in the learner's stats, read with `volley top --once --kv`); then
 SIGINT stops one actor and SIGTERM the other, each with exit code 0, as
 `volley actor` does."""
 import signal
-import subprocess
 import time
 
-from procs import VOLLEY, free_port
+from procs import free_port, top_kind
 
 ENV = "volley.envs.cartpole:make_env"
 
-
-def learner_stats(port):
-    """The learner's key=value line from `volley top --once --kv`, as a dict."""
-    out = subprocess.run([VOLLEY, "top", "--once", "--kv", "--broker", f"127.0.0.1:{port}"],
-                         capture_output=True, text=True, timeout=10).stdout
-    for line in out.splitlines():
-        if "kind=learner" in line:
-            return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
-    return {}
 
 
 def test_python_actors_solve_cartpole(procs):
@@ -34,7 +24,7 @@ def test_python_actors_solve_cartpole(procs):
     while time.monotonic() - start < 45 and not solved:
         time.sleep(1)
         assert all(a.poll() is None for a in actors), procs.dump()
-        stats = learner_stats(port)
+        stats = top_kind(port, "learner")
         solved = int(stats.get("window", 0)) >= 100 and float(stats.get("mean_return", 0)) >= 475
     assert solved, f"not solved: {stats}\n{procs.dump()}"
     print("solved:", {k: stats.get(k) for k in ("env_steps", "mean_return", "window", "version")})

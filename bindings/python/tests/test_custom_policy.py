@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from procs import REPO, VOLLEY, free_port
+from procs import REPO, free_port, top_rows
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                 reason="torch is not installed (Debian: python3-torch)")
@@ -38,11 +38,6 @@ with volley.Actor(broker=sys.argv[1], spec=CartPoleEnv(), num_envs=1, actor_id=9
     print(json.dumps({"version": w.version, "tensors": {k: v.shape for k, v in w.items()}}))
 """
 
-
-def top_kv(broker):
-    out = subprocess.run([VOLLEY, "top", "--once", "--kv", "--broker", broker],
-                         capture_output=True, text=True, timeout=20).stdout
-    return [dict(re.findall(r'(\w+)=("[^"]*"|\S+)', line)) for line in out.splitlines()]
 
 
 def test_custom_model_solves_cartpole_with_python_actors(procs):
@@ -64,7 +59,7 @@ def test_custom_model_solves_cartpole_with_python_actors(procs):
     # The segments were acted with the learner's weights, not only its initial version 0.
     acted = re.search(r"segments acted by versions up to (\d+)", lines[-2])
     assert acted and int(acted.group(1)) > 0, procs.dump()
-    seen = {r["id"]: r for r in top_kv(broker) if r.get("kind") == "actor"}
+    seen = {r["id"]: r for r in top_rows(port) if r.get("kind") == "actor"}
     for i in ("1", "2"):
         assert i in seen and int(seen[i]["weights_version"]) > 0 \
             and int(seen[i]["segments"]) > 0, (seen, procs.dump())
