@@ -145,3 +145,23 @@ def test_shape_errors_name_the_argument():
 def test_version_is_the_library_s():
     parts = volley.__version__.split(".")
     assert len(parts) == 3 and all(p.isdigit() for p in parts)
+
+
+def test_results_held_are_never_reused():
+    """vtrace reuses result arrays the caller has let go of (a learner's loop saves their page
+    faults); arrays the caller still holds, or holds a view of, are never written again."""
+    rng = np.random.default_rng(5)
+    n, T = 3, 7
+    args = [rng.random((n, T + 1), dtype=np.float32)] + \
+        [rng.random((n, T), dtype=np.float32) for _ in range(3)]
+    first = volley.vtrace(*args)
+    want = (first[0].copy(), first[1].copy())
+    view = first[1][1:]
+    held = [volley.vtrace(*[a * (k + 2) for a in args]) for k in range(4)]  # new results, held
+    assert np.array_equal(first[0], want[0]) and np.array_equal(first[1], want[1])
+    assert np.array_equal(view, want[1][1:])
+    ids = {id(first[0])} | {id(h[0]) for h in held}
+    assert len(ids) == 5  # every held result is its own array
+    for _ in range(6):  # a loop that rebinds its names: results still right every time
+        vs, adv = volley.vtrace(*args)
+        assert np.array_equal(vs, want[0]) and np.array_equal(adv, want[1])

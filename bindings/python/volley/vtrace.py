@@ -1,12 +1,40 @@
 """volley.vtrace: IMPALA's V-trace over NumPy arrays, by learner/vtrace.c's
 vl_vtrace / vl_vtrace_boot (the arithmetic is in shared/BRIEF.md)."""
 import ctypes
+import sys
 
 import numpy as np
 
 from . import _lib
 
 _INT_MAX = 2**31 - 1
+_spare = []  # the last results returned (two pairs at most), reused once nothing else holds them
+
+
+def _free(pair, shape):
+    """True when pair has this shape and only the cache refers to its arrays (no name, view,
+    or list of the caller's holds them)."""
+    return pair[0].shape == shape and sys.getrefcount(pair[0]) == 2 and \
+        sys.getrefcount(pair[1]) == 2  # the cache's tuple and getrefcount's argument
+
+
+def _results(n, T):
+    """Two float32 [n, T] arrays for the results: an earlier call's when the caller has let
+    go of both, else new ones. Fresh 2 MB arrays cost their page faults at every call, and a
+    learner calls vtrace on one shape every update: `vs, adv = vtrace(...)` in a loop still
+    holds the last results during the call, so two pairs take turns."""
+    for pair in reversed(list(_spare)):  # the newest first: its memory is the warmest
+        if _free(pair, (n, T)):
+            try:
+                _spare.remove(pair)  # two threads never take the same pair
+            except ValueError:
+                continue
+            _spare.append(pair)
+            return pair
+    pair = (np.empty((n, T), np.float32), np.empty((n, T), np.float32))
+    _spare.append(pair)
+    del _spare[:-2]
+    return pair
 
 
 def _as_f32(name, a):
@@ -65,8 +93,7 @@ def vtrace(values, rewards, dones, log_rhos, gamma=0.99, lam=0.95, rho_bar=1.0, 
         _check_shape(name, a, (n, T), why)
         arrays.append((name, a))
     if out is None:
-        vs = np.empty((n, T), np.float32)
-        pg_adv = np.empty((n, T), np.float32)
+        vs, pg_adv = _results(n, T)
     else:
         vs, pg_adv = out
         _check_out("vs", vs, (n, T), arrays)
