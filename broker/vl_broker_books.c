@@ -103,9 +103,21 @@ uint64_t vl_books_dropped(const vl_broker_t *self)
     return dropped;
 }
 
+/* Returns the segments of a learner's policy lost with (or dropped by) an
+   earlier broker: what its actors sent before this one, less what the
+   learner had received when it first gave us credit. 0 until it did, and for
+   a learner that had received nothing (a new one: it cannot say). */
+static uint64_t s_lost_before(const vl_broker_t *self, const vlb_learner_t *l)
+{
+    if (!l->credited || l->base_received == 0)
+        return 0;
+    uint64_t sent = vl_roster_sent_before(self->roster, l->policy);
+    return sent > l->base_received ? sent - l->base_received : 0;
+}
+
 /* Fills one learner's row (stats into *stats, which the row then points to). */
-static void s_learner_row(const vlb_learner_t *l, int64_t now, Volley__LearnerRow *r,
-                          Volley__Stats *stats)
+static void s_learner_row(const vl_broker_t *self, const vlb_learner_t *l, int64_t now,
+                          Volley__LearnerRow *r, Volley__Stats *stats)
 {
     volley__learner_row__init(r);
     r->policy_id = (char *)l->policy;
@@ -119,6 +131,7 @@ static void s_learner_row(const vlb_learner_t *l, int64_t now, Volley__LearnerRo
     r->epoch = l->epoch;
     r->version = l->newest_version;
     r->peer = (char *)l->holder;
+    r->lost_before = s_lost_before(self, l);
     if (l->have_stats) {
         vl_stats_to_msg(&l->stats, stats);
         r->stats = stats;
@@ -210,13 +223,21 @@ static int s_status_build(vl_broker_t *self, Volley__Status *st, s_status_rows_t
     st->n_actors = n;
     st->actors = rows->actor_ptrs;
     for (int i = 0; i < self->n_learners; i++) {
-        s_learner_row(&self->learners[i], now, &rows->learners[i], &rows->stats[i]);
+        s_learner_row(self, &self->learners[i], now, &rows->learners[i], &rows->stats[i]);
+        st->lost_before += rows->learners[i].lost_before;
         rows->learner_ptrs[i] = &rows->learners[i];
     }
     st->n_learners = (size_t)self->n_learners;
     st->learners = rows->learner_ptrs;
     s_drop_rows(self, st, rows);
     s_spec_rows(self, st, rows);
+    if (self->recorder) {
+        const char *why = vl_recorder_error(self->recorder);
+        st->recording = 1;
+        st->recorded = vl_recorder_written(self->recorder);
+        st->record_lost = vl_recorder_lost(self->recorder);
+        st->record_error = (char *)(why ? why : "");
+    }
     return 0;
 }
 
@@ -230,6 +251,13 @@ void vl_books_log_status(vl_broker_t *self)
             (unsigned long long)vl_books_dropped(self), (unsigned long long)vl_books_queued(self),
             (double)self->received_per_s, vl_roster_count(self->roster),
             vl_roster_alive(self->roster), self->n_learners, vl_proc_rss_bytes());
+    if (self->recorder) {
+        const char *why = vl_recorder_error(self->recorder);
+        vl_info("recording recorded=%llu record_lost=%llu degraded=%d%s%s",
+                (unsigned long long)vl_recorder_written(self->recorder),
+                (unsigned long long)vl_recorder_lost(self->recorder), why != NULL,
+                why ? " why=" : "", why ? why : "");
+    }
     for (int i = 0; i < self->n_learners; i++) {
         const vlb_learner_t *l = &self->learners[i];
         vl_info("learner policy=%s credit=%llu queued=%llu queued_bytes=%zu delivered=%llu "
@@ -256,6 +284,13 @@ void vl_broker_log_counters(const vl_broker_t *self)
     for (int i = 0; i < self->n_text_drops; i++)
         vl_info("  dropped %llu %s: %s", (unsigned long long)self->text_drops[i].count,
                 s_kind_names[self->text_drops[i].kind], self->text_drops[i].text);
+    for (int i = 0; i < self->n_learners; i++) {
+        uint64_t lost = s_lost_before(self, &self->learners[i]);
+        if (lost)
+            vl_warn("  lost before this broker: %llu segments of policy '%s' (sent by its actors "
+                    "to an earlier broker, never received by its learner)",
+                    (unsigned long long)lost, self->learners[i].policy);
+    }
 }
 
 int vl_books_status_encode(vl_broker_t *self, uint8_t **buf, size_t *size)

@@ -30,22 +30,41 @@ struct vl_recorder_s {
     size_t bytes;           // under lock: of the queued messages and the one being written
     int stop;               // under lock
     int failed;             // writer thread only, then read after join
+    uint64_t unflushed;     // writer thread: appended since the last flush that succeeded
     uint64_t written, lost; // written by the thread; read as a snapshot
+    char error[256];        // why the recording stopped; set once, before degraded
+    int degraded;           // atomic: 1 once error is set
 };
+
+/* Stops the recording: what was appended but not flushed is lost too (the
+   file may end in a torn record, which a replay detects). */
+static void s_fail(vl_recorder_t *self, const char *what)
+{
+    self->failed = 1;
+    snprintf(self->error, sizeof self->error, "%s", what);
+    __atomic_store_n(&self->degraded, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&self->lost, self->unflushed, __ATOMIC_RELAXED);
+    self->unflushed = 0;
+    vl_error("recording stopped: %s; the broker goes on, unrecorded messages are counted", what);
+}
+
+/* Counts what the last successful flush put in the file as written. */
+static void s_flushed(vl_recorder_t *self)
+{
+    __atomic_add_fetch(&self->written, self->unflushed, __ATOMIC_RELAXED);
+    self->unflushed = 0;
+}
 
 /* Appends one entry, or counts it lost after a write error (logged once). */
 static void s_write(vl_recorder_t *self, s_entry_t *e)
 {
     if (!self->failed && vl_stream_append(self->w, e->recv_ns, e->source, zmq_msg_data(&e->msg),
-                                          zmq_msg_size(&e->msg)) != 0) {
-        self->failed = 1;
-        vl_error("recording stopped: %s; the broker goes on, unrecorded messages are counted",
-                 vl_stream_writer_error(self->w));
-    }
+                                          zmq_msg_size(&e->msg)) != 0)
+        s_fail(self, vl_stream_writer_error(self->w));
     if (self->failed)
         __atomic_add_fetch(&self->lost, 1, __ATOMIC_RELAXED);
-    else
-        __atomic_add_fetch(&self->written, 1, __ATOMIC_RELAXED);
+    else if (++self->unflushed && vl_stream_writer_buffered(self->w) == 0)
+        s_flushed(self); // the append wrote everything out (a large record, or flush always)
 }
 
 /* Flushes (and with everysec syncs) if a second passed since the last. */
@@ -55,10 +74,10 @@ static void s_maybe_flush(vl_recorder_t *self, int64_t *last)
     if (now - *last < S_FLUSH_NS || self->failed)
         return;
     *last = now;
-    if (vl_stream_flush(self->w, self->flush == VL_FLUSH_EVERYSEC) != 0) {
-        self->failed = 1;
-        vl_error("recording stopped: %s", vl_stream_writer_error(self->w));
-    }
+    if (vl_stream_flush(self->w, self->flush == VL_FLUSH_EVERYSEC) != 0)
+        s_fail(self, vl_stream_writer_error(self->w));
+    else
+        s_flushed(self);
 }
 
 /* The writing thread: takes entries oldest first until stopped and drained. */
@@ -149,6 +168,11 @@ uint64_t vl_recorder_lost(const vl_recorder_t *self)
     return __atomic_load_n(&self->lost, __ATOMIC_RELAXED);
 }
 
+const char *vl_recorder_error(const vl_recorder_t *self)
+{
+    return __atomic_load_n(&self->degraded, __ATOMIC_ACQUIRE) ? self->error : NULL;
+}
+
 int vl_recorder_destroy(vl_recorder_t **self_p)
 {
     vl_recorder_t *self = self_p ? *self_p : NULL;
@@ -159,6 +183,12 @@ int vl_recorder_destroy(vl_recorder_t **self_p)
     pthread_cond_signal(&self->not_empty);
     pthread_mutex_unlock(&self->lock);
     pthread_join(self->thread, NULL);
+    if (!self->failed) { // the last flush, as destroy will do it, counted
+        if (vl_stream_flush(self->w, self->flush != VL_FLUSH_NEVER) != 0)
+            s_fail(self, vl_stream_writer_error(self->w));
+        else
+            s_flushed(self);
+    }
     uint64_t bytes = vl_stream_writer_bytes(self->w);
     int rc = vl_stream_writer_destroy(&self->w);
     if (rc != 0 && !self->failed)

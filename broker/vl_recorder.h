@@ -24,11 +24,17 @@ vl_recorder_t *vl_recorder_new(const char *path, const char *config, vl_flush_t 
    what it could not record instead (logged once). */
 void vl_recorder_add(vl_recorder_t *self, zmq_msg_t *msg, int64_t recv_ns, uint32_t source);
 
-/* Returns the messages written to the file so far. */
+/* Returns the messages known to be in the file so far: appended and then
+   flushed to it without error (a write error makes what was appended but
+   not flushed lost). */
 uint64_t vl_recorder_written(const vl_recorder_t *self);
 
 /* Returns the messages that could not be recorded (after a write error). */
 uint64_t vl_recorder_lost(const vl_recorder_t *self);
+
+/* Returns why the recording stopped (it is degraded: what comes is counted
+   lost), or NULL while it is whole. */
+const char *vl_recorder_error(const vl_recorder_t *self);
 
 /* Writes out everything queued, syncs and closes the file, stops the
    thread, frees the recorder and nulls the pointer; logs the totals.

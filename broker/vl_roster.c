@@ -18,6 +18,7 @@ typedef struct {
     char policy[VL_POLICY_ID_MAX];
     int have_seq;
     uint64_t last_seq;
+    uint64_t first_seq; // the first this broker saw: what the actor sent before it
     uint64_t segments, seq_gaps;
     uint32_t restarts;
     int64_t heard_ns; // monotonic, last segment or beat
@@ -158,6 +159,8 @@ void vl_roster_segment(vl_roster_t *self, uint32_t actor_id, const char *policy,
         a->seq_gaps += seq - a->last_seq - 1;
     else if (a->have_seq)
         a->restarts++; // numbers started again: a restarted actor, or a duplicate id
+    if (!a->have_seq)
+        a->first_seq = seq;
     a->have_seq = 1;
     a->last_seq = seq;
     a->segments++;
@@ -246,6 +249,7 @@ void vl_roster_rows(const vl_roster_t *self, Volley__ActorRow *rows, int64_t now
         r->segments = a->segments;
         r->seq_gaps = a->seq_gaps;
         r->restarts = a->restarts;
+        r->sent_before = a->first_seq;
         r->segments_per_s = a->segments_per_s;
         r->send_ms = a->send_ms;
         r->weights_version = a->weights_version;
@@ -255,4 +259,15 @@ void vl_roster_rows(const vl_roster_t *self, Volley__ActorRow *rows, int64_t now
         r->alive = now_ns - a->heard_ns <= self->timeout_ns;
     }
     qsort(rows, n, sizeof *rows, s_row_cmp);
+}
+
+uint64_t vl_roster_sent_before(const vl_roster_t *self, const char *policy)
+{
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < self->cap; i++) {
+        const s_actor_t *a = &self->slots[i];
+        if (a->used && a->have_seq && strcmp(a->policy, policy) == 0)
+            n += a->first_seq;
+    }
+    return n;
 }

@@ -41,6 +41,10 @@ uint32_t vl_roster_alive(const vl_roster_t *self);
    into the roster: valid until its next call. */
 void vl_roster_rows(const vl_roster_t *self, Volley__ActorRow *rows, int64_t now_ns);
 
+/* Returns what the actors of policy sent before this broker heard from
+   them: the sum of the first sequence number it saw from each. */
+uint64_t vl_roster_sent_before(const vl_roster_t *self, const char *policy);
+
 /* Frees the roster and nulls the pointer; safe on NULL and twice. */
 void vl_roster_destroy(vl_roster_t **self_p);
 

@@ -125,6 +125,25 @@ static const char *s_ms(double ms, char *buf, size_t size)
     return buf;
 }
 
+/* Losses outside the sum above: what the recording could not keep, and
+   what actors sent to an earlier broker that never reached the learner. */
+static void s_render_losses(const Volley__Status *s, FILE *out)
+{
+    if (s->recording && s->record_error && s->record_error[0])
+        fprintf(out,
+                "recording DEGRADED: %" PRIu64 " recorded, %" PRIu64
+                " LOST (not in the file): %s\n",
+                s->recorded, s->record_lost, s->record_error);
+    else if (s->recording)
+        fprintf(out, "recording: %" PRIu64 " recorded, %" PRIu64 " lost\n", s->recorded,
+                s->record_lost);
+    if (s->lost_before)
+        fprintf(out,
+                "LOST before this broker: %" PRIu64 " segments sent by actors to an earlier broker "
+                "never reached the learner\n",
+                s->lost_before);
+}
+
 /* The broker's own lines: uptime, memory, and whether its counters add up. */
 static void s_render_header(const Volley__Status *s, const char *broker, FILE *out)
 {
@@ -138,6 +157,7 @@ static void s_render_header(const Volley__Status *s, const char *broker, FILE *o
             " + queued %" PRIu64 "   %s   received/s %s\n",
             s->received, ok ? "=" : "!=", s->routed, s->dropped, s->queued,
             ok ? "(adds up)" : "(DOES NOT ADD UP)", s_rate(s->received_per_s, rate, sizeof rate));
+    s_render_losses(s, out);
 }
 
 /* One row per learner: flow control as the broker sees it. */
@@ -146,15 +166,17 @@ static void s_render_learners(const Volley__Status *s, FILE *out)
     fprintf(out, "\nlearners (%zu)\n", s->n_learners);
     if (!s->n_learners)
         return;
-    fprintf(out, "  %-16s %8s %8s %12s %11s %6s %8s\n", "policy", "credit", "queued",
-            "queued_bytes", "delivered/s", "paused", "silent_s");
+    fprintf(out, "  %-16s %8s %8s %12s %11s %6s %8s %6s %8s\n", "policy", "credit", "queued",
+            "queued_bytes", "delivered/s", "paused", "silent_s", "epoch", "version");
     char qb[32], rate[32];
     for (size_t i = 0; i < s->n_learners; i++) {
         const Volley__LearnerRow *l = s->learners[i];
-        fprintf(out, "  %-16.16s %8" PRIu64 " %8" PRIu64 " %12s %11s %6s %8.1f\n", l->policy_id,
-                l->credit, l->queued, s_bytes(l->queued_bytes, qb, sizeof qb),
+        fprintf(out,
+                "  %-16.16s %8" PRIu64 " %8" PRIu64 " %12s %11s %6s %8.1f %6" PRIu64 " %8" PRIu64
+                "\n",
+                l->policy_id, l->credit, l->queued, s_bytes(l->queued_bytes, qb, sizeof qb),
                 s_rate(l->delivered_per_s, rate, sizeof rate), l->paused ? "PAUSED" : "no",
-                l->silent_s);
+                l->silent_s, l->epoch, l->version);
     }
 }
 
@@ -320,6 +342,11 @@ static void s_kv_broker(const Volley__Status *s, const char *ts, FILE *out)
     s_kv_f(out, "received_per_s", s->received_per_s);
     s_kv_u(out, "rss_bytes", s->rss_bytes);
     s_kv_u(out, "queue_bytes_bound", s->queue_bytes_bound);
+    s_kv_u(out, "recording", s->recording);
+    s_kv_u(out, "recorded", s->recorded);
+    s_kv_u(out, "record_lost", s->record_lost);
+    s_kv_u(out, "record_degraded", s->record_error && s->record_error[0]);
+    s_kv_u(out, "lost_before", s->lost_before);
     s_kv_u(out, "learners", s->n_learners);
     s_kv_u(out, "actors", s->n_actors);
     s_kv_f(out, "hop_send_ms", h.send_ms);
@@ -361,6 +388,9 @@ static void s_kv_learner(const Volley__LearnerRow *l, const char *ts, FILE *out)
     s_kv_f(out, "delivered_per_s", l->delivered_per_s);
     s_kv_u(out, "paused", l->paused);
     s_kv_f(out, "silent_s", l->silent_s);
+    s_kv_u(out, "epoch", l->epoch);
+    s_kv_u(out, "weights_version", l->version);
+    s_kv_u(out, "lost_before", l->lost_before);
     s_kv_u(out, "stats", l->stats != NULL);
     if (l->stats)
         s_kv_stats(l->stats, out);
@@ -376,6 +406,7 @@ static void s_kv_actor(const Volley__ActorRow *a, const char *ts, FILE *out)
     s_kv_f(out, "seg_per_s", a->segments_per_s);
     s_kv_u(out, "seq_gaps", a->seq_gaps);
     s_kv_u(out, "restarts", a->restarts);
+    s_kv_u(out, "sent_before", a->sent_before);
     s_kv_f(out, "send_ms", a->send_ms);
     s_kv_u(out, "weights_version", a->weights_version);
     s_kv_f(out, "apply_ms", a->apply_ms);

@@ -100,6 +100,8 @@ static vl_reason_t s_check_learner(const Volley__LearnerRow *l)
         return VL_EPOLICY;
     if (!s_figure_ok(l->delivered_per_s) || !s_figure_ok(l->silent_s))
         return VL_ENONFINITE;
+    if (l->peer && l->peer[0] && !vl_wire_name_ok(l->peer, VL_STATUS_TEXT_MAX))
+        return VL_EPOLICY;
     return l->stats ? vl_stats_check_msg(l->stats) : VL_OK;
 }
 
@@ -123,6 +125,9 @@ static vl_reason_t s_check_status(const Volley__Status *s)
     if (!vl_double_is_finite(s->uptime_s) || s->uptime_s < 0 ||
         s->uptime_s > VL_STATUS_MAX_UPTIME || !s_figure_ok(s->received_per_s))
         return VL_ENONFINITE;
+    if (s->record_error && s->record_error[0] &&
+        !vl_wire_name_ok(s->record_error, VL_STATUS_TEXT_MAX))
+        return VL_EPOLICY;
     vl_reason_t r = VL_OK;
     for (size_t i = 0; r == VL_OK && i < s->n_actors; i++)
         r = s_check_actor(s->actors[i]);

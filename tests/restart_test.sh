@@ -4,7 +4,9 @@
 # reconnect (libzmq retries the connection; the learner says hello again every
 # second, with its credit), the new broker sees both actors' segments, the
 # learner's version grows past where it stalled, and the actors apply weights
-# published after the restart. Prints, as information (not asserted), the
+# published after the restart; segments the old broker held when it died
+# (the learner paused) are counted lost by the new one, and shown in top.
+# Prints, as information (not asserted), the
 # restart's cost: seconds from the new broker's start to its first segment
 # and to the learner's first new version (the latter to the learner's log
 # resolution, a quarter of a second).
@@ -47,6 +49,12 @@ for _ in $(seq 50); do segments_from_both && break; sleep 0.1; done
 segments_from_both || fail "not both actors in the broker's status: $(cat "$TMP/status.txt" "$TMP/status.err")"
 pass "training: version $(version), segments from actors 1 and 2: $(av 1 segments), $(av 2 segments)"
 
+# Paused first, so that the broker dies holding segments it never delivered: the new broker
+# must count them lost (what the actors sent before it, less what the learner had received).
+"$VOLLEY" ctl --broker $B pause default > /dev/null || fail "pause failed"
+for _ in $(seq 50); do status && [ "$(bv queued)" -gt 100 ] 2>/dev/null && break; sleep 0.1; done
+status && held=$(bv queued)
+[ "${held:-0}" -gt 100 ] || fail "the paused broker holds no segments: $(cat "$TMP/status.txt")"
 { kill -KILL $BROKER && wait $BROKER; } 2>/dev/null # (quiet: no "Killed" from bash)
 # Without a broker the learner trains out what it holds and stalls.
 stalled=
@@ -90,8 +98,13 @@ status || fail "no status"
 [ "$(bv learners)" = 1 ] || fail "the new broker lists $(bv learners) learners"
 [ "$(bv adds_up)" = 1 ] || fail "counters do not add up: $(cat "$TMP/status.txt")"
 pass "restarted on port $PORT: version $stalled -> $(version); actors 1, 2 at the new broker with segments $s1 -> $(av 1 segments), $s2 -> $(av 2 segments), on weights $w1, $w2"
+for _ in $(seq 100); do status && [ "$(bv lost_before)" -ge "$held" ] 2>/dev/null && break; sleep 0.1; done
+[ "$(bv lost_before)" -ge "$held" ] 2>/dev/null ||
+    fail "the new broker counts $(bv lost_before) lost before it; the old one died holding $held"
+"$VOLLEY" top --broker $B --once | grep -qE "LOST before this broker: [1-9]" || fail "top does not show the loss"
+pass "the old broker died holding $held segments: the new one counts $(bv lost_before) lost before it (actors' sent_before: $(av 1 sent_before), $(av 2 sent_before)), and top shows it"
 # Segments the actors held through the outage that reached the new broker
 # before the learner's hello are dropped as "no learner" (counted, above).
 early=$(sed -n 's/.* kind=drop .*reason="no learner serves its policy" count=\([0-9]*\).*/\1/p' "$TMP/status.txt")
 echo "info restart cost: first segment at the new broker ${t_seg} s after its start; learner's version past $stalled ${t_ver} s after it; ${early:-0} segments dropped before the learner joined"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"
