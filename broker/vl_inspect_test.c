@@ -1,0 +1,74 @@
+/*  vl_inspect_test: what a segment declares, read without decoding it
+    (policy id and payload size, as vl_segment_encode wrote them), and every
+    truncation and byte flip of it read safely. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tests/vl_test.h"
+#include "vl_inspect.h"
+
+/* Encodes a valid 4-float segment of horizon 8 for policy (caller frees);
+ *horizon is what its header says when decoded back. */
+static uint8_t *s_segment(const char *policy, size_t *size, uint32_t *horizon)
+{
+    static uint8_t arrays[1 << 16];
+    vl_segment_t seg = {.horizon = 8, .num_actions = 2};
+    snprintf(seg.policy_id, sizeof seg.policy_id, "%s", policy);
+    vl_obs_spec_t spec = vl_obs_spec_flat(4);
+    vl_segment_set_spec(&seg, &spec);
+    vl_segment_bind(&seg, arrays);
+    memset(arrays, 0, sizeof arrays);
+    uint8_t *buf = NULL;
+    if (vl_segment_encode(&seg, &buf, size) != 0)
+        return NULL;
+    vl_limits_t lim = vl_limits_default();
+    vl_segment_t head;
+    *horizon = vl_segment_peek(buf, *size, &lim, &head) == VL_OK ? (uint32_t)head.horizon : 0;
+    return buf;
+}
+
+static void test_declared(void)
+{
+    size_t size;
+    uint32_t h;
+    uint8_t *buf = s_segment("walker-2", &size, &h);
+    VL_CHECK(buf && h == 8);
+    char policy[VL_POLICY_ID_MAX];
+    uint64_t raw = 0;
+    VL_CHECK(vl_inspect_declared(buf, size, policy, &raw) == 0);
+    VL_CHECK(strcmp(policy, "walker-2") == 0);
+    VL_CHECK(raw == (8 + 1) * 4 * 4 + 13 * 8); // observations, then the step arrays
+    free(buf);
+}
+
+static void test_hostile_bytes(void)
+{
+    size_t size;
+    uint32_t h;
+    uint8_t *buf = s_segment("default", &size, &h);
+    VL_CHECK(buf);
+    char policy[VL_POLICY_ID_MAX];
+    uint64_t raw;
+    for (size_t n = 0; n < size; n++) // every truncation: never reads past n
+        vl_inspect_declared(buf, n, policy, &raw);
+    uint8_t *copy = malloc(size);
+    for (size_t i = 0; i < size; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(copy, buf, size);
+            copy[i] ^= (uint8_t)(1u << bit);
+            if (vl_inspect_declared(copy, size, policy, &raw) == 0)
+                VL_CHECK(strlen(policy) < VL_POLICY_ID_MAX);
+        }
+    uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
+    VL_CHECK(vl_inspect_declared(junk, sizeof junk, policy, &raw) != 0);
+    VL_CHECK(vl_inspect_declared(junk, 0, policy, &raw) != 0); // no policy id
+    free(copy);
+    free(buf);
+}
+
+int main(void)
+{
+    VL_RUN(test_declared);
+    VL_RUN(test_hostile_bytes);
+    return VL_DONE();
+}
