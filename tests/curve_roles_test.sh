@@ -51,7 +51,10 @@ unset VL_INJECT_CERT VL_INJECT_BROKER_KEY
 for _ in $(seq 150); do [ "$(version)" -ge $((v + 5)) ] && break; sleep 0.2; done
 [ "$(version)" -ge $((v + 5)) ] || fail "training stalled (version $(version), was $v)"
 grep -q "replaced by a new connection" "$TMP/broker.log" && fail "a forged hello replaced the learner"
-ctl admin-1 status | grep -q "too stale" && fail "segments dropped as too stale after a forged version"
+ctl admin-1 status > "$TMP/status.txt" || fail "the admin got no status"
+grep -q "too stale" "$TMP/status.txt" && fail "segments dropped as too stale after a forged version"
+grep -q "4611686018427387904" "$TMP/status.txt" && fail "the forged version reached an actor"
+grep -q "kind=actor id=1 " "$TMP/status.txt" || fail "no actor in the status: $(cat "$TMP/status.txt")"
 pass "hellos and a weights publication (version 2^62) with an actor key, hellos with a key for other policies: none believed, training on"
 
 ctl admin-1 pause default > /dev/null || fail "the admin could not pause"

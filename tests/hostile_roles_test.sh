@@ -38,7 +38,11 @@ grep -q "forged weights version" "$TMP/forge.out" || fail "no weights to forge: 
 trains_on "$v" "forged weights"
 "$VOLLEY" ctl --broker 127.0.0.1:$PORT status > "$TMP/s1" || fail "status failed"
 grep -q "too stale" "$TMP/s1" && fail "segments dropped as too stale after a forged version"
-pass "forged weights (version 2^62) from an outsider: refused, no segment too stale, training on"
+grep -q "4611686018427387904" "$TMP/s1" && fail "the forged version reached an actor or the books"
+# From this machine (trusted, the learner's own address) a version below the learner's last
+# is refused too: versions only go forward within a learner's epoch.
+"$INJECT" 127.0.0.1:$PORT "pub-forged=1" > /dev/null || fail "vl_inject failed"
+pass "forged weights (version 2^62) from an outsider: refused, reached no actor, no segment too stale, training on"
 
 v=$(version)
 "$INJECT" "$FROM" "hello-forged=20" || fail "vl_inject failed"
@@ -84,6 +88,7 @@ expect_count() {  # $1 kind, $2 reason, $3 minimum count
     echo "     counted $n $1: $2"
 }
 expect_count publications "role: the peer may not do this" 1
+expect_count publications "version not newer than the learner's last" 1
 expect_count hellos "role: the peer may not do this" 20
 expect_count commands "role: the peer may not do this" 2
 expect_count subscriptions "bound: topic is no policy id (or over 63 bytes)" 64
