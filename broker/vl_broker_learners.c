@@ -310,6 +310,14 @@ static int s_over_ceiling(vl_broker_t *self, zmq_msg_t *msg)
    if not, or counts why it is dropped. */
 static void s_route(vl_broker_t *self, zmq_msg_t *msg, int64_t wall_ns, int64_t now_ns)
 {
+    if (vl_roles_secured(self->roles)) { // on an open broker actors push from anywhere
+        vl_peer_t peer;
+        vl_roles_peer(self->roles, msg, &peer);
+        if (!vl_peer_may(&peer, VL_ROLE_ACTOR, NULL)) {
+            vl_books_refuse_peer(self, VLB_SEGMENT, VLB_DROP_ROLE, &peer, NULL);
+            return;
+        }
+    }
     vl_segment_t seg;
     int over = s_over_ceiling(self, msg);
     vl_reason_t r =

@@ -100,6 +100,12 @@ static void s_load_one(vl_roles_t *self, const char *path)
     zcert_destroy(&cert);
 }
 
+/* Orders keys by their text, for bsearch. */
+static int s_key_cmp(const void *a, const void *b)
+{
+    return strcmp(((const s_key_t *)a)->key, ((const s_key_t *)b)->key);
+}
+
 /* Reads every certificate of the allow directory (not the *_secret files). */
 static void s_load(vl_roles_t *self)
 {
@@ -117,6 +123,7 @@ static void s_load(vl_roles_t *self)
         s_load_one(self, path);
     }
     closedir(d);
+    qsort(self->keys, (size_t)self->n_keys, sizeof *self->keys, s_key_cmp);
 }
 
 /* Trusts this host's own addresses (a peer connecting from one is a process
@@ -227,12 +234,21 @@ void vl_roles_peer(vl_roles_t *self, zmq_msg_t *msg, vl_peer_t *peer)
         return;
     }
     peer->roles = 0;
-    for (int i = 0; name && i < self->n_keys; i++)
-        if (strcmp(self->keys[i].key, name) == 0) {
-            peer->roles = self->keys[i].roles;
-            snprintf(peer->policies, sizeof peer->policies, "%s", self->keys[i].policies);
-            return;
-        }
+    s_key_t probe;
+    size_t len = name ? strlen(name) : 0;
+    if (len != sizeof probe.key - 1)
+        return; // no key of ours (Z85 keys are 40 characters)
+    memcpy(probe.key, name, len + 1);
+    const s_key_t *k = bsearch(&probe, self->keys, (size_t)self->n_keys, sizeof *k, s_key_cmp);
+    if (k) {
+        peer->roles = k->roles;
+        snprintf(peer->policies, sizeof peer->policies, "%s", k->policies);
+    }
+}
+
+int vl_roles_secured(const vl_roles_t *self)
+{
+    return self->allow_dir != NULL;
 }
 
 int vl_peer_may(const vl_peer_t *peer, unsigned role, const char *policy)

@@ -42,6 +42,9 @@ int vl_roles_trust(vl_roles_t *self, const char *cidr);
 /* Names the peer that sent msg (a message just received) into *peer. */
 void vl_roles_peer(vl_roles_t *self, zmq_msg_t *msg, vl_peer_t *peer);
 
+/* Returns 1 under CURVE (peers are keys with roles), 0 on an open broker. */
+int vl_roles_secured(const vl_roles_t *self);
+
 /* Returns 1 if peer has role (any of the bits) and, for VL_ROLE_LEARNER
    with a non-NULL policy, may serve policy; else 0. */
 int vl_peer_may(const vl_peer_t *peer, unsigned role, const char *policy);

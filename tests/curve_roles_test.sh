@@ -2,7 +2,8 @@
 # Roles under CURVE: `volley keygen --actors --learners --admins --observers`
 # writes certificates carrying their role; with an actor's key, shutdown,
 # pause, hellos (taking the learner's policy) and weights publications are
-# refused and counted under the role reason while training goes on; an
+# refused and counted under the role reason while training goes on (and
+# segments pushed with an observer's key); an
 # observer's and an actor's key get status; an admin's key pauses, resumes
 # and shuts the broker down. A learner key limited to other policies cannot
 # serve this one.
@@ -47,6 +48,7 @@ export VL_INJECT_CERT=$K/actor-2.cert VL_INJECT_BROKER_KEY=$K/broker.cert
     fail "vl_inject failed"
 grep -q "forged weights version" "$TMP/inject.out" || fail "no weights to forge: $(cat "$TMP/inject.out")"
 VL_INJECT_CERT=$TMP/k2/learner-1.cert "$INJECT" 127.0.0.1:$PORT "hello-forged=2" || fail "vl_inject failed"
+VL_INJECT_CERT=$K/observer-1.cert "$INJECT" 127.0.0.1:$PORT seg-stale seg-stale || fail "vl_inject failed"
 unset VL_INJECT_CERT VL_INJECT_BROKER_KEY
 for _ in $(seq 150); do [ "$(version)" -ge $((v + 5)) ] && break; sleep 0.2; done
 [ "$(version)" -ge $((v + 5)) ] || fail "training stalled (version $(version), was $v)"
@@ -72,6 +74,8 @@ expect_count() {  # $1 kind, $2 reason, $3 minimum count
 expect_count commands "role: the peer may not do this" 2
 expect_count hellos "role: the peer may not do this" 8
 expect_count publications "role: the peer may not do this" 1
+expect_count segments "role: the peer may not do this" 2
+grep -q "they add up" "$TMP/broker.log" || fail "the books do not add up"
 grep -q "refusing commands from " "$TMP/broker.log" || fail "the refused key was not named in the log"
 pass "the admin pauses, resumes and shuts down; every refusal counted under the role reason"
 echo "4 passed, 0 failed"
