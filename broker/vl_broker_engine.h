@@ -60,9 +60,10 @@
 // resend goes to every subscriber of the topic, so churn would multiply traffic: at most this
 // many resends per second in all (a subscriber refused one gets the next publication).
 #define VLB_RESENDS_PER_S 20
-// A segment of a policy with no declared spec may decompress to at most this (a policy's
-// spec sets its own ceiling: exactly what its horizon and fields take).
-#define VLB_NO_SPEC_MAX (4u << 20)
+// A segment of a policy with no declared spec may take at most this many bytes of arrays
+// (declared payload and decoded arrays alike); a policy's spec sets its own ceiling: exactly
+// what its horizon and fields take. Checked before anything is decompressed or reserved.
+#define VLB_NO_SPEC_MAX (16u << 20)
 
 /* Why a message was dropped: the codec's reasons, then the broker's own. */
 enum {

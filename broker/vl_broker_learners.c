@@ -291,42 +291,54 @@ static int s_unclaimed(const vl_broker_t *self)
     return n;
 }
 
-/* Returns 1 if a segment declares a decompressed size over its policy's
-   ceiling: what the policy's declared spec takes (or VLB_NO_SPEC_MAX while it
-   has none), checked before anything is decompressed. */
-static int s_over_ceiling(vl_broker_t *self, zmq_msg_t *msg)
+/* Returns the ceiling of a segment's arrays, by its policy: what the
+   policy's declared spec takes, or VLB_NO_SPEC_MAX while it has none (or the
+   message names no policy: the full check then says why it is bad). */
+static size_t s_ceiling(vl_broker_t *self, zmq_msg_t *msg, uint64_t *raw)
 {
     char policy[VL_POLICY_ID_MAX];
-    uint64_t raw;
-    if (vl_inspect_declared(zmq_msg_data(msg), zmq_msg_size(msg), policy, &raw) != 0)
-        return 0; // the full check says why
+    *raw = 0;
+    if (vl_inspect_declared(zmq_msg_data(msg), zmq_msg_size(msg), policy, raw) != 0)
+        return VLB_NO_SPEC_MAX;
     const vl_spec_t *spec = vl_specs_find(self->specs, policy);
-    uint64_t ceiling =
-        spec ? vl_segment_arrays_size(spec->horizon, &spec->obs_spec) : VLB_NO_SPEC_MAX;
-    return raw > ceiling;
+    return spec ? vl_segment_arrays_size(spec->horizon, &spec->obs_spec) : VLB_NO_SPEC_MAX;
+}
+
+/* Checks a segment within its policy's ceiling: one declaring a larger
+   payload is refused before anything is decompressed, one whose arrays
+   would be larger before they are reserved (*over set for both). */
+static vl_reason_t s_inspect(vl_broker_t *self, zmq_msg_t *msg, vl_segment_t *seg, int *over)
+{
+    uint64_t raw;
+    size_t ceiling = s_ceiling(self, msg, &raw);
+    *over = raw > ceiling;
+    if (*over)
+        return VL_ETOOBIG;
+    vl_reason_t r = vl_inspect_segment_within(self->inspect, zmq_msg_data(msg), zmq_msg_size(msg),
+                                              ceiling, seg, over);
+    return r;
 }
 
 /* Sends a segment to the learner of its policy if it has credit, queues it
    if not, or counts why it is dropped. */
 static void s_route(vl_broker_t *self, zmq_msg_t *msg, int64_t wall_ns, int64_t now_ns)
 {
-    if (vl_roles_secured(self->roles)) { // on an open broker actors push from anywhere
-        vl_peer_t peer;
+    vl_peer_t peer;
+    int refused = 0; // by role: under CURVE only actor keys push (on an open broker anyone)
+    if (vl_roles_secured(self->roles)) {
         vl_roles_peer(self->roles, msg, &peer);
-        if (!vl_peer_may(&peer, VL_ROLE_ACTOR, NULL)) {
-            vl_books_refuse_peer(self, VLB_SEGMENT, VLB_DROP_ROLE, &peer, NULL);
-            return;
-        }
+        refused = !vl_peer_may(&peer, VL_ROLE_ACTOR, NULL);
     }
     vl_segment_t seg;
-    int over = s_over_ceiling(self, msg);
-    vl_reason_t r =
-        over ? VL_ETOOBIG
-             : vl_inspect_segment(self->inspect, zmq_msg_data(msg), zmq_msg_size(msg), &seg);
+    int over = 0;
+    vl_reason_t r = refused ? VL_EPROTO : s_inspect(self, msg, &seg, &over);
     if (self->recorder) // every message, refused ones too: a replay meets them again
         vl_recorder_add(self->recorder, msg, wall_ns, r == VL_OK ? seg.actor_id : UINT32_MAX);
-    if (over) {
-        vl_books_drop(self, VLB_SEGMENT, VLB_DROP_CEILING, NULL);
+    if (refused || over) {
+        if (refused)
+            vl_books_refuse_peer(self, VLB_SEGMENT, VLB_DROP_ROLE, &peer, NULL);
+        else
+            vl_books_drop(self, VLB_SEGMENT, VLB_DROP_CEILING, NULL);
         return;
     }
     if (r != VL_OK) {

@@ -1,6 +1,7 @@
 /*  vl_inspect: validating segments and publications before forwarding. */
 #include "vl_inspect.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,8 @@ struct vl_inspect_s {
     size_t max_arrays;
     uint8_t *scratch; // segment arrays, grown on demand
     size_t scratch_size;
+    size_t ceiling; // of the segment being checked
+    int over;       // 1: it asked for more than the ceiling
 };
 
 vl_inspect_t *vl_inspect_new(int full, size_t max_arrays)
@@ -22,6 +25,7 @@ vl_inspect_t *vl_inspect_new(int full, size_t max_arrays)
     self->full = full;
     self->limits = vl_limits_default();
     self->max_arrays = max_arrays;
+    self->ceiling = SIZE_MAX;
     return self;
 }
 
@@ -40,6 +44,10 @@ void vl_inspect_destroy(vl_inspect_t **self_p)
 static void *s_reserve(void *ctx, size_t size)
 {
     vl_inspect_t *self = ctx;
+    if (size > self->ceiling) {
+        self->over = 1;
+        return NULL;
+    }
     if (size > self->scratch_size) {
         uint8_t *p = size <= self->max_arrays ? realloc(self->scratch, size) : NULL;
         if (!p)
@@ -48,6 +56,17 @@ static void *s_reserve(void *ctx, size_t size)
         self->scratch_size = size;
     }
     return self->scratch;
+}
+
+vl_reason_t vl_inspect_segment_within(vl_inspect_t *self, const uint8_t *data, size_t size,
+                                      size_t ceiling, vl_segment_t *seg, int *over)
+{
+    self->ceiling = ceiling;
+    self->over = 0;
+    vl_reason_t r = vl_inspect_segment(self, data, size, seg);
+    self->ceiling = SIZE_MAX;
+    *over = self->over;
+    return r;
 }
 
 vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t size,

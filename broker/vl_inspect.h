@@ -26,6 +26,12 @@ void vl_inspect_destroy(vl_inspect_t **self_p);
 vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t size,
                                vl_segment_t *seg);
 
+/* Checks a segment like vl_inspect_segment, its arrays at most ceiling
+   bytes: a larger one is VL_ETOOBIG with *over set (else *over is 0), and
+   the scratch never grows past the ceiling for it. */
+vl_reason_t vl_inspect_segment_within(vl_inspect_t *self, const uint8_t *data, size_t size,
+                                      size_t ceiling, vl_segment_t *seg, int *over);
+
 /* Reads, without decoding the rest, what a segment message declares: its
    policy id (NUL-terminated) and the decompressed size of its payload.
    Returns 0, or -1 when they cannot be read (the full check then says why). */

@@ -415,9 +415,11 @@ static void s_hello_forged(void *dealer, const char *arg)
 static void s_seg_huge(void *push, const char *arg)
 {
     long n = atol(arg);
+    const char *colon = strchr(arg, ':'); // N:POLICY: another policy than default
     const uint32_t h = 900, dim = 65536;
-    Volley__Segment *m = s_segment("default");
+    Volley__Segment *m = s_segment(colon ? colon + 1 : "default");
     uint8_t *payload = m->payload.data;
+    char *policy_id = m->policy_id; // protobuf-c frees what it allocated
     uint32_t *shape = m->obs_fields[0]->shape, huge_shape[1] = {dim};
     size_t n_shape = m->obs_fields[0]->n_shape;
     m->obs_fields[0]->encoding = VOLLEY__ENCODING__U2;
@@ -436,6 +438,7 @@ static void s_seg_huge(void *push, const char *arg)
     printf("sent %ld segments of %zu bytes declaring %u bytes\n", n, m->payload.len, m->raw_size);
     free(raw);
     free(block);
+    m->policy_id = policy_id;
     m->obs_fields[0]->shape = shape;
     m->obs_fields[0]->n_shape = n_shape;
     m->payload.data = payload;
