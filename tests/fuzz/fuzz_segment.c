@@ -1,4 +1,5 @@
-/*  fuzz_segment: vl_segment_peek and vl_segment_decode under libFuzzer.
+/*  fuzz_segment: vl_segment_peek and vl_segment_decode under libFuzzer,
+    and the broker's vl_inspect_declared beside them.
 
     Every input goes through peek, then decode. Checked on every input:
     - both return a named reason (< VL_EREASONS);
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "fuzz_common.h"
+#include "broker/vl_inspect.h"
 #include "messages/vl_codec.h"
 
 #define S_ARRAYS_CAP  (8u << 20)  // one segment's arrays; allocated once
@@ -180,6 +182,21 @@ static void s_check_round_trip(const vl_segment_t *seg, const vl_limits_t *lim)
     free(again);
 }
 
+/* The broker's look at what a segment declares, before any decoding
+   (broker/vl_inspect.c): it reads inside the input only, its policy id is
+   NUL-terminated, and on a segment peek accepts it names the same policy. */
+static void s_check_declared(const uint8_t *data, size_t size, const vl_segment_t *head)
+{
+    char policy[VL_POLICY_ID_MAX];
+    uint64_t raw = 0;
+    memset(policy, FUZZ_SENTINEL, sizeof policy);
+    int rc = vl_inspect_declared(data, size, policy, &raw);
+    if (rc == 0)
+        FUZZ_CHECK(memchr(policy, 0, sizeof policy) != NULL);
+    if (head)
+        FUZZ_CHECK(rc == 0 && strcmp(policy, head->policy_id) == 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     vl_limits_t lim = s_limits();
@@ -189,6 +206,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FUZZ_CHECK_REASON(peeked);
     if (peeked == VL_OK)
         s_check_header(&head, &lim);
+    s_check_declared(data, size, peeked == VL_OK ? &head : NULL);
 
     size_t need = peeked == VL_OK ? vl_segment_arrays_size(head.horizon, &head.obs_spec) : 0;
     size_t cap;
