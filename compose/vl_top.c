@@ -359,6 +359,10 @@ static void s_ctl_usage(FILE *out)
             "  pause POLICY    hold that policy's segments in the broker's queue\n"
             "  resume POLICY   send them to its learner again\n"
             "  shutdown        the broker exits\n"
+            "pause, resume and shutdown are an admin's: under CURVE a key with the admin\n"
+            "role (`volley keygen --admins N`), on an open broker a trusted address (the\n"
+            "broker's own machine, or the broker's --trust ranges). Status is anyone's.\n"
+            "\n"
             "  --cert FILE --broker-key FILE  CURVE: our certificate and the broker's public one\n"
             "  --broker HOST[:PORT]  the broker (default port 7600)\n"
             "  -h, --help      this text\n");
