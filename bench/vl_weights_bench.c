@@ -418,6 +418,9 @@ static int s_all_got(s_actor_t *actors, uint32_t n)
 typedef struct {
     s_path_t path;
     void *sock;       // PUB
+    void *hello;      // broker path: a DEALER on the learners' port saying hello, as a learner
+    double hello_at;  // when it last did (the broker believes weights only from the policy's
+                      // learner, and forgets one silent for 5 s)
     vl_policy_t *src; // the network published; its first parameter carries the version
     s_actor_t *actors;
     uint32_t n;
@@ -433,6 +436,14 @@ typedef struct {
    Returns 0, or -1. */
 static int s_publish(s_publisher_t *p, uint64_t version, double *encode_us)
 {
+    uint8_t *hello;
+    size_t hello_size;
+    if (p->hello && s_now() - p->hello_at >= 1.0 &&
+        vl_hello_encode(S_POLICY, &hello, &hello_size) == 0) {
+        zmq_send(p->hello, hello, hello_size, ZMQ_DONTWAIT);
+        free(hello);
+        p->hello_at = s_now();
+    }
     vl_tensor_t t[S_MAX_TENSORS];
     uint32_t k = vl_policy_tensor_count(p->src);
     for (uint32_t i = 0; i < k && i < S_MAX_TENSORS; i++)
@@ -520,6 +531,10 @@ static void s_measure(const s_case_t *c, s_path_t path, int port, size_t size,
     char sub_ep[128];
     s_publisher_t p = {.path = path, .n = n, .period = plan->run_s, .encode_us = out->encode_us};
     p.sock = s_pub_open(pub_ctx, path, port, sub_ep, sizeof sub_ep);
+    char learners_ep[64];
+    snprintf(learners_ep, sizeof learners_ep, "tcp://127.0.0.1:%d", port + VL_PORT_LEARNERS);
+    p.hello = path == S_RAW ? NULL : s_socket(pub_ctx, ZMQ_DEALER, learners_ep, 0);
+    p.hello_at = -1e9;
     p.src = vl_policy_new(c->obs_dim, c->num_actions, c->hidden, 7);
     s_actor_t actors[S_ACTORS];
     p.actors = actors;
@@ -546,6 +561,8 @@ static void s_measure(const s_case_t *c, s_path_t path, int port, size_t size,
         s_actor_close(&actors[i]);
     vl_policy_destroy(&p.src);
     zmq_close(p.sock);
+    if (p.hello)
+        zmq_close(p.hello);
     zmq_ctx_term(pub_ctx);
 }
 
