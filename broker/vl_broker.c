@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <zmq.h>
 
 #include "../common/vl_curve.h"
@@ -51,6 +52,17 @@ static int s_start_curve(vl_broker_t *self, const vl_broker_config_t *c)
     vl_info("CURVE on: public key %s; clients allowed from %s", vl_curve_public_txt(self->curve),
             c->allow);
     return 0;
+}
+
+/* Returns how many file descriptors this process may have (its
+   connections' are below it), at most VLB_CONN_FDS_MAX. */
+static int s_fd_limit(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
+        lim.rlim_cur > VLB_CONN_FDS_MAX)
+        return VLB_CONN_FDS_MAX;
+    return (int)lim.rlim_cur;
 }
 
 /* Trusts, on an open broker, the peers in each CIDR of a comma-separated
@@ -108,8 +120,9 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->roster = vl_roster_new(c->max_actors, VLB_ACTOR_TIMEOUT_NS);
     self->specs = vl_specs_new(VLB_MAX_SPECS);
     self->roles = vl_roles_new(c->cert ? c->allow : NULL);
-    self->subs_by_fd = calloc(VLB_CONN_FDS, sizeof *self->subs_by_fd);
-    self->conn_by_fd = calloc(VLB_CONN_FDS, sizeof *self->conn_by_fd);
+    self->n_fds = s_fd_limit();
+    self->subs_by_fd = calloc((size_t)self->n_fds, sizeof *self->subs_by_fd);
+    self->conn_by_fd = calloc((size_t)self->n_fds, sizeof *self->conn_by_fd);
     if (!self->subs_by_fd || !self->conn_by_fd)
         goto err;
     if (!self->roles || s_trust(self, c->trust) != 0)

@@ -53,7 +53,9 @@
 // libzmq keeps every subscription of a connection (even under XPUB_MANUAL) until it closes:
 // a connection that subscribes more than this often is cut (its subscriptions go with it).
 #define VLB_SUBS_PER_CONN 64
-#define VLB_CONN_FDS      4096 // connections followed by file descriptor (higher ones: cut)
+#define VLB_CONN_FDS_MAX                                                                           \
+    (1 << 20) // descriptors followed at most (the table is sized by
+              // RLIMIT_NOFILE: every connection the process can have)
 // A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message.
 #define VLB_SUB_MSG_MAX 256
 // A subscription is answered with the cached last values (a late joiner's weights); each
@@ -165,6 +167,7 @@ struct vl_broker_s {
     int n_cached;
     char sub_topics[VLB_MAX_SUB_TOPICS][VL_POLICY_ID_MAX]; // topics subscribers may hold
     int n_sub_topics;
+    int n_fds;                // descriptors followed: the process's RLIMIT_NOFILE
     uint16_t *subs_by_fd;     // subscriptions made on each connection (by file descriptor)
     uint32_t *conn_by_fd;     // a hash of each descriptor's peer, to see a descriptor reused
     int64_t resend_window_ns; // monotonic, start of the current resend window

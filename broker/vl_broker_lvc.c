@@ -243,16 +243,16 @@ static int s_conn_allows(vl_broker_t *self, zmq_msg_t *msg, const vl_peer_t *pee
     int fd = zmq_msg_get(msg, ZMQ_SRCFD);
     if (fd < 0)
         return 1; // not over TCP (inproc): our own
-    uint32_t h = fd < VLB_CONN_FDS ? s_peer_hash(fd) : 0;
-    if (fd < VLB_CONN_FDS && h != self->conn_by_fd[fd]) {
+    uint32_t h = fd < self->n_fds ? s_peer_hash(fd) : 0;
+    if (fd < self->n_fds && h != self->conn_by_fd[fd]) {
         self->conn_by_fd[fd] = h; // a new connection on a reused descriptor
         self->subs_by_fd[fd] = 0;
     }
-    if (fd < VLB_CONN_FDS && ++self->subs_by_fd[fd] <= VLB_SUBS_PER_CONN)
+    if (fd < self->n_fds && ++self->subs_by_fd[fd] <= VLB_SUBS_PER_CONN)
         return 1;
     vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_PER_CONN, peer, NULL);
     shutdown(fd, SHUT_RDWR); // libzmq sees the connection end and drops its subscriptions
-    if (fd < VLB_CONN_FDS)
+    if (fd < self->n_fds)
         self->subs_by_fd[fd] = 0;
     return 0;
 }
