@@ -123,7 +123,8 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->n_fds = s_fd_limit();
     self->subs_by_fd = calloc((size_t)self->n_fds, sizeof *self->subs_by_fd);
     self->conn_by_fd = calloc((size_t)self->n_fds, sizeof *self->conn_by_fd);
-    if (!self->subs_by_fd || !self->conn_by_fd)
+    self->resent_by_fd = calloc((size_t)self->n_fds, sizeof *self->resent_by_fd);
+    if (!self->subs_by_fd || !self->conn_by_fd || !self->resent_by_fd)
         goto err;
     if (!self->roles || s_trust(self, c->trust) != 0)
         goto err;
@@ -233,6 +234,7 @@ void vl_broker_destroy(vl_broker_t **self_p)
     vl_roles_destroy(&self->roles);
     free(self->subs_by_fd);
     free(self->conn_by_fd);
+    free(self->resent_by_fd);
     vl_specs_destroy(&self->specs);
     vl_notify_destroy(&self->notify);
     void *socks[] = {self->pull, self->router, self->xsub, self->xpub, self->control};

@@ -59,9 +59,11 @@
 // A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message.
 #define VLB_SUB_MSG_MAX 256
 // A subscription is answered with the cached last values (a late joiner's weights); each
-// resend goes to every subscriber of the topic, so churn would multiply traffic: at most this
-// many resends per second in all (a subscriber refused one gets the next publication).
-#define VLB_RESENDS_PER_S 20
+// resend goes to every subscriber of the topic, so churn would multiply traffic: a connection
+// gets at most one resend per VLB_RESEND_GAP_NS, and all together at most VLB_RESENDS_PER_S a
+// second (a subscriber refused one gets the next publication, within a second).
+#define VLB_RESEND_GAP_NS 1000000000LL
+#define VLB_RESENDS_PER_S 50
 // A segment of a policy with no declared spec may take at most this many bytes of arrays
 // (declared payload and decoded arrays alike); a policy's spec sets its own ceiling: exactly
 // what its horizon and fields take. Checked before anything is decompressed or reserved.
@@ -170,6 +172,7 @@ struct vl_broker_s {
     int n_fds;                // descriptors followed: the process's RLIMIT_NOFILE
     uint16_t *subs_by_fd;     // subscriptions made on each connection (by file descriptor)
     uint32_t *conn_by_fd;     // a hash of each descriptor's peer, to see a descriptor reused
+    int64_t *resent_by_fd;    // monotonic, the last cached-value resend each connection caused
     int64_t resend_window_ns; // monotonic, start of the current resend window
     int resends;              // cached-value resends in it
     vl_inspect_t *inspect;

@@ -152,23 +152,26 @@ int vl_lvc_recv_publication(vl_broker_t *self)
 
 /* Returns 1 if a resend of cached values may go out now (VLB_RESENDS_PER_S
    in all), else 0 after counting it refused. */
-static int s_resend_allowed(vl_broker_t *self, const vl_peer_t *peer)
+static int s_resend_allowed(vl_broker_t *self, int fd, const vl_peer_t *peer)
 {
     int64_t now = vl_now_ns();
     if (now - self->resend_window_ns >= 1000000000LL) {
         self->resend_window_ns = now;
         self->resends = 0;
     }
-    if (self->resends >= VLB_RESENDS_PER_S) {
+    int64_t *last = fd >= 0 && fd < self->n_fds ? &self->resent_by_fd[fd] : NULL;
+    if (self->resends >= VLB_RESENDS_PER_S || (last && *last && now - *last < VLB_RESEND_GAP_NS)) {
         vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_RESEND, peer, NULL);
         return 0;
     }
     self->resends++;
+    if (last)
+        *last = now;
     return 1;
 }
 
 /* Sends the cached last value of every topic the subscription prefix covers. */
-static void s_serve_late_joiner(vl_broker_t *self, const uint8_t *prefix, size_t len,
+static void s_serve_late_joiner(vl_broker_t *self, const uint8_t *prefix, size_t len, int fd,
                                 const vl_peer_t *peer)
 {
     int allowed = -1; // asked once, when there is something to resend
@@ -178,7 +181,7 @@ static void s_serve_late_joiner(vl_broker_t *self, const uint8_t *prefix, size_t
             zmq_msg_size(&c->body) == 0)
             continue;
         if (allowed < 0)
-            allowed = s_resend_allowed(self, peer);
+            allowed = s_resend_allowed(self, fd, peer);
         if (!allowed)
             return;
         zmq_msg_t t, b;
@@ -247,6 +250,7 @@ static int s_conn_allows(vl_broker_t *self, zmq_msg_t *msg, const vl_peer_t *pee
     if (fd < self->n_fds && h != self->conn_by_fd[fd]) {
         self->conn_by_fd[fd] = h; // a new connection on a reused descriptor
         self->subs_by_fd[fd] = 0;
+        self->resent_by_fd[fd] = 0;
     }
     if (fd < self->n_fds && ++self->subs_by_fd[fd] <= VLB_SUBS_PER_CONN)
         return 1;
@@ -281,7 +285,7 @@ int vl_lvc_recv_subscription(vl_broker_t *self)
         vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_ROLE, &peer, NULL);
     } else if (s_conn_allows(self, &m, &peer) && s_topic_allowed(self, d + 1, n - 1, &peer)) {
         zmq_setsockopt(self->xpub, ZMQ_SUBSCRIBE, d + 1, n - 1);
-        s_serve_late_joiner(self, d + 1, n - 1, &peer);
+        s_serve_late_joiner(self, d + 1, n - 1, zmq_msg_get(&m, ZMQ_SRCFD), &peer);
     }
     zmq_msg_close(&m);
     return 0;
