@@ -93,7 +93,7 @@ expect_count hellos "role: the peer may not do this" 20
 expect_count commands "role: the peer may not do this" 2
 expect_count subscriptions "bound: topic is no policy id (or over 63 bytes)" 64
 expect_count subscriptions "bound: subscriptions per connection (cut)" 2
-expect_count subscriptions "bound: cached-value resends over their rate" 100
+expect_count subscriptions "bound: cached-value resends over their rate" 50
 expect_count subscriptions "junk: not a subscription" 1
 expect_count segments "bound: declared size over its policy's ceiling" 20
 grep -qE "refusing [a-z]+ from 127.0.0.2" "$TMP/broker.log" || fail "the refused peer was not named in the log"
