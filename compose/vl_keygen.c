@@ -45,7 +45,7 @@ static void s_usage(FILE *out)
         "                     default: any)\n"
         "  --clients LIST     client names instead, each's role from how it begins (actor,\n"
         "                     learner, admin, monitor or observer; else actor); default\n"
-        "                     actor,learner,monitor\n"
+        "                     actor,learner,monitor,admin\n"
         "  -h, --help         this text\n");
 }
 
@@ -149,7 +149,7 @@ int vl_keygen_main(int argc, char **argv)
                                          {"policies", required_argument, 0, 'p'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    char list[1024] = "actor,learner,monitor";
+    char list[1024] = "actor,learner,monitor,admin";
     long counts[4] = {0, 0, 0, 0}; // actors, learners, admins, observers
     static const char *roles[4] = {"actor", "learner", "admin", "observer"};
     const char *policies = NULL;

@@ -12,7 +12,9 @@
 #   broker        --cert KEYS/broker.cert --allow KEYS/allowed
 #   learner       --cert KEYS/learner.cert --broker-key KEYS/broker.cert
 #   actor(s)      --cert KEYS/actor.cert   --broker-key KEYS/broker.cert
-#   top, ctl      --cert KEYS/monitor.cert --broker-key KEYS/broker.cert
+#   top           --cert KEYS/monitor.cert --broker-key KEYS/broker.cert (an observer)
+#   ctl           --cert KEYS/admin.cert   --broker-key KEYS/broker.cert (pause, resume and
+#                 shutdown need an admin key; without admin.cert, monitor's: status only)
 # VOLLEY_CERT=NAME uses KEYS/NAME.cert instead (e.g. one key per actor host).
 # The broker records every segment into a new DATA/recordings/broker-<UTC time>.vlrec
 # when RECORD=on.
@@ -45,7 +47,8 @@ if [ -f "$KEYS/broker.cert" ]; then
         broker) extra=(--cert "$KEYS/broker.cert" --allow "$KEYS/allowed") ;;
         learner) name=${VOLLEY_CERT:-learner} ;;
         actor | actors) name=${VOLLEY_CERT:-actor} ;;
-        top | ctl) name=${VOLLEY_CERT:-monitor} ;;
+        top) name=${VOLLEY_CERT:-monitor} ;;
+        ctl) if [ -f "$KEYS/admin.cert_secret" ]; then name=${VOLLEY_CERT:-admin}; else name=${VOLLEY_CERT:-monitor}; fi ;;
     esac
     if [ "$role" = broker ]; then
         [ -f "$KEYS/broker.cert_secret" ] || die "CURVE: $KEYS/broker.cert_secret is missing (the broker's secret key)"
