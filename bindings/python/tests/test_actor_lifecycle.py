@@ -31,7 +31,9 @@ def test_ctrl_c_while_waiting_for_weights_exits_0(procs):
 def test_refused_spec_exits_2(procs):
     port = free_port()
     procs.broker(port)
-    procs.learner(port, "--env", "cartpole", "--horizon", 64)
+    learner = procs.learner(port, "--env", "cartpole", "--horizon", 64)
+    # the learner's spec first (else the actor's would be the policy's, and the learner refused)
+    assert procs.wait_for(learner, "training policy", 30), procs.dump()
     a = actor(procs, port, "--horizon", 32)
     assert a.wait(20) == 2, procs.dump()
     assert "horizon" in procs.text(a), procs.dump()
