@@ -139,8 +139,10 @@ static int s_check_fields(uint64_t capacity, const vl_rbuf_field_t *fields, uint
     for (uint32_t i = 0; i < n; i++) {
         if (s_check_field(&fields[i], i, &bytes[i], why, why_size) < 0)
             return -1;
-        if (bytes[i] > SIZE_MAX / capacity)
-            return vl_why(why, why_size, "field '%s': %llu samples of %zu bytes overflow",
+        // PTRDIFF_MAX / 2 bounds every size and offset made from it (rounded up to a huge page
+        // in s_alloc, indexed as ptrdiff_t by NumPy views), whatever a caller or a file says
+        if (bytes[i] > (size_t)(PTRDIFF_MAX / 2) / capacity)
+            return vl_why(why, why_size, "field '%s': %llu samples of %zu bytes is too large",
                           fields[i].name, (unsigned long long)capacity, bytes[i]);
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(fields[i].name, fields[j].name) == 0)
@@ -165,6 +167,8 @@ static void s_normalize(vl_rbuf_field_t *f)
 static void *s_alloc(size_t n)
 {
     size_t align = n >= S_HUGE ? S_HUGE : S_ALIGN;
+    if (n > SIZE_MAX - align)
+        return NULL;
     size_t rounded = n / align * align + (n % align ? align : 0);
     void *p = aligned_alloc(align, rounded ? rounded : align);
     if (p && align == S_HUGE)
@@ -738,7 +742,7 @@ static int s_restore(vl_rbuf_t *self, vl_checkpoint_t *ck, const s_header_t *h, 
         vl_sampler_set(self->sampler, (uint32_t)r, p);
     }
     for (uint32_t i = 0; i < h->n_fields; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "field.%u", i);
         const uint8_t *rows = s_section(ck, name, h->size * h->bytes[i], why, why_size);
         if (!rows)

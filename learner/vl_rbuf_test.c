@@ -119,6 +119,11 @@ static void test_new_refuses_bad_fields(void)
         {{ok}, 17, 8, "17 fields"},
         {{ok}, 1, 0, "capacity 0"},
         {{ok}, 1, (1ull << 30) + 1, "2^30"},
+        // 16,777,217 rows of 2^40 bytes: rounding the product up to a huge page wrapped to 0
+        {{{.name = "x", .dtype = VL_RBUF_U8, .ndim = 2, .shape = {256, 4294967040u}}},
+         1,
+         16777217,
+         "too large"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char why[256] = "";
