@@ -131,14 +131,16 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->notify = vl_notify_new(c->max_actors);
     if (!self->ctx || !self->inspect || !self->roster || !self->specs || !self->notify)
         goto err;
-    if (c->record && s_start_recording(self, c) != 0)
-        goto err;
     self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS);
     self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS);
     self->xsub = s_bind(self, c, ZMQ_XSUB, VL_PORT_WEIGHTS_IN);
     self->xpub = s_bind(self, c, ZMQ_XPUB, VL_PORT_WEIGHTS_OUT);
     self->control = s_bind(self, c, ZMQ_ROUTER, VL_PORT_CONTROL);
     if (!self->pull || !self->router || !self->xsub || !self->xpub || !self->control)
+        goto err;
+    // The recording file after the ports: a broker that cannot listen leaves no file behind
+    // (`volley up` tries other free ports with the same --record).
+    if (c->record && s_start_recording(self, c) != 0)
         goto err;
     int one = 1;
     zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
