@@ -185,9 +185,11 @@ static const vl_env_ops_t *s_env_by_shape(const vl_kept_t *kept)
    shape; checks the shapes agree. Returns it, or NULL after saying why. */
 static const vl_env_ops_t *s_resolve_env(const s_args_t *a, const vl_kept_t *kept)
 {
-    const char *name = a->env ? a->env : kept->env[0] ? kept->env : NULL;
-    const vl_env_ops_t *env = name ? vl_env_lookup("eval", name) : s_env_by_shape(kept);
-    if (!env && !name)
+    int none;
+    const vl_env_ops_t *env = vl_kept_env("eval", a->env, kept, &none);
+    if (none)
+        env = s_env_by_shape(kept);
+    if (!env && none)
         fprintf(stderr,
                 "volley eval: which env? %s does not say and no built-in takes %u observations "
                 "and %u actions: --env NAME|PATH.so\n",

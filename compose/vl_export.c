@@ -386,11 +386,11 @@ int vl_export_main(int argc, char **argv)
         fprintf(stderr, "volley export: %s\n", why);
         return 2;
     }
-    const char *env_name = a.env ? a.env : kept->env[0] ? kept->env : NULL;
-    const vl_env_ops_t *env = env_name ? vl_env_lookup("export", env_name) : NULL;
+    int none;
+    const vl_env_ops_t *env = vl_kept_env("export", a.env, kept, &none);
     rc = 2;
-    if (env_name && !env)
-        goto done; // vl_env_lookup said why
+    if (!env && !none)
+        goto done; // vl_kept_env said why
     if (env && (env->obs_dim != kept->obs_dim || env->num_actions != kept->num_actions)) {
         fprintf(stderr,
                 "volley export: the policy takes %u observations and %u actions, env %s gives "

@@ -328,3 +328,22 @@ int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, cha
     vl_kept_destroy(&kept);
     return rc;
 }
+
+const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kept_t *kept,
+                                int *none)
+{
+    *none = 0;
+    if (given)
+        return vl_env_lookup(cmd, given);
+    if (!kept->env[0]) {
+        *none = 1;
+        return NULL;
+    }
+    const vl_env_ops_t *env = vl_env_find(kept->env);
+    if (!env)
+        fprintf(stderr,
+                "volley %s: %s was trained on the plugin %s, which is loaded only when you name "
+                "it: --env %s\n",
+                cmd, kept->checkpoint, kept->env, kept->env);
+    return env;
+}

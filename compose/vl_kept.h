@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../actors/vl_env.h"
 #include "../learner/vl_policy.h"
 
 #define VL_KEPT_PATH_MAX 4096
@@ -30,6 +31,14 @@ typedef struct {
    volley's MLP. Returns a new object (caller destroys), or NULL with a
    one-line reason in why[why_size]. */
 vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t why_size);
+
+/* Returns the env to run a kept policy on: --env's (given, loaded as
+   named), else the built-in its run's config.ini names. A plugin named
+   only by a run's config.ini is not loaded (running a .so is the user's
+   word, not a file's): NULL after saying "--env PATH" is needed. NULL with
+   *none 1 when neither names one. Prints why as "volley CMD: ...". */
+const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kept_t *kept,
+                                int *none);
 
 /* Frees the object and nulls the pointer; safe on NULL and twice. */
 void vl_kept_destroy(vl_kept_t **self_p);

@@ -71,12 +71,16 @@ grep -q '##  ' catch.txt && grep -q '======' catch.txt && grep -q 'balls landed 
     fail "no Catch frames: $(head -c 400 catch.txt)"
 pass "--render draws CartPole ($frames frames) and Catch"
 
-# A plugin env, named by its path in the run's config.ini: a line of numbers a step.
+# A plugin env: a run's config.ini naming a .so does not load it (that is the user's word:
+# --env PATH); with --env, a line of numbers a step.
 PLUGIN=$(dirname "$VOLLEY")/libvl_corridor.so
 [ -f "$PLUGIN" ] || fail "no $PLUGIN (the vl_corridor target)"
 "$VOLLEY" up --env "$PLUGIN" --runs "$TMP/runs" --name corr --until steps --max-steps 20000 \
     > upp.log 2>&1 || fail "corridor: $(tail -1 upp.log)"
-(cd / && "$VOLLEY" eval "$TMP/runs/corr" --render --fps 0 --episodes 2) > corr.txt 2>&1 ||
+"$VOLLEY" eval "$TMP/runs/corr" --episodes 2 > noenv.txt 2>&1
+[ $? -eq 2 ] && grep -q "loaded only when you name it: --env $PLUGIN" noenv.txt ||
+    fail "a plugin named only by a run's config.ini was loaded: $(cat noenv.txt)"
+(cd / && "$VOLLEY" eval "$TMP/runs/corr" --env "$PLUGIN" --render --fps 0 --episodes 2) > corr.txt 2>&1 ||
     fail "eval of a plugin run: $(tail -2 corr.txt)"
 grep -qE '^corridor  episode 1/2  step 0  return 0  action [01] \| [0-9. ]+$' corr.txt &&
     grep -q '^eval: corridor, .*2 episodes' corr.txt || fail "plugin frames: $(head -3 corr.txt)"
