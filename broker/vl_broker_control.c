@@ -95,7 +95,8 @@ static void s_on_beat(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg)
     vl_roster_beat(self->roster, &beat, vl_now_ns());
     vl_notify_route(self->notify, beat.actor_id, zmq_msg_data(id), zmq_msg_size(id));
     char why[VL_SPEC_REASON_MAX];
-    if (beat.has_spec && vl_specs_declare(self->specs, &beat.spec, "this actor", why, sizeof why)) {
+    if (beat.has_spec &&
+        vl_specs_declare(self->specs, &beat.spec, "this actor", 0, why, sizeof why)) {
         vl_books_drop_text(self, VLB_SPEC, why, 1);
         vl_notify_send(self->control, zmq_msg_data(id), zmq_msg_size(id), VL_REFUSED_SPEC, why);
     }
@@ -118,7 +119,7 @@ static void s_on_spec(vl_broker_t *self, zmq_msg_t *id, const zmq_msg_t *arg, co
         return;
     }
     char why[VL_SPEC_REASON_MAX];
-    if (vl_specs_declare(self->specs, &spec, "this learner", why, sizeof why)) {
+    if (vl_specs_declare(self->specs, &spec, "this learner", 1, why, sizeof why)) {
         vl_books_drop_text(self, VLB_SPEC, why, 1);
         s_reply(self, id, VL_VERB_ERROR, why, strlen(why));
         return;

@@ -1,4 +1,4 @@
-/*  vl_specs: one spec per policy, first come. */
+/*  vl_specs: one spec per policy, first come, a learner's over actors'. */
 #include "vl_specs.h"
 
 #include <stdio.h>
@@ -7,6 +7,7 @@
 
 struct vl_specs_s {
     vl_spec_t *specs;
+    uint8_t *by_learner; // [max] 1: a learner declared (or agreed with) specs[i]
     uint32_t count, max;
 };
 
@@ -17,7 +18,8 @@ vl_specs_t *vl_specs_new(uint32_t max)
         return NULL;
     self->max = max;
     self->specs = calloc(max ? max : 1, sizeof *self->specs);
-    if (!self->specs)
+    self->by_learner = calloc(max ? max : 1, 1);
+    if (!self->specs || !self->by_learner)
         vl_specs_destroy(&self);
     return self;
 }
@@ -28,6 +30,7 @@ void vl_specs_destroy(vl_specs_t **self_p)
     if (!self)
         return;
     free(self->specs);
+    free(self->by_learner);
     free(self);
     *self_p = NULL;
 }
@@ -40,16 +43,25 @@ const vl_spec_t *vl_specs_find(const vl_specs_t *self, const char *policy)
     return NULL;
 }
 
-int vl_specs_declare(vl_specs_t *self, const vl_spec_t *spec, const char *who, char *why,
-                     size_t why_size)
+int vl_specs_declare(vl_specs_t *self, const vl_spec_t *spec, const char *who, int learner,
+                     char *why, size_t why_size)
 {
     const vl_spec_t *have = vl_specs_find(self, spec->policy_id);
-    if (have)
-        return vl_spec_diff(have, spec, who, why, why_size);
+    if (have) {
+        uint32_t i = (uint32_t)(have - self->specs);
+        int rc = vl_spec_diff(have, spec, who, why, why_size);
+        if (rc == 1 && learner && !self->by_learner[i]) { // the learner's word over actors'
+            self->specs[i] = *spec;
+            rc = 0;
+        }
+        self->by_learner[i] |= rc == 0 && learner;
+        return rc;
+    }
     if (self->count == self->max) {
         snprintf(why, why_size, "the broker serves %u policies already", self->max);
         return -1;
     }
+    self->by_learner[self->count] = (uint8_t)(learner != 0);
     self->specs[self->count++] = *spec;
     return 0;
 }

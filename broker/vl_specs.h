@@ -1,8 +1,10 @@
 /*  vl_specs: the broker's spec of each policy (messages/vl_spec.h). The
     first spec declared for a policy, by an actor's beat or a learner's
-    SPEC, is the policy's for the broker's life; a conflicting declaration is
-    refused, and so is every segment that does not fit it, each with a reason
-    naming the field. */
+    SPEC, is the policy's; a conflicting declaration is refused, and so is
+    every segment that does not fit it, each with a reason naming the field.
+    A learner's word outranks an actor's: a learner's SPEC replaces a spec
+    only actors declared (so no actor, which on an open broker may be anyone,
+    can hold a policy's spec against its learner), never another learner's. */
 #ifndef VL_SPECS_H
 #define VL_SPECS_H
 
@@ -20,10 +22,11 @@ vl_specs_t *vl_specs_new(uint32_t max);
 void vl_specs_destroy(vl_specs_t **self_p);
 
 /* Declares a sender's spec for its policy (`who`: "this actor", "this
-   learner"). Returns 0 when it agrees with the policy's or became it, 1
-   after writing why it conflicts, -1 when the table is full (why written). */
-int vl_specs_declare(vl_specs_t *self, const vl_spec_t *spec, const char *who, char *why,
-                     size_t why_size);
+   learner"; learner: 1 when the sender is the policy's learner by role).
+   Returns 0 when it agrees with the policy's or became it, 1 after writing
+   why it conflicts, -1 when the table is full (why written). */
+int vl_specs_declare(vl_specs_t *self, const vl_spec_t *spec, const char *who, int learner,
+                     char *why, size_t why_size);
 
 /* Returns the spec of a policy, or NULL when none was declared. */
 const vl_spec_t *vl_specs_find(const vl_specs_t *self, const char *policy);

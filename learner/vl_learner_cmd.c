@@ -69,7 +69,8 @@ static void s_usage(FILE *out)
             "learner at their defaults thus train at full speed.\n"
             "\n"
             "With --env the learner declares its policy's spec (observation fields, actions,\n"
-            "--horizon, --hidden) to the broker and exits 2 if the policy already has another.\n"
+            "--horizon, --hidden) to the broker (its word outranks actors') and exits 2 if\n"
+            "another learner's spec holds the policy.\n"
             "Without --env it takes the spec from the broker, waiting until an actor has\n"
             "declared it; the learner host needs no environment code.\n"
             "\n");

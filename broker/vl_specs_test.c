@@ -1,0 +1,62 @@
+/*  vl_specs_test: first come for a policy's spec, except that its learner's
+    word outranks actors' (an actor, anyone on an open broker, cannot hold a
+    policy's spec against its learner), and never another learner's. */
+#include <string.h>
+
+#include "../tests/vl_test.h"
+#include "vl_specs.h"
+
+static vl_spec_t s_spec(uint32_t horizon)
+{
+    vl_spec_t s = {
+        .obs_spec = vl_obs_spec_flat(4), .num_actions = 2, .horizon = horizon, .hidden = 64};
+    strcpy(s.policy_id, "default");
+    return s;
+}
+
+static void test_first_come(void)
+{
+    vl_specs_t *t = vl_specs_new(4);
+    char why[256] = "";
+    vl_spec_t a = s_spec(64), b = s_spec(32);
+    VL_CHECK(t && vl_specs_declare(t, &a, "this actor", 0, why, sizeof why) == 0);
+    VL_CHECK(vl_specs_declare(t, &a, "this actor", 0, why, sizeof why) == 0); // agrees
+    VL_CHECK(vl_specs_declare(t, &b, "this actor", 0, why, sizeof why) == 1);
+    VL_CHECK(strstr(why, "horizon") != NULL);
+    VL_CHECK(vl_specs_find(t, "default")->horizon == 64);
+    vl_specs_destroy(&t);
+}
+
+static void test_learner_outranks_actors(void)
+{
+    vl_specs_t *t = vl_specs_new(4);
+    char why[256] = "";
+    vl_spec_t squat = s_spec(32), real = s_spec(64), other = s_spec(16);
+    VL_CHECK(t && vl_specs_declare(t, &squat, "this actor", 0, why, sizeof why) == 0);
+    VL_CHECK(vl_specs_declare(t, &real, "this learner", 1, why, sizeof why) == 0);
+    VL_CHECK(vl_specs_find(t, "default")->horizon == 64 && vl_specs_count(t) == 1);
+    VL_CHECK(vl_specs_declare(t, &squat, "this actor", 0, why, sizeof why) == 1); // now refused
+    VL_CHECK(vl_specs_declare(t, &other, "this learner", 1, why, sizeof why) == 1);
+    VL_CHECK(vl_specs_find(t, "default")->horizon == 64); // a learner's spec is never replaced
+    vl_specs_destroy(&t);
+}
+
+static void test_learner_agreeing_holds_it(void)
+{
+    vl_specs_t *t = vl_specs_new(4);
+    char why[256] = "";
+    vl_spec_t a = s_spec(64), b = s_spec(32);
+    VL_CHECK(t && vl_specs_declare(t, &a, "this actor", 0, why, sizeof why) == 0);
+    VL_CHECK(vl_specs_declare(t, &a, "this learner", 1, why, sizeof why) == 0); // agrees: holds
+    VL_CHECK(vl_specs_declare(t, &b, "this learner", 1, why, sizeof why) == 1);
+    VL_CHECK(vl_specs_find(t, "default")->horizon == 64);
+    vl_specs_destroy(&t);
+}
+
+int main(void)
+{
+    VL_RUN(test_first_come);
+    VL_RUN(test_learner_outranks_actors);
+    VL_RUN(test_learner_agreeing_holds_it);
+    return VL_DONE();
+}
