@@ -11,6 +11,7 @@
 
 #include "../common/vl_curve.h"
 #include "../common/vl_opts.h"
+#include "../messages/vl_wire.h"
 
 #define S_MAX_CLIENTS 64
 
@@ -128,6 +129,26 @@ static int s_split(char *list, char **names)
 }
 
 /* Writes n certificates named role-1 .. role-n. Returns 0, or -1. */
+/* Checks --policies: policy ids separated by commas, each one valid (no
+   spaces: "a, b" would grant " b"). Returns 0, or -1 after printing why. */
+static int s_check_policies(const char *list)
+{
+    char copy[256], *save = NULL;
+    snprintf(copy, sizeof copy, "%s", list);
+    int n = 0;
+    for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save), n++)
+        if (!vl_wire_name_ok(p, VL_POLICY_ID_MAX) || p[0] == '~' || strpbrk(p, " \t")) {
+            fprintf(stderr,
+                    "volley keygen: --policies: '%s' is not a policy id (1 to 63 printable "
+                    "characters, no spaces, not starting with '~'; ids separated by commas)\n",
+                    p);
+            return -1;
+        }
+    if (n == 0)
+        fprintf(stderr, "volley keygen: --policies wants policy ids separated by commas\n");
+    return n ? 0 : -1;
+}
+
 static int s_make_role(const char *dir, const char *role, long n, const char *policies)
 {
     char name[64];
@@ -171,6 +192,8 @@ int vl_keygen_main(int argc, char **argv)
                 fprintf(stderr, "volley keygen: --policies list too long\n");
                 return 2;
             }
+            if (s_check_policies(optarg) != 0)
+                return 2;
             policies = optarg;
         } else {
             s_usage(opt == 'h' ? stdout : stderr);

@@ -35,5 +35,7 @@ expect_refusal "--pace wants fast or recorded" replay a.vlrec --pace slow
 expect_refusal "--checkpoint" replay a.vlrec --checkpoint /tmp
 expect_refusal "--record-flush wants always, everysec or never" broker --record-flush sometimes
 expect_refusal "--max-lag wants a whole number" broker --max-lag -1
+expect_refusal "--policies: ' b' is not a policy id" keygen "$TMP/keys" --learners 1 --policies "a, b"
+[ ! -e "$TMP/keys" ] || fail "a refused keygen wrote keys"
 pass "bad flags are refused with a reason and exit 2"
 echo "2 passed, 0 failed"
