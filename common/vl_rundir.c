@@ -1,6 +1,7 @@
 /*  vl_rundir: a run's directory, created or reopened, never replaced. */
 #include "vl_rundir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 struct vl_rundir_s {
     char path[S_PATH_MAX];
     char name[256];
+    int created; // 1: this open made it (not a resumed run's)
 };
 
 /* Makes dir and every missing parent (mode 0755). Returns 0, or -1. */
@@ -112,6 +114,8 @@ vl_rundir_t *vl_rundir_open(const char *runs, const char *name, const char *env,
         rc = -1;
     } else if (rc == 1)
         rc = 0; // resuming an existing run
+    if (self)
+        self->created = rc == 0 && !resume;
     if (rc == 0 && s_subdirs(self, why, why_size) != 0)
         rc = -1;
     if (rc != 0)
@@ -151,6 +155,39 @@ int vl_rundir_create(const vl_rundir_t *self, const char *stem, const char *ext,
     }
     vl_error("cannot create %s/%s%s: every number taken", self->path, stem, ext);
     return -1;
+}
+
+/* Unlinks the files in dir whose names start with prefix and end with suffix. */
+static void s_unlink_matching(const char *dir, const char *prefix, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char path[S_PATH_MAX + 300];
+    size_t np = strlen(prefix), ns = strlen(suffix);
+    while (d && (e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n >= np + ns && strncmp(e->d_name, prefix, np) == 0 &&
+            strcmp(e->d_name + n - ns, suffix) == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+int vl_rundir_discard(vl_rundir_t *self)
+{
+    if (!self->created)
+        return -1;
+    char sub[S_PATH_MAX + 32];
+    s_unlink_matching(self->path, "config", ".ini");
+    snprintf(sub, sizeof sub, "%s/logs", self->path);
+    s_unlink_matching(sub, "", ".log");
+    rmdir(sub);
+    snprintf(sub, sizeof sub, "%s/checkpoints", self->path);
+    rmdir(sub);
+    return rmdir(self->path);
 }
 
 void vl_rundir_destroy(vl_rundir_t **self_p)

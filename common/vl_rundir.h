@@ -32,6 +32,12 @@ int vl_rundir_file(const vl_rundir_t *self, const char *rel, char *out, size_t s
 int vl_rundir_create(const vl_rundir_t *self, const char *stem, const char *ext, char *out,
                      size_t size);
 
+/* Removes a run directory this open created (not a resumed one) when
+   nothing ran in it: its config files and logs, then its empty
+   checkpoints/ and logs/ and itself (anything else there keeps it). Returns
+   0 when it is gone, -1 when it stays. */
+int vl_rundir_discard(vl_rundir_t *self);
+
 /* Frees it and nulls the pointer; safe on NULL and twice. */
 void vl_rundir_destroy(vl_rundir_t **self_p);
 

@@ -373,8 +373,12 @@ static int s_run(s_run_t *r)
     int64_t start = vl_now_ns();
     pid_t pids[2 + VL_UP_MAX_ACTORS] = {0};
     int rc = 1;
-    if ((pids[0] = s_broker_up(r, &rc)) <= 0)
+    if ((pids[0] = s_broker_up(r, &rc)) <= 0) {
+        s_close_config(r);
+        if (vl_rundir_discard(r->dir) == 0) // nothing ran: the name stays free
+            fprintf(stderr, "volley up: removed %s (nothing ran in it)\n", vl_rundir_path(r->dir));
         return rc;
+    }
     int n = 1 + s_start_rest(r, pids + 1);
     void *ctx = zmq_ctx_new();
     char broker[32];

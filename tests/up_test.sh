@@ -63,13 +63,14 @@ P=$(free_port)
 SQUAT=$!
 PIDS+=($SQUAT)
 for _ in $(seq 50); do ss -ltn | grep -q ":$((P + 4)) " && break; sleep 0.1; done
-"$VOLLEY" up --port "$P" > "$TMP/busy.log" 2>&1
+"$VOLLEY" up --port "$P" --runs "$TMP/runs" --name busy > "$TMP/busy.log" 2>&1
 rc=$?
+[ ! -e "$TMP/runs/busy" ] || fail "the refused run left its directory: $(find "$TMP/runs/busy")"
 [ $rc -eq 2 ] || fail "volley up on a busy --port exited $rc, wanted 2: $(cat "$TMP/busy.log")"
 grep -q -- "--port $P: ports $P-$((P + 4)) are not all free" "$TMP/busy.log" || fail "no clear refusal: $(cat "$TMP/busy.log")"
 pgrep -f -- "--broker 127.0.0.1:$P( |$)" > /dev/null && fail "a child of the refused run started: $(pgrep -af -- "127.0.0.1:$P")"
 kill -0 "$SQUAT" || fail "the broker already on $P was disturbed"
-pass "a busy --port: exit 2 before any child starts, the other broker untouched"
+pass "a busy --port: exit 2 before any child starts, no run directory left, the other broker untouched"
 
 # Two runs at once on one machine (free ports by default): both solve, undisturbed.
 "$VOLLEY" up --max-steps 2e6 --max-seconds 240 > "$TMP/a.log" 2>&1 &
