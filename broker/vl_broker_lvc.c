@@ -196,7 +196,8 @@ static void s_serve_late_joiner(vl_broker_t *self, const uint8_t *prefix, size_t
 
 /* Returns 1 if topic (len bytes) is one subscribers may hold: everything
    (empty), the stats topic or a policy id, within the bound on distinct
-   topics; else 0 after counting why not. */
+   topics (a policy the broker serves is always let in); else 0 after
+   counting why not. */
 static int s_topic_allowed(vl_broker_t *self, const uint8_t *topic, size_t len,
                            const vl_peer_t *peer)
 {
@@ -217,6 +218,10 @@ static int s_topic_allowed(vl_broker_t *self, const uint8_t *topic, size_t len,
         if (strcmp(self->sub_topics[i], name) == 0)
             return 1;
     if (self->n_sub_topics == VLB_MAX_SUB_TOPICS) {
+        // A policy the broker serves (its spec or its learner is known: both tables bounded)
+        // is never crowded out by topics that junk subscriptions took first.
+        if (vl_specs_find(self->specs, name) || vl_learners_find(self, name))
+            return 1;
         vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_TOPICS, peer, name);
         return 0;
     }
