@@ -35,3 +35,11 @@ wait_for() {
     done
     return 1
 }
+# Checks that the broker's log ($TMP/broker.log) counted at least $3 of kind $1 dropped for
+# reason $2 (a fixed string), and says how many.
+expect_dropped() {
+    local n
+    n=$(grep -F "$1: $2" "$TMP/broker.log" | sed -n "s/.*dropped \([0-9]*\) $1: .*/\1/p" | head -1)
+    [ -n "$n" ] && [ "$n" -ge "$3" ] || fail "broker did not count $1 refused for '$2' (got '${n:-none}', want >= $3)"
+    echo "     counted $n $1: $2"
+}
