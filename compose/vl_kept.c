@@ -36,18 +36,22 @@ static int s_copy(char *dst, size_t size, const char *src)
     return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-/* Finds the checkpoint of policy in run directory dir: checkpoints/P.ckpt,
-   else P.ckpt (a --checkpoint DIR). Returns 0, or -1 with why. */
-static int s_find_in_run(const char *dir, const char *policy, char *out, size_t size, char *why,
-                         size_t why_size)
+/* Finds the checkpoint of policy in run directory dir: in the checkpoint
+   directory its config.ini records (ckdir, "" when none), else
+   checkpoints/P.ckpt, else P.ckpt (dir itself a --checkpoint DIR).
+   Returns 0, or -1 with why. */
+static int s_find_in_run(const char *dir, const char *ckdir, const char *policy, char *out,
+                         size_t size, char *why, size_t why_size)
 {
-    char a[VL_KEPT_PATH_MAX], b[VL_KEPT_PATH_MAX];
+    char a[VL_KEPT_PATH_MAX], b[VL_KEPT_PATH_MAX], c[VL_KEPT_PATH_MAX] = "";
     snprintf(a, sizeof a, "%s/checkpoints/%s.ckpt", dir, policy);
     snprintf(b, sizeof b, "%s/%s.ckpt", dir, policy);
-    const char *found = s_is_file(a) ? a : s_is_file(b) ? b : NULL;
+    if (ckdir[0] && snprintf(c, sizeof c, "%s/%s.ckpt", ckdir, policy) >= (int)sizeof c)
+        c[0] = '\0'; // too long to be there
+    const char *found = c[0] && s_is_file(c) ? c : s_is_file(a) ? a : s_is_file(b) ? b : NULL;
     if (!found) {
-        snprintf(why, why_size, "no checkpoint of policy '%s' in %s (looked for %s and %s)", policy,
-                 dir, a, b);
+        snprintf(why, why_size, "no checkpoint of policy '%s' in %s (looked for %s%s%s and %s)",
+                 policy, dir, c, c[0] ? ", " : "", a, b);
         return -1;
     }
     if (s_copy(out, size, found) != 0) {
@@ -62,10 +66,11 @@ static int s_find_in_run(const char *dir, const char *policy, char *out, size_t 
 typedef struct {
     char env[S_RANKS][VL_KEPT_PATH_MAX];
     char arg[S_RANKS][VL_KEPT_PATH_MAX];
+    char checkpoint[VL_KEPT_PATH_MAX]; // [up]'s checkpoint = DIR: where the run kept them
 } s_config_t;
 
-/* vl_ini callback: keeps env and env-arg of every role's section; other
-   keys are the run's business. */
+/* vl_ini callback: keeps env and env-arg of every role's section and
+   [up]'s checkpoint; other keys are the run's business. */
 static int s_on_config(void *ctx, const char *section, const char *key, const char *value,
                        char *why, size_t why_size)
 {
@@ -79,21 +84,29 @@ static int s_on_config(void *ctx, const char *section, const char *key, const ch
         s_copy(c->env[rank], sizeof c->env[rank], value);
     else if (strcmp(key, "env-arg") == 0 || strcmp(key, "env_arg") == 0)
         s_copy(c->arg[rank], sizeof c->arg[rank], value);
+    else if (strcmp(key, "checkpoint") == 0 && rank == 3 &&
+             s_copy(c->checkpoint, sizeof c->checkpoint, value) != 0)
+        c->checkpoint[0] = '\0'; // too long to be a path: as if unsaid
     return 0;
 }
 
 /* Reads the env of the run whose directory is run into self: [up]'s, else
-   [actor]'s, else [learner]'s. A missing or unreadable config.ini leaves
-   env unknown (""): the caller asks for --env then. */
-static void s_read_config(vl_kept_t *self, const char *run)
+   [actor]'s, else [learner]'s; and where it kept its checkpoints into
+   ckdir[size] ("" when it does not say). A missing or unreadable config.ini
+   leaves env unknown (""): the caller asks for --env then. */
+static void s_read_config(vl_kept_t *self, const char *run, char *ckdir, size_t size)
 {
     char path[VL_KEPT_PATH_MAX], why[512];
     snprintf(path, sizeof path, "%s/config.ini", run);
     s_config_t *c = calloc(1, sizeof *c);
+    if (ckdir)
+        ckdir[0] = '\0';
     if (!c || !s_is_file(path) || vl_ini_parse(path, s_on_config, c, why, sizeof why) != 0) {
         free(c);
         return;
     }
+    if (ckdir)
+        s_copy(ckdir, size, c->checkpoint);
     for (int rank = S_RANKS - 1; rank >= 1; rank--)
         if (c->env[rank][0]) {
             s_copy(self->env, sizeof self->env, c->env[rank]);
@@ -204,13 +217,11 @@ int vl_kept_arch(const vl_weights_t *w, uint32_t *obs_dim, uint32_t *num_actions
 static int s_locate(vl_kept_t *self, const char *path, const char *policy, char *why,
                     size_t why_size)
 {
-    char run[VL_KEPT_PATH_MAX];
+    char run[VL_KEPT_PATH_MAX], ckdir[VL_KEPT_PATH_MAX];
     if (s_is_dir(path)) {
-        if (s_find_in_run(path, policy ? policy : S_POLICY_DEF, self->checkpoint,
-                          sizeof self->checkpoint, why, why_size) != 0)
-            return -1;
-        s_read_config(self, path);
-        return 0;
+        s_read_config(self, path, ckdir, sizeof ckdir);
+        return s_find_in_run(path, ckdir, policy ? policy : S_POLICY_DEF, self->checkpoint,
+                             sizeof self->checkpoint, why, why_size);
     }
     if (!s_is_file(path)) {
         snprintf(why, why_size, "%s: no such checkpoint file or run directory", path);
@@ -222,7 +233,7 @@ static int s_locate(vl_kept_t *self, const char *path, const char *policy, char 
     }
     s_run_of_file(path, run, sizeof run);
     if (run[0])
-        s_read_config(self, run);
+        s_read_config(self, run, NULL, 0);
     return 0;
 }
 

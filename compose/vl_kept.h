@@ -25,7 +25,8 @@ typedef struct {
 } vl_kept_t;
 
 /* Loads the policy kept at path: a checkpoint file, or a run directory
-   (RUN/checkpoints/<policy>.ckpt, else RUN/<policy>.ckpt as `--checkpoint
+   (DIR/<policy>.ckpt where its config.ini records `checkpoint = DIR`, else
+   RUN/checkpoints/<policy>.ckpt, else RUN/<policy>.ckpt as `--checkpoint
    DIR` leaves it; policy NULL means "default") and, for a run, its
    config.ini's env. Checks the file, the weights and that they form
    volley's MLP. Returns a new object (caller destroys), or NULL with a

@@ -1,30 +1,33 @@
 /*  vl_plot: hands `volley plot` to the Python package, which draws with
     matplotlib: the curves, legends and PNG/SVG output are what matplotlib
-    does well, and the package already reads runs for scripts. */
+    does well, and the package already reads runs for scripts. The Python
+    it starts runs on this process's own libvolley (VOLLEY_LIB), wherever
+    it was built or installed: nothing about this machine is compiled in. */
 #include "vl_plot.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-// Debian's python3 (sees python3-matplotlib); another may come first on PATH.
-#define S_PYTHON "/usr/bin/python3"
-#ifndef VL_PYTHONPATH
-#define VL_PYTHONPATH "" // set by CMake: this checkout's bindings/python
-#endif
+#define S_PYTHON   "python3" // looked for on PATH
+#define S_PATH_MAX 4096
 
-/* Puts this checkout's bindings/python (if it is there) in front of
-   PYTHONPATH, unless VOLLEY_PYTHONPATH names another. */
+extern char **environ;
+
+/* Puts $VOLLEY_PYTHONPATH (the volley program sets it to its checkout's
+   bindings/python when it runs from a build tree) in front of PYTHONPATH. */
 static void s_pythonpath(void)
 {
     const char *dir = getenv("VOLLEY_PYTHONPATH");
     struct stat st;
-    if (!dir || !dir[0])
-        dir = VL_PYTHONPATH;
-    if (!dir[0] || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    if (!dir || !dir[0] || stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return;
     const char *old = getenv("PYTHONPATH");
     size_t n = strlen(dir) + (old ? strlen(old) : 0) + 2;
@@ -36,24 +39,91 @@ static void s_pythonpath(void)
     free(path);
 }
 
-int vl_plot_main(int argc, char **argv)
+/* Sets VOLLEY_LIB to the shared library this code is running from, so that
+   the Python package loads the same libvolley as this program. Left alone
+   when this code was linked statically (no libvolley.so to name). */
+static void s_own_library(void)
 {
+    Dl_info info;
+    if (dladdr((void *)vl_python_exec, &info) == 0 || !info.dli_fname)
+        return;
+    const char *base = strrchr(info.dli_fname, '/');
+    base = base ? base + 1 : info.dli_fname;
+    if (strncmp(base, "libvolley.so", 12) != 0)
+        return;
+    char *real = realpath(info.dli_fname, NULL);
+    setenv("VOLLEY_LIB", real ? real : info.dli_fname, 1);
+    free(real);
+}
+
+/* Returns 1 if python runs `-c probe` with exit 0 (its output discarded). */
+static int s_python_has(const char *python, const char *probe)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    char *args[] = {(char *)python, "-c", (char *)probe, NULL};
+    pid_t pid;
+    int status = 1;
+    if (posix_spawn(&pid, python, &fa, NULL, args, environ) == 0)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+    posix_spawn_file_actions_destroy(&fa);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* Chooses the Python to run into out[size]: $VOLLEY_PYTHON when set, else
+   the first python3 on PATH that imports what the command needs (probe):
+   a Python of a virtualenv or pyenv first on PATH may lack what the
+   system's has. With none, plain "python3", whose error the user sees. */
+static void s_choose_python(const char *probe, char *out, size_t size)
+{
+    const char *given = getenv("VOLLEY_PYTHON");
+    snprintf(out, size, "%s", given && given[0] ? given : S_PYTHON);
+    const char *path = getenv("PATH");
+    if ((given && given[0]) || !path || !probe)
+        return;
+    char dirs[S_PATH_MAX], cand[S_PATH_MAX + 16];
+    snprintf(dirs, sizeof dirs, "%s", path);
+    char *save = NULL;
+    for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        if (snprintf(cand, sizeof cand, "%s/%s", *d ? d : ".", S_PYTHON) >= (int)sizeof cand ||
+            access(cand, X_OK) != 0)
+            continue;
+        if (s_python_has(cand, probe)) {
+            snprintf(out, size, "%s", cand);
+            return;
+        }
+    }
+}
+
+int vl_python_exec(const char *cmd, const char *module, const char *probe, int argc, char **argv)
+{
+    char python[S_PATH_MAX + 16];
     char **args = calloc((size_t)argc + 4, sizeof *args);
     if (!args) {
-        fprintf(stderr, "volley plot: no memory\n");
+        fprintf(stderr, "volley %s: no memory\n", cmd);
         return 1;
     }
-    args[0] = S_PYTHON;
+    s_pythonpath();
+    s_own_library();
+    s_choose_python(probe, python, sizeof python);
+    args[0] = python;
     args[1] = "-m";
-    args[2] = "volley.plot";
+    args[2] = (char *)module;
     for (int i = 1; i < argc; i++)
         args[i + 2] = argv[i];
-    s_pythonpath();
-    execv(S_PYTHON, args);
-    fprintf(stderr,
-            "volley plot: cannot run %s: %s (volley plot needs python3 and "
-            "python3-matplotlib)\n",
-            S_PYTHON, strerror(errno));
+    fflush(stdout);
+    execvp(python, args);
+    fprintf(stderr, "volley %s: cannot run %s: %s (volley %s needs python3 on PATH%s)\n", cmd,
+            python, strerror(errno), cmd,
+            strcmp(cmd, "plot") == 0 ? " and python3-matplotlib" : "");
     free(args);
     return 1;
+}
+
+int vl_plot_main(int argc, char **argv)
+{
+    return vl_python_exec("plot", "volley.plot", "import numpy, matplotlib", argc, argv);
 }

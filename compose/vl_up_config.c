@@ -438,6 +438,17 @@ static void s_kv(FILE *out, const char *key, const char *value)
         fprintf(out, "%s = %s\n", key, value);
 }
 
+/* Writes "key = path" with a relative path made absolute, so that eval,
+   export and a resume find it from any directory. */
+static void s_path(FILE *out, const char *key, const char *path)
+{
+    char cwd[4096];
+    if (path && path[0] != '/' && getcwd(cwd, sizeof cwd))
+        fprintf(out, "%s = %s/%s\n", key, cwd, path);
+    else
+        s_kv(out, key, path);
+}
+
 void vl_up_config_write(FILE *out, const vl_up_config_t *c)
 {
     static const char *const until[] = {"solved", "solved", "steps", "seconds"};
@@ -473,6 +484,6 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         s_kv(out, "lr-anneal", "linear");
     if (c->deterministic)
         s_kv(out, "deterministic", "true");
-    s_kv(out, "checkpoint", c->checkpoint);
+    s_path(out, "checkpoint", c->checkpoint);
     s_kv(out, "record", c->record);
 }

@@ -1,6 +1,8 @@
 /*  volley: one executable, one subcommand per role. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "../actors/vl_actor.h"
 #include "../broker/vl_broker.h"
@@ -51,8 +53,21 @@ static void s_usage(FILE *out)
                  "volley --version prints the version of the libvolley it runs on.\n");
 }
 
+/* From a build tree, points the Python package's commands (plot, eval of a
+   Python env) at this checkout's bindings/python, unless VOLLEY_PYTHONPATH
+   says otherwise; an installed volley uses the installed package. */
+static void s_python_package(void)
+{
+#ifdef VL_SOURCE_PYTHONPATH
+    struct stat st;
+    if (stat(VL_SOURCE_PYTHONPATH, &st) == 0 && S_ISDIR(st.st_mode))
+        setenv("VOLLEY_PYTHONPATH", VL_SOURCE_PYTHONPATH, 0);
+#endif
+}
+
 int main(int argc, char **argv)
 {
+    s_python_package();
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         s_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;

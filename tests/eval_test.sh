@@ -26,6 +26,15 @@ grep -q "100 episodes" eval.txt || fail "not 100 episodes: $(head -1 eval.txt)"
 awk -v m="$mean" 'BEGIN { exit !(m >= 475) }' || fail "mean return $mean < 475: $last"
 pass "eval of the solved checkpoint: $last"
 
+# The run trained with --checkpoint DIR: its config.ini says where, from any directory.
+grep -q "^checkpoint = $TMP/ck$" runs/pole/config.ini || fail "config.ini: $(grep checkpoint runs/pole/config.ini)"
+(cd / && "$VOLLEY" eval "$TMP/runs/pole" --episodes 5) > runck.txt 2>&1 ||
+    fail "eval of a --checkpoint run: $(cat runck.txt)"
+grep -q "^eval: cartpole, .*5 episodes" runck.txt || fail "eval of a --checkpoint run: $(head -1 runck.txt)"
+(cd / && "$VOLLEY" export "$TMP/runs/pole" --to "$TMP/runck.safetensors") > runck.txt 2>&1 ||
+    fail "export of a --checkpoint run: $(cat runck.txt)"
+pass "eval and export of a --checkpoint run find DIR from its config.ini"
+
 # A run directory: checkpoints/ and the env from config.ini.
 mkdir -p run/checkpoints && cp ck/default.ckpt run/checkpoints/
 printf '[up]\nenv = cartpole\nseed = 3\n' > run/config.ini

@@ -2,10 +2,12 @@
 one picture, runs with keys missing, malformed lines skipped; a run without
 metrics is refused with exit 2 and one line."""
 import importlib.util
+import os
 import json
 import math
 import struct
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +118,33 @@ def test_rows_without_episodes_or_updates_are_not_drawn(tmp_path):
     m = plot.read_metrics(d)
     assert math.isnan(m["return_mean"][0]) and m["return_mean"][1] == 20
     assert math.isnan(m["loss_pi"][0]) and m["loss_pi"][1] == -0.1
+
+
+def test_the_title_names_the_env_of_a_learner_run(tmp_path):
+    # A learner's --run-dir writes [learner] env, not [up]; a metrics.jsonl names its run too.
+    run = _run_dir(tmp_path, "lrn", 0, rows=5)
+    (run / "config.ini").write_text("[learner]\nenv = catch\nhidden = 64\n")
+    r = _plot(run / "metrics.jsonl", "--out", tmp_path / "t.png", "--svg", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    svg = (tmp_path / "t.svg").read_text()
+    assert "volley: 1 run (catch)" in svg and "(?)" not in svg
+
+
+def test_plot_runs_on_the_programs_own_library(tmp_path):
+    # The package somewhere without <repo>/build beside it (as from `cmake -B out`) and no
+    # VOLLEY_LIB: volley tells Python which libvolley it runs on.
+    import shutil
+    pkg = tmp_path / "src" / "bindings" / "python"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "volley", pkg / "volley",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    run = _run_dir(tmp_path, "r", 0, rows=5)
+    env = {k: v for k, v in os.environ.items() if k not in ("VOLLEY_LIB", "PYTHONPATH")}
+    env["VOLLEY_PYTHONPATH"] = str(pkg)
+    r = subprocess.run([VOLLEY, "plot", str(run)], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    _png_size(run / "curves.png")
+    lib = Path(VOLLEY).resolve().parent / "libvolley.so"
+    if lib.exists():  # nothing of this machine compiled into the library
+        data = lib.read_bytes()
+        assert b"bindings/python" not in data and b"/usr/bin/python3" not in data

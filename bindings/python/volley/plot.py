@@ -91,14 +91,20 @@ def read_metrics(run):
 
 
 def run_env(run):
-    """The env a run trained on ([up] env in its config.ini), or None."""
-    path = os.path.join(run, "config.ini")
+    """The env a run trained on, or None: its config.ini's [up] env (volley up),
+    else [actor]'s, else [learner]'s (a learner's --run-dir). run is a run
+    directory or a metrics.jsonl in one."""
+    d = run if os.path.isdir(run) else os.path.dirname(os.path.abspath(run))
     cfg = configparser.ConfigParser(interpolation=None)
     try:
-        cfg.read(path)
-        return cfg.get("up", "env", fallback=None)
+        cfg.read(os.path.join(d, "config.ini"))
+        for section in ("up", "actor", "learner"):
+            env = cfg.get(section, "env", fallback=None)
+            if env and env != "?":  # "?": a learner that never learnt its env's name
+                return env
     except (configparser.Error, UnicodeDecodeError):
-        return None
+        pass
+    return None
 
 
 def run_label(run):
@@ -187,7 +193,8 @@ def plot(runs, out, svg=False):
     handles = [plt.Line2D([], [], color=c, linewidth=2) for c in colors]
     fig.legend(handles, [name for name, _ in metrics], loc="upper center",
                ncol=min(len(metrics), 6), fontsize=9, frameon=False, bbox_to_anchor=(0.5, 0.965))
-    env_text = ", ".join(sorted({run_env(r) or "?" for r in runs}))
+    named = sorted({run_env(r) for r in runs} - {None})
+    env_text = ", ".join(named) if named else "env unknown"
     fig.suptitle(f"volley: {len(metrics)} run{'s' if len(metrics) > 1 else ''} ({env_text})",
                  y=0.995, va="top", fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
