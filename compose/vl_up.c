@@ -291,15 +291,15 @@ static pid_t s_broker_up(s_run_t *r, int *rc)
     return -1;
 }
 
-/* Checks an explicit --checkpoint DIR as the learner will (vl_keeper_check),
+/* Checks the checkpoint directory dir as the learner will (vl_keeper_check),
    before anything starts. Returns 0, or -1 after printing why. */
-static int s_check_checkpoint(const vl_up_config_t *c)
+static int s_check_checkpoint(const vl_up_config_t *c, const char *dir)
 {
     vl_learner_config_t lc = vl_learner_config_default();
     vl_learner_config_set_env(&lc, c->env);
     lc.hidden = (uint32_t)c->hidden;
     lc.horizon = (uint32_t)c->horizon;
-    lc.checkpoint_dir = c->checkpoint;
+    lc.checkpoint_dir = dir;
     lc.resume = c->resume;
     lc.force = c->force;
     char why[1024];
@@ -320,7 +320,7 @@ static int s_prepare(s_run_t *r)
                 c->record);
         return -1;
     }
-    if (c->checkpoint && s_check_checkpoint(c) != 0)
+    if (c->checkpoint && s_check_checkpoint(c, c->checkpoint) != 0)
         return -1;
     r->dir = vl_rundir_open(c->runs, c->name, c->env->name, c->resume, why, sizeof why);
     if (!r->dir) {
@@ -331,6 +331,9 @@ static int s_prepare(s_run_t *r)
         snprintf(r->checkpoint, sizeof r->checkpoint, "%s", c->checkpoint);
     else
         vl_rundir_file(r->dir, "checkpoints", r->checkpoint, sizeof r->checkpoint);
+    // A resumed run's own checkpoint, checked against this configuration before anything starts
+    if (c->resume && !c->checkpoint && s_check_checkpoint(c, r->checkpoint) != 0)
+        return -1;
     if (c->record && !strchr(c->record, '/')) // a bare name: kept with the run
         vl_rundir_file(r->dir, c->record, r->record, sizeof r->record);
     else if (c->record)

@@ -253,23 +253,148 @@ static const char *s_find_config(int argc, char **argv)
     return NULL;
 }
 
-/* Builds c->argv: argv[0], the file's arguments, then argv's. Returns 0,
-   or -1 after printing why. */
+/* ---- resuming a run: its own configuration is the base ------------------------- */
+
+/* Keys a resumed run cannot change: its checkpoint holds a network for
+   this env and this size. */
+static const char *const s_fixed[] = {"env", "hidden"};
+
+/* Returns the value argv gives the flag at argv[*i] ("--key=value", or
+   "--key value" for a flag that takes one; "true" for a switch) and its
+   key in key[size]; advances *i past a separate value. NULL when argv[*i]
+   is not a flag. */
+static const char *s_flag_value(int argc, char **argv, int *i, char *key, size_t size)
+{
+    const char *a = argv[*i];
+    if (strncmp(a, "--", 2) != 0 || !a[2])
+        return NULL;
+    const char *eq = strchr(a, '=');
+    size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+    snprintf(key, size, "%.*s", (int)n, a + 2);
+    if (eq)
+        return eq + 1;
+    int takes = s_own(key) || s_learner_opt(key) || s_index(s_texts, S_NTEXTS, key) >= 0 ||
+                strcmp(key, "config") == 0;
+    if (!takes)
+        return "true";
+    return *i + 1 < argc ? argv[++*i] : NULL;
+}
+
+/* Returns the value of --KEY in argv (either form), or NULL. */
+static const char *s_find_flag(int argc, char **argv, const char *want)
+{
+    char key[64];
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        const char *v = s_flag_value(argc, argv, &i, key, sizeof key);
+        if (v && strcmp(key, want) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+/* Finds the newest resolved configuration of run RUNS/NAME into out[size]:
+   config-K.ini of the highest K, else config.ini. Returns 0, or -1 when the
+   run has none. */
+static int s_run_config(const char *runs, const char *name, char *out, size_t size)
+{
+    int found = -1;
+    for (int k = 1; k <= 1000; k++) {
+        char path[4200];
+        int n = k == 1 ? snprintf(path, sizeof path, "%s/%s/config.ini", runs, name)
+                       : snprintf(path, sizeof path, "%s/%s/config-%d.ini", runs, name, k);
+        if (n >= (int)sizeof path || access(path, R_OK) != 0)
+            break;
+        found = snprintf(out, size, "%s", path) < (int)size ? 0 : -1;
+    }
+    return found;
+}
+
+/* Returns 1 if texts a and b say the same: equal, or the same number. */
+static int s_same(const char *a, const char *b)
+{
+    char *ea, *eb;
+    double x = strtod(a, &ea), y = strtod(b, &eb);
+    if (strcmp(a, b) == 0 || (ea != a && !*ea && eb != b && !*eb && x == y))
+        return 1;
+    char *ra = realpath(a, NULL), *rb = realpath(b, NULL); // one file named two ways
+    int same = ra && rb && strcmp(ra, rb) == 0;
+    free(ra), free(rb);
+    return same;
+}
+
+/* Compares the command line with the base configuration (base_argv, from
+   the run's file): prints each key the command line changes, refuses a
+   change of a fixed key. Returns 0, or -1 after printing why. */
+static int s_overrides(const char *name, const char *base, int bc, char **bv, int argc,
+                       char **argv)
+{
+    char key[64];
+    for (int i = 1; i < argc; i++) {
+        const char *v = s_flag_value(argc, argv, &i, key, sizeof key);
+        if (!v || !strcmp(key, "resume") || !strcmp(key, "name") || !strcmp(key, "runs"))
+            continue;
+        const char *was = s_find_flag(bc, bv, key);
+        if (was && s_same(was, v))
+            continue;
+        if (s_index(s_fixed, 2, key) >= 0 && was) {
+            fprintf(stderr,
+                    "volley up: --resume: %s: run %s was trained with %s = %s, not %s; resume "
+                    "it with the same %s, or start a new run\n",
+                    key, name, key, was, v, key);
+            return -1;
+        }
+        printf("volley up: resuming %s: %s = %s (%s was %s)\n", name, key, v, base,
+               was ? was : "unset");
+    }
+    return 0;
+}
+
+/* Takes --record FILE out of a resumed run's base arguments: the
+   recording of its first start stays as it is (a recording is never
+   written twice). Says so unless the command line names another. */
+static void s_drop_record(s_file_args_t *a, const char *name, int given)
+{
+    for (int i = 1; i + 1 < a->argc; i++)
+        if (strcmp(a->argv[i], "--record") == 0) {
+            if (!given)
+                printf("volley up: resuming %s: not recording (its %s stays as it is; --record "
+                       "FILE for a new one)\n",
+                       name, a->argv[i + 1]);
+            free(a->argv[i]), free(a->argv[i + 1]);
+            memmove(&a->argv[i], &a->argv[i + 2], (size_t)(a->argc - i - 1) * sizeof *a->argv);
+            a->argc -= 2;
+            return;
+        }
+}
+
+/* Builds c->argv: argv[0], the file's arguments, then argv's. The file is
+   --config FILE, or for `--resume --name NAME` the run's own newest
+   config (its recording left out: a recording is never written twice).
+   Returns 0, or -1 after printing why. */
 static int s_merge(int argc, char **argv, vl_up_config_t *c)
 {
     s_file_args_t a = {.argv = NULL};
-    char why[600] = "";
+    char why[600] = "", base[4200];
     int rc = s_push(&a, argv[0], why, sizeof why);
     c->config = s_find_config(argc, argv);
-    if (rc == 0 && c->config)
-        rc = vl_ini_parse(c->config, s_entry, &a, why, sizeof why);
+    const char *name = s_find_flag(argc, argv, "name"), *runs = s_find_flag(argc, argv, "runs");
+    int resuming = !c->config && name && s_find_flag(argc, argv, "resume") &&
+                   s_run_config(runs ? runs : s_defaults.runs, name, base, sizeof base) == 0;
+    if (rc == 0 && (c->config || resuming))
+        rc = vl_ini_parse(c->config ? c->config : base, s_entry, &a, why, sizeof why);
+    if (rc == 0 && resuming) {
+        s_drop_record(&a, name, s_find_flag(argc, argv, "record") != NULL);
+        rc = s_overrides(name, base, a.argc, a.argv, argc, argv) != 0 ? -2 : 0;
+    }
     for (int i = 1; rc == 0 && i < argc; i++)
         rc = s_push(&a, argv[i], why, sizeof why);
     c->argv = a.argv;
     c->argc = a.argc;
-    if (rc != 0)
+    if (rc == -1)
         fprintf(stderr, "volley up: %s\n", why);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 /* ---- flags -------------------------------------------------------------------- */

@@ -14,12 +14,16 @@
 
 #define S_ROW_MAX 2048
 
+#define S_TAIL_MAX 4096 // bytes read back from the end of an existing metrics.jsonl
+
 struct vl_metrics_s {
     int fd; // metrics.jsonl
     char path[1024];
     vl_tfevents_t *events;
     uint64_t lost;
     int warned;
+    double uptime_base; // seconds of the run before this process (its file's last uptime_s)
+    uint64_t rows;      // rows this process wrote
 };
 
 /* A float field: "name": value, or null when not finite. */
@@ -63,18 +67,56 @@ int vl_metrics_json(const vl_metrics_row_t *r, char *out, size_t size)
     return n > 0 && (size_t)n < size ? n : -1;
 }
 
+/* Returns the number after "key": in the JSON line, or def when it is not
+   there or not a finite number >= 0. */
+static double s_json_number(const char *line, const char *key, double def)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *at = strstr(line, pat);
+    if (!at)
+        return def;
+    char *end;
+    double v = strtod(at + strlen(pat), &end);
+    return end != at + strlen(pat) && isfinite(v) && v >= 0 ? v : def;
+}
+
+/* Reads the uptime_s of the last whole row of the file open at fd (a run
+   resumed into the same directory goes on from it). Returns 0 when the
+   file is empty or its last row says none. */
+static double s_last_uptime(int fd)
+{
+    char tail[S_TAIL_MAX + 1];
+    off_t size = lseek(fd, 0, SEEK_END);
+    if (size <= 0)
+        return 0;
+    off_t from = size > S_TAIL_MAX ? size - S_TAIL_MAX : 0;
+    ssize_t n = pread(fd, tail, (size_t)(size - from), from);
+    if (n <= 0)
+        return 0;
+    tail[n] = '\0';
+    while (n > 0 && tail[n - 1] != '\n') // a row cut short is not the last row
+        tail[--n] = '\0';
+    if (n > 0)
+        tail[--n] = '\0';
+    const char *line = strrchr(tail, '\n');
+    return s_json_number(line ? line + 1 : tail, "uptime_s", 0);
+}
+
 vl_metrics_t *vl_metrics_new(const char *dir)
 {
     vl_metrics_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
     snprintf(self->path, sizeof self->path, "%s/metrics.jsonl", dir);
-    self->fd = open(self->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    // read and written: a resumed run reads its last row back (s_last_uptime)
+    self->fd = open(self->path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (self->fd < 0) {
         vl_error("cannot open %s: %s", self->path, strerror(errno));
         free(self);
         return NULL;
     }
+    self->uptime_base = s_last_uptime(self->fd);
     if (!(self->events = vl_tfevents_new(dir))) {
         vl_metrics_destroy(&self);
         return NULL;
@@ -137,8 +179,26 @@ static int s_write_event(vl_metrics_t *self, const vl_metrics_row_t *r)
     return vl_tfevents_scalars(self->events, (int64_t)r->env_steps, r->wall_time, t2, v2, keep);
 }
 
-int vl_metrics_write(vl_metrics_t *self, const vl_metrics_row_t *row)
+/* Makes the row this process reports a row of the whole run: its uptime
+   goes on from the run's before this process; figures this process has not
+   measured yet are unknown (NaN, written null), not zero: losses before its
+   first update (all exactly 0), the rate of its first row with no step. */
+static void s_continue(vl_metrics_t *self, vl_metrics_row_t *r)
 {
+    r->uptime_s += self->uptime_base;
+    if (r->loss_pi == 0 && r->loss_v == 0 && r->entropy == 0 && r->approx_kl == 0) {
+        r->loss_pi = r->loss_v = r->entropy = r->approx_kl = NAN;
+        r->clip_frac = r->explained_var = NAN;
+    }
+    if (self->rows == 0 && r->steps_per_s == 0)
+        r->steps_per_s = NAN;
+}
+
+int vl_metrics_write(vl_metrics_t *self, const vl_metrics_row_t *row_in)
+{
+    vl_metrics_row_t copy = *row_in, *row = &copy;
+    s_continue(self, row);
+    self->rows++;
     int bad = s_write_json(self, row) != 0;
     bad |= s_write_event(self, row) != 0;
     if (bad) {

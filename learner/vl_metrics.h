@@ -24,12 +24,16 @@ typedef struct {
 
 typedef struct vl_metrics_s vl_metrics_t;
 
-/* Opens DIR/metrics.jsonl (appending) and a new event file in DIR.
-   Returns NULL after logging why. Caller destroys. */
+/* Opens DIR/metrics.jsonl (appending) and a new event file in DIR. A run
+   resumed into DIR goes on: its rows' uptime_s continue from the file's
+   last row (env_steps, the TensorBoard step, continue with the learner's
+   counters). Returns NULL after logging why. Caller destroys. */
 vl_metrics_t *vl_metrics_new(const char *dir);
 
-/* Writes one row to both. Returns 0, or -1 when either could not be written
-   (counted). */
+/* Writes one row to both; what this process has not measured yet (losses
+   before its first update, the rate of its first row when no step came)
+   is written null, not 0. Returns 0, or -1 when either could not be
+   written (counted). */
 int vl_metrics_write(vl_metrics_t *self, const vl_metrics_row_t *row);
 
 /* Returns how many rows could not be written whole. */

@@ -129,6 +129,42 @@ static void test_event_file(void)
     free(buf);
 }
 
+/* A learner resumed into the run's directory: its rows' uptime goes on from
+   the file's last row; its first row, before an update and a step, has
+   null losses and rate, not zeros that would be drawn. */
+static void test_resumed_run_goes_on(void)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", s_dir);
+    unlink(path);
+    vl_metrics_t *m = vl_metrics_new(s_dir);
+    vl_metrics_row_t a = s_row(1000);
+    a.uptime_s = 40.5;
+    VL_CHECK(m && vl_metrics_write(m, &a) == 0);
+    vl_metrics_destroy(&m);
+    m = vl_metrics_new(s_dir); // the resumed learner's own clock starts at 0
+    vl_metrics_row_t b = s_row(1000), c = s_row(1500);
+    b.uptime_s = 0.25, b.steps_per_s = 0;
+    b.loss_pi = b.loss_v = b.entropy = b.approx_kl = b.clip_frac = b.explained_var = 0;
+    c.uptime_s = 1.5;
+    VL_CHECK(m && vl_metrics_write(m, &b) == 0 && vl_metrics_write(m, &c) == 0);
+    vl_metrics_destroy(&m);
+    size_t n;
+    char *text = s_slurp(path, &n);
+    VL_CHECK(text);
+    char *second = text ? strchr(text, '\n') : NULL;
+    char *third = second ? strchr(second + 1, '\n') : NULL;
+    VL_CHECK(second && third);
+    if (second && third) {
+        *third = '\0';
+        VL_CHECK(strstr(second, "\"uptime_s\":40.750000") && strstr(second, "\"loss_pi\":null") &&
+                 strstr(second, "\"entropy\":null") && strstr(second, "\"steps_per_s\":null"));
+        VL_CHECK(strstr(third + 1, "\"uptime_s\":42.000000") && strstr(third + 1, "\"loss_v\":3.25"));
+    }
+    free(text);
+    unlink(path);
+}
+
 int main(void)
 {
     vl_log_init("vl_metrics_test", VL_LOG_ERROR);
@@ -137,6 +173,7 @@ int main(void)
     VL_RUN(test_json_row);
     VL_RUN(test_files_appended_and_events_read);
     VL_RUN(test_event_file);
+    VL_RUN(test_resumed_run_goes_on);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", s_dir);
     if (system(cmd) != 0)
