@@ -15,6 +15,7 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_rng.h"
 #include "vl_kept.h"
+#include "vl_plot.h"
 #include "vl_render.h"
 
 #define S_MAX_ENVS        16                    // envs stepped together when not rendering
@@ -71,7 +72,7 @@ void vl_eval_mean_std(uint32_t n, double sum, double sq, double *mean, double *s
 static void s_usage(FILE *out)
 {
     fprintf(out,
-            "usage: volley eval RUN|CHECKPOINT [--env NAME|PATH.so [--env-arg TEXT]]\n"
+            "usage: volley eval RUN|CHECKPOINT [--env NAME|PATH.so|MOD:FN [--env-arg TEXT]]\n"
             "                   [--episodes N] [--greedy] [--seed S] [--render [--fps F]]\n"
             "                   [--policy NAME]\n"
             "\n"
@@ -84,6 +85,10 @@ static void s_usage(FILE *out)
             "  CHECKPOINT         a learner's checkpoint file (DIR/NAME.ckpt)\n"
             "  --env NAME|PATH.so the env (default: the run's; for a bare checkpoint, the\n"
             "                     built-in of the network's shape: cartpole, catch)\n"
+            "  --env MOD:FN       a Python env: package.module:function returning one env\n"
+            "                     with Gymnasium's API (as `python3 -m volley actor --env`),\n"
+            "                     played by the Python package (python3 on PATH, numpy) with\n"
+            "                     the C policy; a run whose actors were Python records it\n"
             "  --env-arg TEXT     passed to the env's create (default: the run's)\n"
             "  --episodes N       episodes to play (default %d; %d with --render)\n"
             "  --greedy           take the most probable action (default: sample, as actors do)\n"
@@ -360,6 +365,10 @@ int vl_eval_main(int argc, char **argv)
     if (!kept) {
         fprintf(stderr, "volley eval: %s\n", why);
         return 2;
+    }
+    if (vl_kept_python_env(a.env, kept)) { // played by the Python package, on the C policy
+        vl_kept_destroy(&kept);
+        return vl_python_exec("eval", "volley.evaluate", "import numpy", argc, argv);
     }
     const vl_env_ops_t *env = s_resolve_env(&a, kept);
     const char *env_arg = a.env_arg ? a.env_arg : kept->env_arg[0] ? kept->env_arg : NULL;

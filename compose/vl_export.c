@@ -316,7 +316,7 @@ static void s_usage(FILE *out)
 {
     fprintf(out,
             "usage: volley export CHECKPOINT|RUN --to FILE.safetensors [--policy NAME]\n"
-            "                     [--env NAME|PATH.so]\n"
+            "                     [--env NAME|PATH.so|MOD:FN]\n"
             "\n"
             "Writes a trained policy for other tools: FILE.safetensors holds its 12 tensors\n"
             "(float32, [out, in]: a layer is x W^T + b, PyTorch's nn.Linear) and FILE.json\n"
@@ -332,6 +332,8 @@ static void s_usage(FILE *out)
             "  --to FILE          the .safetensors to write (required)\n"
             "  --policy NAME      which policy of a run (default: default)\n"
             "  --env NAME|PATH.so the env, for its observation spec, when the run does not say\n"
+            "  --env MOD:FN       a Python env (package.module:function), named in the spec\n"
+            "                     (its spaces are Python's: no observation fields)\n"
             "  -h, --help         this text\n"
             "Exit 0 when written, 1 when a file could not be written, 2 on bad usage or input.\n");
 }
@@ -386,10 +388,13 @@ int vl_export_main(int argc, char **argv)
         fprintf(stderr, "volley export: %s\n", why);
         return 2;
     }
-    int none;
-    const vl_env_ops_t *env = vl_kept_env("export", a.env, kept, &none);
+    int none = 0;
+    const char *python = vl_kept_python_env(a.env, kept);
+    const vl_env_ops_t *env = python ? NULL : vl_kept_env("export", a.env, kept, &none);
     rc = 2;
-    if (!env && !none)
+    if (python && python != kept->env) // the spec names it; its spaces are Python's to tell
+        snprintf(kept->env, sizeof kept->env, "%s", python);
+    if (!env && !none && !python)
         goto done; // vl_kept_env said why
     if (env && (env->obs_dim != kept->obs_dim || env->num_actions != kept->num_actions)) {
         fprintf(stderr,
@@ -408,7 +413,7 @@ int vl_export_main(int argc, char **argv)
     printf("exported %s (policy %s, version %llu, %s, obs %u, hidden %u, actions %u) to %s and "
            "%s\n",
            kept->checkpoint, kept->weights->policy_id, (unsigned long long)kept->weights->version,
-           env ? env->name : "env unknown", kept->obs_dim, kept->hidden, kept->num_actions, a.to,
+           env ? env->name : python ? python : "env unknown", kept->obs_dim, kept->hidden, kept->num_actions, a.to,
            json_path);
     rc = 0;
 done:

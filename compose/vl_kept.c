@@ -2,6 +2,7 @@
     checked into volley's MLP, and the env its run was trained on. */
 #include "vl_kept.h"
 
+#include <ctype.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,6 +272,7 @@ void vl_kept_destroy(vl_kept_t **self_p)
     if (!self_p || !*self_p)
         return;
     vl_weights_destroy(&(*self_p)->weights);
+    vl_policy_destroy(&(*self_p)->policy);
     free(*self_p);
     *self_p = NULL;
 }
@@ -351,10 +353,64 @@ const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kep
         return NULL;
     }
     const vl_env_ops_t *env = vl_env_find(kept->env);
-    if (!env)
+    if (!env && (strchr(kept->env, '/') || strstr(kept->env, ".so")))
         fprintf(stderr,
                 "volley %s: %s was trained on the plugin %s, which is loaded only when you name "
                 "it: --env %s\n",
                 cmd, kept->checkpoint, kept->env, kept->env);
+    else if (!env)
+        fprintf(stderr,
+                "volley %s: %s was trained on env '%s', which is not a built-in: name it with "
+                "--env NAME|PATH.so|package.module:function\n",
+                cmd, kept->checkpoint, kept->env);
     return env;
+}
+
+/* Returns the end of the identifier (letters, digits, '_', and '.' between
+   parts when dots) at p, or p when there is none. */
+static const char *s_ident(const char *p, int dots)
+{
+    const char *q = p;
+    if (!isalpha((unsigned char)*q) && *q != '_')
+        return p;
+    while (isalnum((unsigned char)*q) || *q == '_' || (dots && *q == '.' && q[1] && q[1] != '.'))
+        q++;
+    return q;
+}
+
+int vl_kept_is_python_env(const char *name)
+{
+    if (!name || vl_env_find(name))
+        return 0;
+    const char *colon = s_ident(name, 1);
+    if (colon == name || *colon != ':')
+        return 0;
+    const char *end = s_ident(colon + 1, 0);
+    return end != colon + 1 && *end == '\0';
+}
+
+const char *vl_kept_python_env(const char *given, const vl_kept_t *kept)
+{
+    if (given)
+        return vl_kept_is_python_env(given) ? given : NULL;
+    return vl_kept_is_python_env(kept->env) ? kept->env : NULL;
+}
+
+const char *vl_kept_info(const vl_kept_t *self, uint32_t dims[3], uint64_t *version)
+{
+    dims[0] = self->obs_dim, dims[1] = self->num_actions, dims[2] = self->hidden;
+    *version = self->weights->version;
+    return self->env;
+}
+
+const char *vl_kept_policy_id(const vl_kept_t *self)
+{
+    return self->weights->policy_id;
+}
+
+int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits)
+{
+    if (!self->policy && !(self->policy = vl_kept_policy(self)))
+        return -1;
+    return vl_policy_forward(self->policy, n, obs, logits, NULL) != 0 ? -1 : 0;
 }

@@ -22,6 +22,7 @@ typedef struct {
     uint32_t obs_dim;                  // floats per observation (pi.0.weight's columns)
     uint32_t num_actions;              // logits (pi.2.weight's rows)
     uint32_t hidden;                   // units per hidden layer (pi.0.weight's rows)
+    vl_policy_t *policy;               // owned, made by the first vl_kept_logits
 } vl_kept_t;
 
 /* Loads the policy kept at path: a checkpoint file, or a run directory
@@ -41,8 +42,30 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
 const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kept_t *kept,
                                 int *none);
 
+/* Returns 1 if name is a Python env, "package.module:function" (a function
+   returning a Gymnasium-style env, played by the Python package), else 0. */
+int vl_kept_is_python_env(const char *name);
+
+/* Returns the Python env to play a kept policy on: --env's (given) when it
+   is one, else, with no --env, the one the run's config.ini records; NULL
+   when the env is not a Python env. */
+const char *vl_kept_python_env(const char *given, const vl_kept_t *kept);
+
 /* Frees the object and nulls the pointer; safe on NULL and twice. */
 void vl_kept_destroy(vl_kept_t **self_p);
+
+/* For the Python package: the kept policy's sizes into dims (obs_dim,
+   num_actions, hidden) and its weights' version into *version. Returns the
+   env its run records ("" when unknown); self keeps it. */
+const char *vl_kept_info(const vl_kept_t *self, uint32_t dims[3], uint64_t *version);
+
+/* For the Python package: the policy id of the kept weights; self keeps it. */
+const char *vl_kept_policy_id(const vl_kept_t *self);
+
+/* For the Python package: the policy's logits [n][num_actions] for n
+   observations obs [n][obs_dim], through the C forward pass. Returns 0, or
+   -1 on no memory. */
+int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits);
 
 /* Reads obs_dim, num_actions and hidden off w's tensors (pi.0.weight
    [hidden][obs_dim], pi.2.weight [num_actions][hidden]) and checks that

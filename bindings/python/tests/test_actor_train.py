@@ -28,7 +28,7 @@ def test_python_actors_solve_cartpole(procs):
         solved = int(stats.get("window", 0)) >= 100 and float(stats.get("mean_return", 0)) >= 475
     assert solved, f"not solved: {stats}\n{procs.dump()}"
     print("solved:", {k: stats.get(k) for k in ("env_steps", "mean_return", "window", "version")})
-    assert "CartPoleEnv" in procs.text(procs.procs[1]), "the learner took the Python actors' spec"
+    assert ENV in procs.text(procs.procs[1]), "the learner took the Python actors' spec (named by --env)"
     assert procs.stop(actors[0], signal.SIGINT) == 0, procs.dump()
     assert procs.stop(actors[1], signal.SIGTERM) == 0, procs.dump()
     for a in actors:

@@ -22,18 +22,25 @@ Spaces: Box float32/uint8, MultiBinary, a Dict of those; Discrete actions.
 """
 
 
-def _load_env_fn(text):
+def _load_env_fn(text, cmd="actor"):
     mod, sep, attr = text.partition(":")
     if not sep or not mod or not attr:
-        print(f"volley actor: --env '{text}': expected package.module:function", file=sys.stderr)
+        print(f"volley {cmd}: --env '{text}': expected package.module:function", file=sys.stderr)
         raise SystemExit(2)
     sys.path.insert(0, os.getcwd())
     try:
         fn = getattr(importlib.import_module(mod), attr)
     except (ImportError, AttributeError) as e:
-        print(f"volley actor: --env '{text}': {e}", file=sys.stderr)
+        print(f"volley {cmd}: --env '{text}': {e}", file=sys.stderr)
         raise SystemExit(2)
     return fn
+
+
+def _spec_name(text):
+    """The env's name in the spec: MOD:FN itself, so that the learner's run
+    records how to make the env again (`volley eval RUN` plays it); None
+    (the env's own name) when it does not fit the wire's 63 printable bytes."""
+    return text if len(text) < 64 and text.isprintable() and text.isascii() else None
 
 
 class _Stop(BaseException):
@@ -72,7 +79,8 @@ def actor_main(argv):
         envs = first if va._is_vector(first) else [first] + [make() for _ in range(a.envs - 1)]
         n = va.run_actor(envs, broker=a.broker, policy=a.policy, horizon=a.horizon,
                          hidden=a.hidden, actor_id=a.actor_id or os.getpid(), seed=a.seed,
-                         max_steps=a.steps or None, max_ahead=a.max_ahead, wait_ms=a.wait_ms)
+                         max_steps=a.steps or None, max_ahead=a.max_ahead, wait_ms=a.wait_ms,
+                         name=_spec_name(a.env))
         print(f"volley actor: {n} env steps", file=sys.stderr)
         return 0
     except (KeyboardInterrupt, _Stop, va.ActorInterrupted):
@@ -91,13 +99,17 @@ def main(argv=None):
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python3 -m volley actor --env pkg.mod:make_env --broker HOST[:PORT] ...\n"
               "  actor   Gymnasium-style envs from Python on volley (actor --help)\n"
-              "  plot    learning curves of runs to PNG/SVG, as `volley plot` (plot --help)")
+              "  plot    learning curves of runs to PNG/SVG, as `volley plot` (plot --help)\n"
+              "  eval    a kept policy on a Python env, as `volley eval --env MOD:FN` (eval --help)")
         return 0 if argv else 2
     if argv[0] == "actor":
         return actor_main(argv[1:])
     if argv[0] == "plot":
         from .plot import main as plot_main
         return plot_main(argv[1:])
+    if argv[0] == "eval":
+        from .evaluate import main as eval_main
+        return eval_main(argv[1:])
     print(f"python3 -m volley: unknown command '{argv[0]}' (try --help)", file=sys.stderr)
     return 2
 

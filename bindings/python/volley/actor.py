@@ -582,13 +582,15 @@ def _is_vector(env):
 
 
 def run_actor(envs, broker="127.0.0.1", policy="default", horizon=64, hidden=64, actor_id=None,
-              seed=1, policy_fn=None, max_steps=None, max_ahead=1, wait_ms=500, on_step=None):
+              seed=1, policy_fn=None, max_steps=None, max_ahead=1, wait_ms=500, on_step=None,
+              name=None):
     """Drives Gymnasium-style envs with a volley Actor until interrupted (or
     max_steps env steps). envs: a list of env factories (each called once;
     reset(seed=...) -> (obs, info), step(a) -> (obs, reward, terminated,
     truncated, info); reset when an episode ends), a list of envs, or one vector
-    env. Returns the env steps taken; raises what an env raises (segments
-    already sent are complete)."""
+    env. name: the env's name in the spec (default: the env's spec id or class
+    name; the learner's run records it). Returns the env steps taken; raises
+    what an env raises (segments already sent are complete)."""
     if _is_vector(envs):
         spec = _as_spec(envs)
         n = int(envs.num_envs)
@@ -599,6 +601,8 @@ def run_actor(envs, broker="127.0.0.1", policy="default", horizon=64, hidden=64,
             raise ValueError("run_actor: no envs")
         spec = _as_spec(envs[0])
         n = len(envs)
+    if name:
+        spec.name = str(name)
     aid = actor_id if actor_id is not None else os.getpid()
     with Actor(broker=broker, policy=policy, spec=spec, num_envs=n, horizon=horizon,
                hidden=hidden, actor_id=aid, seed=seed, policy_fn=policy_fn,

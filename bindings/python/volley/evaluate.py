@@ -1,0 +1,175 @@
+"""python3 -m volley eval RUN|CHECKPOINT [--env MOD:FN] ...   (what `volley eval` runs for a
+Python env)
+
+Plays a kept policy on an env written in Python (a function returning one env
+with Gymnasium's API, as `python3 -m volley actor --env` takes) and prints, as
+its last line, the mean ± std of the episodes' return and length, in
+`volley eval`'s words. The policy's forward pass is libvolley's (the C policy
+of the checkpoint); Python steps the envs. Episodes are spread evenly over up
+to 16 envs, each playing its own fixed number (taking the first N to end would
+favour short ones). Exit 0 after the episodes, 1 when the env fails, 2 on bad
+usage or input.
+"""
+import argparse
+import ctypes
+import os
+import sys
+import traceback
+
+import numpy as np
+
+from . import _lib
+
+MAX_ENVS = 16
+SEED_STRIDE = 0x9E3779B97F4A7C15  # env i's seed: seed + i * stride, as `volley eval`'s
+U32x3 = ctypes.c_uint32 * 3
+
+_lib.bind({
+    "vl_kept_load": (_lib._P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                               ctypes.c_size_t]),
+    "vl_kept_destroy": (None, [ctypes.POINTER(_lib._P)]),
+    "vl_kept_info": (ctypes.c_char_p, [_lib._P, ctypes.POINTER(U32x3),
+                                       ctypes.POINTER(ctypes.c_uint64)]),
+    "vl_kept_policy_id": (ctypes.c_char_p, [_lib._P]),
+    "vl_kept_logits": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P]),
+})
+
+
+class Kept:
+    """A kept policy (checkpoint file or run directory) loaded by libvolley:
+    obs_dim, num_actions, hidden, version, policy_id, env (the run's, "" when
+    unknown) and logits(obs [n, obs_dim]) by the C forward pass. Raises
+    VolleyError with libvolley's reason."""
+
+    def __init__(self, path, policy=None):
+        why = _lib.why_buffer()
+        self._h = _lib.lib.vl_kept_load(os.fsencode(os.fspath(path)),
+                                        policy.encode() if policy else None, why, len(why))
+        if not self._h:
+            raise _lib.VolleyError(why.value.decode(errors="replace"))
+        dims, version = U32x3(), ctypes.c_uint64()
+        env = _lib.lib.vl_kept_info(self._h, ctypes.byref(dims), ctypes.byref(version))
+        self.obs_dim, self.num_actions, self.hidden = (int(d) for d in dims)
+        self.version = int(version.value)
+        self.env = env.decode(errors="replace")
+        self.policy_id = _lib.lib.vl_kept_policy_id(self._h).decode(errors="replace")
+
+    def logits(self, obs):
+        obs = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, self.obs_dim)
+        out = np.empty((len(obs), self.num_actions), np.float32)
+        if _lib.lib.vl_kept_logits(self._h, len(obs), obs.ctypes.data, out.ctypes.data) != 0:
+            raise MemoryError("volley eval: no memory for the forward pass")
+        return out
+
+    def close(self):
+        if getattr(self, "_h", None):
+            h = _lib._P(self._h)
+            _lib.lib.vl_kept_destroy(ctypes.byref(h))
+            self._h = None
+
+    __del__ = close
+
+
+def _pick(logits, greedy, rng):
+    """Actions [n]: the most probable, or sampled from the softmax."""
+    if greedy:
+        return logits.argmax(axis=1)
+    z = np.exp(logits - logits.max(axis=1, keepdims=True))
+    cdf = np.cumsum(z / z.sum(axis=1, keepdims=True), axis=1)
+    u = rng.random((len(logits), 1))
+    return np.minimum((u >= cdf).sum(axis=1), logits.shape[1] - 1)
+
+
+def play(kept, make_env, episodes, seed=1, greedy=False):
+    """Plays episodes on up to MAX_ENVS envs made by make_env; returns
+    (returns, lengths, env name). Raises ValueError when the env's spaces do
+    not fit the policy; what an env raises passes through."""
+    from .actor import spec_from_spaces, _env_name
+    n = min(episodes, MAX_ENVS)
+    envs = [make_env() for _ in range(n)]
+    spec = spec_from_spaces(envs[0].observation_space, envs[0].action_space)
+    if (spec.obs_dim, spec.num_actions) != (kept.obs_dim, kept.num_actions):
+        raise ValueError(f"the policy takes {kept.obs_dim} observations and {kept.num_actions} "
+                         f"actions; the env gives {spec.obs_dim} and {spec.num_actions}")
+    quota = [episodes // n + (i < episodes % n) for i in range(n)]
+    obs = np.stack([spec.flatten(e.reset(seed=(seed + i * SEED_STRIDE) % 2**63)[0])
+                    for i, e in enumerate(envs)])
+    rng = np.random.default_rng(seed ^ 0x5DEECE66D)
+    ret, length = np.zeros(n), np.zeros(n, np.int64)
+    returns, lengths = [], []
+    while any(quota):
+        acts = _pick(kept.logits(obs), greedy, rng) + spec.action_start
+        for i, env in enumerate(envs):
+            if not quota[i]:
+                continue
+            o, r, term, trunc, _ = env.step(int(acts[i]))
+            ret[i] += float(r)
+            length[i] += 1
+            if term or trunc:
+                returns.append(ret[i])
+                lengths.append(int(length[i]))
+                quota[i] -= 1
+                ret[i], length[i] = 0, 0
+                o, _ = env.reset()
+            obs[i] = spec.flatten(o)
+    return np.array(returns), np.array(lengths), _env_name(envs[0])
+
+
+def _report(kept, env_text, a, returns, lengths):
+    print(f"eval: {env_text}, policy {kept.policy_id} version {kept.version} "
+          f"(obs {kept.obs_dim}, hidden {kept.hidden}, actions {kept.num_actions}), "
+          f"{len(returns)} episodes, {'greedy' if a.greedy else 'sampled'} actions, seed {a.seed}")
+    print(f"return {returns.mean():.2f} ± {returns.std():.2f} (min {returns.min():.2f}, max "
+          f"{returns.max():.2f})  length {lengths.mean():.1f} ± {lengths.std():.1f} "
+          f"(min {lengths.min()}, max {lengths.max()})")
+
+
+def main(argv=None):
+    from .__main__ import _load_env_fn
+    ap = argparse.ArgumentParser(prog="volley eval", description=__doc__.split("\n\n", 1)[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("source", metavar="RUN|CHECKPOINT",
+                    help="a run directory or a learner's checkpoint file")
+    ap.add_argument("--env", metavar="MOD:FN",
+                    help="package.module:function returning one env (default: the run's)")
+    ap.add_argument("--env-arg", metavar="TEXT", help="not taken by Python envs")
+    ap.add_argument("--episodes", type=int, default=100, help="episodes to play (100)")
+    ap.add_argument("--greedy", action="store_true", help="the most probable action")
+    ap.add_argument("--seed", type=int, default=1, help="seeds the envs and the sampling (1)")
+    ap.add_argument("--policy", help="which policy of a run (default: default)")
+    ap.add_argument("--render", action="store_true", help="not available for Python envs")
+    ap.add_argument("--fps", type=float, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    for bad, what in ((a.render, "--render"), (a.env_arg is not None, "--env-arg")):
+        if bad:
+            print(f"volley eval: {what} is not available for a Python env", file=sys.stderr)
+            return 2
+    if not 1 <= a.episodes <= 100000 or not 0 <= a.seed <= 0x7fffffff:
+        print("volley eval: --episodes wants 1..100000 and --seed 0..2147483647", file=sys.stderr)
+        return 2
+    try:
+        kept = Kept(a.source, a.policy)
+    except _lib.VolleyError as e:
+        print(f"volley eval: {e}", file=sys.stderr)
+        return 2
+    env_text = a.env or kept.env
+    if ":" not in (env_text or ""):
+        print(f"volley eval: which Python env? {a.source} records {env_text or 'none'}: "
+              f"--env package.module:function", file=sys.stderr)
+        return 2
+    make = _load_env_fn(env_text, "eval")
+    try:
+        returns, lengths, _ = play(kept, make, a.episodes, a.seed, a.greedy)
+    except ValueError as e:
+        print(f"volley eval: {env_text}: {e}", file=sys.stderr)
+        return 2
+    except Exception:
+        traceback.print_exc()
+        print(f"volley eval: the env {env_text} failed (above)", file=sys.stderr)
+        return 1
+    _report(kept, env_text, a, returns, lengths)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
