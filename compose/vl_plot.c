@@ -76,14 +76,16 @@ static int s_python_has(const char *python, const char *probe)
 /* Chooses the Python to run into out[size]: $VOLLEY_PYTHON when set, else
    the first python3 on PATH that imports what the command needs (probe):
    a Python of a virtualenv or pyenv first on PATH may lack what the
-   system's has. With none, plain "python3", whose error the user sees. */
-static void s_choose_python(const char *probe, char *out, size_t size)
+   system's has. Returns 0, or -1 when no python3 on PATH runs the probe. */
+static int s_choose_python(const char *probe, char *out, size_t size)
 {
     const char *given = getenv("VOLLEY_PYTHON");
     snprintf(out, size, "%s", given && given[0] ? given : S_PYTHON);
     const char *path = getenv("PATH");
-    if ((given && given[0]) || !path || !probe)
-        return;
+    if ((given && given[0]) || !probe)
+        return 0;
+    if (!path)
+        return -1;
     char dirs[S_PATH_MAX], cand[S_PATH_MAX + 16];
     snprintf(dirs, sizeof dirs, "%s", path);
     char *save = NULL;
@@ -93,9 +95,10 @@ static void s_choose_python(const char *probe, char *out, size_t size)
             continue;
         if (s_python_has(cand, probe)) {
             snprintf(out, size, "%s", cand);
-            return;
+            return 0;
         }
     }
+    return -1;
 }
 
 int vl_python_exec(const char *cmd, const char *module, const char *probe, int argc, char **argv)
@@ -108,7 +111,14 @@ int vl_python_exec(const char *cmd, const char *module, const char *probe, int a
     }
     s_pythonpath();
     s_own_library();
-    s_choose_python(probe, python, sizeof python);
+    if (s_choose_python(probe, python, sizeof python) != 0) {
+        fprintf(stderr,
+                "volley %s: no python3 on PATH can run `%s` (install what it needs, e.g. "
+                "python3-numpy%s, or name a Python: VOLLEY_PYTHON=/path/to/python3)\n",
+                cmd, probe, strstr(probe, "matplotlib") ? " python3-matplotlib" : "");
+        free(args);
+        return 1;
+    }
     args[0] = python;
     args[1] = "-m";
     args[2] = (char *)module;
