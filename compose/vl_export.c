@@ -413,8 +413,10 @@ int vl_export_main(int argc, char **argv)
     printf("exported %s (policy %s, version %llu, %s, obs %u, hidden %u, actions %u) to %s and "
            "%s\n",
            kept->checkpoint, kept->weights->policy_id, (unsigned long long)kept->weights->version,
-           env ? env->name : python ? python : "env unknown", kept->obs_dim, kept->hidden, kept->num_actions, a.to,
-           json_path);
+           env      ? env->name
+           : python ? python
+                    : "env unknown",
+           kept->obs_dim, kept->hidden, kept->num_actions, a.to, json_path);
     rc = 0;
 done:
     vl_kept_destroy(&kept);

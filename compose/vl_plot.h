@@ -15,7 +15,6 @@ int vl_plot_main(int argc, char **argv);
    from) and $VOLLEY_PYTHONPATH in front of PYTHONPATH. Returns 1 only
    after saying, as "volley CMD: ...", why Python could not be run (also
    when no python3 on PATH runs the probe). */
-int vl_python_exec(const char *cmd, const char *module, const char *probe, int argc,
-                   char **argv);
+int vl_python_exec(const char *cmd, const char *module, const char *probe, int argc, char **argv);
 
 #endif

@@ -329,8 +329,7 @@ static int s_same(const char *a, const char *b)
 /* Compares the command line with the base configuration (base_argv, from
    the run's file): prints each key the command line changes, refuses a
    change of a fixed key. Returns 0, or -1 after printing why. */
-static int s_overrides(const char *name, const char *base, int bc, char **bv, int argc,
-                       char **argv)
+static int s_overrides(const char *name, const char *base, int bc, char **bv, int argc, char **argv)
 {
     char key[64];
     for (int i = 1; i < argc; i++) {

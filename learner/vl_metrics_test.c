@@ -159,7 +159,8 @@ static void test_resumed_run_goes_on(void)
         *third = '\0';
         VL_CHECK(strstr(second, "\"uptime_s\":40.750000") && strstr(second, "\"loss_pi\":null") &&
                  strstr(second, "\"entropy\":null") && strstr(second, "\"steps_per_s\":null"));
-        VL_CHECK(strstr(third + 1, "\"uptime_s\":42.000000") && strstr(third + 1, "\"loss_v\":3.25"));
+        VL_CHECK(strstr(third + 1, "\"uptime_s\":42.000000") &&
+                 strstr(third + 1, "\"loss_v\":3.25"));
     }
     free(text);
     unlink(path);
