@@ -3,6 +3,7 @@
 #include "vl_up_config.h"
 
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -329,12 +330,32 @@ static int s_same(const char *a, const char *b)
 /* Compares the command line with the base configuration (base_argv, from
    the run's file): prints each key the command line changes, refuses a
    change of a fixed key. Returns 0, or -1 after printing why. */
-static int s_overrides(const char *name, const char *base, int bc, char **bv, int argc, char **argv)
+/* Appends a line to what is said once the flags are all good (a resume's
+   overrides). Without memory the line is left out. */
+static void s_note(vl_up_config_t *c, const char *fmt, ...)
 {
+    char line[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t old = c->notes ? strlen(c->notes) : 0, n = strlen(line);
+    char *more = realloc(c->notes, old + n + 2);
+    if (!more)
+        return;
+    memcpy(more + old, line, n);
+    memcpy(more + old + n, "\n", 2);
+    c->notes = more;
+}
+
+static int s_overrides(vl_up_config_t *c, const char *name, const char *base, int bc, char **bv,
+                       int argc, char **argv)
+{
+    static const char *const unsaved[] = {"resume", "name", "runs", "verbose", "force"};
     char key[64];
     for (int i = 1; i < argc; i++) {
         const char *v = s_flag_value(argc, argv, &i, key, sizeof key);
-        if (!v || !strcmp(key, "resume") || !strcmp(key, "name") || !strcmp(key, "runs"))
+        if (!v || s_index(unsaved, 5, key) >= 0) // not kept in a run's configuration
             continue;
         const char *was = s_find_flag(bc, bv, key);
         if (was && s_same(was, v))
@@ -346,7 +367,7 @@ static int s_overrides(const char *name, const char *base, int bc, char **bv, in
                     key, name, key, was, v, key);
             return -1;
         }
-        printf("volley up: resuming %s: %s = %s (%s was %s)\n", name, key, v, base,
+        s_note(c, "volley up: resuming %s: %s = %s (%s was %s)", name, key, v, base,
                was ? was : "unset");
     }
     return 0;
@@ -355,13 +376,14 @@ static int s_overrides(const char *name, const char *base, int bc, char **bv, in
 /* Takes --record FILE out of a resumed run's base arguments: the
    recording of its first start stays as it is (a recording is never
    written twice). Says so unless the command line names another. */
-static void s_drop_record(s_file_args_t *a, const char *name, int given)
+static void s_drop_record(vl_up_config_t *c, s_file_args_t *a, const char *name, int given)
 {
     for (int i = 1; i + 1 < a->argc; i++)
         if (strcmp(a->argv[i], "--record") == 0) {
             if (!given)
-                printf("volley up: resuming %s: not recording (its %s stays as it is; --record "
-                       "FILE for a new one)\n",
+                s_note(c,
+                       "volley up: resuming %s: not recording (its %s stays as it is; --record "
+                       "FILE for a new one)",
                        name, a->argv[i + 1]);
             free(a->argv[i]), free(a->argv[i + 1]);
             memmove(&a->argv[i], &a->argv[i + 2], (size_t)(a->argc - i - 1) * sizeof *a->argv);
@@ -386,8 +408,8 @@ static int s_merge(int argc, char **argv, vl_up_config_t *c)
     if (rc == 0 && (c->config || resuming))
         rc = vl_ini_parse(c->config ? c->config : base, s_entry, &a, why, sizeof why);
     if (rc == 0 && resuming) {
-        s_drop_record(&a, name, s_find_flag(argc, argv, "record") != NULL);
-        rc = s_overrides(name, base, a.argc, a.argv, argc, argv) != 0 ? -2 : 0;
+        s_drop_record(c, &a, name, s_find_flag(argc, argv, "record") != NULL);
+        rc = s_overrides(c, name, base, a.argc, a.argv, argc, argv) != 0 ? -2 : 0;
     }
     for (int i = 1; rc == 0 && i < argc; i++)
         rc = s_push(&a, argv[i], why, sizeof why);
@@ -545,7 +567,11 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
         fprintf(stderr, "volley up: unexpected argument '%s'\n", c->argv[optind]);
         bad = 1;
     }
-    return bad || s_check(c) != 0 ? -1 : 0;
+    if (bad || s_check(c) != 0)
+        return -1;
+    if (c->notes) // a resume's overrides, once every flag is good
+        fputs(c->notes, stdout);
+    return 0;
 }
 
 void vl_up_config_free(vl_up_config_t *c)
@@ -553,6 +579,8 @@ void vl_up_config_free(vl_up_config_t *c)
     for (int i = 0; c->argv && i < c->argc; i++)
         free(c->argv[i]);
     free(c->argv);
+    free(c->notes);
+    c->notes = NULL;
     c->argv = NULL;
     c->argc = 0;
 }

@@ -33,6 +33,7 @@ typedef struct {
     int lr_anneal;     // 1: lr falls linearly to 0 at --max-steps
     int deterministic; // one actor in lockstep with the learner: the same run twice
     char **argv;       // the arguments parsed (the config file's first), owned
+    char *notes;       // owned: lines said after parsing (a resume's overrides), or NULL
     int argc;
 } vl_up_config_t;
 
