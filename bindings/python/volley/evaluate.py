@@ -147,6 +147,10 @@ def main(argv=None):
     if not 1 <= a.episodes <= 100000 or not 0 <= a.seed <= 0x7fffffff:
         print("volley eval: --episodes wants 1..100000 and --seed 0..2147483647", file=sys.stderr)
         return 2
+    if not _lib.has("vl_kept_logits"):
+        print(f"volley eval: {_lib.path} is older than this package (no vl_kept_logits); point "
+              f"VOLLEY_LIB at this build's libvolley.so", file=sys.stderr)
+        return 2
     try:
         kept = Kept(a.source, a.policy)
     except _lib.VolleyError as e:
