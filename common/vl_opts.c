@@ -82,8 +82,8 @@ int vl_opt_float(const char *cmd, const char *name, const char *text, double lo,
 
 int vl_opt_check(const vl_num_opt_t *o, const char *text, char *why, size_t why_size)
 {
-    long v;
-    float f;
+    long v = 0;
+    float f = 0;
     int ok = o->kind == VL_OPT_FLOAT ? s_parse_float(text, o->lo, o->hi, &f) == 0
                                      : s_parse_long(text, (long)o->lo, (long)o->hi, &v) == 0;
     if (!ok)
@@ -154,7 +154,7 @@ int vl_opt_set(const char *cmd, const vl_num_opt_t *o, void *config, const char 
     char *field = (char *)config + o->offset;
     if (o->kind == VL_OPT_FLOAT)
         return vl_opt_float(cmd, o->name, text, o->lo, o->hi, (float *)field);
-    long v;
+    long v = 0; // set on success; gcc -O3 cannot see that through vl_opt_long
     if (vl_opt_long(cmd, o->name, text, (long)o->lo, (long)o->hi, &v))
         return -1;
     switch (o->kind) {
