@@ -174,14 +174,15 @@ static int s_judge(const vl_up_config_t *c, void *sub, s_watch_t *w, double secs
     return 0;
 }
 
-/* Says which child stopped. */
+/* Says which child stopped and how, in words ("exit 2", "killed by signal 9 (SIGKILL)"). */
 static void s_child_stopped(int which, int status)
 {
-    fprintf(stderr, "volley up: the %s process stopped (status %d); stopping the run\n",
+    char how[64];
+    fprintf(stderr, "volley up: the %s process stopped (%s); stopping the run\n",
             which == 0   ? "broker"
             : which == 1 ? "learner"
                          : "actor",
-            status);
+            vl_proc_describe(status, how, sizeof how));
 }
 
 int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start, char *last,
