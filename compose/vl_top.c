@@ -188,6 +188,7 @@ static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
         {"cert", required_argument, 0, 'c'},   {"broker-key", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int opt;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt == 'b')
             o->broker = optarg;
@@ -202,9 +203,12 @@ static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
             o->cert = optarg;
         else if (opt == 'K')
             o->broker_key = optarg;
-        else {
-            s_top_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
+        else if (opt == 'h') {
+            s_top_usage(stdout);
+            return 1;
+        } else {
+            vl_opt_refused("top", argv, opts, "h");
+            return -1;
         }
     }
     char endpoint[300];
@@ -392,6 +396,7 @@ static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_v
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int opt;
+    opterr = 0;
     while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         if (opt == 'b')
             *broker = optarg;
@@ -399,9 +404,12 @@ static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_v
             *cert = optarg;
         else if (opt == 'K')
             *broker_key = optarg;
-        else {
-            s_ctl_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
+        else if (opt == 'h') {
+            s_ctl_usage(stdout);
+            return 1;
+        } else {
+            vl_opt_refused("ctl", argv, opts, "h");
+            return -1;
         }
     }
     char endpoint[300];

@@ -391,6 +391,7 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
     opts[n] = (struct option){0, 0, 0, 0};
     int opt, bad = 0;
     optind = 1;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while (!bad && (opt = getopt_long(c->argc, c->argv, "h", opts, NULL)) != -1) {
         if (opt >= 0 && opt < S_NNUMS)
             bad = vl_opt_set("up", &s_nums[opt], c, optarg);
@@ -408,9 +409,12 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
             c->force = 1;
         else if (opt == O_CONFIG)
             continue; // read first, by s_merge
-        else {
-            s_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
+        else if (opt == 'h') {
+            s_usage(stdout);
+            return 1;
+        } else {
+            vl_opt_refused("up", c->argv, opts, "h");
+            return -1;
         }
     }
     if (!bad && !c->env)
