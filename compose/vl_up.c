@@ -214,6 +214,7 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     long batch = c->batch ? c->batch : c->actors * c->envs;
     s_args_t a = {.argc = 0};
     s_add_long(&a, "--seed", c->seed);
+    s_add_long(&a, "--max-steps", c->max_steps); // takes nothing past it: the budget is exact
     s_add_long(&a, "--batch", batch);
     s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs + c->retain);
     s_add_long(&a, "--retain", c->retain);

@@ -19,7 +19,7 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("envs", envs, 1, 4096, "environments per actor"),
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
           "broker base port; it and the 4 after it must be free (0: pick free ports)"),
-    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget (e.g. 1e6)"),
+    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget (e.g. 1e6), exact as above"),
     S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
     S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
     S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
@@ -98,6 +98,11 @@ static void s_usage(FILE *out)
         "stops the run (exit 1); Ctrl-C exits 130; bad flags or a busy --port exit 2\n"
         "before anything starts. Counts take 1e6; steps/s of a resumed run count only\n"
         "its own steps.\n"
+        "\n"
+        "The step budget is exact: --max-steps N counts the env steps of the segments the\n"
+        "learner has taken, and the learner takes no segment once N are in, so the run\n"
+        "stops at the first report at or past N, at most one segment (--horizon steps)\n"
+        "beyond it. Segments the actors cut after that are not trained on.\n"
         "\n"
         "Every run keeps a directory, RUNS/NAME: config.ini (the resolved configuration:\n"
         "`volley up --config RUNS/NAME/config.ini` runs it again), checkpoints/, the\n"
