@@ -7,6 +7,7 @@
 #include <zmq.h>
 
 #include "../common/vl_log.h"
+#include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_status.h"
@@ -14,6 +15,7 @@
 #define S_RETRY_MS   1000 // a request unanswered this long is sent again
 #define S_CONNECT_MS 50   // a request no connection took (not connected yet) is tried this soon
 #define S_NOTE_NS    5000000000LL // between "still waiting" log lines
+#define S_FIRST_NS   1000000000LL // the first one: a user learns within 2 s what we wait for
 #define S_REPLY_MAX  (64 << 10)
 
 /* Sends [verb][body]. Returns 1 if a connection took it, 0 if there is
@@ -35,6 +37,16 @@ static int s_note_due(int64_t *next_note)
     *next_note = now + S_NOTE_NS;
     return 1;
 }
+/* Logs, when due, that no connection to the broker has been made yet:
+   "no broker at tcp://HOST:PORT yet" (its base port, as the user gave it). */
+static void s_no_broker(const vl_learner_config_t *c, int64_t *next_note)
+{
+    char endpoint[300];
+    if (s_note_due(next_note) &&
+        vl_opt_endpoint("learner", c->broker, 0, endpoint, sizeof endpoint) == 0)
+        vl_info("no broker at %s yet", endpoint);
+}
+
 /* Waits up to S_RETRY_MS for a [verb][body] reply; copies the verb (cut to
    15 bytes) and the body. Returns the body's size, or -1 on no reply. */
 static int s_reply(void *sock, char verb[16], uint8_t *body, size_t cap)
@@ -84,12 +96,11 @@ static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char 
         return 2;
     }
     int rc = 1;
-    int64_t next_note = vl_now_ns() + S_NOTE_NS;
+    int64_t next_note = vl_now_ns() + S_FIRST_NS;
     while (s_may_wait(deadline)) {
         if (!s_send(sock, VL_VERB_SPEC, buf, size)) {
             vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
-            if (s_note_due(&next_note))
-                vl_info("waiting for the broker at %s to take our spec", c->broker);
+            s_no_broker(c, &next_note);
             continue;
         }
         char verb[16];
@@ -117,10 +128,11 @@ static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, char *w
 {
     static uint8_t reply[S_REPLY_MAX];
     vl_limits_t lim = vl_limits_default();
-    int64_t next_note = 0;
+    int64_t next_note = 0, next_absent = vl_now_ns() + S_FIRST_NS;
     while (s_may_wait(deadline)) {
         if (!s_send(sock, VL_VERB_GETSPEC, c->policy, strlen(c->policy))) {
             vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
+            s_no_broker(c, &next_absent);
             continue;
         }
         char verb[16];
