@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every role started before its broker says what it waits for, soon and again every few
+# Every role started before its broker (learner, actor, a live `volley top`) says what it waits for, soon and again every few
 # seconds: "no broker at tcp://HOST:PORT yet". Once the broker is up, an actor whose policy no
 # learner serves says so, in words different from the broker being unreachable.
 . "$(dirname "$0")/lib.sh"
@@ -13,11 +13,13 @@ PIDS+=($!)
 PIDS+=($!)
 "$VOLLEY" actor --broker $B --policy lonely > "$TMP/actor.log" 2>&1 &
 PIDS+=($!)
-for role in learner learner-env actor; do
+"$VOLLEY" top --broker $B --kv > "$TMP/top.log" 2>&1 &
+PIDS+=($!)
+for role in learner learner-env actor top; do
     wait_for "$TMP/$role.log" 10 "$NO_BROKER" || fail "$role said nothing about the missing broker"
     pass "$role, no broker: $(grep -F "$NO_BROKER" "$TMP/$role.log" | head -1 | cut -d' ' -f3-)"
 done
-for role in learner learner-env actor; do
+for role in learner learner-env actor top; do
     for _ in $(seq 150); do
         [ "$(grep -cF "$NO_BROKER" "$TMP/$role.log")" -ge 2 ] && break
         sleep 0.1
@@ -34,4 +36,4 @@ pass "actor, broker up: $(grep -F "no learner serves" "$TMP/actor.log" | head -1
 grep -F "no learner serves" "$TMP/actor.log" | grep -qF "no broker" && fail "the two messages are not distinct"
 wait_for "$TMP/learner-env.log" 15 "training policy 'other'" || fail "the learner with --env did not start once the broker was up"
 pass "the learner with --env starts training once the broker is up"
-echo "8 passed, 0 failed"
+echo "10 passed, 0 failed"
