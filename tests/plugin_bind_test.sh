@@ -37,4 +37,9 @@ grep -qF "the actor process stopped (killed by signal 11 (SIGSEGV))" up2.err ||
     fail "volley up did not say how the actor ended in words: $(tail -3 up2.err)"
 grep -q "status [0-9]" up2.err && fail "volley up printed a raw wait status: $(grep 'status [0-9]' up2.err)"
 pass "volley up: $(grep -F 'actor process stopped' up2.err)"
-echo "4 passed, 0 failed"
+dir=$(sed -n 's/.*run directory \(.*\)$/\1/p' up2.log)
+grep -qF "its env is the plugin ./libclash.so: logs/actor-" up2.err || fail "volley up did not point at the plugin and the actor's log: $(cat up2.err)"
+cat "$dir"/logs/actor-*.log | grep -qF "killed by signal 11 (SIGSEGV) in env plugin ./libclash.so" ||
+    fail "no actor log in '$dir' names the plugin that crashed"
+pass "the run's actor log: $(cat "$dir"/logs/actor-*.log | grep -F 'in env plugin' | head -1)"
+echo "5 passed, 0 failed"
