@@ -84,8 +84,8 @@ static void s_refused(char *why, size_t why_size, const char *what, const char *
 }
 
 /* Declares our spec until the broker answers. Returns 0, 1 or 2. */
-static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char *why,
-                     size_t why_size)
+static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, int *reached,
+                     char *why, size_t why_size)
 {
     vl_spec_t spec;
     vl_learner_config_spec(c, &spec);
@@ -103,6 +103,7 @@ static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char 
             s_no_broker(c, &next_note);
             continue;
         }
+        *reached = 1;
         char verb[16];
         int n = s_reply(sock, verb, reply, sizeof reply - 1);
         if (n >= 0 && strcmp(verb, VL_VERB_OK) == 0) {
@@ -124,7 +125,8 @@ static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char 
 
 /* Asks for the policy's spec until an actor has declared it. Returns 0, 1
    or 2. */
-static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, char *why, size_t why_size)
+static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, int *reached, char *why,
+                   size_t why_size)
 {
     static uint8_t reply[S_REPLY_MAX];
     vl_limits_t lim = vl_limits_default();
@@ -135,6 +137,7 @@ static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, char *w
             s_no_broker(c, &next_absent);
             continue;
         }
+        *reached = 1;
         char verb[16];
         int n = s_reply(sock, verb, reply, sizeof reply);
         vl_spec_t spec;
@@ -172,10 +175,15 @@ int vl_learner_spec_settle_within(vl_learner_config_t *c, int declare, int timeo
     void *sock =
         ctx ? vl_sock_connect_lossy(ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, S_REPLY_MAX)
             : NULL;
+    int reached = 0; // a connection to the broker was made
     int rc = !sock     ? 1
-             : declare ? s_declare(sock, c, deadline, why, why_size)
-                       : s_fetch(sock, c, deadline, why, why_size);
-    if (rc == 1 && why)
+             : declare ? s_declare(sock, c, deadline, &reached, why, why_size)
+                       : s_fetch(sock, c, deadline, &reached, why, why_size);
+    char endpoint[300];
+    if (rc == 1 && why && sock && !reached &&
+        vl_opt_endpoint("learner", c->broker, 0, endpoint, sizeof endpoint) == 0)
+        snprintf(why, why_size, "no broker at %.280s (never reached)", endpoint);
+    else if (rc == 1 && why)
         snprintf(why, why_size, "%s",
                  !sock     ? "cannot connect to the broker"
                  : declare ? "no answer from the broker to our spec"

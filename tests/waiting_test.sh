@@ -28,6 +28,19 @@ for role in learner learner-env actor top; do
     pass "$role keeps saying it ($(grep -cF "$NO_BROKER" "$TMP/$role.log") times so far)"
 done
 
+# The Python package's learner, given up on before any broker came, says there was none.
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+PYTHONPATH="$SRC/bindings/python" VOLLEY_LIB="$(dirname "$VOLLEY")/libvolley.so" VOLLEY_BIN="$VOLLEY" \
+    /usr/bin/python3 -c "
+import volley
+try:
+    volley.Learner('$B', timeout=2)
+except volley.VolleyError as e:
+    print(e)
+" > "$TMP/py.log" 2>&1
+grep -qF "no broker at tcp://$B (never reached)" "$TMP/py.log" || fail "volley.Learner with no broker: $(cat "$TMP/py.log")"
+pass "volley.Learner, no broker: $(tail -1 "$TMP/py.log")"
+
 "$VOLLEY" broker --port "$PORT" > "$TMP/broker.log" 2>&1 &
 PIDS+=($!)
 wait_for "$TMP/actor.log" 15 "broker up, no learner serves policy 'lonely'" ||
@@ -36,4 +49,4 @@ pass "actor, broker up: $(grep -F "no learner serves" "$TMP/actor.log" | head -1
 grep -F "no learner serves" "$TMP/actor.log" | grep -qF "no broker" && fail "the two messages are not distinct"
 wait_for "$TMP/learner-env.log" 15 "training policy 'other'" || fail "the learner with --env did not start once the broker was up"
 pass "the learner with --env starts training once the broker is up"
-echo "10 passed, 0 failed"
+echo "11 passed, 0 failed"
