@@ -23,6 +23,8 @@
 
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
 #define S_BEAT_EVERY_NS     1000000000LL // the broker calls an actor silent after 5 s
+#define S_WAIT_FIRST_NS     1000000000LL // what the actor waits for is said within 2 s,
+#define S_WAIT_EVERY_NS     5000000000LL // then again this often
 #define S_BEAT_RETRY_NS     50000000LL   // a beat no connection took is tried again this soon
 
 vl_actor_config_t vl_actor_config_default(void)
@@ -544,20 +546,37 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
     return 0;
 }
 
+/* Says what the actor waits for: a broker to connect to (no beat has gone
+   out: a beat only leaves over a connection), or, with the broker up, a
+   learner of its policy (no weights of it, not even the broker's last ones). */
+static void s_say_waiting(const vl_actor_t *self)
+{
+    char endpoint[300];
+    if (!self->beats_out && vl_opt_endpoint("actor", self->c.broker, 0, endpoint,
+                                            sizeof endpoint) == 0)
+        vl_info("no broker at %s yet (broker unreachable)", endpoint);
+    else if (!self->have_weights)
+        vl_info("broker up, no learner serves policy '%s' yet (no weights of it)",
+                self->c.policy);
+}
+
 /* Blocks until the first weights arrive and a beat has carried our spec to
    the broker (so no segment of ours reaches it before the spec does; a
    conflicting spec is answered at once). Returns VL_ACTOR_OK or the code
    that ended the wait. */
 static int s_wait_first_weights(vl_actor_t *self)
 {
-    int64_t start = vl_now_ns(), next_note = start + 5000000000LL;
+    int64_t start = vl_now_ns(), next_note = start + S_WAIT_FIRST_NS;
+    int said_up = 0; // the last note said the broker is up
     while (!s_stopped(self) && !(self->have_weights && self->beats_out) && !self->refused_spec) {
         if (s_poll_weights(self, self->beats_out ? 200 : 20) < 0)
             return VL_ACTOR_EFAIL;
         s_read_control(self); // a refusal of our spec comes soon after our first beat
-        if (vl_now_ns() > next_note) {
-            vl_info("waiting for weights of policy '%s' from %s", self->c.policy, self->c.broker);
-            next_note += 5000000000LL;
+        int64_t now = vl_now_ns();
+        if (now > next_note || (now > start + S_WAIT_FIRST_NS && said_up != !!self->beats_out)) {
+            s_say_waiting(self); // when due, and at once when the broker came up
+            said_up = !!self->beats_out;
+            next_note = now + S_WAIT_EVERY_NS;
         }
     }
     return self->refused_spec ? VL_ACTOR_EREFUSED : s_stopped(self) ? VL_ACTOR_EINTR : VL_ACTOR_OK;

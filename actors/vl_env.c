@@ -8,6 +8,7 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -195,6 +196,89 @@ static int s_is_path(const char *name)
     return strchr(name, '/') != NULL || (n > 3 && strcmp(name + n - 3, ".so") == 0);
 }
 
+/* ---- a plugin that crashes --------------------------------------------- */
+
+/* The plugin this thread is inside right now (its path), NULL in volley's own
+   code: a fatal signal then names the plugin that raised it. */
+static _Thread_local const char *volatile s_inside;
+static struct sigaction s_prior[NSIG]; // the actions our handler replaced
+static const int s_fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static const char *const s_fatal_names[] = {"SEGV", "BUS", "FPE", "ILL", "ABRT"};
+
+/* Writes text to stderr with write(2) only: it runs in a signal handler. */
+static void s_say(const char *text)
+{
+    size_t n = strlen(text);
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, text, n);
+        if (w <= 0)
+            return;
+        text += w;
+        n -= (size_t)w;
+    }
+}
+
+/* On a fatal signal inside a plugin, says "killed by signal 11 (SIGSEGV) in
+   env plugin PATH"; then puts the prior action back and returns, so the
+   fault recurs (or abort() re-raises) and the process ends by that signal. */
+static void s_on_fatal(int sig)
+{
+    const char *path = s_inside;
+    for (size_t i = 0; path && i < sizeof s_fatal / sizeof s_fatal[0]; i++) {
+        if (s_fatal[i] != sig)
+            continue;
+        char num[4] = {(char)('0' + sig / 10), (char)('0' + sig % 10), 0};
+        s_say("volley: killed by signal ");
+        s_say(sig < 10 ? num + 1 : num);
+        s_say(" (SIG");
+        s_say(s_fatal_names[i]);
+        s_say(") in env plugin ");
+        s_say(path);
+        s_say("\n");
+    }
+    sigaction(sig, &s_prior[sig], NULL);
+}
+
+/* Installs s_on_fatal for the fatal signals, once per process. */
+static void s_catch_fatal(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_fatal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof s_fatal / sizeof s_fatal[0]; i++)
+        sigaction(s_fatal[i], &sa, &s_prior[s_fatal[i]]);
+}
+
+static pthread_once_t s_fatal_once = PTHREAD_ONCE_INIT;
+
+/* Marks the calls into env's code that follow (up to s_left) as the plugin's. */
+static inline void s_enter(const vl_env_ops_t *env)
+{
+    s_inside = env->path;
+}
+
+static inline void s_left(void)
+{
+    s_inside = NULL;
+}
+
+/* dlopen's flags: the plugin's own definitions win over same-named ones in
+   volley or anything else already loaded (RTLD_DEEPBIND), so a plugin's
+   `step`, `reset` or `vl_...` is its own. AddressSanitizer replaces malloc
+   in the executable, which a deep-bound library would bypass: those builds
+   bind as usual. */
+#if defined(__SANITIZE_ADDRESS__)
+#define S_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define S_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL)
+#endif
+#endif
+#ifndef S_DLOPEN_FLAGS
+#define S_DLOPEN_FLAGS (RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND)
+#endif
+
 /* Loads and checks the plugin at path; returns its ops (never freed, the
    library never closed) or NULL after printing why. */
 static const vl_env_ops_t *s_load(const char *cmd, const char *path)
@@ -205,7 +289,7 @@ static const vl_env_ops_t *s_load(const char *cmd, const char *path)
     if (!strchr(path, '/') && access(path, F_OK) == 0 &&
         snprintf(here, sizeof here, "./%s", path) < (int)sizeof here)
         path = here;
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    void *lib = dlopen(path, S_DLOPEN_FLAGS);
     if (!lib) {
         fprintf(stderr, "volley %s: cannot load env plugin %s: %s\n", cmd, path, dlerror());
         return NULL;
@@ -224,6 +308,7 @@ static const vl_env_ops_t *s_load(const char *cmd, const char *path)
         fprintf(stderr, "volley %s: env plugin %s refused: %s\n", cmd, path, why);
     } else {
         ops->path = copy;
+        pthread_once(&s_fatal_once, s_catch_fatal);
         return ops;
     }
     free(ops);
@@ -424,12 +509,17 @@ static int s_start_each(vl_envs_t *self, const char *arg, const uint64_t *seeds,
     }
     for (uint32_t i = 0; i < self->n; i++) {
         float *o = obs + (size_t)i * self->dim;
-        if (!(self->states[i] = self->t->create(arg))) {
+        s_enter(self->env);
+        self->states[i] = self->t->create(arg);
+        if (self->states[i]) {
+            self->t->seed(self->states[i], seeds[i]);
+            self->t->reset(self->states[i], o);
+        }
+        s_left();
+        if (!self->states[i]) {
             s_log_create_failed(self, arg);
             return -1;
         }
-        self->t->seed(self->states[i], seeds[i]);
-        self->t->reset(self->states[i], o);
         if (s_check_obs(self, "reset", i, o) != 0)
             return -1;
     }
@@ -439,12 +529,18 @@ static int s_start_each(vl_envs_t *self, const char *arg, const uint64_t *seeds,
 /* Creates, seeds and resets n environments of the vectorized form. */
 static int s_start_vec(vl_envs_t *self, const char *arg, const uint64_t *seeds, float *obs)
 {
-    if (!(self->vec = self->t->vec_create(self->n, arg))) {
+    s_enter(self->env);
+    self->vec = self->t->vec_create(self->n, arg);
+    int rc = 0;
+    if (self->vec) {
+        self->t->vec_seed(self->vec, seeds);
+        rc = self->t->vec_reset(self->vec, obs);
+    }
+    s_left();
+    if (!self->vec) {
         s_log_create_failed(self, arg);
         return -1;
     }
-    self->t->vec_seed(self->vec, seeds);
-    int rc = self->t->vec_reset(self->vec, obs);
     if (rc != 0) {
         vl_error("env '%s': vec_reset returned %d", self->env->name, rc);
         return -1;
@@ -504,11 +600,13 @@ void vl_envs_destroy(vl_envs_t **self_p)
     vl_envs_t *self = self_p ? *self_p : NULL;
     if (!self)
         return;
+    s_enter(self->env);
     if (self->vec)
         self->t->vec_destroy(self->vec);
     for (uint32_t i = 0; self->states && i < self->n; i++)
         if (self->states[i])
             self->t->destroy(self->states[i]);
+    s_left();
     free(self->states);
     free(self);
     *self_p = NULL;
@@ -523,7 +621,9 @@ static int s_step_each(vl_envs_t *self, const int32_t *actions, float *obs, floa
     for (uint32_t i = 0; i < self->n; i++) {
         float *o = obs + (size_t)i * self->dim;
         int term = 0, trunc = 0;
+        s_enter(self->env);
         float reward = t->step(self->states[i], actions[i], o, &term, &trunc);
+        s_left();
         if (s_check_outcome(self, "step", i, reward, term, trunc) != 0 ||
             s_check_obs(self, "step", i, o) != 0)
             return -1;
@@ -532,7 +632,9 @@ static int s_step_each(vl_envs_t *self, const int32_t *actions, float *obs, floa
         truncated[i] = (uint8_t)(trunc && !term);
         if (term || trunc) {
             memcpy(final_obs + (size_t)i * self->dim, o, self->dim * sizeof *o);
+            s_enter(self->env);
             t->reset(self->states[i], o);
+            s_left();
             if (s_check_obs(self, "reset", i, o) != 0)
                 return -1;
         }
@@ -589,7 +691,9 @@ static int s_final_ok(const vl_envs_t *self, const uint8_t *terminated, const ui
 static int s_step_vec(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
                       uint8_t *terminated, uint8_t *truncated, float *final_obs)
 {
+    s_enter(self->env);
     int rc = self->t->vec_step(self->vec, actions, obs, rewards, terminated, truncated, final_obs);
+    s_left();
     if (rc != 0) {
         vl_error("env '%s': vec_step returned %d", self->env->name, rc);
         return -1;

@@ -108,7 +108,7 @@ static void s_broker_stop(void);
 
 /* Stops the broker if one runs, prints why and exits: a figure over wrong
    output means nothing. */
-static void s_die(const char *what, const char *why)
+_Noreturn static void s_die(const char *what, const char *why)
 {
     s_broker_stop();
     fprintf(stderr, "vl_weights_bench: %s: %s\n", what, why);

@@ -97,6 +97,7 @@ int vl_broker_main(int argc, char **argv)
     vl_log_level_t level = VL_LOG_INFO;
     long v;
     int opt, ready_fd = -1;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (opt) {
         case 'p':
@@ -183,7 +184,7 @@ int vl_broker_main(int argc, char **argv)
             s_usage(stdout);
             return 0;
         default:
-            s_usage(stderr);
+            vl_opt_refused("broker", argv, opts, "h");
             return 2;
         }
     }

@@ -82,8 +82,8 @@ int vl_opt_float(const char *cmd, const char *name, const char *text, double lo,
 
 int vl_opt_check(const vl_num_opt_t *o, const char *text, char *why, size_t why_size)
 {
-    long v;
-    float f;
+    long v = 0;
+    float f = 0;
     int ok = o->kind == VL_OPT_FLOAT ? s_parse_float(text, o->lo, o->hi, &f) == 0
                                      : s_parse_long(text, (long)o->lo, (long)o->hi, &v) == 0;
     if (!ok)
@@ -154,7 +154,7 @@ int vl_opt_set(const char *cmd, const vl_num_opt_t *o, void *config, const char 
     char *field = (char *)config + o->offset;
     if (o->kind == VL_OPT_FLOAT)
         return vl_opt_float(cmd, o->name, text, o->lo, o->hi, (float *)field);
-    long v;
+    long v = 0; // set on success; gcc -O3 cannot see that through vl_opt_long
     if (vl_opt_long(cmd, o->name, text, (long)o->lo, (long)o->hi, &v))
         return -1;
     switch (o->kind) {
@@ -217,6 +217,79 @@ int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out)
     for (int i = 0; i < n; i++)
         out[i] = (struct option){opts[i].name, required_argument, NULL, base + i};
     return n;
+}
+
+/* Returns the edit distance between a and b (insert, delete, substitute,
+   and swapping two neighbours, each 1), capped at 63. */
+static int s_distance(const char *a, const char *b)
+{
+    enum { S_MAX = 64 };
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= S_MAX || m >= S_MAX)
+        return S_MAX - 1;
+    int d[S_MAX][S_MAX];
+    for (size_t i = 0; i <= n; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            best = d[i - 1][j] + 1 < best ? d[i - 1][j] + 1 : best;
+            best = d[i][j - 1] + 1 < best ? d[i][j - 1] + 1 : best;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m] < S_MAX - 1 ? d[n][m] : S_MAX - 1;
+}
+
+/* Returns the long option nearest to name, or NULL when none is near enough
+   to be what was meant (more than a third of its letters, at least 2, off). */
+static const char *s_nearest(const char *name, const struct option *opts)
+{
+    const char *best = NULL;
+    int best_d = 1 << 20;
+    for (int i = 0; opts[i].name; i++) {
+        int d = s_distance(name, opts[i].name);
+        size_t len = strlen(opts[i].name);
+        int near = d <= 2 || (size_t)d * 3 <= len;
+        if (near && d < best_d) {
+            best = opts[i].name;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+void vl_opt_refused(const char *cmd, char **argv, const struct option *opts, const char *shorts)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : "";
+    for (int i = 0; optopt && opts[i].name; i++)
+        if (opts[i].val == optopt) { // a known long flag given wrongly
+            fprintf(stderr, "volley %s: --%s %s; see --help\n", cmd, opts[i].name,
+                    opts[i].has_arg == no_argument ? "takes no value" : "wants a value");
+            return;
+        }
+    if (optopt && optopt != '?' && strchr(shorts, optopt)) { // a short flag without its value
+        fprintf(stderr, "volley %s: -%c wants a value; see --help\n", cmd, optopt);
+        return;
+    }
+    if (optopt) { // an unknown short flag
+        fprintf(stderr, "volley %s: unknown flag -%c; see --help\n", cmd, optopt);
+        return;
+    }
+    char name[64];
+    const char *start = arg + strspn(arg, "-");
+    size_t len = strcspn(start, "=");
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), start);
+    const char *near = s_nearest(name, opts);
+    if (near)
+        fprintf(stderr, "volley %s: unknown flag --%s (did you mean --%s?); see --help\n", cmd, name,
+                near);
+    else
+        fprintf(stderr, "volley %s: unknown flag --%s; see --help\n", cmd, name);
 }
 
 /* Checks what no single role flag can. Returns 0 or -1 after printing why. */
@@ -291,6 +364,7 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
     }
     opts[k] = (struct option){0, 0, 0, 0};
     int opt, bad = 0;
+    opterr = 0; // a refused flag gets one line from vl_opt_refused, not getopt's and the usage
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt >= 0 && opt < n)
             bad = vl_opt_set(cmd, &nums[opt], config, optarg);
@@ -323,9 +397,12 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         else if (opt == O_PACE) {
             fprintf(stderr, "volley %s: --pace wants fast or recorded, not '%s'\n", cmd, optarg);
             bad = 1;
+        } else if (opt == 'h') {
+            usage(stdout);
+            return 1;
         } else {
-            usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
+            vl_opt_refused(cmd, argv, opts, "h");
+            return -1;
         }
     }
     if (!bad)

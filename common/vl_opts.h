@@ -84,6 +84,13 @@ void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaul
    base + its index. Returns n. */
 int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out);
 
+/* Prints one line for the argument getopt_long just refused (call it when
+   getopt_long returned '?', with opterr 0 so getopt printed nothing): an
+   unknown flag with the nearest known one ("volley up: unknown flag
+   --max-step (did you mean --max-steps?); see --help"), or a flag missing
+   its value. opts ends with a zeroed entry; shorts is the optstring. */
+void vl_opt_refused(const char *cmd, char **argv, const struct option *opts, const char *shorts);
+
 /* The flags every process that talks to a broker shares. */
 typedef struct {
     const char *broker;     // --broker HOST[:PORT], required

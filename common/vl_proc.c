@@ -70,24 +70,41 @@ static int s_running(pid_t *pids, int n)
     return running;
 }
 
-int vl_proc_stop_one(pid_t *pid, int grace_ms)
+int vl_proc_stop_one(pid_t *pid, int grace_ms, int *status)
 {
+    int st = 0;
+    int *out = status ? status : &st;
     if (*pid <= 0)
         return -1;
     kill(*pid, SIGTERM);
     struct timespec tick = {0, 10 * 1000 * 1000};
-    int status = 0;
     for (int waited = 0; waited < grace_ms; waited += 10) {
-        if (waitpid(*pid, &status, WNOHANG) == *pid) {
+        if (waitpid(*pid, out, WNOHANG) == *pid) {
             *pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            return WIFEXITED(*out) ? WEXITSTATUS(*out) : -1;
         }
         nanosleep(&tick, NULL);
     }
     kill(*pid, SIGKILL);
-    waitpid(*pid, NULL, 0);
+    waitpid(*pid, out, 0);
     *pid = 0;
     return -1;
+}
+
+const char *vl_proc_describe(int status, char *out, size_t size)
+{
+    const char *abbrev = NULL;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+    if (sig)
+        abbrev = sigabbrev_np(sig); // glibc's "SEGV"; NULL for a number it does not know
+    if (WIFEXITED(status))
+        snprintf(out, size, "exit %d", WEXITSTATUS(status));
+    else if (sig)
+        snprintf(out, size, "%s by signal %d (SIG%s)", WIFSIGNALED(status) ? "killed" : "stopped",
+                 sig, abbrev ? abbrev : "?");
+    else
+        snprintf(out, size, "wait status %d", status);
+    return out;
 }
 
 void vl_proc_stop(pid_t *pids, int n, int grace_ms)

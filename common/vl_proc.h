@@ -4,6 +4,7 @@
 #define VL_PROC_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,12 +29,17 @@ pid_t vl_proc_spawn_to(char *const argv[], int out_fd);
 void vl_proc_stop(pid_t *pids, int n, int grace_ms);
 
 /* Stops one child as vl_proc_stop does. Returns its exit code, or -1 when
-   a signal ended it (or it had to be killed); *pid becomes 0. */
-int vl_proc_stop_one(pid_t *pid, int grace_ms);
+   a signal ended it (or it had to be killed); *pid becomes 0. When status is
+   not NULL it gets the child's wait status (SIGKILL's when it was killed). */
+int vl_proc_stop_one(pid_t *pid, int grace_ms, int *status);
 
 /* Reaps any child that exited. Returns the index in pids of one that did
    (its entry set to 0 and *status set), or -1 if none has. */
 int vl_proc_reap(pid_t *pids, int n, int *status);
+
+/* Writes a wait status as words: "exit 2", "killed by signal 11 (SIGSEGV)",
+   "stopped by signal 19 (SIGSTOP)". Returns out. */
+const char *vl_proc_describe(int status, char *out, size_t size);
 
 /* Sleeps until the monotonic time deadline_ns (vl_now_ns), or until a
    signal such as SIGINT arrives (the caller's loop then sees

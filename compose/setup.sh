@@ -24,7 +24,10 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+# CI (CI=true) builds with warnings as errors; a user's build never fails on a warning.
+WERROR=OFF
+[ "${CI:-}" = true ] && WERROR=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVL_WERROR=$WERROR > /dev/null
 cmake --build build -j"$(nproc)"
 echo "setup: built build/volley"
 

@@ -130,8 +130,7 @@ static int s_flag(int opt, s_args_t *a)
         a->policy = optarg;
         return vl_opt_policy("eval", optarg);
     default:
-        s_usage(stderr);
-        return -1;
+        return -1; // '?': s_parse says which flag
     }
 }
 
@@ -150,10 +149,15 @@ static int s_parse(int argc, char **argv, s_args_t *a)
                                          {0, 0, 0, 0}};
     int opt;
     optind = 1;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt == 'h') {
             s_usage(stdout);
             return 1;
+        }
+        if (opt == '?') {
+            vl_opt_refused("eval", argv, opts, "h");
+            return -1;
         }
         if (s_flag(opt, a) != 0)
             return -1;

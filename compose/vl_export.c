@@ -352,6 +352,7 @@ static int s_parse(int argc, char **argv, s_args_t *a)
                                          {0, 0, 0, 0}};
     int opt;
     optind = 1;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt == 't')
             a->to = optarg;
@@ -360,8 +361,10 @@ static int s_parse(int argc, char **argv, s_args_t *a)
         else if (opt == 'e')
             a->env = optarg;
         else {
-            if (opt != 'p')
-                s_usage(opt == 'h' ? stdout : stderr);
+            if (opt == 'h')
+                s_usage(stdout);
+            else if (opt != 'p')
+                vl_opt_refused("export", argv, opts, "h");
             return opt == 'h' ? 1 : -1;
         }
     }

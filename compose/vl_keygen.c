@@ -175,6 +175,7 @@ int vl_keygen_main(int argc, char **argv)
     static const char *roles[4] = {"actor", "learner", "admin", "observer"};
     const char *policies = NULL;
     int opt, by_role = 0;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         const char *which = strchr("aldo", opt);
         if (opt == 'c' && strlen(optarg) >= sizeof list) {
@@ -195,9 +196,12 @@ int vl_keygen_main(int argc, char **argv)
             if (s_check_policies(optarg) != 0)
                 return 2;
             policies = optarg;
+        } else if (opt == 'h') {
+            s_usage(stdout);
+            return 0;
         } else {
-            s_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 0 : 2;
+            vl_opt_refused("keygen", argv, opts, "h");
+            return 2;
         }
     }
     if (optind != argc - 1) {

@@ -24,6 +24,8 @@
 /* How long a request waits for the broker before calling it not answering:
    a busy broker answers in milliseconds, a stopped one never. */
 #define S_ANSWER_MS 3000
+/* A live view whose broker never answered asks again this soon, saying so. */
+#define S_FIRST_ANSWER_MS 1500
 /* Largest reply taken: a Status with VL_STATUS_MAX_ACTORS rows fits. */
 #define S_MAX_REPLY (64LL << 20)
 
@@ -33,6 +35,7 @@ typedef struct {
     void *ctx;
     void *dealer;       // NULL until the first request, and again after one timed out
     const char *broker; // HOST[:PORT]
+    int answered;       // the broker has answered once: silence now means it went away
 } s_client_t;
 
 typedef enum {
@@ -127,6 +130,7 @@ static void s_request(s_client_t *c, const char *verb, const char *arg, int time
         int rc = left > 0 ? zmq_poll(&item, 1, left) : 0;
         if (rc > 0) {
             s_read_reply(c->dealer, r);
+            c->answered = 1;
             return;
         }
         if (rc == 0 || zmq_errno() != EINTR)
@@ -188,6 +192,7 @@ static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
         {"cert", required_argument, 0, 'c'},   {"broker-key", required_argument, 0, 'K'},
         {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int opt;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         if (opt == 'b')
             o->broker = optarg;
@@ -202,9 +207,12 @@ static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
             o->cert = optarg;
         else if (opt == 'K')
             o->broker_key = optarg;
-        else {
-            s_top_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
+        else if (opt == 'h') {
+            s_top_usage(stdout);
+            return 1;
+        } else {
+            vl_opt_refused("top", argv, opts, "h");
+            return -1;
         }
     }
     char endpoint[300];
@@ -228,10 +236,15 @@ static int s_term_rows(void)
     return ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 ? w.ws_row : 0;
 }
 
-/* Writes why a request got no status into buf. */
-static const char *s_trouble(const s_reply_t *r, char *buf, size_t size)
+/* Writes why a request got no status into buf: a broker never reached
+   yet is "not answering (no broker at tcp://HOST:PORT yet)". */
+static const char *s_trouble(const s_client_t *c, const s_reply_t *r, char *buf, size_t size)
 {
-    if (r->answer == S_NO_ANSWER)
+    char endpoint[300];
+    if (r->answer == S_NO_ANSWER && !c->answered &&
+        vl_opt_endpoint("top", c->broker, 0, endpoint, sizeof endpoint) == 0)
+        snprintf(buf, size, "not answering (no broker at %.200s yet)", endpoint);
+    else if (r->answer == S_NO_ANSWER)
         snprintf(buf, size, "not answering");
     else if (r->answer == S_ERROR)
         snprintf(buf, size, "refused the request: %s", r->text);
@@ -243,7 +256,7 @@ static const char *s_trouble(const s_reply_t *r, char *buf, size_t size)
 /* Writes one table view (or why there is none) for a terminal: home, each
    line cleared to its end, the rest of the screen cleared; elsewhere plain,
    views separated by a blank line. */
-static void s_show_table(const s_top_opts_t *o, const s_reply_t *r, int tty)
+static void s_show_table(const s_top_opts_t *o, const s_client_t *c, const s_reply_t *r, int tty)
 {
     char *buf = NULL;
     size_t size = 0;
@@ -257,7 +270,7 @@ static void s_show_table(const s_top_opts_t *o, const s_reply_t *r, int tty)
         vl_top_render(r->status, o->broker, rows ? (rows - fixed > 3 ? rows - fixed : 3) : 0, m);
     } else {
         char why[256];
-        fprintf(m, "broker %s %s%s\n", o->broker, s_trouble(r, why, sizeof why),
+        fprintf(m, "broker %s %s%s\n", o->broker, s_trouble(c, r, why, sizeof why),
                 o->once ? "" : " (asking again)");
     }
     if (tty) {
@@ -281,13 +294,13 @@ static void s_show_table(const s_top_opts_t *o, const s_reply_t *r, int tty)
 }
 
 /* Writes one set of key=value lines, or one saying the broker is silent. */
-static void s_show_kv(const s_top_opts_t *o, const s_reply_t *r)
+static void s_show_kv(const s_top_opts_t *o, const s_client_t *c, const s_reply_t *r)
 {
     if (r->answer == S_STATUS)
         vl_top_render_kv(r->status, vl_wall_ns(), stdout);
     else {
         char why[256];
-        vl_top_render_kv_error(o->broker, s_trouble(r, why, sizeof why), vl_wall_ns(), stdout);
+        vl_top_render_kv_error(o->broker, s_trouble(c, r, why, sizeof why), vl_wall_ns(), stdout);
     }
     fflush(stdout);
 }
@@ -304,14 +317,16 @@ static int s_top_run(const s_top_opts_t *o)
     int got = 0;
     while (!vl_interrupted) {
         s_reply_t r;
-        s_request(&c, VL_VERB_STATUS, NULL, S_ANSWER_MS, &r);
+        // A live view not yet answered says so within 2 s; --once gives the broker its full time.
+        s_request(&c, VL_VERB_STATUS, NULL, !o->once && !c.answered ? S_FIRST_ANSWER_MS : S_ANSWER_MS,
+                  &r);
         if (r.answer == S_INTERRUPTED)
             break;
         got = r.answer == S_STATUS;
         if (o->kv)
-            s_show_kv(o, &r);
+            s_show_kv(o, &c, &r);
         else
-            s_show_table(o, &r, tty);
+            s_show_table(o, &c, &r, tty);
         s_reply_clear(&r);
         if (o->once)
             break;
@@ -392,6 +407,7 @@ static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_v
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     int opt;
+    opterr = 0;
     while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
         if (opt == 'b')
             *broker = optarg;
@@ -399,9 +415,12 @@ static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_v
             *cert = optarg;
         else if (opt == 'K')
             *broker_key = optarg;
-        else {
-            s_ctl_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
+        else if (opt == 'h') {
+            s_ctl_usage(stdout);
+            return 1;
+        } else {
+            vl_opt_refused("ctl", argv, opts, "h");
+            return -1;
         }
     }
     char endpoint[300];

@@ -214,6 +214,7 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     long batch = c->batch ? c->batch : c->actors * c->envs;
     s_args_t a = {.argc = 0};
     s_add_long(&a, "--seed", c->seed);
+    s_add_long(&a, "--max-steps", c->max_steps); // takes nothing past it: the budget is exact
     s_add_long(&a, "--batch", batch);
     s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs + c->retain);
     s_add_long(&a, "--retain", c->retain);
@@ -405,12 +406,14 @@ static int s_run(s_run_t *r)
     // run's result: a learner that could not write it has failed the run), then the broker.
     for (int i = n - 1; i >= 2; i--)
         vl_proc_stop(&pids[i], 1, 3000);
-    int learner_rc = pids[1] > 0 ? vl_proc_stop_one(&pids[1], 10000) : 0;
+    int learner_status = 0;
+    int learner_rc = pids[1] > 0 ? vl_proc_stop_one(&pids[1], 10000, &learner_status) : 0;
     vl_proc_stop(&pids[0], 1, 3000);
     if (rc == 0 && learner_rc != 0) {
-        printf("not done: the learner failed at exit (status %d): its last checkpoint may not "
+        char how[64];
+        printf("not done: the learner failed at exit (%s): its last checkpoint may not "
                "be written; see %s/logs\n",
-               learner_rc, vl_rundir_path(r->dir));
+               vl_proc_describe(learner_status, how, sizeof how), vl_rundir_path(r->dir));
         rc = 1;
     } else if (rc == 0)
         printf("%s\n", last);

@@ -20,7 +20,7 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("envs", envs, 1, 4096, "environments per actor"),
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
           "broker base port; it and the 4 after it must be free (0: pick free ports)"),
-    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget (e.g. 1e6)"),
+    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget (e.g. 1e6), exact as above"),
     S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
     S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
     S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
@@ -99,6 +99,11 @@ static void s_usage(FILE *out)
         "stops the run (exit 1); Ctrl-C exits 130; bad flags or a busy --port exit 2\n"
         "before anything starts. Counts take 1e6; steps/s of a resumed run count only\n"
         "its own steps.\n"
+        "\n"
+        "The step budget is exact: --max-steps N counts the env steps of the segments the\n"
+        "learner has taken, and the learner takes no segment once N are in, so the run\n"
+        "stops at the first report at or past N, at most one segment (--horizon steps)\n"
+        "beyond it. Segments the actors cut after that are not trained on.\n"
         "\n"
         "Every run keeps a directory, RUNS/NAME: config.ini (the resolved configuration:\n"
         "`volley up --config RUNS/NAME/config.ini` runs it again), checkpoints/, the\n"
@@ -539,6 +544,7 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
     opts[n] = (struct option){0, 0, 0, 0};
     int opt, bad = 0;
     optind = 1;
+    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while (!bad && (opt = getopt_long(c->argc, c->argv, "h", opts, NULL)) != -1) {
         if (opt >= 0 && opt < S_NNUMS)
             bad = vl_opt_set("up", &s_nums[opt], c, optarg);
@@ -556,9 +562,12 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
             c->force = 1;
         else if (opt == O_CONFIG)
             continue; // read first, by s_merge
-        else {
-            s_usage(opt == 'h' ? stdout : stderr);
-            return opt == 'h' ? 1 : -1;
+        else if (opt == 'h') {
+            s_usage(stdout);
+            return 1;
+        } else {
+            vl_opt_refused("up", c->argv, opts, "h");
+            return -1;
         }
     }
     if (!bad && !c->env)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -174,14 +176,23 @@ static int s_judge(const vl_up_config_t *c, void *sub, s_watch_t *w, double secs
     return 0;
 }
 
-/* Says which child stopped. */
-static void s_child_stopped(int which, int status)
+/* Says which child stopped and how, in words ("exit 2", "killed by signal 9 (SIGKILL)").
+   An actor of a plugin env that a fatal signal ended may have died in the plugin: its log
+   says so when it did ("... in env plugin PATH"). */
+static void s_child_stopped(const vl_up_config_t *c, int which, int status)
 {
-    fprintf(stderr, "volley up: the %s process stopped (status %d); stopping the run\n",
+    char how[64];
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+    fprintf(stderr, "volley up: the %s process stopped (%s); stopping the run\n",
             which == 0   ? "broker"
             : which == 1 ? "learner"
                          : "actor",
-            status);
+            vl_proc_describe(status, how, sizeof how));
+    if (which >= 2 && fault && c->env->path)
+        fprintf(stderr, "volley up: its env is the plugin %s: logs/actor-%d.log in the run's "
+                        "directory says whether the fault was in it\n",
+                c->env->path, which - 1);
 }
 
 int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start, char *last,
@@ -206,7 +217,7 @@ int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t 
         if (rc >= 0 || (dead >= 0 && vl_interrupted))
             break; // done; or Ctrl-C reached the children too: they stop, not fail
         if (dead >= 0) {
-            s_child_stopped(dead, status);
+            s_child_stopped(c, dead, status);
             rc = 1;
             break;
         }

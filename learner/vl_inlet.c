@@ -23,6 +23,7 @@
 typedef struct {
     pthread_mutex_t lock;
     uint64_t env_steps, episodes, accepted;
+    uint64_t over_budget; // segments that came after env_steps reached the budget, not taken
     uint64_t refused[VL_EREASONS];      // by reason
     vl_refusal_t rows[VL_REFUSALS_MAX]; // by actor and reason text, for the broker's books
     uint32_t n_rows;
@@ -102,9 +103,40 @@ static void s_count(void *ctx, const vl_segment_t *s)
     pthread_mutex_unlock(&in->lock);
 }
 
-/* Decodes one received segment into a buffer slot, or refuses it. */
+/* Returns 1 once the books hold the step budget (config max_steps, 0: none).
+   Only this thread adds steps after the start, so the answer stays true. */
+static int s_budget_spent(vl_inlet_t *self)
+{
+    if (!self->c.max_steps)
+        return 0;
+    pthread_mutex_lock(&self->in.lock);
+    int spent = self->in.env_steps >= self->c.max_steps;
+    pthread_mutex_unlock(&self->in.lock);
+    return spent;
+}
+
+/* Leaves a segment that came after the budget was reached out of the buffer
+   and the books: the run's steps stop within one segment of the budget. The
+   first is logged; the rest are counted. */
+static void s_over_budget(vl_inlet_t *self)
+{
+    pthread_mutex_lock(&self->in.lock);
+    uint64_t before = self->in.over_budget++;
+    uint64_t steps = self->in.env_steps;
+    pthread_mutex_unlock(&self->in.lock);
+    if (before == 0)
+        vl_info("step budget reached: %llu env steps (--max-steps %llu); taking no more segments",
+                (unsigned long long)steps, (unsigned long long)self->c.max_steps);
+}
+
+/* Decodes one received segment into a buffer slot, or refuses it; past the
+   step budget it is left out. */
 static void s_ingest_one(vl_inlet_t *self, const uint8_t *data, size_t size)
 {
+    if (s_budget_spent(self)) {
+        s_over_budget(self);
+        return;
+    }
     vl_ingest_refusal_t why;
     vl_reason_t r = vl_ingest(self->buf, &self->c, self->c.num_actions, &self->limits, data, size,
                               vl_wall_ns(), s_count, self, &why);
@@ -132,7 +164,7 @@ static void s_send_credit(vl_inlet_t *self, void *dealer, const s_flow_t *f)
 static void s_top_up(vl_inlet_t *self, void *dealer, s_flow_t *f, int force)
 {
     int64_t outstanding = (int64_t)(f->granted - f->received);
-    int64_t want = f->window - vl_buffer_waiting(self->buf);
+    int64_t want = s_budget_spent(self) ? 0 : f->window - vl_buffer_waiting(self->buf);
     if (want > outstanding && (force || want - outstanding >= (f->window + 3) / 4)) {
         f->granted += (uint64_t)(want - outstanding);
         force = 1;

@@ -49,6 +49,7 @@ typedef struct {
     uint32_t keep;              // numbered checkpoints kept (1: only the newest)
     const char *metrics_dir;    // NULL: none; else DIR/metrics.jsonl and TensorBoard events
     uint64_t lr_anneal_steps;   // 0: constant lr; N: lr falls linearly to 0 at N env steps
+    uint64_t max_steps;         // 0: no budget; N: no segment is taken once env steps reach N
 } vl_learner_config_t;
 
 /* The learner's numeric flags (--seed, --batch, --lr, ...), shared with

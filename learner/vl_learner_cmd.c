@@ -40,6 +40,8 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate"),
     S_OPT("lr-anneal-steps", VL_OPT_U64, lr_anneal_steps, 0, 1L << 50,
           "lr falls linearly to 0 at this many env steps (0: constant)"),
+    S_OPT("max-steps", VL_OPT_U64, max_steps, 0, 1L << 50,
+          "env-step budget: no segment is taken once N are in (0: none)"),
     S_OPT("gamma", VL_OPT_FLOAT, gamma, 0, 1, "discount"),
     S_OPT("lambda", VL_OPT_FLOAT, lambda, 0, 1, "V-trace lambda"),
     S_OPT("clip", VL_OPT_FLOAT, clip, 0, 10, "PPO ratio clip"),

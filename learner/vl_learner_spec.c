@@ -7,6 +7,7 @@
 #include <zmq.h>
 
 #include "../common/vl_log.h"
+#include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_status.h"
@@ -14,6 +15,7 @@
 #define S_RETRY_MS   1000 // a request unanswered this long is sent again
 #define S_CONNECT_MS 50   // a request no connection took (not connected yet) is tried this soon
 #define S_NOTE_NS    5000000000LL // between "still waiting" log lines
+#define S_FIRST_NS   1000000000LL // the first one: a user learns within 2 s what we wait for
 #define S_REPLY_MAX  (64 << 10)
 
 /* Sends [verb][body]. Returns 1 if a connection took it, 0 if there is
@@ -35,6 +37,16 @@ static int s_note_due(int64_t *next_note)
     *next_note = now + S_NOTE_NS;
     return 1;
 }
+/* Logs, when due, that no connection to the broker has been made yet:
+   "no broker at tcp://HOST:PORT yet" (its base port, as the user gave it). */
+static void s_no_broker(const vl_learner_config_t *c, int64_t *next_note)
+{
+    char endpoint[300];
+    if (s_note_due(next_note) &&
+        vl_opt_endpoint("learner", c->broker, 0, endpoint, sizeof endpoint) == 0)
+        vl_info("no broker at %s yet", endpoint);
+}
+
 /* Waits up to S_RETRY_MS for a [verb][body] reply; copies the verb (cut to
    15 bytes) and the body. Returns the body's size, or -1 on no reply. */
 static int s_reply(void *sock, char verb[16], uint8_t *body, size_t cap)
@@ -72,8 +84,8 @@ static void s_refused(char *why, size_t why_size, const char *what, const char *
 }
 
 /* Declares our spec until the broker answers. Returns 0, 1 or 2. */
-static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char *why,
-                     size_t why_size)
+static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, int *reached,
+                     char *why, size_t why_size)
 {
     vl_spec_t spec;
     vl_learner_config_spec(c, &spec);
@@ -84,14 +96,14 @@ static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char 
         return 2;
     }
     int rc = 1;
-    int64_t next_note = vl_now_ns() + S_NOTE_NS;
+    int64_t next_note = vl_now_ns() + S_FIRST_NS;
     while (s_may_wait(deadline)) {
         if (!s_send(sock, VL_VERB_SPEC, buf, size)) {
             vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
-            if (s_note_due(&next_note))
-                vl_info("waiting for the broker at %s to take our spec", c->broker);
+            s_no_broker(c, &next_note);
             continue;
         }
+        *reached = 1;
         char verb[16];
         int n = s_reply(sock, verb, reply, sizeof reply - 1);
         if (n >= 0 && strcmp(verb, VL_VERB_OK) == 0) {
@@ -113,16 +125,19 @@ static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, char 
 
 /* Asks for the policy's spec until an actor has declared it. Returns 0, 1
    or 2. */
-static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, char *why, size_t why_size)
+static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, int *reached, char *why,
+                   size_t why_size)
 {
     static uint8_t reply[S_REPLY_MAX];
     vl_limits_t lim = vl_limits_default();
-    int64_t next_note = 0;
+    int64_t next_note = 0, next_absent = vl_now_ns() + S_FIRST_NS;
     while (s_may_wait(deadline)) {
         if (!s_send(sock, VL_VERB_GETSPEC, c->policy, strlen(c->policy))) {
             vl_proc_sleep_until(vl_now_ns() + S_CONNECT_MS * 1000000LL);
+            s_no_broker(c, &next_absent);
             continue;
         }
+        *reached = 1;
         char verb[16];
         int n = s_reply(sock, verb, reply, sizeof reply);
         vl_spec_t spec;
@@ -160,10 +175,15 @@ int vl_learner_spec_settle_within(vl_learner_config_t *c, int declare, int timeo
     void *sock =
         ctx ? vl_sock_connect_lossy(ctx, ZMQ_DEALER, c->broker, VL_PORT_CONTROL, S_REPLY_MAX)
             : NULL;
+    int reached = 0; // a connection to the broker was made
     int rc = !sock     ? 1
-             : declare ? s_declare(sock, c, deadline, why, why_size)
-                       : s_fetch(sock, c, deadline, why, why_size);
-    if (rc == 1 && why)
+             : declare ? s_declare(sock, c, deadline, &reached, why, why_size)
+                       : s_fetch(sock, c, deadline, &reached, why, why_size);
+    char endpoint[300];
+    if (rc == 1 && why && sock && !reached &&
+        vl_opt_endpoint("learner", c->broker, 0, endpoint, sizeof endpoint) == 0)
+        snprintf(why, why_size, "no broker at %.280s (never reached)", endpoint);
+    else if (rc == 1 && why)
         snprintf(why, why_size, "%s",
                  !sock     ? "cannot connect to the broker"
                  : declare ? "no answer from the broker to our spec"

@@ -96,6 +96,8 @@ static int s_update(vl_offline_t *self)
 int vl_offline_feed(vl_offline_t *self, const uint8_t *data, size_t size, int64_t recv_ns)
 {
     self->st.messages++;
+    if (self->c.max_steps && self->st.env_steps >= self->c.max_steps)
+        return 0; // past the step budget: left out, as a live learner leaves it out
     vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, recv_ns,
                               s_count, self, NULL);
     if (r != VL_OK) {

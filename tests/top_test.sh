@@ -24,7 +24,7 @@ expect_usage "unexpected argument 'x'" ctl --broker $B shutdown x
 expect_usage "--broker port wants" ctl --broker 127.0.0.1:nope status
 expect_usage "--broker HOST\[:PORT\] is required" top --once
 expect_usage "--interval wants a number" top --broker $B --interval 0
-expect_usage "usage: volley top" top --broker $B --bogus
+expect_usage "unknown flag --bogus; see --help" top --broker $B --bogus
 "$VOLLEY" ctl --help | grep -q "usage: volley ctl" || fail "volley ctl --help"
 "$VOLLEY" top --help | grep -q "usage: volley top" || fail "volley top --help"
 pass "bad usage exits 2 with a reason"
@@ -128,7 +128,7 @@ rc=$?
     fail "top --once with no broker: exit $rc, said $(cat "$TMP/once.txt")"
 pass "with no broker, ctl and top --once exit 1: $(cat "$TMP/out.txt")"
 
-wait_for "$TMP/live.txt" 5 "kind=error broker=$B error=\"not answering\"" ||
+wait_for "$TMP/live.txt" 5 "kind=error broker=$B error=\"not answering" ||
     fail "the live view did not report the broker gone"
 start_broker
 for _ in $(seq 80); do

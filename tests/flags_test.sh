@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# A typo in a flag gets one line naming it and the nearest flag, plus "see --help", not the
+# whole usage; a flag missing its value is named too. Every command, exit 2, nothing started.
+. "$(dirname "$0")/lib.sh"
+
+n=0
+# expect_typo "ARGS" WANT: ARGS fail with exit 2 and exactly one line on stderr containing WANT.
+expect_typo() {
+    local args=$1 want=$2 rc lines
+    # shellcheck disable=SC2086
+    "$VOLLEY" $args > "$TMP/out" 2> "$TMP/err"
+    rc=$?
+    lines=$(wc -l < "$TMP/err")
+    [ $rc -eq 2 ] || fail "volley $args exited $rc, not 2: $(head -3 "$TMP/err")"
+    [ "$lines" -eq 1 ] || fail "volley $args printed $lines lines on stderr, not 1: $(head -3 "$TMP/err")"
+    [ ! -s "$TMP/out" ] || fail "volley $args printed to stdout: $(head -3 "$TMP/out")"
+    grep -qF -- "$want" "$TMP/err" || fail "volley $args: wanted '$want' in: $(cat "$TMP/err")"
+    grep -qF "see --help" "$TMP/err" || fail "volley $args does not point at --help: $(cat "$TMP/err")"
+    pass "volley $args: $(cat "$TMP/err")"
+    n=$((n + 1))
+}
+expect_typo "up --max-stpes 100" "unknown flag --max-stpes (did you mean --max-steps?)"
+expect_typo "up --acters 2" "unknown flag --acters (did you mean --actors?)"
+expect_typo "up --max-steps" "--max-steps wants a value"
+expect_typo "up --resume=yes" "--resume takes no value"
+expect_typo "learner --brokr 127.0.0.1" "unknown flag --brokr (did you mean --broker?)"
+expect_typo "actor --broker 127.0.0.1 --envz 4" "unknown flag --envz (did you mean --envs?)"
+expect_typo "broker --prot 7600" "unknown flag --prot (did you mean --port?)"
+expect_typo "replay --pase fast x.vlrec" "unknown flag --pase (did you mean --pace?)"
+expect_typo "top --brokr 127.0.0.1" "unknown flag --brokr (did you mean --broker?)"
+expect_typo "eval --greddy runs/x" "unknown flag --greddy (did you mean --greedy?)"
+expect_typo "keygen --zzzzzzzzzz" "unknown flag --zzzzzzzzzz;"
+expect_typo "up -x" "unknown flag -x"
+echo "$n passed, 0 failed"
