@@ -138,8 +138,8 @@ static int s_check_params(const vl_actor_params_t *p, char *why, size_t size)
     vl_limits_t lim = vl_limits_default();
     if (!p->broker || !p->broker[0] || strlen(p->broker) >= 256)
         return vl_actor_fail(-1, why, size, "broker: give HOST[:PORT]");
-    if (!p->policy || !vl_wire_name_ok(p->policy, VL_POLICY_ID_MAX))
-        return vl_actor_fail(-1, why, size, "policy: 1..%d printable characters, no spaces",
+    if (!vl_policy_id_ok(p->policy))
+        return vl_actor_fail(-1, why, size, "policy: 1..%d printable characters, no spaces, not starting with '~'",
                              VL_POLICY_ID_MAX - 1);
     if (p->n_envs < 1 || p->n_envs > 65536)
         return vl_actor_fail(-1, why, size, "n_envs %u, must be 1..65536", p->n_envs);
