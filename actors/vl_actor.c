@@ -202,6 +202,12 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
     self->D = ops->obs_dim;
     self->A = ops->num_actions;
     self->limits = vl_limits_default();
+    self->c.obs_low = self->c.obs_high = NULL; // the caller's: copied into obs_rules
+    if (vl_obs_rules_init(&self->obs_rules, ops, (vl_obs_check_t)p->obs_check, p->obs_low,
+                          p->obs_high, why, size) != 0) {
+        vl_actor_destroy(&self);
+        return NULL;
+    }
     s_fill_spec(self);
     vl_rng_seed(&self->rng, s_stream_seed(p, 0));
     if (!p->external && !(self->policy = vl_policy_new(self->D, self->A, p->hidden, p->seed)))
@@ -692,6 +698,7 @@ void vl_actor_destroy(vl_actor_t **self_p)
         zmq_ctx_term(self->ctx);
     vl_policy_destroy(&self->policy);
     vl_weights_destroy(&self->raw);
+    vl_obs_rules_free(&self->obs_rules);
     free(self->obs);
     free(self->final_obs);
     free(self->rewards);

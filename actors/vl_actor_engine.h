@@ -14,6 +14,7 @@
 #include "../messages/vl_codec.h"
 #include "../messages/vl_spec.h"
 #include "vl_actor.h"
+#include "vl_actor_check.h"
 
 #define VL_ACTOR_NAME_MAX       64 // an env name, as vl_env.c allows
 #define VL_ACTOR_REASONS_LOGGED 16 // distinct refusal reasons an actor logs (then it only counts)
@@ -24,6 +25,7 @@ struct vl_actor_s {
     char policy_id[VL_POLICY_ID_MAX];
     char env_name[VL_ACTOR_NAME_MAX];
     vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
+    vl_obs_rules_t obs_rules; // each observation value's range and --obs-check
     uint32_t N, D, A; // envs, observation size, actions
     vl_spec_t spec;   // what our segments look like, declared in every beat
     void *ctx, *push, *sub;

@@ -63,6 +63,10 @@ typedef struct {
     int wait_ms;         // longest such wait
     int external;        // 1: the caller's forward pass (vl_actor_act_external, raw weights)
     int wake_fd;         // -1, or a fd whose readability ends any wait with VL_ACTOR_EINTR
+    int obs_check;       // an F32 value outside its declared range: 0 refused (EINVAL, naming
+                         // the element, value and range), 1 sent after one warning, 2 unchecked
+    const float *obs_low, *obs_high; // NULL, or [obs_dim] each value's range (-inf/+inf: no
+                                     // bound), replacing the fields' ranges; copied by open
 } vl_actor_params_t;
 
 /* Returns defaults: policy "default", 8 envs, horizon 64, hidden 64, seed 1,
