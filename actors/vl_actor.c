@@ -139,7 +139,8 @@ static int s_check_params(const vl_actor_params_t *p, char *why, size_t size)
     if (!p->broker || !p->broker[0] || strlen(p->broker) >= 256)
         return vl_actor_fail(-1, why, size, "broker: give HOST[:PORT]");
     if (!vl_policy_id_ok(p->policy))
-        return vl_actor_fail(-1, why, size, "policy: 1..%d printable characters, no spaces, not starting with '~'",
+        return vl_actor_fail(-1, why, size,
+                             "policy: 1..%d printable characters, no spaces, not starting with '~'",
                              VL_POLICY_ID_MAX - 1);
     if (p->n_envs < 1 || p->n_envs > 65536)
         return vl_actor_fail(-1, why, size, "n_envs %u, must be 1..65536", p->n_envs);
@@ -247,6 +248,7 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     p.seed = c->seed;
     p.max_ahead = c->max_ahead;
     p.wait_ms = c->wait_ms;
+    p.obs_check = (int)c->obs_check;
     char why[256];
     vl_actor_t *self = s_new(&p, c->env, why, sizeof why);
     if (!self) {
@@ -259,6 +261,8 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     if (seeds)
         self->envs = vl_envs_new(c->env, self->N, c->env_arg, seeds, self->obs);
     free(seeds);
+    if (self->envs)
+        vl_envs_set_obs_check(self->envs, c->obs_check);
     if (!self->envs) {
         vl_error("cannot start the actor");
         vl_actor_destroy(&self);

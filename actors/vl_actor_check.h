@@ -10,22 +10,15 @@
 
 #include "vl_env.h"
 
-/* What an F32 value outside its declared range does (--obs-check): stop the
-   actor with the element, its value and the range (error, the default),
-   send it after one warning (warn), or send it unchecked (off). A NaN, an
-   infinity or an integer encoding's value out of range is refused in every
-   mode: it cannot travel. */
-typedef enum { VL_OBS_CHECK_ERROR = 0, VL_OBS_CHECK_WARN = 1, VL_OBS_CHECK_OFF = 2 } vl_obs_check_t;
-
 /* Parses "error", "warn" or "off". Returns 0 and sets *mode, or -1. */
 int vl_obs_check_parse(const char *text, vl_obs_check_t *mode);
 
 /* Each observation value's declared F32 range, and what breaking it does. */
 typedef struct {
     vl_obs_check_t mode;
-    uint32_t dim;     // values per observation row
+    uint32_t dim;      // values per observation row
     float *low, *high; // [dim], owned; -inf/+inf: no bound on that side
-    int warned;       // warn: 1 once the first value outside was logged
+    int warned;        // warn: 1 once the first value outside was logged
 } vl_obs_rules_t;
 
 /* Fills rules for ops' observation: low/high [ops->obs_dim] per value when

@@ -25,9 +25,10 @@ struct vl_actor_s {
     char policy_id[VL_POLICY_ID_MAX];
     char env_name[VL_ACTOR_NAME_MAX];
     vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
-    vl_obs_rules_t obs_rules; // each observation value's range and --obs-check
     uint32_t N, D, A; // envs, observation size, actions
     vl_spec_t spec;   // what our segments look like, declared in every beat
+    /* each observation value's declared range, and what --obs-check does */
+    vl_obs_rules_t obs_rules;
     void *ctx, *push, *sub;
     void *control;              // DEALER to the broker's control port: beats out, refusals in
     vl_curve_watch_t *watch[3]; // with CURVE, per socket: a refused key logged, retried

@@ -139,8 +139,8 @@ vl_reason_t vl_inspect_publication(vl_inspect_t *self, const uint8_t *topic, siz
                                    const uint8_t *body, size_t body_len, vl_publication_t *out)
 {
     char name[VL_POLICY_ID_MAX];
-    out->is_stats = topic_len == strlen(VL_STATS_TOPIC) &&
-                    memcmp(topic, VL_STATS_TOPIC, topic_len) == 0;
+    out->is_stats =
+        topic_len == strlen(VL_STATS_TOPIC) && memcmp(topic, VL_STATS_TOPIC, topic_len) == 0;
     if (out->is_stats)
         return vl_stats_decode(body, body_len, &out->stats);
     if (!vl_policy_id_valid((const char *)topic, topic_len))

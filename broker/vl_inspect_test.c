@@ -95,7 +95,7 @@ static void test_one_id_rule(void)
         size_t len;
         int valid;
     } cases[] = {
-        {nul_id, sizeof nul_id, 0}, {"abc", 3, 1},    {"a b", 3, 0},     {"~x", 2, 0},
+        {nul_id, sizeof nul_id, 0}, {"abc", 3, 1},    {"a b", 3, 0},  {"~x", 2, 0},
         {long_id, 63, 1},           {long_id, 64, 0}, {"p\tq", 3, 0}, {"", 0, 0},
     };
     size_t size;

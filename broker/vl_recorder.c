@@ -30,17 +30,17 @@ struct vl_recorder_s {
     pthread_mutex_t lock;
     pthread_cond_t not_empty, not_full;
     s_entry_t ring[S_MAX_MESSAGES];
-    uint32_t head, count;   // under lock
-    size_t bytes;           // under lock: of the queued messages and the one being written
-    int stop;               // under lock
-    int failed;             // writer thread only, then read after join
-    uint64_t *ends;         // writer thread: [S_MAX_PENDING] file offsets where the records
+    uint32_t head, count;       // under lock
+    size_t bytes;               // under lock: of the queued messages and the one being written
+    int stop;                   // under lock
+    int failed;                 // writer thread only, then read after join
+    uint64_t *ends;             // writer thread: [S_MAX_PENDING] file offsets where the records
     uint32_t ends_head, n_ends; // appended but not yet whole in the file end, oldest first
-    uint64_t whole_end;     // writer thread: where the last record counted written ends
-    uint64_t written, lost; // written by the thread; read as a snapshot
-    uint64_t torn;          // of lost: cut part-way by the failed write (0 or 1)
-    char error[256];        // why the recording stopped; set once, before degraded
-    int degraded;           // atomic: 1 once error is set
+    uint64_t whole_end;         // writer thread: where the last record counted written ends
+    uint64_t written, lost;     // written by the thread; read as a snapshot
+    uint64_t torn;              // of lost: cut part-way by the failed write (0 or 1)
+    char error[256];            // why the recording stopped; set once, before degraded
+    int degraded;               // atomic: 1 once error is set
 };
 
 /* Counts as written every appended record whose bytes the file now holds

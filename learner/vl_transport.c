@@ -111,8 +111,7 @@ vl_transport_t *vl_transport_new(const char *broker, const char *policy,
     char ignored[8];
     if (!why || !why_size)
         why = ignored, why_size = sizeof ignored;
-    if (!broker || !*broker || strlen(broker) >= 256 ||
-        !vl_policy_id_ok(policy)) {
+    if (!broker || !*broker || strlen(broker) >= 256 || !vl_policy_id_ok(policy)) {
         s_why(why, why_size,
               "broker must be HOST[:PORT] and policy 1..63 printable characters, "
               "no spaces, not starting with '~'");

@@ -41,7 +41,7 @@ struct vl_stream_writer_s {
     size_t used;
     uint64_t records, bytes;
     uint64_t written; // bytes the kernel took (header included), partial writes too
-    int failed; // an I/O error left the tail in doubt: nothing more is written
+    int failed;       // an I/O error left the tail in doubt: nothing more is written
     char error[S_WHY];
 };
 

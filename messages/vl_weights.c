@@ -157,8 +157,7 @@ static int s_tensor_to_msg(const vl_tensor_t *t, s_tensor_msg_t *m)
 int vl_weights_encode(const char *policy_id, uint64_t version, const vl_tensor_t *tensors,
                       uint32_t n_tensors, uint8_t **out, size_t *out_size)
 {
-    if (!vl_policy_id_ok(policy_id) || (n_tensors && !tensors) || !out ||
-        !out_size)
+    if (!vl_policy_id_ok(policy_id) || (n_tensors && !tensors) || !out || !out_size)
         return -1;
     int rc = -1;
     s_tensor_msg_t *msgs = calloc(n_tensors ? n_tensors : 1, sizeof *msgs);

@@ -153,8 +153,7 @@ static int s_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t
     return 1;
 }
 
-int vl_wire_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
-                          size_t size)
+int vl_wire_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size)
 {
     return desc && (size == 0 || data) && s_strings_whole(desc, data, data + size, 0);
 }

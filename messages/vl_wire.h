@@ -76,8 +76,7 @@ int vl_policy_id_ok(const char *id);
 /* Returns 1 if every string field of the encoded message (nested messages
    included) holds no NUL byte, so that what protobuf-c unpacks as a C string
    is the field's bytes whole; 0 otherwise, or on a malformed encoding. */
-int vl_wire_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
-                          size_t size);
+int vl_wire_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size);
 
 /* Unpacks a message of type desc, refusing one whose strings are not whole
    (vl_wire_strings_whole). Returns it (caller frees with
