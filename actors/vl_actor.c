@@ -203,9 +203,7 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
     self->D = ops->obs_dim;
     self->A = ops->num_actions;
     self->limits = vl_limits_default();
-    self->c.obs_low = self->c.obs_high = NULL; // the caller's: copied into obs_rules
-    if (vl_obs_rules_init(&self->obs_rules, ops, (vl_obs_check_t)p->obs_check, p->obs_low,
-                          p->obs_high, why, size) != 0) {
+    if (vl_obs_rules_init(&self->obs_rules, ops, VL_OBS_CHECK_ERROR, NULL, NULL, why, size) != 0) {
         vl_actor_destroy(&self);
         return NULL;
     }
@@ -235,6 +233,19 @@ vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why
     return s_new(params, &ops, why, why_size);
 }
 
+int vl_actor_set_obs_check(vl_actor_t *self, int mode, const float *low, const float *high,
+                           char *why, size_t why_size)
+{
+    vl_obs_rules_t rules;
+    if (!self)
+        return vl_actor_fail(VL_ACTOR_EINVAL, why, why_size, "no actor");
+    if (vl_obs_rules_init(&rules, &self->ops, (vl_obs_check_t)mode, low, high, why, why_size) != 0)
+        return VL_ACTOR_EINVAL;
+    vl_obs_rules_free(&self->obs_rules);
+    self->obs_rules = rules;
+    return VL_ACTOR_OK;
+}
+
 vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
 {
     vl_actor_params_t p = vl_actor_params_default();
@@ -248,7 +259,6 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     p.seed = c->seed;
     p.max_ahead = c->max_ahead;
     p.wait_ms = c->wait_ms;
-    p.obs_check = (int)c->obs_check;
     char why[256];
     vl_actor_t *self = s_new(&p, c->env, why, sizeof why);
     if (!self) {

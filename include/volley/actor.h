@@ -63,10 +63,6 @@ typedef struct {
     int wait_ms;         // longest such wait
     int external;        // 1: the caller's forward pass (vl_actor_act_external, raw weights)
     int wake_fd;         // -1, or a fd whose readability ends any wait with VL_ACTOR_EINTR
-    int obs_check;       // an F32 value outside its declared range: 0 refused (EINVAL, naming
-                         // the element, value and range), 1 sent after one warning, 2 unchecked
-    const float *obs_low, *obs_high; // NULL, or [obs_dim] each value's range (-inf/+inf: no
-                                     // bound), replacing the fields' ranges; copied by open
 } vl_actor_params_t;
 
 /* Returns defaults: policy "default", 8 envs, horizon 64, hidden 64, seed 1,
@@ -76,6 +72,16 @@ vl_actor_params_t vl_actor_params_default(void);
 /* Creates an actor for the caller's environments and connects it to the
    broker. Returns it (caller closes), or NULL with the reason in why. */
 vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why_size);
+
+/* Sets how observations are checked against their declared ranges: low and
+   high [obs_dim] give each value's own range (-inf/+inf: no bound on that
+   side; NULL both: each F32 field's range, as opened); mode says what a value
+   outside it does: 0 refused (EINVAL, naming the element, its value and the
+   range; the default), 1 taken after one warning, 2 taken unchecked. NaN,
+   infinities and integer encodings out of range are refused in every mode.
+   Returns VL_ACTOR_OK, or VL_ACTOR_EINVAL with why (nothing changed). */
+int vl_actor_set_obs_check(vl_actor_t *self, int mode, const float *low, const float *high,
+                           char *why, size_t why_size);
 
 /* Returns the floats per observation row (the fields' values). */
 uint32_t vl_actor_obs_dim(const vl_actor_t *self);

@@ -72,10 +72,9 @@ class _Params(ctypes.Structure):
     _fields_ = [("broker", c_char_p), ("policy", c_char_p), ("env", POINTER(_Env)),
                 ("n_envs", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
                 ("actor_id", c_uint32), ("seed", c_uint64), ("max_ahead", c_uint32),
-                ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int),
-                ("obs_check", c_int), ("obs_low", c_void_p), ("obs_high", c_void_p)]
+                ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int)]
 
-OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: obs_check 0, 1, 2
+OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: vl_actor_set_obs_check's 0, 1, 2
 
 
 _P = c_void_p
@@ -83,6 +82,7 @@ _lib.bind({
     "vl_actor_params_default": (_Params, []),
     "vl_actor_open": (_P, [POINTER(_Params), c_char_p, c_size_t]),
     "vl_actor_close": (None, [POINTER(_P)]),
+    "vl_actor_set_obs_check": (c_int, [_P, c_int, _P, _P, c_char_p, c_size_t]),
     "vl_actor_obs_dim": (c_uint32, [_P]),
     "vl_actor_sync": (c_int, [_P, c_char_p, c_size_t]),
     "vl_actor_act": (c_int, [_P, _P, c_size_t, _P, _P, c_char_p, c_size_t]),
@@ -372,14 +372,19 @@ class Actor:
         if obs_check not in OBS_CHECKS:
             self._wake.close()
             raise ValueError(f"obs_check: {obs_check!r}, expected one of {', '.join(OBS_CHECKS)}")
-        p.obs_check = OBS_CHECKS.index(obs_check)
-        p.obs_low, p.obs_high = _ptr(self.spec.low), _ptr(self.spec.high)  # copied by open
         self.actor_id = p.actor_id
         self._why = _lib.why_buffer()
         self._h = c_void_p(_lib.lib.vl_actor_open(ctypes.byref(p), self._why, len(self._why)))
         if not self._h.value:
             self._wake.close()
             raise ValueError(f"volley.Actor: {self._why.value.decode(errors='replace')}")
+        # Each value's own declared range (copied by C), and what breaking it does.
+        if _lib.lib.vl_actor_set_obs_check(self._h, OBS_CHECKS.index(obs_check),
+                                           _ptr(self.spec.low), _ptr(self.spec.high), self._why,
+                                           len(self._why)) != OK:
+            why = self._why.value.decode(errors="replace")
+            self.close()
+            raise ValueError(f"volley.Actor: {why}")
         self._obs = np.zeros((N, D), np.float32)
         self._next = np.zeros((N, D), np.float32)
         self._final = np.zeros((N, D), np.float32)
