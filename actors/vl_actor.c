@@ -140,8 +140,9 @@ static int s_check_params(const vl_actor_params_t *p, char *why, size_t size)
     vl_limits_t lim = vl_limits_default();
     if (!p->broker || !p->broker[0] || strlen(p->broker) >= 256)
         return vl_actor_fail(-1, why, size, "broker: give HOST[:PORT]");
-    if (!p->policy || !vl_wire_name_ok(p->policy, VL_POLICY_ID_MAX))
-        return vl_actor_fail(-1, why, size, "policy: 1..%d printable characters, no spaces",
+    if (!vl_policy_id_ok(p->policy))
+        return vl_actor_fail(-1, why, size,
+                             "policy: 1..%d printable characters, no spaces, not starting with '~'",
                              VL_POLICY_ID_MAX - 1);
     if (p->n_envs < 1 || p->n_envs > 65536)
         return vl_actor_fail(-1, why, size, "n_envs %u, must be 1..65536", p->n_envs);
@@ -204,6 +205,10 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
     self->D = ops->obs_dim;
     self->A = ops->num_actions;
     self->limits = vl_limits_default();
+    if (vl_obs_rules_init(&self->obs_rules, ops, VL_OBS_CHECK_ERROR, NULL, NULL, why, size) != 0) {
+        vl_actor_destroy(&self);
+        return NULL;
+    }
     s_fill_spec(self);
     vl_rng_seed(&self->rng, s_stream_seed(p, 0));
     if (!p->external && !(self->policy = vl_policy_new(self->D, self->A, p->hidden, p->seed)))
@@ -228,6 +233,19 @@ vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why
         return vl_actor_fail(0, why, why_size, "env spec: %s", reason), NULL;
     ops.table = NULL;
     return s_new(params, &ops, why, why_size);
+}
+
+int vl_actor_set_obs_check(vl_actor_t *self, int mode, const float *low, const float *high,
+                           char *why, size_t why_size)
+{
+    vl_obs_rules_t rules;
+    if (!self)
+        return vl_actor_fail(VL_ACTOR_EINVAL, why, why_size, "no actor");
+    if (vl_obs_rules_init(&rules, &self->ops, (vl_obs_check_t)mode, low, high, why, why_size) != 0)
+        return VL_ACTOR_EINVAL;
+    vl_obs_rules_free(&self->obs_rules);
+    self->obs_rules = rules;
+    return VL_ACTOR_OK;
 }
 
 vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
@@ -255,6 +273,8 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     if (seeds)
         self->envs = vl_envs_new(c->env, self->N, c->env_arg, seeds, self->obs);
     free(seeds);
+    if (self->envs)
+        vl_envs_set_obs_check(self->envs, c->obs_check);
     if (!self->envs) {
         vl_error("cannot start the actor");
         vl_actor_destroy(&self);
@@ -711,6 +731,7 @@ void vl_actor_destroy(vl_actor_t **self_p)
         zmq_ctx_term(self->ctx);
     vl_policy_destroy(&self->policy);
     vl_weights_destroy(&self->raw);
+    vl_obs_rules_free(&self->obs_rules);
     free(self->obs);
     free(self->final_obs);
     free(self->rewards);

@@ -27,6 +27,8 @@ typedef struct {
     uint32_t max_ahead; // segments per env on one weights version before
                         // waiting for newer ones (0: never wait)
     int wait_ms;        // longest such wait, then act on what it has
+    /* what an observation value outside its declared range does (--obs-check) */
+    vl_obs_check_t obs_check;
 } vl_actor_config_t;
 
 /* Returns defaults: cartpole, policy "default", 8 envs, horizon 64, hidden 64. */

@@ -8,6 +8,7 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
 #include "vl_actor.h"
+#include "vl_actor_check.h"
 
 #define S_OPT(name, kind, field, lo, hi, help)                                                     \
     VL_NUM_OPT(vl_actor_config_t, name, kind, field, lo, hi, help)
@@ -27,6 +28,32 @@ static const vl_num_opt_t s_nums[] = {
 };
 #define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
 
+/* Takes --obs-check MODE (or --obs-check=MODE) out of argv, which the role
+   parser then reads without it. Returns 0, or -1 after saying what was wrong. */
+static int s_take_obs_check(int *argc, char **argv, vl_obs_check_t *mode)
+{
+    int out = 0;
+    for (int i = 0; i < *argc; i++) {
+        const char *value = NULL;
+        if (strcmp(argv[i], "--obs-check") == 0) {
+            value = i + 1 < *argc ? argv[++i] : "";
+        } else if (strncmp(argv[i], "--obs-check=", 12) == 0) {
+            value = argv[i] + 12;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (vl_obs_check_parse(value, mode) != 0) {
+            fprintf(stderr, "volley actor: --obs-check wants error, warn or off, not '%s'\n",
+                    value);
+            return -1;
+        }
+    }
+    *argc = out;
+    argv[out] = NULL;
+    return 0;
+}
+
 static void s_usage(FILE *out)
 {
     fprintf(out, "usage: volley actor --broker HOST[:PORT] [--policy NAME] [--env NAME|PATH.so]\n"
@@ -43,6 +70,12 @@ static void s_usage(FILE *out)
     vl_actor_config_t defaults = vl_actor_config_default();
     vl_opt_print(out, s_nums, S_NNUMS, &defaults);
     vl_opt_print_curve(out);
+    fprintf(out,
+            "  --obs-check MODE   an observation value outside its declared range: error\n"
+            "                     stops the actor naming the element, its value and the\n"
+            "                     range (default); warn sends it and says so once; off does\n"
+            "                     not check (for envs whose declared bounds are approximate).\n"
+            "                     NaN and infinities stop the actor in every mode\n");
     fprintf(out, "  --quiet            warnings and errors only\n"
                  "  --verbose          debug logging\n"
                  "  -h, --help         this text\n");
@@ -52,6 +85,8 @@ int vl_actor_main(int argc, char **argv)
 {
     vl_actor_config_t c = vl_actor_config_default();
     vl_role_opts_t role = {.policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO};
+    if (s_take_obs_check(&argc, argv, &c.obs_check) != 0)
+        return 2;
     int rc = vl_opt_parse_role("actor", argc, argv, s_nums, S_NNUMS, &c, &role, s_usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;

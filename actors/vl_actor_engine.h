@@ -14,6 +14,7 @@
 #include "../messages/vl_codec.h"
 #include "../messages/vl_spec.h"
 #include "vl_actor.h"
+#include "vl_actor_check.h"
 
 #define VL_ACTOR_NAME_MAX       64 // an env name, as vl_env.c allows
 #define VL_ACTOR_REASONS_LOGGED 16 // distinct refusal reasons an actor logs (then it only counts)
@@ -26,6 +27,8 @@ struct vl_actor_s {
     vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
     uint32_t N, D, A; // envs, observation size, actions
     vl_spec_t spec;   // what our segments look like, declared in every beat
+    /* each observation value's declared range, and what --obs-check does */
+    vl_obs_rules_t obs_rules;
     void *ctx, *push, *sub;
     void *control;              // DEALER to the broker's control port: beats out, refusals in
     vl_curve_watch_t *watch[3]; // with CURVE, per socket: a refused key logged, retried

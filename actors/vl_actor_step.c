@@ -25,7 +25,7 @@ static int s_take_obs(vl_actor_t *self, int external, const float *obs, size_t n
         return vl_actor_fail(VL_ACTOR_EINVAL, why, size,
                              "obs: %zu values, must be %u envs x %u = %zu", obs ? n_values : 0,
                              self->N, self->D, (size_t)self->N * self->D);
-    if (vl_actor_check_obs(&self->ops, "obs", obs, self->N, why, size) != 0)
+    if (vl_actor_check_obs(&self->ops, &self->obs_rules, "obs", obs, self->N, why, size) != 0)
         return VL_ACTOR_EINVAL;
     memcpy(self->obs, obs, (size_t)self->N * self->D * sizeof(float));
     return VL_ACTOR_OK;
@@ -77,8 +77,8 @@ static int s_check_final(vl_actor_t *self, const uint8_t *term, const uint8_t *t
                                  "final_obs: env %u was truncated, its final observation is needed",
                                  i);
         char reason[200];
-        if (vl_actor_check_obs(&self->ops, "final_obs", final_obs + (size_t)i * self->D, 1, reason,
-                               sizeof reason) != 0)
+        if (vl_actor_check_obs(&self->ops, &self->obs_rules, "final_obs",
+                               final_obs + (size_t)i * self->D, 1, reason, sizeof reason) != 0)
             return vl_actor_fail(VL_ACTOR_EINVAL, why, size, "env %u: %s", i, reason);
     }
     return VL_ACTOR_OK;
@@ -110,7 +110,8 @@ int vl_actor_observe(vl_actor_t *self, const float *rewards, const uint8_t *term
                              "next_obs: %zu values, must be %u envs x %u = %zu", n_values, N,
                              self->D, (size_t)N * self->D);
     if (vl_actor_check_outcomes(N, rewards, terminated, truncated, why, why_size) != 0 ||
-        vl_actor_check_obs(&self->ops, "next_obs", next_obs, N, why, why_size) != 0 ||
+        vl_actor_check_obs(&self->ops, &self->obs_rules, "next_obs", next_obs, N, why, why_size) !=
+            0 ||
         s_check_final(self, terminated, truncated, final_obs, why, why_size) != 0)
         return VL_ACTOR_EINVAL;
     memcpy(self->rewards, rewards, N * sizeof(float));

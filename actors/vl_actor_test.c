@@ -229,6 +229,50 @@ static void test_act_and_bad_input(void)
     vl_policy_destroy(&pol);
 }
 
+/* Per-value ranges: a value outside its own range is refused naming it
+   (before any weights are needed); bad ranges or modes are refused; warn
+   and off take what error refuses, but never a NaN. */
+static void test_obs_check_per_value(void)
+{
+    vl_policy_t *pol = vl_policy_new(D, 2, 8, 3);
+    vl_tensor_t t[16];
+    uint32_t n = vl_policy_tensor_count(pol);
+    for (uint32_t i = 0; i < n && i < 16; i++)
+        vl_policy_tensor(pol, i, &t[i]);
+    s_broker_t b;
+    VL_CHECK(s_broker_start(&b, t, n) == 0);
+    vl_actor_params_t p = s_params(b.addr, 1);
+    char why[256];
+    vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
+    VL_CHECK(a);
+    float low[D] = {0, -10, -INFINITY}, high[D] = {1, 10, INFINITY};
+    VL_CHECK(vl_actor_set_obs_check(a, 0, low, high, why, sizeof why) == VL_ACTOR_OK);
+    float obs[N * D] = {0.5f, 0, 1e30f, 5, 0, 0}; // env 1's value 0: 5, outside [0, 1]
+    float logp[N] = {-0.7f, -0.7f};
+    int32_t act[N] = {0, 1};
+    VL_CHECK(vl_actor_act_external(a, obs, N * D, act, logp, why, sizeof why) == VL_ACTOR_EINVAL);
+    VL_CHECK(strstr(why, "obs[1][0] = 5: field 0 element [0] is outside its declared range "
+                         "[0, 1]") != NULL);
+    high[1] = -20; // low > high
+    VL_CHECK(vl_actor_set_obs_check(a, 1, low, high, why, sizeof why) == VL_ACTOR_EINVAL);
+    VL_CHECK(vl_actor_set_obs_check(a, 3, NULL, NULL, why, sizeof why) == VL_ACTOR_EINVAL);
+    high[1] = 10;
+    for (int mode = 1; mode <= 2; mode++) {
+        VL_CHECK(vl_actor_set_obs_check(a, mode, low, high, why, sizeof why) == VL_ACTOR_OK);
+        obs[0] = NAN;
+        VL_CHECK(vl_actor_act_external(a, obs, N * D, act, logp, why, sizeof why) ==
+                 VL_ACTOR_EINVAL);
+        obs[0] = 0.5f;
+        VL_CHECK(vl_actor_act_external(a, obs, N * D, act, logp, why, sizeof why) == VL_ACTOR_OK);
+        uint8_t zero[N] = {0, 0};
+        float rew[N] = {0, 0};
+        VL_CHECK(vl_actor_observe(a, rew, zero, zero, obs, NULL, N * D, why, sizeof why) == 0);
+    }
+    vl_actor_close(&a);
+    s_broker_stop(&b);
+    vl_policy_destroy(&pol);
+}
+
 /* A bad spec is refused at open; a readable wake fd ends the wait for the
    first weights with VL_ACTOR_EINTR (nothing is published here). */
 static void test_refusals_and_wake_fd(void)
@@ -256,5 +300,6 @@ int main(void)
     VL_RUN(test_external_steps_reach_the_segments);
     VL_RUN(test_act_and_bad_input);
     VL_RUN(test_refusals_and_wake_fd);
+    VL_RUN(test_obs_check_per_value);
     return VL_DONE();
 }

@@ -366,6 +366,7 @@ struct vl_envs_s {
     void *vec;     // vectorized form
     uint32_t n_fields;
     s_field_t fields[VL_ENV_FIELDS_MAX];
+    vl_obs_check_t obs_check; // what an f32 value outside its declared range does
 };
 
 /* Returns the largest value of an integer encoding. */
@@ -445,23 +446,63 @@ static void s_log_bad_value(const vl_envs_t *self, const char *what, uint32_t i,
         snprintf(rule, sizeof rule, "in [%g, %g]", f->low, f->high);
     else
         snprintf(rule, sizeof rule, "finite");
-    vl_error("env '%s': env %u %s wrote obs[%u] = %g, field %u (%s) must be %s", self->env->name, i,
-             what, f->offset + k, v, fi, vl_obs_encoding_str(f->encoding), rule);
+    vl_error("env '%s': env %u %s wrote obs[%u] = %g, field %u (%s) element %u must be %s%s",
+             self->env->name, i, what, f->offset + k, v, fi, vl_obs_encoding_str(f->encoding), k,
+             rule,
+             !f->whole && f->high < FLT_MAX && v >= -FLT_MAX && v <= FLT_MAX
+                 ? " (its declared range; --obs-check warn or off if the env's bounds are "
+                   "approximate)"
+                 : "");
+}
+
+/* Drops the declared ranges of the f32 fields: their values are then only
+   checked finite (--obs-check off, or warn once it has warned). */
+static void s_drop_ranges(vl_envs_t *self)
+{
+    for (uint32_t fi = 0; fi < self->n_fields; fi++)
+        if (!self->fields[fi].whole)
+            self->fields[fi].low = -FLT_MAX, self->fields[fi].high = FLT_MAX;
+}
+
+void vl_envs_set_obs_check(vl_envs_t *self, vl_obs_check_t mode)
+{
+    self->obs_check = mode;
+    if (mode == VL_OBS_CHECK_OFF)
+        s_drop_ranges(self);
+}
+
+/* Takes v, a finite value outside field fi's declared range, under
+   --obs-check warn: says so once, then checks only that values are finite. */
+static void s_warn_range(vl_envs_t *self, const char *what, uint32_t i, uint32_t fi, uint32_t k,
+                         float v)
+{
+    const s_field_t *f = &self->fields[fi];
+    vl_warn("env '%s': env %u %s wrote obs[%u] = %g, outside field %u's declared range [%g, %g]; "
+            "--obs-check warn: sent as it is, and said once",
+            self->env->name, i, what, f->offset + k, v, fi, f->low, f->high);
+    s_drop_ranges(self);
 }
 
 /* Checks env i's observation; returns 0, or -1 after logging the first bad
    value. what names the call that wrote it. */
-static int s_check_obs(const vl_envs_t *self, const char *what, uint32_t i, const float *obs)
+static int s_check_obs(vl_envs_t *self, const char *what, uint32_t i, const float *obs)
 {
     for (uint32_t fi = 0; fi < self->n_fields; fi++) {
         const s_field_t *f = &self->fields[fi];
         if (s_values_ok(f, obs + f->offset, f->count))
             continue;
-        for (uint32_t k = 0; k < f->count; k++)
-            if (s_value_bad(f, obs[f->offset + k])) {
-                s_log_bad_value(self, what, i, fi, k, obs[f->offset + k]);
-                return -1;
+        for (uint32_t k = 0; k < f->count; k++) {
+            float v = obs[f->offset + k];
+            if (!s_value_bad(f, v))
+                continue;
+            if (!f->whole && v >= -FLT_MAX && v <= FLT_MAX &&
+                self->obs_check != VL_OBS_CHECK_ERROR) {
+                s_warn_range(self, what, i, fi, k, v); // only a range was broken
+                continue;
             }
+            s_log_bad_value(self, what, i, fi, k, v);
+            return -1;
+        }
     }
     return 0;
 }
@@ -658,20 +699,23 @@ static int s_outcomes_ok(uint32_t n, const float *rewards, const uint8_t *termin
     return !bad && flags <= 1;
 }
 
-/* Finds and logs the first bad value the vectorized form wrote. */
-static void s_log_vec_fault(vl_envs_t *self, const float *obs, const float *rewards,
-                            const uint8_t *terminated, const uint8_t *truncated,
-                            const float *final_obs)
+/* Finds and logs the first bad value the vectorized form wrote. Returns
+   -1, or 0 when there was none after all (--obs-check warn took a value
+   outside its range). */
+static int s_log_vec_fault(vl_envs_t *self, const float *obs, const float *rewards,
+                           const uint8_t *terminated, const uint8_t *truncated,
+                           const float *final_obs)
 {
     for (uint32_t i = 0; i < self->n; i++) {
         size_t at = (size_t)i * self->dim;
         if (s_check_outcome(self, "vec_step", i, rewards[i], terminated[i], truncated[i]) != 0 ||
             s_check_obs(self, "vec_step", i, obs + at) != 0)
-            return;
+            return -1;
         if ((terminated[i] || truncated[i]) &&
             s_check_obs(self, "vec_step final_obs", i, final_obs + at) != 0)
-            return;
+            return -1;
     }
+    return 0;
 }
 
 /* Returns 1 if the final observations of the envs whose episode ended are
@@ -701,8 +745,7 @@ static int s_step_vec(vl_envs_t *self, const int32_t *actions, float *obs, float
     if (s_outcomes_ok(self->n, rewards, terminated, truncated) && s_rows_ok(self, obs, self->n) &&
         s_final_ok(self, terminated, truncated, final_obs))
         return 0;
-    s_log_vec_fault(self, obs, rewards, terminated, truncated, final_obs);
-    return -1;
+    return s_log_vec_fault(self, obs, rewards, terminated, truncated, final_obs);
 }
 
 int vl_envs_step(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,

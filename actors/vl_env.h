@@ -59,6 +59,13 @@ void vl_env_print_help(FILE *out, const char *dflt);
 /* N environments stepped together. */
 typedef struct vl_envs_s vl_envs_t;
 
+/* What an F32 observation value outside its declared range does (--obs-check):
+   stop, naming the element, its value and the range (error, the default);
+   take it after one warning (warn); take it unchecked (off). A NaN, an
+   infinity or an integer encoding's value out of range stops the actor in
+   every mode: it cannot travel. */
+typedef enum { VL_OBS_CHECK_ERROR = 0, VL_OBS_CHECK_WARN = 1, VL_OBS_CHECK_OFF = 2 } vl_obs_check_t;
+
 /* Creates n environments of env (create or vec_create with arg), seeds
    environment i with seeds[i] and resets them all into obs [n][obs_dim].
    Returns NULL after logging why. Caller destroys. */
@@ -67,6 +74,9 @@ vl_envs_t *vl_envs_new(const vl_env_ops_t *env, uint32_t n, const char *arg, con
 
 /* Frees the environments and nulls the pointer; safe on NULL and twice. */
 void vl_envs_destroy(vl_envs_t **self_p);
+
+/* Sets what an F32 value outside its declared range does (default error). */
+void vl_envs_set_obs_check(vl_envs_t *self, vl_obs_check_t mode);
 
 /* Steps every environment with actions [n] (each in range). Writes obs
    [n][obs_dim] (where an episode ended, the next episode's first

@@ -478,10 +478,15 @@ static void test_bad_values_refused(void)
         const char *step = k ? "vec_step" : "step";
         char want[128];
         VL_CHECK(env);
-        snprintf(want, sizeof want, "%s wrote obs[0] = nan, field 0 (f32) must be in [0, 1]", step);
+        snprintf(want, sizeof want,
+                 "%s wrote obs[0] = nan, field 0 (f32) element 0 must be in [0, 1]", step);
         VL_CHECK(s_fails_with(env, "nan", want));
-        VL_CHECK(s_fails_with(env, "range", "obs[0] = 1.5, field 0 (f32) must be in [0, 1]"));
-        VL_CHECK(s_fails_with(env, "u2", "obs[3] = 7, field 2 (u2) must be a whole number 0..3"));
+        VL_CHECK(s_fails_with(
+            env, "range",
+            "obs[0] = 1.5, field 0 (f32) element 0 must be in [0, 1] (its declared range; "
+            "--obs-check warn or off"));
+        VL_CHECK(s_fails_with(env, "u2",
+                              "obs[3] = 7, field 2 (u2) element 0 must be a whole number 0..3"));
         VL_CHECK(s_fails_with(env, "flag", "set terminated = 2, must be 0 or 1"));
         VL_CHECK(s_fails_with(env, "reward", "returned reward inf, must be finite"));
     }

@@ -113,10 +113,12 @@ int vl_inspect_declared(const uint8_t *data, size_t size, char policy[VL_POLICY_
         } else if (type == 2) {
             if (s_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
                 return -1;
-            if (field == S_FIELD_POLICY_ID && v < VL_POLICY_ID_MAX) {
-                memcpy(policy, p, v);
-                policy[v] = 0;
-                have_policy = 1;
+            if (field == S_FIELD_POLICY_ID) { // the last one counts, as when decoded
+                have_policy = vl_policy_id_valid((const char *)p, v);
+                if (have_policy) {
+                    memcpy(policy, p, v);
+                    policy[v] = 0;
+                }
             }
             p += v;
         } else if (type == 5 || type == 1) {
@@ -137,15 +139,14 @@ vl_reason_t vl_inspect_publication(vl_inspect_t *self, const uint8_t *topic, siz
                                    const uint8_t *body, size_t body_len, vl_publication_t *out)
 {
     char name[VL_POLICY_ID_MAX];
-    if (topic_len == 0 || topic_len >= sizeof name)
+    out->is_stats =
+        topic_len == strlen(VL_STATS_TOPIC) && memcmp(topic, VL_STATS_TOPIC, topic_len) == 0;
+    if (out->is_stats)
+        return vl_stats_decode(body, body_len, &out->stats);
+    if (!vl_policy_id_valid((const char *)topic, topic_len))
         return VL_EPOLICY;
     memcpy(name, topic, topic_len);
     name[topic_len] = 0;
-    out->is_stats = strcmp(name, VL_STATS_TOPIC) == 0;
-    if (out->is_stats)
-        return vl_stats_decode(body, body_len, &out->stats);
-    if (!vl_wire_name_ok(name, sizeof name) || name[0] == '~')
-        return VL_EPOLICY;
     vl_weights_t *w = NULL;
     vl_reason_t r = vl_weights_decode(body, body_len, &self->limits, &w);
     if (r == VL_OK && strcmp(w->policy_id, name) != 0)

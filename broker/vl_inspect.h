@@ -34,7 +34,8 @@ vl_reason_t vl_inspect_segment_within(vl_inspect_t *self, const uint8_t *data, s
 
 /* Reads, without decoding the rest, what a segment message declares: its
    policy id (NUL-terminated) and the decompressed size of its payload.
-   Returns 0, or -1 when they cannot be read (the full check then says why). */
+   Returns 0, or -1 when they cannot be read or the id breaks
+   vl_policy_id_valid (the full check then says why). */
 int vl_inspect_declared(const uint8_t *data, size_t size, char policy[VL_POLICY_ID_MAX],
                         uint64_t *raw_size);
 

@@ -66,9 +66,66 @@ static void test_hostile_bytes(void)
     free(buf);
 }
 
+/* Returns a copy of the segment buf with one more policy id field (field 5)
+   of these len bytes appended; protobuf-c takes the last one (caller frees). */
+static uint8_t *s_with_id_bytes(const uint8_t *buf, size_t size, const char *id, size_t len,
+                                size_t *out_size)
+{
+    uint8_t *out = malloc(size + 2 + len);
+    memcpy(out, buf, size);
+    out[size] = (5 << 3) | 2;
+    out[size + 1] = (uint8_t)len; // every case below is under 128 bytes
+    memcpy(out + size + 2, id, len);
+    *out_size = size + 2 + len;
+    return out;
+}
+
+/* The decoder and the broker's look at what a segment declares take or
+   refuse a policy id alike, by vl_policy_id_valid, over the field's bytes
+   as sent: a NUL inside is not a shorter id. */
+static void test_one_id_rule(void)
+{
+    char nul_id[124];
+    memset(nul_id, 'x', sizeof nul_id);
+    memcpy(nul_id, "abc", 4); // "abc", a NUL, then 120 more bytes
+    char long_id[64];
+    memset(long_id, 'p', sizeof long_id);
+    struct {
+        const char *id;
+        size_t len;
+        int valid;
+    } cases[] = {
+        {nul_id, sizeof nul_id, 0}, {"abc", 3, 1},    {"a b", 3, 0},  {"~x", 2, 0},
+        {long_id, 63, 1},           {long_id, 64, 0}, {"p\tq", 3, 0}, {"", 0, 0},
+    };
+    size_t size;
+    uint32_t h;
+    uint8_t *buf = s_segment("default", &size, &h);
+    VL_CHECK(buf);
+    static uint8_t arrays[1 << 16];
+    vl_limits_t lim = vl_limits_default();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n;
+        uint8_t *msg = s_with_id_bytes(buf, size, cases[i].id, cases[i].len, &n);
+        VL_CHECK(vl_policy_id_valid(cases[i].id, cases[i].len) == cases[i].valid);
+        vl_segment_t head, seg;
+        vl_reason_t want = cases[i].valid ? VL_OK : VL_EPOLICY;
+        VL_CHECK(vl_segment_peek(msg, n, &lim, &head) == want);
+        VL_CHECK(vl_segment_decode(msg, n, &lim, &seg, arrays, sizeof arrays) == want);
+        char policy[VL_POLICY_ID_MAX];
+        uint64_t raw;
+        VL_CHECK(vl_inspect_declared(msg, n, policy, &raw) == (cases[i].valid ? 0 : -1));
+        if (cases[i].valid)
+            VL_CHECK(strlen(policy) == cases[i].len && strcmp(policy, seg.policy_id) == 0);
+        free(msg);
+    }
+    free(buf);
+}
+
 int main(void)
 {
     VL_RUN(test_declared);
     VL_RUN(test_hostile_bytes);
+    VL_RUN(test_one_id_rule);
     return VL_DONE();
 }

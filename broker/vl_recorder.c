@@ -12,6 +12,10 @@
 #define S_MAX_MESSAGES 4096       // queued references
 #define S_MAX_BYTES    (64 << 20) // bytes they hold, beyond which the broker waits
 #define S_FLUSH_NS     1000000000LL
+// Records appended but not yet whole in the file: they sit in the writer's
+// buffer (each takes at least VL_STREAM_RECORD bytes of it), plus the one
+// that went out past it.
+#define S_MAX_PENDING (VL_STREAM_WRITE_BUF / VL_STREAM_RECORD + 2)
 
 typedef struct {
     zmq_msg_t msg;
@@ -26,45 +30,61 @@ struct vl_recorder_s {
     pthread_mutex_t lock;
     pthread_cond_t not_empty, not_full;
     s_entry_t ring[S_MAX_MESSAGES];
-    uint32_t head, count;   // under lock
-    size_t bytes;           // under lock: of the queued messages and the one being written
-    int stop;               // under lock
-    int failed;             // writer thread only, then read after join
-    uint64_t unflushed;     // writer thread: appended since the last flush that succeeded
-    uint64_t written, lost; // written by the thread; read as a snapshot
-    char error[256];        // why the recording stopped; set once, before degraded
-    int degraded;           // atomic: 1 once error is set
+    uint32_t head, count;       // under lock
+    size_t bytes;               // under lock: of the queued messages and the one being written
+    int stop;                   // under lock
+    int failed;                 // writer thread only, then read after join
+    uint64_t *ends;             // writer thread: [S_MAX_PENDING] file offsets where the records
+    uint32_t ends_head, n_ends; // appended but not yet whole in the file end, oldest first
+    uint64_t whole_end;         // writer thread: where the last record counted written ends
+    uint64_t written, lost;     // written by the thread; read as a snapshot
+    uint64_t torn;              // of lost: cut part-way by the failed write (0 or 1)
+    char error[256];            // why the recording stopped; set once, before degraded
+    int degraded;               // atomic: 1 once error is set
 };
 
-/* Stops the recording: what was appended but not flushed is lost too (the
-   file may end in a torn record, which a replay detects). */
+/* Counts as written every appended record whose bytes the file now holds
+   whole: exactly what a replay of the file reads. */
+static void s_settle(vl_recorder_t *self)
+{
+    uint64_t in_file = vl_stream_writer_written(self->w);
+    while (self->n_ends && self->ends[self->ends_head] <= in_file) {
+        self->whole_end = self->ends[self->ends_head];
+        self->ends_head = (self->ends_head + 1) % S_MAX_PENDING;
+        self->n_ends--;
+        __atomic_add_fetch(&self->written, 1, __ATOMIC_RELAXED);
+    }
+}
+
+/* Stops the recording: records the file holds whole stay counted written;
+   the rest appended are lost, the first of them torn if the failed write
+   put part of it in the file (a replay stops before it). */
 static void s_fail(vl_recorder_t *self, const char *what)
 {
     self->failed = 1;
     snprintf(self->error, sizeof self->error, "%s", what);
+    s_settle(self);
+    self->torn = self->n_ends && vl_stream_writer_written(self->w) > self->whole_end;
+    __atomic_add_fetch(&self->lost, self->n_ends, __ATOMIC_RELAXED);
+    self->n_ends = 0;
     __atomic_store_n(&self->degraded, 1, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&self->lost, self->unflushed, __ATOMIC_RELAXED);
-    self->unflushed = 0;
     vl_error("recording stopped: %s; the broker goes on, unrecorded messages are counted", what);
-}
-
-/* Counts what the last successful flush put in the file as written. */
-static void s_flushed(vl_recorder_t *self)
-{
-    __atomic_add_fetch(&self->written, self->unflushed, __ATOMIC_RELAXED);
-    self->unflushed = 0;
 }
 
 /* Appends one entry, or counts it lost after a write error (logged once). */
 static void s_write(vl_recorder_t *self, s_entry_t *e)
 {
-    if (!self->failed && vl_stream_append(self->w, e->recv_ns, e->source, zmq_msg_data(&e->msg),
-                                          zmq_msg_size(&e->msg)) != 0)
-        s_fail(self, vl_stream_writer_error(self->w));
-    if (self->failed)
+    if (self->failed) {
         __atomic_add_fetch(&self->lost, 1, __ATOMIC_RELAXED);
-    else if (++self->unflushed && vl_stream_writer_buffered(self->w) == 0)
-        s_flushed(self); // the append wrote everything out (a large record, or flush always)
+        return;
+    }
+    size_t size = zmq_msg_size(&e->msg);
+    uint32_t at = (self->ends_head + self->n_ends++) % S_MAX_PENDING;
+    self->ends[at] = vl_stream_writer_bytes(self->w) + VL_STREAM_RECORD + size;
+    if (vl_stream_append(self->w, e->recv_ns, e->source, zmq_msg_data(&e->msg), size) != 0)
+        s_fail(self, vl_stream_writer_error(self->w));
+    else
+        s_settle(self);
 }
 
 /* Flushes (and with everysec syncs) if a second passed since the last. */
@@ -77,7 +97,7 @@ static void s_maybe_flush(vl_recorder_t *self, int64_t *last)
     if (vl_stream_flush(self->w, self->flush == VL_FLUSH_EVERYSEC) != 0)
         s_fail(self, vl_stream_writer_error(self->w));
     else
-        s_flushed(self);
+        s_settle(self);
 }
 
 /* The writing thread: takes entries oldest first until stopped and drained. */
@@ -117,22 +137,28 @@ static void *s_main(void *arg)
 vl_recorder_t *vl_recorder_new(const char *path, const char *config, vl_flush_t flush)
 {
     vl_recorder_t *self = calloc(1, sizeof *self);
-    if (!self)
+    if (!self || !(self->ends = calloc(S_MAX_PENDING, sizeof *self->ends))) {
+        vl_error("cannot record to %s: out of memory", path);
+        free(self);
         return NULL;
+    }
     char why[256];
     self->flush = flush;
     self->w = vl_stream_writer_new(path, config, flush, why, sizeof why);
     if (!self->w) {
         vl_error("cannot record to %s: %s", path, why);
+        free(self->ends);
         free(self);
         return NULL;
     }
+    self->whole_end = vl_stream_writer_bytes(self->w); // the header, written by now
     pthread_mutex_init(&self->lock, NULL);
     pthread_cond_init(&self->not_empty, NULL);
     pthread_cond_init(&self->not_full, NULL);
     if (pthread_create(&self->thread, NULL, s_main, self) != 0) {
         vl_error("cannot record to %s: no thread", path);
         vl_stream_writer_destroy(&self->w);
+        free(self->ends);
         free(self);
         return NULL;
     }
@@ -187,21 +213,25 @@ int vl_recorder_destroy(vl_recorder_t **self_p)
         if (vl_stream_flush(self->w, self->flush != VL_FLUSH_NEVER) != 0)
             s_fail(self, vl_stream_writer_error(self->w));
         else
-            s_flushed(self);
+            s_settle(self);
     }
-    uint64_t bytes = vl_stream_writer_bytes(self->w);
+    uint64_t bytes = vl_stream_writer_written(self->w);
     int rc = vl_stream_writer_destroy(&self->w);
     if (rc != 0 && !self->failed)
         vl_error("recording: the last write or sync failed");
     vl_info("recorded %llu messages, %llu bytes%s", (unsigned long long)self->written,
             (unsigned long long)bytes, self->lost ? "; SOME WERE NOT RECORDED" : "");
     if (self->lost)
-        vl_error("recording incomplete: %llu messages not recorded",
-                 (unsigned long long)self->lost);
+        vl_error("recording incomplete: %llu messages not recorded%s",
+                 (unsigned long long)self->lost,
+                 self->torn ? " (1 of them cut part-way at the end of the file, in doubt: a "
+                              "replay stops before it)"
+                            : "");
     rc = rc != 0 || self->lost ? -1 : 0;
     pthread_cond_destroy(&self->not_empty);
     pthread_cond_destroy(&self->not_full);
     pthread_mutex_destroy(&self->lock);
+    free(self->ends);
     free(self);
     *self_p = NULL;
     return rc;

@@ -24,9 +24,10 @@ vl_recorder_t *vl_recorder_new(const char *path, const char *config, vl_flush_t 
    what it could not record instead (logged once). */
 void vl_recorder_add(vl_recorder_t *self, zmq_msg_t *msg, int64_t recv_ns, uint32_t source);
 
-/* Returns the messages known to be in the file so far: appended and then
-   flushed to it without error (a write error makes what was appended but
-   not flushed lost). */
+/* Returns the messages whose records the file holds whole so far: exactly
+   what a replay of it reads (a record still in the writer's buffer, or cut
+   part-way by a failed write, is not counted; after a write error the ones
+   not whole are lost). */
 uint64_t vl_recorder_written(const vl_recorder_t *self);
 
 /* Returns the messages that could not be recorded (after a write error). */

@@ -1,6 +1,7 @@
 /*  vl_opts: checked parsing of command-line values and broker addresses. */
 #include "vl_opts.h"
 
+#include "../messages/vl_wire.h"
 #include "vl_log.h"
 
 #include <arpa/inet.h>
@@ -112,10 +113,7 @@ int vl_opt_endpoint(const char *cmd, const char *host_port, int offset, char *ou
 
 int vl_opt_policy(const char *cmd, const char *policy)
 {
-    size_t n = policy ? strlen(policy) : 0;
-    int ok = n > 0 && n < 64 && policy[0] != '~';
-    for (size_t i = 0; ok && i < n; i++)
-        ok = isgraph((unsigned char)policy[i]);
+    int ok = policy && vl_policy_id_valid(policy, strlen(policy));
     if (!ok)
         fprintf(stderr,
                 "volley %s: --policy wants 1 to 63 printable characters without spaces, "

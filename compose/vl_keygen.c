@@ -137,7 +137,7 @@ static int s_check_policies(const char *list)
     snprintf(copy, sizeof copy, "%s", list);
     int n = 0;
     for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save), n++)
-        if (!vl_wire_name_ok(p, VL_POLICY_ID_MAX) || p[0] == '~' || strpbrk(p, " \t")) {
+        if (!vl_policy_id_ok(p)) {
             fprintf(stderr,
                     "volley keygen: --policies: '%s' is not a policy id (1 to 63 printable "
                     "characters, no spaces, not starting with '~'; ids separated by commas)\n",

@@ -245,6 +245,10 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
             s_add_long(&a, "--max-ahead", c->max_ahead);
         if (c->wait_ms >= 0)
             s_add_long(&a, "--wait-ms", c->wait_ms);
+        if (c->obs_check) {
+            s_add(&a, "--obs-check");
+            s_add(&a, c->obs_check);
+        }
         if (c->deterministic) { // each round on the weights trained on the one before
             s_add_long(&a, "--max-ahead", 1);
             s_add_long(&a, "--wait-ms", 3600000);

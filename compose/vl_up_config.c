@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../actors/vl_actor_check.h"
 #include "../common/vl_ini.h"
 #include "../common/vl_opts.h"
 #include "../learner/vl_learner.h"
@@ -46,8 +47,8 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
                                           .runs = "runs"};
 
 /* The flags that take a text (checked where they are used) or nothing. */
-static const char *const s_texts[] = {"env",    "env-arg", "until", "checkpoint",
-                                      "record", "name",    "runs",  "lr-anneal"};
+static const char *const s_texts[] = {"env",  "env-arg", "until",     "checkpoint", "record",
+                                      "name", "runs",    "lr-anneal", "obs-check"};
 static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force"};
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
@@ -136,6 +137,8 @@ static void s_usage(FILE *out)
             "  --record FILE      the broker records every segment message into FILE (a new\n"
             "                     file; a bare name goes in the run directory, a path with\n"
             "                     a '/' where it says), for `volley replay FILE`\n"
+            "  --obs-check MODE   the actors' check of observations against their declared\n"
+            "                     ranges: error (default), warn or off (see volley actor --help)\n"
             "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
             "                     (default none: constant)\n"
             "  --deterministic    one actor, fixed seeds, the learner in lockstep with it\n"
@@ -513,13 +516,22 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
     case 6:
         c->runs = text;
         return 0;
-    default:
+    case 7:
         if (strcmp(text, "linear") != 0 && strcmp(text, "none") != 0) {
             fprintf(stderr, "volley up: --lr-anneal wants linear or none, not '%s'\n", text);
             return -1;
         }
         c->lr_anneal = text[0] == 'l';
         return 0;
+    default: {
+        vl_obs_check_t mode;
+        if (vl_obs_check_parse(text, &mode) != 0) {
+            fprintf(stderr, "volley up: --obs-check wants error, warn or off, not '%s'\n", text);
+            return -1;
+        }
+        c->obs_check = text;
+        return 0;
+    }
     }
 }
 
@@ -622,6 +634,7 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
                  "[up]\n");
     s_kv(out, "env", c->env->path ? c->env->path : c->env->name);
     s_kv(out, "env-arg", c->env_arg);
+    s_kv(out, "obs-check", c->obs_check);
     s_kv(out, "until", until[c->until]);
     for (int i = 0; i < S_NNUMS; i++) {
         if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)

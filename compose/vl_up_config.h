@@ -17,6 +17,8 @@ typedef enum { VL_UNTIL_DEFAULT, VL_UNTIL_SOLVED, VL_UNTIL_STEPS, VL_UNTIL_SECON
 typedef struct {
     const vl_env_ops_t *env;
     const char *env_arg; // passed through: --env-arg TEXT
+    /* passed through to the actors: --obs-check MODE (NULL: theirs) */
+    const char *obs_check;
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
     long max_ahead, wait_ms; // the actors' (-1: theirs)
     vl_until_t until;

@@ -13,6 +13,7 @@
 #include "../common/vl_ini.h"
 #include "../common/vl_log.h"
 #include "../messages/vl_spec.h"
+#include "vl_checkpoint.h"
 
 #define S_PATH_MAX   4096
 #define S_CONFIG_MAX 8192
@@ -131,6 +132,29 @@ static int s_check_structure(const char *path, const vl_learner_config_t *c, cha
 
 /* ---- refusals before anything starts --------------------------------------------- */
 
+/* Reads and verifies the whole checkpoint at path (every size and CRC), so
+   that a corrupt one is refused at start, before the learner waits for a
+   broker. Returns 0, or -1 with a one-line why naming the file and the way out. */
+static int s_check_intact(const char *path, char *why, size_t why_size)
+{
+    char reason[512];
+    vl_checkpoint_t *ck = vl_checkpoint_read(path, reason, sizeof reason);
+    if (ck) {
+        vl_checkpoint_destroy(&ck);
+        return 0;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+        snprintf(why, why_size,
+                 "--resume: refusing checkpoint %s: %s (move it away, or start over with --force, "
+                 "which keeps it as %s.bak)",
+                 path, reason, path);
+    else
+        snprintf(why, why_size, "--resume: refusing checkpoint %s: %s (move it away)", path,
+                 reason);
+    return -1;
+}
+
 /* Checks that dir exists as a directory (made if missing) and takes a new
    file. Returns 0, or -1 with why. */
 static int s_check_writable(const char *dir, const char *policy, char *why, size_t why_size)
@@ -182,6 +206,8 @@ int vl_keeper_check(const vl_learner_config_t *c, int with_spec, char *why, size
         return -1;
     }
     if (s_check_writable(c->checkpoint_dir, c->policy, why, why_size) != 0)
+        return -1;
+    if (c->resume && s_check_intact(path, why, why_size) != 0)
         return -1;
     return c->resume && with_spec ? s_check_structure(path, c, why, why_size) : 0;
 }

@@ -8,7 +8,8 @@
 
     Refused before anything starts (vl_keeper_check): a DIR that already
     holds <policy>.ckpt without --resume (start over with --force, which
-    keeps the old file as .bak), --resume with no checkpoint, a DIR that
+    keeps the old file as .bak), --resume with no checkpoint or with one
+    that does not read back whole (every size and CRC checked), a DIR that
     cannot be written, and a resume whose checkpoint was trained on other
     observations, actions or network size (naming the field). */
 #ifndef VL_KEEPER_H

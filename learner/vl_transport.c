@@ -111,11 +111,10 @@ vl_transport_t *vl_transport_new(const char *broker, const char *policy,
     char ignored[8];
     if (!why || !why_size)
         why = ignored, why_size = sizeof ignored;
-    if (!broker || !*broker || strlen(broker) >= 256 ||
-        !vl_wire_name_ok(policy, VL_POLICY_ID_MAX)) {
+    if (!broker || !*broker || strlen(broker) >= 256 || !vl_policy_id_ok(policy)) {
         s_why(why, why_size,
-              "broker must be HOST[:PORT] and policy a printable name under 64 "
-              "bytes");
+              "broker must be HOST[:PORT] and policy 1..63 printable characters, "
+              "no spaces, not starting with '~'");
         return NULL;
     }
     if (capacity < 2 || capacity > S_CAPACITY_MAX) {

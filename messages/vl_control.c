@@ -10,7 +10,7 @@
 /* Encodes a Hello. Returns 0 and sets *out (caller frees), or -1. */
 int vl_hello_encode(const char *policy_id, uint8_t **out, size_t *out_size)
 {
-    if (!vl_wire_name_ok(policy_id, VL_POLICY_ID_MAX) || !out || !out_size)
+    if (!vl_policy_id_ok(policy_id) || !out || !out_size)
         return -1;
     Volley__Hello msg = VOLLEY__HELLO__INIT;
     msg.schema = VL_SCHEMA_VERSION;
@@ -22,9 +22,10 @@ int vl_hello_encode(const char *policy_id, uint8_t **out, size_t *out_size)
 vl_reason_t vl_hello_decode(const uint8_t *data, size_t size, char policy_id[VL_POLICY_ID_MAX])
 {
     assert(policy_id);
-    Volley__Hello *msg = volley__hello__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Hello *msg = vl_wire_unpack(&volley__hello__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
     if (reason == VL_OK)
         memcpy(policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
@@ -48,7 +49,7 @@ static vl_reason_t s_credit_check(uint64_t granted, uint64_t received)
    policy id, counters the decoder would refuse or no memory. */
 int vl_credit_encode(const vl_credit_t *credit, uint8_t **out, size_t *out_size)
 {
-    if (!credit || !vl_wire_name_ok(credit->policy_id, VL_POLICY_ID_MAX) || !out || !out_size ||
+    if (!credit || !vl_policy_id_ok(credit->policy_id) || !out || !out_size ||
         s_credit_check(credit->total_granted, credit->total_received) != VL_OK)
         return -1;
     Volley__Credit msg = VOLLEY__CREDIT__INIT;
@@ -63,9 +64,10 @@ int vl_credit_encode(const vl_credit_t *credit, uint8_t **out, size_t *out_size)
 vl_reason_t vl_credit_decode(const uint8_t *data, size_t size, vl_credit_t *credit)
 {
     assert(credit);
-    Volley__Credit *msg = volley__credit__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Credit *msg = vl_wire_unpack(&volley__credit__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
     if (reason == VL_OK)
         reason = s_credit_check(msg->total_granted, msg->total_received);
@@ -106,7 +108,7 @@ void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg)
 
 int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
 {
-    if (!stats || !vl_wire_name_ok(stats->policy_id, VL_POLICY_ID_MAX) || !out || !out_size ||
+    if (!stats || !vl_policy_id_ok(stats->policy_id) || !out || !out_size ||
         stats->n_refusals > VL_REFUSALS_MAX)
         return -1;
     Volley__Stats msg;
@@ -183,9 +185,10 @@ static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
 vl_reason_t vl_stats_decode(const uint8_t *data, size_t size, vl_stats_t *stats)
 {
     assert(stats);
-    Volley__Stats *msg = volley__stats__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Stats *msg = vl_wire_unpack(&volley__stats__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_stats_t tmp;
     memset(&tmp, 0, sizeof tmp);
     vl_reason_t reason = s_stats_from_msg(msg, &tmp);

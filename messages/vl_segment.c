@@ -210,9 +210,10 @@ vl_reason_t vl_segment_peek(const uint8_t *data, size_t size, const vl_limits_t 
                             vl_segment_t *seg)
 {
     assert(lim && seg);
-    Volley__Segment *msg = volley__segment__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Segment *msg = vl_wire_unpack(&volley__segment__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_segment_t tmp;
     vl_reason_t reason = s_check_header(msg, lim, &tmp);
     volley__segment__free_unpacked(msg, NULL);
@@ -225,9 +226,10 @@ vl_reason_t vl_segment_decode_with(const uint8_t *data, size_t size, const vl_li
                                    vl_segment_t *seg, vl_segment_reserve_fn reserve, void *ctx)
 {
     assert(lim && seg && reserve);
-    Volley__Segment *msg = volley__segment__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Segment *msg = vl_wire_unpack(&volley__segment__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_segment_t tmp;
     vl_reason_t reason = s_segment_from_msg(msg, lim, &tmp, reserve, ctx);
     volley__segment__free_unpacked(msg, NULL);
@@ -262,7 +264,7 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
     lim.max_obs_dim = UINT32_MAX;
     uint32_t dim, wire;
     if (seg->horizon == 0 || seg->num_actions == 0 || seg->n_episodes > seg->horizon ||
-        !vl_wire_name_ok(seg->policy_id, VL_POLICY_ID_MAX) ||
+        !vl_policy_id_ok(seg->policy_id) ||
         vl_obs_spec_check(&seg->obs_spec, &lim, &dim, &wire) != VL_OK || dim != seg->obs_dim ||
         wire != seg->obs_wire_bytes || vl_obs_row_bytes(&seg->obs_spec) != seg->obs_row_bytes)
         return 0;

@@ -71,7 +71,7 @@ static vl_reason_t s_check_sizes(const vl_spec_t *spec, const vl_limits_t *lim)
 int vl_spec_encode(const vl_spec_t *spec, uint8_t **out, size_t *out_size)
 {
     vl_limits_t lim = vl_limits_default();
-    if (!spec || !out || !out_size || !vl_wire_name_ok(spec->policy_id, VL_POLICY_ID_MAX) ||
+    if (!spec || !out || !out_size || !vl_policy_id_ok(spec->policy_id) ||
         s_check_sizes(spec, &lim) != VL_OK ||
         (spec->env[0] && !vl_wire_name_ok(spec->env, VL_POLICY_ID_MAX)))
         return -1;
@@ -111,9 +111,10 @@ vl_reason_t vl_spec_decode(const uint8_t *data, size_t size, const vl_limits_t *
                            vl_spec_t *spec)
 {
     assert(lim && spec);
-    Volley__Spec *msg = volley__spec__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Spec *msg = vl_wire_unpack(&volley__spec__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_reason_t r = vl_spec_from_msg(msg, lim, spec);
     volley__spec__free_unpacked(msg, NULL);
     return r;

@@ -18,7 +18,7 @@ static int s_beat_figures_ok(float apply_ms, float apply_ms_max, float steps)
 
 int vl_beat_encode(const vl_beat_t *beat, uint8_t **out, size_t *out_size)
 {
-    if (!beat || !vl_wire_name_ok(beat->policy_id, VL_POLICY_ID_MAX) || !out || !out_size ||
+    if (!beat || !vl_policy_id_ok(beat->policy_id) || !out || !out_size ||
         !s_beat_figures_ok(beat->apply_ms, beat->apply_ms_max, beat->env_steps_per_s))
         return -1;
     Volley__Beat msg = VOLLEY__BEAT__INIT;
@@ -44,9 +44,10 @@ int vl_beat_encode(const vl_beat_t *beat, uint8_t **out, size_t *out_size)
 vl_reason_t vl_beat_decode(const uint8_t *data, size_t size, vl_beat_t *beat)
 {
     assert(beat);
-    Volley__Beat *msg = volley__beat__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Beat *msg = vl_wire_unpack(&volley__beat__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_reason_t reason = vl_wire_check_head(msg->schema, msg->policy_id);
     if (reason == VL_OK &&
         !s_beat_figures_ok(msg->apply_ms, msg->apply_ms_max, msg->env_steps_per_s))
@@ -85,7 +86,7 @@ int vl_status_encode(Volley__Status *status, uint8_t **out, size_t *out_size)
 /* Checks one actor row. */
 static vl_reason_t s_check_actor(const Volley__ActorRow *a)
 {
-    if (!vl_wire_name_ok(a->policy_id, VL_POLICY_ID_MAX))
+    if (!vl_policy_id_ok(a->policy_id))
         return VL_EPOLICY;
     if (!s_figure_ok(a->segments_per_s) || !s_figure_ok(a->send_ms) || !s_figure_ok(a->apply_ms) ||
         !s_figure_ok(a->env_steps_per_s) || !s_figure_ok(a->silent_s))
@@ -96,7 +97,7 @@ static vl_reason_t s_check_actor(const Volley__ActorRow *a)
 /* Checks one learner row and its stats, if any. */
 static vl_reason_t s_check_learner(const Volley__LearnerRow *l)
 {
-    if (!vl_wire_name_ok(l->policy_id, VL_POLICY_ID_MAX))
+    if (!vl_policy_id_ok(l->policy_id))
         return VL_EPOLICY;
     if (!s_figure_ok(l->delivered_per_s) || !s_figure_ok(l->silent_s))
         return VL_ENONFINITE;
@@ -145,11 +146,9 @@ static vl_reason_t s_check_status(const Volley__Status *s)
 Volley__Status *vl_status_decode(const uint8_t *data, size_t size, vl_reason_t *reason)
 {
     assert(reason);
-    Volley__Status *s = volley__status__unpack(NULL, size, data);
-    if (!s) {
-        *reason = VL_EPROTO;
+    Volley__Status *s = vl_wire_unpack(&volley__status__descriptor, data, size, reason);
+    if (!s)
         return NULL;
-    }
     *reason = s_check_status(s);
     if (*reason != VL_OK)
         vl_status_free(&s);

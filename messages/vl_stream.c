@@ -40,7 +40,8 @@ struct vl_stream_writer_s {
     uint8_t *buf; // VL_STREAM_WRITE_BUF bytes, used of them waiting
     size_t used;
     uint64_t records, bytes;
-    int failed; // an I/O error left the tail in doubt: nothing more is written
+    uint64_t written; // bytes the kernel took (header included), partial writes too
+    int failed;       // an I/O error left the tail in doubt: nothing more is written
     char error[S_WHY];
 };
 
@@ -91,8 +92,9 @@ static void s_say(char *why, size_t why_size, const char *fmt, ...)
 /* ---- writing ------------------------------------------------------------- */
 
 /* Returns 0 once every byte of iov[0..n) is written, or -1 with errno. The
-   iovecs are consumed. */
-static int s_writev_all(int fd, struct iovec *iov, int n)
+   iovecs are consumed; *done grows by every byte the kernel took, so that
+   after a failure it says where the file ends. */
+static int s_writev_all(int fd, struct iovec *iov, int n, uint64_t *done)
 {
     while (n > 0) {
         if (iov->iov_len == 0) {
@@ -107,6 +109,7 @@ static int s_writev_all(int fd, struct iovec *iov, int n)
                 errno = EIO;
             return -1;
         }
+        *done += (uint64_t)k;
         for (size_t left = (size_t)k; left > 0;) {
             size_t step = left < iov->iov_len ? left : iov->iov_len;
             iov->iov_base = (char *)iov->iov_base + step;
@@ -214,7 +217,7 @@ int vl_stream_append(vl_stream_writer_t *w, int64_t recv_ns, uint32_t source, co
         w->used += sizeof head + size;
     } else {
         struct iovec iov[3] = {{w->buf, w->used}, {head, sizeof head}, {(void *)data, size}};
-        if (s_writev_all(w->fd, iov, 3) < 0)
+        if (s_writev_all(w->fd, iov, 3, &w->written) < 0)
             return s_fail(w, "write");
         w->used = 0;
     }
@@ -228,7 +231,7 @@ int vl_stream_flush(vl_stream_writer_t *w, int sync)
     if (!w || w->failed)
         return -1;
     struct iovec iov = {w->buf, w->used};
-    if (s_writev_all(w->fd, &iov, 1) < 0)
+    if (s_writev_all(w->fd, &iov, 1, &w->written) < 0)
         return s_fail(w, "write");
     w->used = 0;
     if (sync && fdatasync(w->fd) < 0)
@@ -249,6 +252,11 @@ uint64_t vl_stream_writer_records(const vl_stream_writer_t *w)
 uint64_t vl_stream_writer_bytes(const vl_stream_writer_t *w)
 {
     return w ? w->bytes : 0;
+}
+
+uint64_t vl_stream_writer_written(const vl_stream_writer_t *w)
+{
+    return w ? w->written : 0;
 }
 
 const char *vl_stream_writer_error(const vl_stream_writer_t *w)

@@ -102,6 +102,11 @@ size_t vl_stream_writer_buffered(const vl_stream_writer_t *w);
    still buffered: the size the file has once flushed. */
 uint64_t vl_stream_writer_bytes(const vl_stream_writer_t *w);
 
+/* Returns the bytes the kernel took for the file, header included: where
+   the file ends, also after a write that failed part-way (a record that
+   ends at or before it is whole in the file). */
+uint64_t vl_stream_writer_written(const vl_stream_writer_t *w);
+
 /* Returns the last error's text, or "" when there was none. */
 const char *vl_stream_writer_error(const vl_stream_writer_t *w);
 

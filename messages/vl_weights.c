@@ -101,9 +101,10 @@ vl_reason_t vl_weights_decode(const uint8_t *data, size_t size, const vl_limits_
 {
     assert(lim && out);
     *out = NULL;
-    Volley__Weights *msg = volley__weights__unpack(NULL, size, data);
+    vl_reason_t unpacked;
+    Volley__Weights *msg = vl_wire_unpack(&volley__weights__descriptor, data, size, &unpacked);
     if (!msg)
-        return VL_EPROTO;
+        return unpacked;
     vl_reason_t reason = s_check_weights(msg, lim);
     if (reason == VL_OK)
         reason = s_weights_from_msg(msg, out);
@@ -156,8 +157,7 @@ static int s_tensor_to_msg(const vl_tensor_t *t, s_tensor_msg_t *m)
 int vl_weights_encode(const char *policy_id, uint64_t version, const vl_tensor_t *tensors,
                       uint32_t n_tensors, uint8_t **out, size_t *out_size)
 {
-    if (!vl_wire_name_ok(policy_id, VL_POLICY_ID_MAX) || (n_tensors && !tensors) || !out ||
-        !out_size)
+    if (!vl_policy_id_ok(policy_id) || (n_tensors && !tensors) || !out || !out_size)
         return -1;
     int rc = -1;
     s_tensor_msg_t *msgs = calloc(n_tensors ? n_tensors : 1, sizeof *msgs);

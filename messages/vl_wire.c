@@ -91,11 +91,91 @@ int vl_wire_name_ok(const char *s, size_t cap)
     return len > 0 && len < cap;
 }
 
+int vl_policy_id_valid(const char *id, size_t len)
+{
+    if (!id || len == 0 || len >= VL_POLICY_ID_MAX || id[0] == '~')
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)id[i] < 0x21 || (unsigned char)id[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+int vl_policy_id_ok(const char *id)
+{
+    return id && vl_policy_id_valid(id, strnlen(id, VL_POLICY_ID_MAX));
+}
+
+/* Reads a varint at *p (below end) into *v, advancing *p. Returns 0, or -1. */
+static int s_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+// volley.proto nests a few levels deep; deeper input is refused, not recursed.
+#define S_MAX_DEPTH 8
+
+/* Walks one encoded message of type desc: 1 if no string field in it holds a NUL. */
+static int s_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
+                           const uint8_t *end, int depth)
+{
+    while (p < end) {
+        uint64_t key, v;
+        if (s_varint(&p, end, &key) != 0)
+            return 0;
+        unsigned type = (unsigned)(key & 7);
+        if (type == 0 && s_varint(&p, end, &v) == 0)
+            continue;
+        if ((type == 1 || type == 5) && (size_t)(end - p) >= (type == 1 ? 8u : 4u)) {
+            p += type == 1 ? 8 : 4;
+            continue;
+        }
+        if (type != 2 || s_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
+            return 0;
+        const ProtobufCFieldDescriptor *f =
+            key >> 3 <= UINT32_MAX
+                ? protobuf_c_message_descriptor_get_field(desc, (unsigned)(key >> 3))
+                : NULL;
+        if (f && f->type == PROTOBUF_C_TYPE_STRING && memchr(p, 0, v))
+            return 0;
+        if (f && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+            (depth >= S_MAX_DEPTH || !s_strings_whole(f->descriptor, p, p + v, depth + 1)))
+            return 0;
+        p += v;
+    }
+    return 1;
+}
+
+int vl_wire_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size)
+{
+    return desc && (size == 0 || data) && s_strings_whole(desc, data, data + size, 0);
+}
+
+void *vl_wire_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size,
+                     vl_reason_t *reason)
+{
+    ProtobufCMessage *msg = protobuf_c_message_unpack(desc, NULL, size, data);
+    *reason = msg ? VL_OK : VL_EPROTO;
+    if (msg && !vl_wire_strings_whole(desc, data, size)) {
+        protobuf_c_message_free_unpacked(msg, NULL);
+        msg = NULL;
+        *reason = VL_EPOLICY;
+    }
+    return msg;
+}
+
 vl_reason_t vl_wire_check_head(uint32_t schema, const char *policy_id)
 {
     if (schema != VL_SCHEMA_VERSION)
         return VL_EVERSION;
-    if (!vl_wire_name_ok(policy_id, VL_POLICY_ID_MAX))
+    if (!vl_policy_id_ok(policy_id))
         return VL_EPOLICY;
     return VL_OK;
 }

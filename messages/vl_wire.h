@@ -25,7 +25,8 @@ typedef enum {
     VL_EACTION,    // action outside [0, num_actions)
     VL_EDONE,      // done other than 0, 1 or 2 (or 2s not as many as the header's
                    // truncations), or log-prob > 0
-    VL_EPOLICY,    // policy id (or tensor name) empty, too long or not printable
+    VL_EPOLICY,    // policy id (or tensor name) breaking the name rule, or a string
+                   // field holding a NUL byte
     VL_EMISMATCH,  // well formed, but not what this receiver serves (shape, horizon)
     VL_EREASONS    // count of reasons, not a reason
 } vl_reason_t;
@@ -61,8 +62,31 @@ int vl_wire_all_finite(const float *x, size_t n);
    included); reads at most cap bytes; NULL gives 0. */
 int vl_wire_name_ok(const char *s, size_t cap);
 
+/* The one rule for a policy id, on the wire and on the command line: 1 to
+   VL_POLICY_ID_MAX - 1 bytes, each printable ASCII other than space, the
+   first not '~' (the broker's own topics, such as the stats topic, start with
+   it). Reads exactly len bytes of id, which need not be NUL-terminated.
+   Returns 1 if the id is valid, else 0; NULL gives 0. */
+int vl_policy_id_valid(const char *id, size_t len);
+
+/* Returns 1 if the NUL-terminated id (read to at most VL_POLICY_ID_MAX
+   bytes) is valid by vl_policy_id_valid, else 0. */
+int vl_policy_id_ok(const char *id);
+
+/* Returns 1 if every string field of the encoded message (nested messages
+   included) holds no NUL byte, so that what protobuf-c unpacks as a C string
+   is the field's bytes whole; 0 otherwise, or on a malformed encoding. */
+int vl_wire_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size);
+
+/* Unpacks a message of type desc, refusing one whose strings are not whole
+   (vl_wire_strings_whole). Returns it (caller frees with
+   protobuf_c_message_free_unpacked, or the type's own free), or NULL with
+   *reason VL_EPROTO or VL_EPOLICY. */
+void *vl_wire_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size,
+                     vl_reason_t *reason);
+
 /* Checks what every message starts with: the schema version, then a valid
-   policy id. Returns VL_OK, VL_EVERSION or VL_EPOLICY. */
+   policy id (vl_policy_id_valid). Returns VL_OK, VL_EVERSION or VL_EPOLICY. */
 vl_reason_t vl_wire_check_head(uint32_t schema, const char *policy_id);
 
 /* Checks an LZ4 block before it is decompressed: `expected` raw bytes

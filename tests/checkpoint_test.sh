@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Checkpoints are never lost (issue 13): a directory that holds one is refused
 # without --resume (--force keeps the old one as .bak), --resume with none is
-# an error, an unwritable --checkpoint fails at start (exit 2), a resume on
+# an error, so is --resume on a corrupt checkpoint, before any broker is
+# reached; an unwritable --checkpoint fails at start (exit 2), a resume on
 # another network is refused naming the field, a run whose last checkpoint
 # could not be written does not end "solved" with exit 0, and --keep N keeps
 # the newest N and the best.
@@ -22,6 +23,29 @@ V learner --broker 127.0.0.1:1 --checkpoint ck > learner.log 2>&1
 [ $? -eq 2 ] && grep -q "holds a checkpoint" learner.log || fail "learner over an existing checkpoint: $(cat learner.log)"
 [ "$(md5sum < ck/default.ckpt)" = "$sum" ] || fail "the refused runs touched the checkpoint"
 pass "an existing checkpoint without --resume is refused (exit 2, up and learner), untouched"
+
+# A corrupt checkpoint is refused at start with one line, before the learner
+# waits for anything: no broker listens on NOBROKER, so a learner that got past
+# the check would wait there (the timeout only stops a hang; it is not a bound).
+NOBROKER=$(free_port)
+for kind in flip truncated empty directory; do
+  mkdir -p "bad-$kind"
+  case $kind in
+    flip) python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0x10; open(sys.argv[2], "wb").write(b)' ck/default.ckpt bad-flip/default.ckpt ;;
+    truncated) head -c "$(( $(stat -c %s ck/default.ckpt) - 100 ))" ck/default.ckpt > bad-truncated/default.ckpt ;;
+    empty) : > bad-empty/default.ckpt ;;
+    directory) mkdir -p bad-directory/default.ckpt ;;
+  esac
+  timeout 60 "$VOLLEY" learner --broker 127.0.0.1:$NOBROKER --checkpoint "bad-$kind" --resume > "bad-$kind.log" 2>&1
+  rc=$?
+  [ $rc -eq 2 ] || fail "learner --resume on a checkpoint with a $kind: exit $rc (124: it waited), $(cat "bad-$kind.log")"
+  [ "$(wc -l < "bad-$kind.log")" -eq 1 ] && grep -q "^volley learner: --resume: refusing checkpoint bad-$kind/default.ckpt: " "bad-$kind.log" ||
+    fail "learner --resume on a checkpoint with a $kind: not one line naming it: $(cat "bad-$kind.log")"
+done
+grep -q "checksum mismatch" bad-flip.log && grep -q "truncated at byte" bad-truncated.log &&
+  grep -q "truncated at byte 0" bad-empty.log && grep -q "not a regular file" bad-directory.log ||
+  fail "the reasons are not named: $(cat bad-*.log)"
+pass "--resume on a corrupt checkpoint (flipped byte, truncated, empty, a directory) is refused at start, one line, no broker needed"
 
 V up --runs "$R" --checkpoint ck --force > force.log 2>&1 || fail "up --force: $(tail -3 force.log)"
 [ "$(md5sum < ck/default.ckpt.bak)" = "$sum" ] || fail "--force did not keep the old checkpoint as .bak: $(ls ck)"

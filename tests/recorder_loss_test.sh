@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Books that show every loss, 1: the recording's disk fills up (the broker
 # runs under a 4 MiB file-size limit, as a full disk would stop it). The broker
-# goes on routing; its status counts as recorded only what reached the file
-# (never more than the file holds), the rest as lost, says the recording is
+# goes on routing; its status counts as recorded exactly the records the file
+# holds whole (what a replay reads), the rest as lost, says the recording is
 # degraded and why, and `volley top` shows it.
 . "$(dirname "$0")/lib.sh"
 PORT=$(free_port)
@@ -39,6 +39,6 @@ infile=$(grep -oE "[0-9]+ (whole )?records?" "$TMP/replay.out" | head -1 | grep 
 echo "     received $received, recorded $recorded, lost $lost; the file holds ${infile:-?} whole records"
 [ -n "$recorded" ] && [ -n "$lost" ] && [ "$((recorded + lost))" -eq "$received" ] ||
     fail "recorded + lost != received ($recorded + $lost vs $received)"
-[ -n "$infile" ] && [ "$recorded" -le "$infile" ] || fail "counted $recorded recorded, the file holds ${infile:-?}"
-pass "recorded ($recorded) + lost ($lost) = received ($received); recorded <= what the file holds ($infile)"
+[ -n "$infile" ] && [ "$recorded" -eq "$infile" ] || fail "counted $recorded recorded, the file holds ${infile:-?}"
+pass "recorded ($recorded) + lost ($lost) = received ($received); recorded = what a replay of the file reads ($infile)"
 echo "2 passed, 0 failed"

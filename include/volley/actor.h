@@ -73,6 +73,16 @@ vl_actor_params_t vl_actor_params_default(void);
    broker. Returns it (caller closes), or NULL with the reason in why. */
 vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why_size);
 
+/* Sets how observations are checked against their declared ranges: low and
+   high [obs_dim] give each value's own range (-inf/+inf: no bound on that
+   side; NULL both: each F32 field's range, as opened); mode says what a value
+   outside it does: 0 refused (EINVAL, naming the element, its value and the
+   range; the default), 1 taken after one warning, 2 taken unchecked. NaN,
+   infinities and integer encodings out of range are refused in every mode.
+   Returns VL_ACTOR_OK, or VL_ACTOR_EINVAL with why (nothing changed). */
+int vl_actor_set_obs_check(vl_actor_t *self, int mode, const float *low, const float *high,
+                           char *why, size_t why_size);
+
 /* Returns the floats per observation row (the fields' values). */
 uint32_t vl_actor_obs_dim(const vl_actor_t *self);
 

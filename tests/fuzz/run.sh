@@ -4,26 +4,30 @@
 # encoded seeds. Prints the seed; a failure prints the crash input and how to
 # replay it, and the script exits 1.
 #
-# usage: run.sh --build-dir DIR [--seconds N] [--only KIND]
+# usage: run.sh --build-dir DIR [--seconds N] [--only KIND] [--seed S]
 #   DIR      a CMake build tree of volley (DIR/messages/volley.pb-c.c must exist)
 #   N        seconds per fuzzer (default 8)
 #   KIND     segment | weights | hello | stats | status | stream (default: all six)
-# env: FUZZ_SEED=S replays a run's seed; CLANG=path picks the compiler.
+#   S        libFuzzer's seed, 1..2147483646: ctest's smoke run passes a fixed
+#            one so that it explores the same inputs every time; without it a
+#            long run draws a random seed (and prints it)
+# env: FUZZ_SEED=S replays a run's seed (as --seed); CLANG=path picks the compiler.
 set -u
 
 KINDS="segment weights hello stats status stream"
 
 usage() {
-  echo "usage: $0 --build-dir DIR [--seconds N] [--only KIND]" >&2
+  echo "usage: $0 --build-dir DIR [--seconds N] [--only KIND] [--seed S]" >&2
   exit 2
 }
 
-build_dir="" seconds=8 only=""
+build_dir="" seconds=8 only="" seed=${FUZZ_SEED:-}
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) build_dir=${2:-}; shift 2 || usage ;;
     --seconds) seconds=${2:-}; shift 2 || usage ;;
     --only) only=${2:-}; shift 2 || usage ;;
+    --seed) seed=${2:-}; shift 2 || usage ;;
     -h|--help) usage ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
   esac
@@ -31,6 +35,12 @@ done
 [ -n "$build_dir" ] || usage
 case "$seconds" in ''|*[!0-9]*) echo "run.sh: --seconds wants a whole number" >&2; exit 2 ;; esac
 [ "$seconds" -ge 1 ] || { echo "run.sh: --seconds wants at least 1" >&2; exit 2; }
+case "$seed" in
+  '') ;;
+  *[!0-9]*) echo "run.sh: --seed wants a whole number 1..2147483646, not '$seed'" >&2; exit 2 ;;
+  *) [ "${#seed}" -le 10 ] && [ "$seed" -ge 1 ] && [ "$seed" -le 2147483646 ] ||
+       { echo "run.sh: --seed wants a whole number 1..2147483646, not '$seed'" >&2; exit 2; } ;;
+esac
 if [ -n "$only" ]; then
   case " $KINDS " in *" $only "*) KINDS=$only ;; *) echo "run.sh: --only wants one of: $KINDS" >&2; exit 2 ;; esac
 fi
@@ -109,8 +119,12 @@ mkdir -p "$work"
   { echo "run.sh: make_corpus failed (a seed the encoders made does not decode); log $out/make_corpus.log:" >&2
     grep -v '^  ' "$out/make_corpus.log" | head -12 >&2; exit 1; }
 
-seed=${FUZZ_SEED:-$(( $(od -An -N4 -tu4 /dev/urandom | tr -d ' ') % 2147483646 + 1 ))}
-echo "fuzz: seed $seed, $seconds s per fuzzer (replay with FUZZ_SEED=$seed)"
+how=fixed
+if [ -z "$seed" ]; then
+  seed=$(( $(od -An -N4 -tu4 /dev/urandom | tr -d ' ') % 2147483646 + 1 ))
+  how=random
+fi
+echo "fuzz: seed $seed ($how), $seconds s per fuzzer (replay with --seed $seed)"
 
 failed=0
 for kind in $KINDS; do

@@ -53,7 +53,7 @@ def test_dict_spec_reaches_the_learner_and_bad_input_is_refused(procs):
         for bad, match in ((good[:2], "obs: shape"),
                            (np.where(np.arange(13) == 0, 256.0, good), r"obs\[0\]\[0\] = 256.*u8"),
                            (np.where(np.arange(13) == 7, 0.5, good), r"obs\[0\]\[7\] = 0.5.*u1"),
-                           (np.where(np.arange(13) == 12, 1.5, good), r"obs\[0\]\[12\] = 1.5.*in \["),
+                           (np.where(np.arange(13) == 12, 1.5, good), r"obs\[0\]\[12\] = 1.5.*'pos'.*range \["),
                            (np.where(np.arange(13) == 11, np.nan, good), r"obs\[0\]\[11\] = nan")):
             with pytest.raises(ValueError, match=match):
                 actor.act(bad)

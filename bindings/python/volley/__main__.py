@@ -67,6 +67,11 @@ def actor_main(argv):
                     help="segments per env on one weights version before waiting (0: never)")
     ap.add_argument("--wait-ms", type=int, default=500, help="longest such wait")
     ap.add_argument("--steps", type=int, default=0, help="stop after this many env steps (0: never)")
+    ap.add_argument("--obs-check", choices=("error", "warn", "off"), default="error",
+                    help="an observation value outside its element's declared bounds: stop the "
+                         "actor naming it (error, default), send it after one warning (warn), or "
+                         "do not check (off), for envs whose declared bounds are approximate; "
+                         "NaN and infinities are refused in every mode")
     a = ap.parse_args(argv)
     if a.envs < 1:
         ap.error("--envs must be >= 1")
@@ -80,7 +85,7 @@ def actor_main(argv):
         n = va.run_actor(envs, broker=a.broker, policy=a.policy, horizon=a.horizon,
                          hidden=a.hidden, actor_id=a.actor_id or os.getpid(), seed=a.seed,
                          max_steps=a.steps or None, max_ahead=a.max_ahead, wait_ms=a.wait_ms,
-                         name=_spec_name(a.env))
+                         name=_spec_name(a.env), obs_check=a.obs_check)
         print(f"volley actor: {n} env steps", file=sys.stderr)
         return 0
     except (KeyboardInterrupt, _Stop, va.ActorInterrupted):

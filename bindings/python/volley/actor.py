@@ -23,6 +23,7 @@ their attributes.
 """
 import ctypes
 import os
+import re
 import signal
 import sys
 import threading
@@ -73,12 +74,15 @@ class _Params(ctypes.Structure):
                 ("actor_id", c_uint32), ("seed", c_uint64), ("max_ahead", c_uint32),
                 ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int)]
 
+OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: vl_actor_set_obs_check's 0, 1, 2
+
 
 _P = c_void_p
 _lib.bind({
     "vl_actor_params_default": (_Params, []),
     "vl_actor_open": (_P, [POINTER(_Params), c_char_p, c_size_t]),
     "vl_actor_close": (None, [POINTER(_P)]),
+    "vl_actor_set_obs_check": (c_int, [_P, c_int, _P, _P, c_char_p, c_size_t]),
     "vl_actor_obs_dim": (c_uint32, [_P]),
     "vl_actor_sync": (c_int, [_P, c_char_p, c_size_t]),
     "vl_actor_act": (c_int, [_P, _P, c_size_t, _P, _P, c_char_p, c_size_t]),
@@ -98,12 +102,21 @@ _lib.bind({
 
 class Spec:
     """What an actor's observations and actions look like: named fields
-    (encoding F32/U8/U2/U1, shape, F32 range low..high, low == high: none) in
-    order, and num_actions discrete actions. obs_dim is the floats per row."""
+    (encoding F32/U8/U2/U1, shape, F32 range low..high) in order, and
+    num_actions discrete actions. obs_dim is the floats per row. A field's
+    low/high are numbers (low == high: no range) or arrays of its shape, one
+    range per element (an infinite bound: none on that side); each element
+    is checked against its own range. low/high [obs_dim] (float32) hold every
+    value's range; a field keeps its widest finite range as its summary."""
 
     def __init__(self, fields, num_actions, name="python", action_start=0):
-        self.fields = [(str(n), int(e), tuple(int(d) for d in s), float(lo), float(hi))
-                       for n, e, s, lo, hi in fields]
+        self.fields, lows, highs = [], [], []
+        for n, e, s, lo, hi in fields:
+            shape = tuple(int(d) for d in s)
+            lo_a, hi_a, env_lo, env_hi = _bounds(int(e), shape, lo, hi, str(n))
+            self.fields.append((str(n), int(e), shape, env_lo, env_hi))
+            lows.append(lo_a)
+            highs.append(hi_a)
         self.num_actions = int(num_actions)
         self.name = name
         self.action_start = int(action_start)
@@ -112,6 +125,8 @@ class Spec:
                              f"1..{FIELDS_MAX}")
         self.sizes = [int(np.prod(s)) for _, _, s, _, _ in self.fields]
         self.obs_dim = sum(self.sizes)
+        self.low = np.ascontiguousarray(np.concatenate(lows), dtype=np.float32)
+        self.high = np.ascontiguousarray(np.concatenate(highs), dtype=np.float32)
         self.keyed = len(self.fields) > 1 or self.fields[0][0] != ""
 
     def __repr__(self):
@@ -158,6 +173,38 @@ def _raise(msg):
     raise ValueError(msg)
 
 
+def _bounds(enc, shape, lo, hi, name):
+    """A field's declared range per element: (low [size], high [size]) as
+    float32 (-inf/+inf: no bound), and the widest finite range (lo, hi) for
+    the field's summary ((0, 0): none). Integer encodings have their own rule."""
+    size = int(np.prod(shape))
+    f32max = float(np.finfo(np.float32).max)
+    none = (np.full(size, -np.inf, np.float32), np.full(size, np.inf, np.float32), 0.0, 0.0)
+    if enc != F32:
+        return none
+    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    if lo.ndim == 0 and hi.ndim == 0:
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            return none
+    try:
+        lo = np.broadcast_to(lo, shape).reshape(size)
+        hi = np.broadcast_to(hi, shape).reshape(size)
+    except ValueError:
+        raise ValueError(f"spec field {name!r}: bounds of shape {np.shape(lo)} / {np.shape(hi)}, "
+                         f"expected a number or the field's shape {shape}") from None
+    if np.isnan(lo).any() or np.isnan(hi).any() or (lo > hi).any():
+        raise ValueError(f"spec field {name!r}: bounds must be numbers with low <= high")
+    # float32 bounds, widened by an ulp where rounding moved them inward: a value
+    # at the edge stays inside; beyond float32's range, no bound.
+    lo32 = np.where(lo <= -f32max, -np.inf, lo).astype(np.float32)
+    hi32 = np.where(hi >= f32max, np.inf, hi).astype(np.float32)
+    lo32 = np.where(lo32 > lo, np.nextafter(lo32, np.float32(-np.inf)), lo32).astype(np.float32)
+    hi32 = np.where(hi32 < hi, np.nextafter(hi32, np.float32(np.inf)), hi32).astype(np.float32)
+    finite = np.isfinite(lo32).all() and np.isfinite(hi32).all() and lo32.min() < hi32.max()
+    summary = (float(lo32.min()), float(hi32.max())) if finite else (0.0, 0.0)
+    return lo32, hi32, summary[0], summary[1]
+
+
 def _kind(space):
     return type(space).__name__
 
@@ -180,16 +227,10 @@ def _field_of(name, space):
         return (name, U8, shape, 0.0, 0.0)
     if dt.kind != "f":
         raise ValueError(f"{where}: dtype {dt}, volley takes float32 or uint8 Boxes")
-    low = np.asarray(space.low, dtype=np.float64)
-    high = np.asarray(space.high, dtype=np.float64)
-    f32max = float(np.finfo(np.float32).max)
-    if np.all(np.isfinite(low)) and np.all(np.isfinite(high)) and low.min() > -f32max \
-            and high.max() < f32max and low.min() < high.max():
-        # The widest bounds, widened by a float32 ulp: values at the edge stay inside.
-        lo = float(np.nextafter(np.float32(low.min()), np.float32(-np.inf)))
-        hi = float(np.nextafter(np.float32(high.max()), np.float32(np.inf)))
-        return (name, F32, shape, lo, hi)
-    return (name, F32, shape, 0.0, 0.0)
+    # Each element keeps its own bounds (Spec checks every value against its own).
+    low = np.broadcast_to(np.asarray(space.low, dtype=np.float64), shape)
+    high = np.broadcast_to(np.asarray(space.high, dtype=np.float64), shape)
+    return (name, F32, shape, low, high)
 
 
 def spec_from_spaces(observation_space, action_space, name="python"):
@@ -300,13 +341,17 @@ class Actor:
     broker: HOST[:PORT]; policy: the policy id, or a callable (external forward
     pass, as policy_fn); spec: a Spec, (observation_space, action_space), or an
     env (or vector env) to read them from; num_envs N; horizon T, hidden (as the
-    learner's); actor_id (default: the pid); seed; max_ahead / wait_ms (pacing).
+    learner's); actor_id (default: the pid); seed; max_ahead / wait_ms (pacing);
+    obs_check: an observation value outside its element's declared range
+    raises ValueError naming the element, its value and the range ("error"),
+    is sent after one warning ("warn"), or is not checked ("off"); NaN and
+    infinities are refused in every mode.
     policy_fn(obs [N, D] float32, weights: Weights) -> (actions [N], logps [N]).
     """
 
     def __init__(self, broker="127.0.0.1", policy="default", spec=None, num_envs=8, horizon=64,
                  hidden=64, actor_id=None, seed=1, policy_fn=None, max_ahead=1, wait_ms=500,
-                 observation_space=None, action_space=None):
+                 observation_space=None, action_space=None, obs_check="error"):
         if callable(policy):
             policy_fn, policy = policy, "default"
         self.spec = _as_spec(spec, observation_space, action_space)
@@ -324,12 +369,22 @@ class Actor:
         p.actor_id = int(actor_id if actor_id is not None else os.getpid()) & 0x7fffffff
         p.seed, p.max_ahead, p.wait_ms = int(seed), int(max_ahead), int(wait_ms)
         p.external, p.wake_fd = int(policy_fn is not None), self._wake.r
+        if obs_check not in OBS_CHECKS:
+            self._wake.close()
+            raise ValueError(f"obs_check: {obs_check!r}, expected one of {', '.join(OBS_CHECKS)}")
         self.actor_id = p.actor_id
         self._why = _lib.why_buffer()
         self._h = c_void_p(_lib.lib.vl_actor_open(ctypes.byref(p), self._why, len(self._why)))
         if not self._h.value:
             self._wake.close()
             raise ValueError(f"volley.Actor: {self._why.value.decode(errors='replace')}")
+        # Each value's own declared range (copied by C), and what breaking it does.
+        if _lib.lib.vl_actor_set_obs_check(self._h, OBS_CHECKS.index(obs_check),
+                                           _ptr(self.spec.low), _ptr(self.spec.high), self._why,
+                                           len(self._why)) != OK:
+            why = self._why.value.decode(errors="replace")
+            self.close()
+            raise ValueError(f"volley.Actor: {why}")
         self._obs = np.zeros((N, D), np.float32)
         self._next = np.zeros((N, D), np.float32)
         self._final = np.zeros((N, D), np.float32)
@@ -378,10 +433,18 @@ class Actor:
                 return True  # Python runs the signal's handler before the retry
             raise ActorInterrupted(why)
         if rc == EINVAL:
-            raise ValueError(why)
+            raise ValueError(self._name_field(why))
         if rc == EREFUSED:
             raise SpecRefused(why)
         raise VolleyError(why)
+
+    def _name_field(self, why):
+        """Adds the field's name to C's "field K element" (a Dict space's key)."""
+        def named(m):
+            k = int(m.group(1))
+            name = self.spec.fields[k][0] if k < len(self.spec.fields) else ""
+            return f"field {k} ({name!r}) element" if name else m.group(0)
+        return re.sub(r"field (\d+) element", named, why)
 
     def _handle(self):
         if not self._h.value:
@@ -583,14 +646,15 @@ def _is_vector(env):
 
 def run_actor(envs, broker="127.0.0.1", policy="default", horizon=64, hidden=64, actor_id=None,
               seed=1, policy_fn=None, max_steps=None, max_ahead=1, wait_ms=500, on_step=None,
-              name=None):
+              name=None, obs_check="error"):
     """Drives Gymnasium-style envs with a volley Actor until interrupted (or
     max_steps env steps). envs: a list of env factories (each called once;
     reset(seed=...) -> (obs, info), step(a) -> (obs, reward, terminated,
     truncated, info); reset when an episode ends), a list of envs, or one vector
     env. name: the env's name in the spec (default: the env's spec id or class
     name; the learner's run records it). Returns the env steps taken; raises
-    what an env raises (segments already sent are complete)."""
+    what an env raises (segments already sent are complete). obs_check: as
+    Actor's."""
     if _is_vector(envs):
         spec = _as_spec(envs)
         n = int(envs.num_envs)
@@ -606,7 +670,7 @@ def run_actor(envs, broker="127.0.0.1", policy="default", horizon=64, hidden=64,
     aid = actor_id if actor_id is not None else os.getpid()
     with Actor(broker=broker, policy=policy, spec=spec, num_envs=n, horizon=horizon,
                hidden=hidden, actor_id=aid, seed=seed, policy_fn=policy_fn,
-               max_ahead=max_ahead, wait_ms=wait_ms) as actor:
+               max_ahead=max_ahead, wait_ms=wait_ms, obs_check=obs_check) as actor:
         loop = _VectorEnv(envs, spec, seed) if _is_vector(envs) else \
             _EnvList(envs, spec, _seeds(seed, aid, n))
         steps = 0
