@@ -58,6 +58,11 @@
               // RLIMIT_NOFILE: every connection the process can have)
 // A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message.
 #define VLB_SUB_MSG_MAX 256
+// libzmq files every subscription it reads from a connection in its own table (XPUB_MANUAL
+// too) before the broker sees it, and reads as long as the connection's queue has room. A
+// queue this short paces a connection's subscriptions to the broker's own reading, so the
+// per-connection cut comes after about VLB_SUBS_PER_CONN of them, not after a whole flood.
+#define VLB_SUB_RCVHWM 4
 // A subscription is answered with the cached last values (a late joiner's weights); each
 // resend goes to every subscriber of the topic, so churn would multiply traffic: a connection
 // gets at most one resend per VLB_RESEND_GAP_NS, and all together at most VLB_RESENDS_PER_S a

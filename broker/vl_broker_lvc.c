@@ -286,9 +286,11 @@ int vl_lvc_recv_subscription(vl_broker_t *self)
             ;
     } else if (d[0] == 0) { // an unsubscription: always taken
         zmq_setsockopt(self->xpub, ZMQ_UNSUBSCRIBE, d + 1, n - 1);
+    } else if (!s_conn_allows(self, &m, &peer)) {
+        // counted first: libzmq holds every subscription it read, refused ones too
     } else if (!vl_peer_may(&peer, VL_ROLE_ACTOR | VL_ROLE_OBSERVER | VL_ROLE_LEARNER, NULL)) {
         vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_ROLE, &peer, NULL);
-    } else if (s_conn_allows(self, &m, &peer) && s_topic_allowed(self, d + 1, n - 1, &peer)) {
+    } else if (s_topic_allowed(self, d + 1, n - 1, &peer)) {
         zmq_setsockopt(self->xpub, ZMQ_SUBSCRIBE, d + 1, n - 1);
         s_serve_late_joiner(self, d + 1, n - 1, zmq_msg_get(&m, ZMQ_SRCFD), &peer);
     }

@@ -282,36 +282,73 @@ static int s_publication_fault(void *pub, const char *fault)
     return 0;
 }
 
-/* Connects a socket of type to broker's port offset with no bound on its
-   send queue (a SUB would drop subscriptions beyond it). NULL on error. */
-static void *s_connect_unbounded(void *ctx, int type, const char *broker, int offset)
+/* Returns a socket of type with no bound on its send queue (a SUB would
+   drop subscriptions beyond it), not yet connected. NULL on error. */
+static void *s_unbounded(void *ctx, int type)
 {
-    char endpoint[512];
     void *sock = zmq_socket(ctx, type);
     int zero = 0;
-    if (!sock || vl_opt_endpoint("inject", broker, offset, endpoint, sizeof endpoint) != 0)
+    if (!sock)
         return NULL;
     zmq_setsockopt(sock, ZMQ_SNDHWM, &zero, sizeof zero);
     zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_connect(sock, endpoint);
     return sock;
 }
 
-/* Subscribes n made-up topics of len bytes each (n <= 10^7, len 8..4096). */
+/* Connects sock to broker's port offset. Returns sock, or NULL on error. */
+static void *s_connect(void *sock, const char *broker, int offset)
+{
+    char endpoint[512];
+    if (!sock || vl_opt_endpoint("inject", broker, offset, endpoint, sizeof endpoint) != 0 ||
+        zmq_connect(sock, endpoint) != 0)
+        return NULL;
+    return sock;
+}
+
+/* Connects a socket of type to broker's port offset with no bound on its
+   send queue. NULL on error. */
+static void *s_connect_unbounded(void *ctx, int type, const char *broker, int offset)
+{
+    return s_connect(s_unbounded(ctx, type), broker, offset);
+}
+
+/* Subscribes n made-up topics of len bytes each (n <= 10^7, len 8..4096):
+   numbered ("N:LEN", topics share long prefixes) or, with "N:LEN:random",
+   each starting with 16 random letters (no two share a prefix beyond a few
+   bytes: the most nodes a prefix tree can be made to hold per byte). All are
+   made before the socket connects, so each connection (and each reconnection
+   after the broker cuts one) sends the whole set at once. */
 static void s_sub_flood(void *ctx, const char *broker, const char *arg)
 {
     long n = 0, len = 0;
-    if (sscanf(arg, "%ld:%ld", &n, &len) != 2 || n < 1 || n > 10000000 || len < 8 || len > 4096)
+    char kind[16] = "";
+    if (sscanf(arg, "%ld:%ld:%15s", &n, &len, kind) < 2 || n < 1 || n > 10000000 || len < 8 ||
+        len > 4096)
         return;
-    void *sub = s_connect_unbounded(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT);
+    int random = strcmp(kind, "random") == 0;
+    void *sub = s_unbounded(ctx, ZMQ_SUB);
     char *topic = malloc((size_t)len);
+    if (!sub || !topic) {
+        free(topic);
+        return;
+    }
     memset(topic, 't', (size_t)len);
+    uint64_t x = 0x9E3779B97F4A7C15ull; // xorshift64: the same topics every run
     for (long i = 0; i < n; i++) {
         snprintf(topic, (size_t)len, "%07ld", i);
         topic[7] = 'x';
+        for (int k = 0; random && k < 16 && k < len; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            topic[k] = (char)('a' + x % 26);
+        }
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, (size_t)len);
     }
     free(topic);
+    if (!s_connect(sub, broker, VL_PORT_WEIGHTS_OUT)) {
+        zmq_close(sub);
+        return;
+    }
+    printf("flooding with %ld subscriptions of %ld bytes\n", n, len);
     s_held[s_n_held++] = sub; // kept subscribed until the end (hold=S)
 }
 
