@@ -56,8 +56,10 @@
 #define VLB_CONN_FDS_MAX                                                                           \
     (1 << 20) // descriptors followed at most (the table is sized by
               // RLIMIT_NOFILE: every connection the process can have)
-// A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message.
-#define VLB_SUB_MSG_MAX 256
+// A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message. The
+// bound holds for the CURVE handshake too, whose INITIATE is 257 bytes plus the client's
+// metadata (its socket type, ...): this leaves room for that, not for a topic of any use.
+#define VLB_SUB_MSG_MAX 512
 // libzmq files every subscription it reads from a connection in its own table (XPUB_MANUAL
 // too) before the broker sees it, and reads as long as the connection's queue has room. A
 // queue this short paces a connection's subscriptions to the broker's own reading, so the
