@@ -28,8 +28,17 @@ typedef struct {
     void *push, *dealer, *pub, *control;
 } s_socks_t;
 
-static void *s_held[64]; // sockets an attack keeps open until the end
+static void *s_held[1024]; // sockets an attack keeps open until the end
 static int s_n_held;
+
+/* Keeps sock open until the end, or closes it when there is no room. */
+static void s_hold(void *sock)
+{
+    if (s_n_held < (int)(sizeof s_held / sizeof s_held[0]))
+        s_held[s_n_held++] = sock;
+    else
+        zmq_close(sock);
+}
 
 /* A valid CartPole-shaped segment for policy of horizon h (<= T), unpacked
    for editing. */
@@ -333,7 +342,8 @@ static void s_sub_flood(void *ctx, const char *broker, const char *arg)
         return;
     }
     memset(topic, 't', (size_t)len);
-    uint64_t x = 0x9E3779B97F4A7C15ull; // xorshift64: the same topics every run
+    static uint64_t floods; // each flood its own topics; the same ones every run
+    uint64_t x = 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull * ++floods; // xorshift64
     for (long i = 0; i < n; i++) {
         snprintf(topic, (size_t)len, "%07ld", i);
         topic[7] = 'x';
@@ -349,7 +359,7 @@ static void s_sub_flood(void *ctx, const char *broker, const char *arg)
         return;
     }
     printf("flooding with %ld subscriptions of %ld bytes\n", n, len);
-    s_held[s_n_held++] = sub; // kept subscribed until the end (hold=S)
+    s_hold(sub); // kept subscribed until the end (hold=S)
 }
 
 /* Subscribes to and unsubscribes from the policy's topic n times. */
@@ -362,7 +372,7 @@ static void s_sub_churn(void *ctx, const char *broker, const char *arg)
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", 7);
         zmq_setsockopt(sub, ZMQ_UNSUBSCRIBE, "default", 7);
     }
-    s_held[s_n_held++] = sub;
+    s_hold(sub);
 }
 
 /* Subscribes to the policy and prints how many messages arrive in arg seconds. */
@@ -393,7 +403,7 @@ static void s_xpub_junk(void *ctx, const char *broker, const char *arg)
     usleep(200 * 1000);
     for (long i = 0; i < n; i++)
         zmq_send(x, "\x42junk", 5, 0);
-    s_held[s_n_held++] = x;
+    s_hold(x);
 }
 
 /* Takes a real weights message of the policy from the broker and publishes
