@@ -67,9 +67,12 @@
 #define VLB_SUB_RCVHWM 4
 // A subscription is answered with the cached last values (a late joiner's weights); each
 // resend goes to every subscriber of the topic, so churn would multiply traffic: a connection
-// gets at most one resend per VLB_RESEND_GAP_NS, and all together at most VLB_RESENDS_PER_S a
-// second (a subscriber refused one gets the next publication, within a second).
+// gets at most one resend per VLB_RESEND_GAP_NS after a first VLB_RESEND_BURST (a subscriber
+// names a few topics at once: its policy and the stats topic), and all together at most
+// VLB_RESENDS_PER_S a second (a subscriber refused one gets the next publication, within a
+// second).
 #define VLB_RESEND_GAP_NS 1000000000LL
+#define VLB_RESEND_BURST  4
 #define VLB_RESENDS_PER_S 50
 // A segment of a policy with no declared spec may take at most this many bytes of arrays
 // (declared payload and decoded arrays alike); a policy's spec sets its own ceiling: exactly
@@ -179,7 +182,7 @@ struct vl_broker_s {
     int n_fds;                // descriptors followed: the process's RLIMIT_NOFILE
     uint16_t *subs_by_fd;     // subscriptions made on each connection (by file descriptor)
     uint32_t *conn_by_fd;     // a hash of each descriptor's peer, to see a descriptor reused
-    int64_t *resent_by_fd;    // monotonic, the last cached-value resend each connection caused
+    int64_t *resent_by_fd;    // monotonic, when each connection's cached-value resends are paid off
     int64_t resend_window_ns; // monotonic, start of the current resend window
     int resends;              // cached-value resends in it
     vl_inspect_t *inspect;

@@ -151,7 +151,8 @@ int vl_lvc_recv_publication(vl_broker_t *self)
 }
 
 /* Returns 1 if a resend of cached values may go out now (VLB_RESENDS_PER_S
-   in all), else 0 after counting it refused. */
+   in all; per connection a burst of VLB_RESEND_BURST, one a
+   VLB_RESEND_GAP_NS after that), else 0 after counting it refused. */
 static int s_resend_allowed(vl_broker_t *self, int fd, const vl_peer_t *peer)
 {
     int64_t now = vl_now_ns();
@@ -159,14 +160,17 @@ static int s_resend_allowed(vl_broker_t *self, int fd, const vl_peer_t *peer)
         self->resend_window_ns = now;
         self->resends = 0;
     }
-    int64_t *last = fd >= 0 && fd < self->n_fds ? &self->resent_by_fd[fd] : NULL;
-    if (self->resends >= VLB_RESENDS_PER_S || (last && *last && now - *last < VLB_RESEND_GAP_NS)) {
+    // The connection's schedule: when its resends would be paid off at one a gap.
+    int64_t *due = fd >= 0 && fd < self->n_fds ? &self->resent_by_fd[fd] : NULL;
+    int64_t from = due && *due > now ? *due : now;
+    if (self->resends >= VLB_RESENDS_PER_S ||
+        from - now > (VLB_RESEND_BURST - 1) * VLB_RESEND_GAP_NS) {
         vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_RESEND, peer, NULL);
         return 0;
     }
     self->resends++;
-    if (last)
-        *last = now;
+    if (due)
+        *due = from + VLB_RESEND_GAP_NS;
     return 1;
 }
 
