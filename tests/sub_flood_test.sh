@@ -4,7 +4,7 @@
 # prefix-tree nodes per byte) to the weights-out port at once, while a learner and a real actor
 # train from loopback. The broker's RSS (VmRSS from /proc) grows by at most 32 MB during the
 # flood and is within 32 MB of its start after the connections close; the actor keeps
-# receiving new weights meanwhile.
+# receiving new weights meanwhile. First, a late joiner of two cached topics gets both.
 . "$(dirname "$0")/lib.sh"
 INJECT=${2:?usage: $0 volley vl_inject}
 PORT=$(free_port)
@@ -26,6 +26,22 @@ actor_version() { # the weights version the actor acts with, from its heartbeat
         sed -n 's/.* kind=actor .* weights_version=\([0-9]*\).*/\1/p' | head -1
 }
 wait_for "$TMP/learner.log" 30 "version=([3-9][0-9]|[0-9]{3,})" || fail "training did not start"
+# A late joiner names its policy and the stats topic at once, both cached: it is sent both
+# cached values, and neither resend is refused as churn.
+for _ in $(seq 100); do # the broker has the learner's stats as well as its weights
+    "$VOLLEY" top --broker 127.0.0.1:$PORT --kv --once 2>/dev/null | grep -q " kind=learner " && break
+    sleep 0.1
+done
+"$INJECT" 127.0.0.1:$PORT "late-join=0.5" > "$TMP/late.out" || fail "vl_inject failed"
+"$VOLLEY" ctl --broker 127.0.0.1:$PORT status > "$TMP/status" 2>&1 || fail "status failed"
+LATE_FAILED= # reported now, failed at the end: the flood is checked either way
+if grep -q "resends over their rate" "$TMP/status"; then
+    echo "FAIL: a late joiner's second topic was refused its cached value: $(grep "resends over" "$TMP/status")"
+    LATE_FAILED=1
+else
+    pass "a late joiner of the policy and the stats topic got both cached values: $(cat "$TMP/late.out")"
+fi
+
 rss0=$(rss_kb)
 peak=$rss0
 sample() { local r; r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r; }
@@ -81,4 +97,5 @@ wait $BROKER
 expect_dropped subscriptions "bound: subscriptions per connection (cut)" 3
 grep -q "they add up" "$TMP/broker.log" || fail "the books do not add up"
 pass "each flooding connection was cut and counted, the books add up"
-echo "3 passed, 0 failed"
+[ -z "$LATE_FAILED" ] || fail "a late joiner's resend was refused (above)"
+echo "4 passed, 0 failed"

@@ -395,6 +395,38 @@ static void s_listen(void *ctx, const char *broker, const char *arg)
     zmq_close(sub);
 }
 
+/* Subscribes to the policy's topic and the stats topic on one connection,
+   both sent at once as a late joiner's are, and counts what each brings in
+   secs seconds. */
+static void s_late_join(void *ctx, const char *broker, const char *arg)
+{
+    double secs = atof(arg);
+    void *sub = s_unbounded(ctx, ZMQ_SUB);
+    if (!sub)
+        return;
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", 7);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
+    int timeout = 100;
+    zmq_setsockopt(sub, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    s_connect(sub, broker, VL_PORT_WEIGHTS_OUT);
+    int64_t end = vl_now_ns() + (int64_t)(secs * 1e9);
+    long weights = 0, stats = 0;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    while (vl_now_ns() < end)
+        if (zmq_msg_recv(&m, sub, 0) >= 0 && zmq_msg_more(&m)) {
+            int is_stats = zmq_msg_size(&m) == strlen(VL_STATS_TOPIC) &&
+                           memcmp(zmq_msg_data(&m), VL_STATS_TOPIC, zmq_msg_size(&m)) == 0;
+            stats += is_stats;
+            weights += !is_stats;
+            while (zmq_msg_more(&m) && zmq_msg_recv(&m, sub, 0) >= 0)
+                ; // the body
+        }
+    zmq_msg_close(&m);
+    printf("late joiner got %ld weights and %ld stats in %.1f s\n", weights, stats, secs);
+    zmq_close(sub);
+}
+
 /* Sends n messages that are no subscription to the weights-out port. */
 static void s_xpub_junk(void *ctx, const char *broker, const char *arg)
 {
@@ -504,6 +536,8 @@ static int s_attack(void *ctx, s_socks_t *s, const char *broker, const char *f)
         s_sub_flood(ctx, broker, arg);
     else if (n == 9 && strncmp(f, "sub-churn", n) == 0)
         s_sub_churn(ctx, broker, arg);
+    else if (n == 9 && strncmp(f, "late-join", n) == 0)
+        s_late_join(ctx, broker, arg);
     else if (n == 6 && strncmp(f, "listen", n) == 0)
         s_listen(ctx, broker, arg);
     else if (n == 9 && strncmp(f, "xpub-junk", n) == 0)
