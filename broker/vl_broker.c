@@ -170,7 +170,7 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(self->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
     // Every subscription reaches us, repeats included: each is a late joiner to serve from the
-    // cache; and none is forwarded to unless we take it (vl_broker_lvc.c bounds what is held).
+    // cache; and a subscriber is sent only the topics we take (vl_broker_lvc.c bounds which).
     // libzmq's own record of a connection's subscriptions is bounded by the per-connection cut
     // and the short receive queue s_bind_xpub gives every connection.
     zmq_setsockopt(self->xpub, ZMQ_XPUB_VERBOSE, &one, sizeof one);
