@@ -38,6 +38,30 @@ static void *s_bind(vl_broker_t *self, const vl_broker_config_t *c, int type, in
     return vl_sock_bind(self->ctx, type, c->bind_host, c->port + offset, 0, c->max_msg);
 }
 
+/* Creates the weights-out XPUB at base port + offset with the bounds its
+   subscribers' connections must carry. libzmq gives each accepted connection
+   the options its listener had when bound, so the socket is made with
+   volley's options on an ephemeral port nobody connects to, given the
+   bounds, bound to its own port, and the ephemeral one closed. NULL on error. */
+static void *s_bind_xpub(vl_broker_t *self, const vl_broker_config_t *c, int offset)
+{
+    void *s = vl_sock_bind(self->ctx, ZMQ_XPUB, c->bind_host, 0, 0, VLB_SUB_MSG_MAX);
+    char first[300], endpoint[300];
+    size_t len = sizeof first;
+    int hwm = VLB_SUB_RCVHWM;
+    if (!s)
+        return NULL;
+    snprintf(endpoint, sizeof endpoint, "tcp://%s:%d", c->bind_host, c->port + offset);
+    if (zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, first, &len) != 0 ||
+        zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 || zmq_bind(s, endpoint) != 0 ||
+        zmq_unbind(s, first) != 0) {
+        vl_error("cannot listen on %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
 /* Loads the broker's certificate, starts the authenticator over c->allow
    and makes every socket a CURVE server. Returns 0, or -1 after logging. */
 static int s_start_curve(vl_broker_t *self, const vl_broker_config_t *c)
@@ -134,7 +158,7 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS);
     self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS);
     self->xsub = s_bind(self, c, ZMQ_XSUB, VL_PORT_WEIGHTS_IN);
-    self->xpub = s_bind(self, c, ZMQ_XPUB, VL_PORT_WEIGHTS_OUT);
+    self->xpub = s_bind_xpub(self, c, VL_PORT_WEIGHTS_OUT);
     self->control = s_bind(self, c, ZMQ_ROUTER, VL_PORT_CONTROL);
     if (!self->pull || !self->router || !self->xsub || !self->xpub || !self->control)
         goto err;
@@ -146,11 +170,11 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     zmq_setsockopt(self->router, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(self->router, ZMQ_SNDHWM, &c->sndhwm, sizeof c->sndhwm);
     // Every subscription reaches us, repeats included: each is a late joiner to serve from the
-    // cache; and none is kept unless we take it (vl_broker_lvc.c bounds what is held).
+    // cache; and a subscriber is sent only the topics we take (vl_broker_lvc.c bounds which).
+    // libzmq's own record of a connection's subscriptions is bounded by the per-connection cut
+    // and the short receive queue s_bind_xpub gives every connection.
     zmq_setsockopt(self->xpub, ZMQ_XPUB_VERBOSE, &one, sizeof one);
     zmq_setsockopt(self->xpub, ZMQ_XPUB_MANUAL, &one, sizeof one);
-    int64_t sub_max = VLB_SUB_MSG_MAX; // only subscriptions come in here
-    zmq_setsockopt(self->xpub, ZMQ_MAXMSGSIZE, &sub_max, sizeof sub_max);
     // Take everything learners publish, so the cache is filled whoever subscribes.
     uint8_t all = 1;
     zmq_send(self->xsub, &all, 1, 0);

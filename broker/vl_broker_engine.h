@@ -56,13 +56,23 @@
 #define VLB_CONN_FDS_MAX                                                                           \
     (1 << 20) // descriptors followed at most (the table is sized by
               // RLIMIT_NOFILE: every connection the process can have)
-// A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message.
-#define VLB_SUB_MSG_MAX 256
+// A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message. The
+// bound holds for the CURVE handshake too, whose INITIATE is 257 bytes plus the client's
+// metadata (its socket type, ...): this leaves room for that, not for a topic of any use.
+#define VLB_SUB_MSG_MAX 512
+// libzmq files every subscription it reads from a connection in its own table (XPUB_MANUAL
+// too) before the broker sees it, and reads as long as the connection's queue has room. A
+// queue this short paces a connection's subscriptions to the broker's own reading, so the
+// per-connection cut comes after about VLB_SUBS_PER_CONN of them, not after a whole flood.
+#define VLB_SUB_RCVHWM 4
 // A subscription is answered with the cached last values (a late joiner's weights); each
 // resend goes to every subscriber of the topic, so churn would multiply traffic: a connection
-// gets at most one resend per VLB_RESEND_GAP_NS, and all together at most VLB_RESENDS_PER_S a
-// second (a subscriber refused one gets the next publication, within a second).
+// gets at most one resend per VLB_RESEND_GAP_NS after a first VLB_RESEND_BURST (a subscriber
+// names a few topics at once: its policy and the stats topic), and all together at most
+// VLB_RESENDS_PER_S a second (a subscriber refused one gets the next publication, within a
+// second).
 #define VLB_RESEND_GAP_NS 1000000000LL
+#define VLB_RESEND_BURST  4
 #define VLB_RESENDS_PER_S 50
 // A segment of a policy with no declared spec may take at most this many bytes of arrays
 // (declared payload and decoded arrays alike); a policy's spec sets its own ceiling: exactly
@@ -172,7 +182,7 @@ struct vl_broker_s {
     int n_fds;                // descriptors followed: the process's RLIMIT_NOFILE
     uint16_t *subs_by_fd;     // subscriptions made on each connection (by file descriptor)
     uint32_t *conn_by_fd;     // a hash of each descriptor's peer, to see a descriptor reused
-    int64_t *resent_by_fd;    // monotonic, the last cached-value resend each connection caused
+    int64_t *resent_by_fd;    // monotonic, when each connection's cached-value resends are paid off
     int64_t resend_window_ns; // monotonic, start of the current resend window
     int resends;              // cached-value resends in it
     vl_inspect_t *inspect;

@@ -151,7 +151,8 @@ int vl_lvc_recv_publication(vl_broker_t *self)
 }
 
 /* Returns 1 if a resend of cached values may go out now (VLB_RESENDS_PER_S
-   in all), else 0 after counting it refused. */
+   in all; per connection a burst of VLB_RESEND_BURST, one a
+   VLB_RESEND_GAP_NS after that), else 0 after counting it refused. */
 static int s_resend_allowed(vl_broker_t *self, int fd, const vl_peer_t *peer)
 {
     int64_t now = vl_now_ns();
@@ -159,14 +160,17 @@ static int s_resend_allowed(vl_broker_t *self, int fd, const vl_peer_t *peer)
         self->resend_window_ns = now;
         self->resends = 0;
     }
-    int64_t *last = fd >= 0 && fd < self->n_fds ? &self->resent_by_fd[fd] : NULL;
-    if (self->resends >= VLB_RESENDS_PER_S || (last && *last && now - *last < VLB_RESEND_GAP_NS)) {
+    // The connection's schedule: when its resends would be paid off at one a gap.
+    int64_t *due = fd >= 0 && fd < self->n_fds ? &self->resent_by_fd[fd] : NULL;
+    int64_t from = due && *due > now ? *due : now;
+    if (self->resends >= VLB_RESENDS_PER_S ||
+        from - now > (VLB_RESEND_BURST - 1) * VLB_RESEND_GAP_NS) {
         vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_RESEND, peer, NULL);
         return 0;
     }
     self->resends++;
-    if (last)
-        *last = now;
+    if (due)
+        *due = from + VLB_RESEND_GAP_NS;
     return 1;
 }
 
@@ -286,9 +290,11 @@ int vl_lvc_recv_subscription(vl_broker_t *self)
             ;
     } else if (d[0] == 0) { // an unsubscription: always taken
         zmq_setsockopt(self->xpub, ZMQ_UNSUBSCRIBE, d + 1, n - 1);
+    } else if (!s_conn_allows(self, &m, &peer)) {
+        // counted first: libzmq holds every subscription it read, refused ones too
     } else if (!vl_peer_may(&peer, VL_ROLE_ACTOR | VL_ROLE_OBSERVER | VL_ROLE_LEARNER, NULL)) {
         vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_ROLE, &peer, NULL);
-    } else if (s_conn_allows(self, &m, &peer) && s_topic_allowed(self, d + 1, n - 1, &peer)) {
+    } else if (s_topic_allowed(self, d + 1, n - 1, &peer)) {
         zmq_setsockopt(self->xpub, ZMQ_SUBSCRIBE, d + 1, n - 1);
         s_serve_late_joiner(self, d + 1, n - 1, zmq_msg_get(&m, ZMQ_SRCFD), &peer);
     }

@@ -35,6 +35,11 @@ echo "20 forged hellos in 4 s: learner versions meanwhile $(( $(version "$TMP/le
 "$INJECT" "$FROM" "sub-flood=80000:200" "sub-flood=20000:16" "hold=3" & F=$!
 sleep 5.5; echo "subscription flood (80,000 x 200 B + 20,000 x 16 B topics): VmRSS $(rss_kb $BROKER) kB"; wait $F
 sleep 1; echo "after the flooder disconnected: VmRSS $(rss_kb $BROKER) kB"
+FL="sub-flood=50000:200:random"
+"$INJECT" "$FROM" $FL $FL $FL "hold=3" > /dev/null & F=$!
+peak=0; while kill -0 $F 2>/dev/null; do r=$(rss_kb $BROKER); [ "$r" -gt $peak ] && peak=$r; sleep 0.1; done
+echo "random-prefix flood (3 connections, each 50,000 x 200 B at once): VmRSS at most $peak kB"
+sleep 2; echo "after the flooder disconnected: VmRSS $(rss_kb $BROKER) kB"
 "$INJECT" "$FROM" "listen=3" > "$TMP/l0"; echo "passive listener alone: $(cat "$TMP/l0")"
 "$INJECT" "$FROM" "listen=3" > "$TMP/l1" & L=$!
 "$INJECT" "$FROM" "sub-churn=20000" "xpub-junk=1000" "hold=1"; wait $L

@@ -28,8 +28,17 @@ typedef struct {
     void *push, *dealer, *pub, *control;
 } s_socks_t;
 
-static void *s_held[64]; // sockets an attack keeps open until the end
+static void *s_held[1024]; // sockets an attack keeps open until the end
 static int s_n_held;
+
+/* Keeps sock open until the end, or closes it when there is no room. */
+static void s_hold(void *sock)
+{
+    if (s_n_held < (int)(sizeof s_held / sizeof s_held[0]))
+        s_held[s_n_held++] = sock;
+    else
+        zmq_close(sock);
+}
 
 /* A valid CartPole-shaped segment for policy of horizon h (<= T), unpacked
    for editing. */
@@ -282,37 +291,75 @@ static int s_publication_fault(void *pub, const char *fault)
     return 0;
 }
 
-/* Connects a socket of type to broker's port offset with no bound on its
-   send queue (a SUB would drop subscriptions beyond it). NULL on error. */
-static void *s_connect_unbounded(void *ctx, int type, const char *broker, int offset)
+/* Returns a socket of type with no bound on its send queue (a SUB would
+   drop subscriptions beyond it), not yet connected. NULL on error. */
+static void *s_unbounded(void *ctx, int type)
 {
-    char endpoint[512];
     void *sock = zmq_socket(ctx, type);
     int zero = 0;
-    if (!sock || vl_opt_endpoint("inject", broker, offset, endpoint, sizeof endpoint) != 0)
+    if (!sock)
         return NULL;
     zmq_setsockopt(sock, ZMQ_SNDHWM, &zero, sizeof zero);
     zmq_setsockopt(sock, ZMQ_LINGER, &zero, sizeof zero);
-    zmq_connect(sock, endpoint);
     return sock;
 }
 
-/* Subscribes n made-up topics of len bytes each (n <= 10^7, len 8..4096). */
+/* Connects sock to broker's port offset. Returns sock, or NULL on error. */
+static void *s_connect(void *sock, const char *broker, int offset)
+{
+    char endpoint[512];
+    if (!sock || vl_opt_endpoint("inject", broker, offset, endpoint, sizeof endpoint) != 0 ||
+        zmq_connect(sock, endpoint) != 0)
+        return NULL;
+    return sock;
+}
+
+/* Connects a socket of type to broker's port offset with no bound on its
+   send queue. NULL on error. */
+static void *s_connect_unbounded(void *ctx, int type, const char *broker, int offset)
+{
+    return s_connect(s_unbounded(ctx, type), broker, offset);
+}
+
+/* Subscribes n made-up topics of len bytes each (n <= 10^7, len 8..4096):
+   numbered ("N:LEN", topics share long prefixes) or, with "N:LEN:random",
+   each starting with 16 random letters (no two share a prefix beyond a few
+   bytes: the most nodes a prefix tree can be made to hold per byte). All are
+   made before the socket connects, so each connection (and each reconnection
+   after the broker cuts one) sends the whole set at once. */
 static void s_sub_flood(void *ctx, const char *broker, const char *arg)
 {
     long n = 0, len = 0;
-    if (sscanf(arg, "%ld:%ld", &n, &len) != 2 || n < 1 || n > 10000000 || len < 8 || len > 4096)
+    char kind[16] = "";
+    if (sscanf(arg, "%ld:%ld:%15s", &n, &len, kind) < 2 || n < 1 || n > 10000000 || len < 8 ||
+        len > 4096)
         return;
-    void *sub = s_connect_unbounded(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT);
+    int random = strcmp(kind, "random") == 0;
+    void *sub = s_unbounded(ctx, ZMQ_SUB);
     char *topic = malloc((size_t)len);
+    if (!sub || !topic) {
+        free(topic);
+        return;
+    }
     memset(topic, 't', (size_t)len);
+    static uint64_t floods; // each flood its own topics; the same ones every run
+    uint64_t x = 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull * ++floods; // xorshift64
     for (long i = 0; i < n; i++) {
         snprintf(topic, (size_t)len, "%07ld", i);
         topic[7] = 'x';
+        for (int k = 0; random && k < 16 && k < len; k++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            topic[k] = (char)('a' + x % 26);
+        }
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, (size_t)len);
     }
     free(topic);
-    s_held[s_n_held++] = sub; // kept subscribed until the end (hold=S)
+    if (!s_connect(sub, broker, VL_PORT_WEIGHTS_OUT)) {
+        zmq_close(sub);
+        return;
+    }
+    printf("flooding with %ld subscriptions of %ld bytes\n", n, len);
+    s_hold(sub); // kept subscribed until the end (hold=S)
 }
 
 /* Subscribes to and unsubscribes from the policy's topic n times. */
@@ -325,7 +372,7 @@ static void s_sub_churn(void *ctx, const char *broker, const char *arg)
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", 7);
         zmq_setsockopt(sub, ZMQ_UNSUBSCRIBE, "default", 7);
     }
-    s_held[s_n_held++] = sub;
+    s_hold(sub);
 }
 
 /* Subscribes to the policy and prints how many messages arrive in arg seconds. */
@@ -348,6 +395,38 @@ static void s_listen(void *ctx, const char *broker, const char *arg)
     zmq_close(sub);
 }
 
+/* Subscribes to the policy's topic and the stats topic on one connection,
+   both sent at once as a late joiner's are, and counts what each brings in
+   secs seconds. */
+static void s_late_join(void *ctx, const char *broker, const char *arg)
+{
+    double secs = atof(arg);
+    void *sub = s_unbounded(ctx, ZMQ_SUB);
+    if (!sub)
+        return;
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "default", 7);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
+    int timeout = 100;
+    zmq_setsockopt(sub, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    s_connect(sub, broker, VL_PORT_WEIGHTS_OUT);
+    int64_t end = vl_now_ns() + (int64_t)(secs * 1e9);
+    long weights = 0, stats = 0;
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    while (vl_now_ns() < end)
+        if (zmq_msg_recv(&m, sub, 0) >= 0 && zmq_msg_more(&m)) {
+            int is_stats = zmq_msg_size(&m) == strlen(VL_STATS_TOPIC) &&
+                           memcmp(zmq_msg_data(&m), VL_STATS_TOPIC, zmq_msg_size(&m)) == 0;
+            stats += is_stats;
+            weights += !is_stats;
+            while (zmq_msg_more(&m) && zmq_msg_recv(&m, sub, 0) >= 0)
+                ; // the body
+        }
+    zmq_msg_close(&m);
+    printf("late joiner got %ld weights and %ld stats in %.1f s\n", weights, stats, secs);
+    zmq_close(sub);
+}
+
 /* Sends n messages that are no subscription to the weights-out port. */
 static void s_xpub_junk(void *ctx, const char *broker, const char *arg)
 {
@@ -356,7 +435,7 @@ static void s_xpub_junk(void *ctx, const char *broker, const char *arg)
     usleep(200 * 1000);
     for (long i = 0; i < n; i++)
         zmq_send(x, "\x42junk", 5, 0);
-    s_held[s_n_held++] = x;
+    s_hold(x);
 }
 
 /* Takes a real weights message of the policy from the broker and publishes
@@ -457,6 +536,8 @@ static int s_attack(void *ctx, s_socks_t *s, const char *broker, const char *f)
         s_sub_flood(ctx, broker, arg);
     else if (n == 9 && strncmp(f, "sub-churn", n) == 0)
         s_sub_churn(ctx, broker, arg);
+    else if (n == 9 && strncmp(f, "late-join", n) == 0)
+        s_late_join(ctx, broker, arg);
     else if (n == 6 && strncmp(f, "listen", n) == 0)
         s_listen(ctx, broker, arg);
     else if (n == 9 && strncmp(f, "xpub-junk", n) == 0)
