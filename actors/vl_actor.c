@@ -17,7 +17,7 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_rng.h"
 #include "../common/vl_sock.h"
-#include "../learner/vl_policy.h"
+#include "../models/vl_policy.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "../include/volley/actor.h"
-#include "vl_env.h"
+#include "../envs/vl_env.h"
 
 typedef struct {
     const char *broker;      // HOST[:PORT] of the broker

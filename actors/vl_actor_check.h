@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vl_env.h"
+#include "../envs/vl_env.h"
 
 /* Checks observation rows [n][ops->obs_dim]: F32 values finite and inside a
    declared range, U8/U2/U1 values whole numbers 0..255/3/1. what names the

@@ -31,7 +31,7 @@
 #include "common/vl_crc32c.h"
 #include "common/vl_log.h"
 #include "common/vl_rng.h"
-#include "learner/vl_checkpoint.h"
+#include "store/vl_checkpoint.h"
 
 #define S_SAMPLES      50000 // the buffer
 #define S_SAMPLE_BYTES 48000 // seed 000's sample

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "actors/vl_env.h"
+#include "envs/vl_env.h"
 #include "bench/vl_bench.h"
 #include "bench/vl_bench_rollout.h"
 #include "common/vl_rng.h"

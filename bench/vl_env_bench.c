@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "actors/vl_env.h"
+#include "envs/vl_env.h"
 #include "bench/vl_bench.h"
 #include "common/vl_rng.h"
 

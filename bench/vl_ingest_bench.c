@@ -35,11 +35,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actors/vl_env.h"
+#include "envs/vl_env.h"
 #include "bench/vl_bench.h"
 #include "bench/vl_bench_rollout.h"
 #include "common/vl_rng.h"
-#include "learner/vl_buffer.h"
+#include "store/vl_buffer.h"
 #include "messages/vl_codec.h"
 #include "volley.pb-c.h"
 

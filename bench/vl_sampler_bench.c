@@ -22,7 +22,7 @@
 
 #include "bench/vl_bench.h"
 #include "common/vl_rng.h"
-#include "learner/vl_sampler.h"
+#include "store/vl_sampler.h"
 
 #define S_BATCH       256  // draws per minibatch, as the trainer takes them
 #define S_UPDATES     4096 // (slot, priority) pairs the set operation cycles through

@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "common/vl_rng.h"
-#include "learner/vtrace.h"
+#include "store/vtrace.h"
 
 #define S_RUNS        5   // runs per operation; the best counts
 #define S_RUN_S       0.1 // seconds per run at least: long enough to hide the clock

@@ -55,7 +55,7 @@
 #include "common/vl_log.h"
 #include "common/vl_opts.h"
 #include "common/vl_proc.h"
-#include "learner/vl_policy.h"
+#include "models/vl_policy.h"
 #include "messages/vl_codec.h"
 
 #define S_POLICY        "bench"     // policy id: the topic the actors subscribe to

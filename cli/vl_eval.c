@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../actors/vl_env.h"
+#include "../envs/vl_env.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_rng.h"
 #include "vl_kept.h"

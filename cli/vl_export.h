@@ -22,7 +22,7 @@
 
 #include <stddef.h>
 
-#include "../actors/vl_env.h"
+#include "../envs/vl_env.h"
 #include "vl_kept.h"
 
 /* Writes kept's weights to path as safetensors and its spec beside it

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../learner/vl_checkpoint.h"
+#include "../store/vl_checkpoint.h"
 #include "../tests/vl_test.h"
 #include "vl_eval.h"
 #include "vl_export.h"

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "../actors/vl_env.h"
+#include "../envs/vl_env.h"
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "../actors/vl_env.h"
+#include "../envs/vl_env.h"
 #include "../common/vl_opts.h"
 #include "../messages/vl_spec.h"
 

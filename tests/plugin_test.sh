@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # An environment plugin built outside the tree, as the README says: install
-# volley into a temporary prefix, compile actors/plugins/corridor.c against
+# volley into a temporary prefix, compile envs/plugins/corridor.c against
 # nothing but `pkg-config --cflags volley`, and let the installed volley
 # (which finds its libvolley by RUNPATH) train it until solved.
 . "$(dirname "$0")/lib.sh"
@@ -34,7 +34,7 @@ pass "installed volley runs on $lib ($got)"
 
 # The README's build line, from a directory outside the source tree.
 mkdir -p "$TMP/src"
-cp "$SRC/actors/plugins/corridor.c" "$TMP/src/"
+cp "$SRC/envs/plugins/corridor.c" "$TMP/src/"
 cd "$TMP/src" || fail "cd $TMP/src"
 cc -shared -fPIC -o libcorridor.so corridor.c $(pkg-config --cflags volley) 2> "$TMP/cc.log" ||
     fail "the plugin does not build: $(head -5 "$TMP/cc.log")"
