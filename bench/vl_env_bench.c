@@ -9,7 +9,7 @@
 
       plugin/builtin  CartPole built in vs the same source built as a plugin
                       (tests/plugins/vl_cartpole_plugin.c includes
-                      actors/vl_cartpole.c, its table exported as volley_env),
+                      envs/vl_cartpole.c, its table exported as volley_env),
                       loaded by vl_env_lookup: target >= 0.95x
       vec/per-env     a cheap env (a random walk, a few flops a step) in the
                       vectorized form vs the per-env form through vl_envs_t's

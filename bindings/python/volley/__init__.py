@@ -33,7 +33,7 @@ from .export import *  # noqa: F401,F403  (its __all__)
 
 __version__ = _lib.lib.vl_version().decode()
 lib_path = _lib.path
-HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until learner/vl_rbuf.c is in the library
+HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until store/vl_rbuf.c is in the library
 
 __all__ = (["vtrace", "vtrace_path", "PrioritizedSampler", "ReplayBuffer", "VolleyError",
             "__version__", "lib_path", "HAVE_REPLAY"] + list(_actor.__all__) +

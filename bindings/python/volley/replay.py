@@ -29,7 +29,7 @@ def _require(*names):
     if missing:
         raise NotImplementedError(
             f"the libvolley loaded ({_lib.path}) has no {', '.join(missing)}: "
-            "the replay buffer (learner/vl_rbuf.c) is not in this build")
+            "the replay buffer (store/vl_rbuf.c) is not in this build")
 
 
 def _field_struct(name, spec):

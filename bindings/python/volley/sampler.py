@@ -1,4 +1,4 @@
-"""volley.PrioritizedSampler: learner/vl_sampler.c's sum-tree over NumPy arrays."""
+"""volley.PrioritizedSampler: store/vl_sampler.c's sum-tree over NumPy arrays."""
 import ctypes
 import math
 import threading

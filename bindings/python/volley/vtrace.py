@@ -1,4 +1,4 @@
-"""volley.vtrace: IMPALA's V-trace over NumPy arrays, by learner/vtrace.c's
+"""volley.vtrace: IMPALA's V-trace over NumPy arrays, by store/vtrace.c's
 vl_vtrace / vl_vtrace_boot (the arithmetic is in shared/BRIEF.md)."""
 import ctypes
 import sys
