@@ -14,7 +14,7 @@
 #include "../envs/vl_env.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_rng.h"
-#include "vl_kept.h"
+#include "../learner/vl_kept.h"
 #include "vl_render.h"
 
 #define S_MAX_ENVS        16                    // envs stepped together when not rendering

@@ -12,7 +12,7 @@
 #include "../tests/vl_test.h"
 #include "vl_eval.h"
 #include "vl_export.h"
-#include "vl_kept.h"
+#include "../learner/vl_kept.h"
 
 #define OBS    4
 #define ACTS   3
