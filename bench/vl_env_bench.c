@@ -37,7 +37,7 @@
 #define S_QUICK_RUN_S  0.02
 #define S_CHUNK        256   // loop iterations between clock reads
 #define S_VERIFY_LOOPS 4096  // steps of each side compared value for value
-#define S_TARGET       0.95  // plugin/builtin steps/s, the brief's target
+#define S_TARGET       0.95  // plugin/builtin steps/s, the target
 #define S_WALK_END     10.0f // |x| that ends a walk
 #define S_WALK_STEPS   200   // a walk's time limit
 

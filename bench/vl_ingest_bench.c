@@ -52,7 +52,7 @@
 #define S_RUN_S       0.5 // wall-clock seconds per run
 #define S_QUICK_RUNS  2
 #define S_QUICK_RUN_S 0.02
-#define S_TARGET_SPS  10e6 // CartPole samples/s on one ingest thread (100x seed 000's)
+#define S_TARGET_SPS  10e6 // CartPole samples/s on one ingest thread (100x the C++ buffer's)
 #define S_TARGET_X2   1.6  // two ingest threads over one
 
 /* ---- cases and their data ------------------------------------------------ */

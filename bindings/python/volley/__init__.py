@@ -9,7 +9,7 @@ threads run while C works.
 
     volley.vtrace(values, rewards, dones, log_rhos, ...)  IMPALA's V-trace
     volley.PrioritizedSampler(capacity, seed=1)            prioritized slot sampling
-    volley.ReplayBuffer(capacity, fields, seed=1)         seed 000's replay buffer
+    volley.ReplayBuffer(capacity, fields, seed=1)         the replay buffer
     volley.Actor, volley.run_actor                        actors for Python envs (volley.actor)
     volley.Learner                                        a learner's transport (volley.learner)
     volley.load_safetensors, volley.TorchPolicy           exported weights in NumPy / PyTorch

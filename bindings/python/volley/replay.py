@@ -1,4 +1,4 @@
-"""volley.ReplayBuffer: include/volley/replay.h (seed 000's buffer) over NumPy.
+"""volley.ReplayBuffer: include/volley/replay.h (a replay buffer of named fields) over NumPy.
 
 Rows cross without copies where the layout allows: add_batch hands C the
 data pointers of C-contiguous arrays of each field's dtype, and buf.fields
