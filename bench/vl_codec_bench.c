@@ -24,10 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "envs/vl_env.h"
 #include "bench/vl_bench.h"
 #include "bench/vl_bench_rollout.h"
 #include "common/vl_rng.h"
+#include "envs/vl_env.h"
 #include "messages/vl_codec.h"
 #include "volley.pb-c.h"
 

@@ -26,9 +26,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "envs/vl_env.h"
 #include "bench/vl_bench.h"
 #include "common/vl_rng.h"
+#include "envs/vl_env.h"
 
 #define S_ENVS         16 // envs an actor steps together
 #define S_RUNS         7  // runs per side; the best counts

@@ -35,12 +35,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "envs/vl_env.h"
 #include "bench/vl_bench.h"
 #include "bench/vl_bench_rollout.h"
 #include "common/vl_rng.h"
-#include "store/vl_buffer.h"
+#include "envs/vl_env.h"
 #include "messages/vl_codec.h"
+#include "store/vl_buffer.h"
 #include "volley.pb-c.h"
 
 #define S_HORIZON     64  // steps per segment, as the actors cut them

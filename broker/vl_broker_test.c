@@ -57,8 +57,7 @@ static int s_status_answered(int port)
     int ok = zmq_connect(dealer, endpoint) == 0 &&
              zmq_send(dealer, VL_VERB_STATUS, strlen(VL_VERB_STATUS), 0) >= 0;
     char verb[16] = {0};
-    ok = ok && zmq_recv(dealer, verb, sizeof verb - 1, 0) >= 0 &&
-         strcmp(verb, VL_VERB_STATUS) == 0;
+    ok = ok && zmq_recv(dealer, verb, sizeof verb - 1, 0) >= 0 && strcmp(verb, VL_VERB_STATUS) == 0;
     int more = 0;
     size_t more_size = sizeof more;
     zmq_getsockopt(dealer, ZMQ_RCVMORE, &more, &more_size);

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../envs/vl_env.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_rng.h"
+#include "../envs/vl_env.h"
 #include "../learner/vl_kept.h"
 #include "vl_render.h"
 

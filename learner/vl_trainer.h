@@ -8,8 +8,8 @@
 
 #include "../common/vl_rng.h"
 #include "../messages/vl_codec.h"
-#include "vl_learner.h"
 #include "../models/vl_policy.h"
+#include "vl_learner.h"
 
 typedef struct vl_trainer_s vl_trainer_t;
 
