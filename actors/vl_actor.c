@@ -17,9 +17,9 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_rng.h"
 #include "../common/vl_sock.h"
-#include "../learner/vl_policy.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
+#include "../models/vl_policy.h"
 
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
 #define S_BEAT_EVERY_NS     1000000000LL // the broker calls an actor silent after 5 s

@@ -11,8 +11,8 @@
 
 #include <stdint.h>
 
+#include "../envs/vl_env.h"
 #include "../include/volley/actor.h"
-#include "vl_env.h"
 
 typedef struct {
     const char *broker;      // HOST[:PORT] of the broker

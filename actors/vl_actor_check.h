@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vl_env.h"
+#include "../envs/vl_env.h"
 
 /* Parses "error", "warn" or "off". Returns 0 and sets *mode, or -1. */
 int vl_obs_check_parse(const char *text, vl_obs_check_t *mode);

@@ -10,9 +10,9 @@
 
 #include "../common/vl_rng.h"
 #include "../common/vl_sock.h"
-#include "../learner/vl_policy.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_spec.h"
+#include "../models/vl_policy.h"
 #include "vl_actor.h"
 #include "vl_actor_check.h"
 

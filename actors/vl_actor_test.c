@@ -13,9 +13,9 @@
 #include <zmq.h>
 
 #include "../common/vl_opts.h"
-#include "../learner/vl_policy.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
+#include "../models/vl_policy.h"
 #include "../tests/vl_test.h"
 #include "vl_actor.h"
 

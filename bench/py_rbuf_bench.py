@@ -1,11 +1,11 @@
 #!/usr/bin/python3
-"""py_rbuf_bench: volley.ReplayBuffer from Python at seed 000's sample size,
+"""py_rbuf_bench: volley.ReplayBuffer from Python at the C++ self-play buffer's sample size,
 beside NumPy moving the same bytes in the same run.
 
-A sample is seed 000's: obs float32 [16, 12, 8, 8] (12,288 values), policy
+A sample is that buffer's: obs float32 [16, 12, 8, 8] (12,288 values), policy
 float32 [64], value float32: 49,412 bytes; the buffer holds --samples of
-them (seed 000's 50,000 by default, 2.5 GB; a NumPy ring of the same size
-beside it). Observations are board planes (sparse 0/1 floats, as seed 000's
+them (its 50,000 by default, 2.5 GB; a NumPy ring of the same size
+beside it). Observations are board planes (sparse 0/1 floats, as board-game
 self-play writes them; --noise for random floats). Batches of 256 come from a
 pool of 512 distinct samples, as
 C-contiguous float32 arrays (so add_batch passes their pointers: no copy in
@@ -14,13 +14,13 @@ Python). Cases, each the best of --runs runs, wall clock:
                           a NumPy ring at the same position (a pure-NumPy buffer)
   add_batch, 4 threads    four Python threads adding at once (the GIL is
                           released in C); beside: four threads doing np.copyto;
-                          per thread as seed 000 counts, and in all (a machine
+                          per thread as the C++ buffer counts, and in all (a machine
                           with fewer than 4 cores shares them)
   sample(256)             uniform draw + gather into fresh arrays; beside:
                           NumPy fancy indexing ring[idx] of the same rows
   sample(256, beta=0.6)   the prioritized draw (+ importance weights)
 Every run's output is checked (each row read back is its pool sample) before
-a figure is printed. Seed 000's figures and targets are printed beside.
+a figure is printed. The C++ buffer's figures and targets are printed beside.
   save / load             the whole buffer to --dir and back (LZ4 + CRC32C), beside
                           np.save(+fsync) / np.load of the same arrays
   CartPole add_batch(256) 4 floats, an int, a float a sample: call overhead rules
@@ -45,14 +45,14 @@ FIELDS = {"obs": ((16, 12, 8, 8), np.float32), "policy": ((64,), np.float32),
           "value": ((), np.float32)}
 BATCH, POOL, WRITERS = 256, 512, 4
 NOISE = False  # --noise
-# seed 000's C++ buffer and its targets
+# the C++ self-play buffer's figures and its targets
 SEED = {"add": (19761.0, 100000.0, "samples/s"), "threads": (5000.0, 80000.0, "samples/s/thread"),
         "sample": (133.0, 500.0, "batches/s")}
 
 
 def pool(rng):
     """POOL samples; value is the sample's pool index, so a row can be checked. Observations
-    are board planes as seed 000's self-play records them (pieces: sparse 0/1 floats), the
+    are board planes as board-game self-play records them (pieces: sparse 0/1 floats), the
     policy a softmax; --noise: uniform random floats (nothing for LZ4 to find)."""
     obs_shape, _ = FIELDS["obs"]
     if NOISE:
@@ -104,7 +104,7 @@ def line(name, rate, unit, ref=None, ref_name="", seed=None):
         s += f"   {rate / ref:5.2f}x {ref_name} ({ref:.0f})"
     if seed is not None:
         was, target, _ = SEED[seed]
-        s += f"   seed 000: {was:.0f}, target {target:.0f}: {'met' if rate >= target else 'missed'}"
+        s += f"   C++ buffer: {was:.0f}, target {target:.0f}: {'met' if rate >= target else 'missed'}"
     print(s)
 
 
@@ -196,7 +196,7 @@ def main():
 
 def save_load(buf, ring, cap, a):
     """save/load of the whole buffer from Python beside np.save/np.load of the same arrays
-    (each with fsync), in --dir; seed 000's 7.6 s / 3.2 s and targets < 1 s / < 0.5 s scale
+    (each with fsync), in --dir; the C++ buffer's 7.6 s / 3.2 s and targets < 1 s / < 0.5 s scale
     with --samples."""
     import tempfile
     with tempfile.TemporaryDirectory(dir=a.dir) as d:
@@ -232,7 +232,7 @@ def save_load(buf, ring, cap, a):
             ("save", t_save, t_npsave, "np.save+fsync", 7.6, 1.0),
             ("load", t_load, t_npload, "np.load", 3.2, 0.5)):
         print(f"{name:28s} {t:12.3f} s          {ref / t:5.2f}x {ref_name} ({ref:.3f} s)   "
-              f"seed 000: {was * scale:.2f} s, target < {target * scale:.2f} s: "
+              f"C++ buffer: {was * scale:.2f} s, target < {target * scale:.2f} s: "
               f"{'met' if t < target * scale else 'missed'}")
     print(f"{'':28s} file {size / 1e6:.0f} MB (LZ4 chunks under CRC32C)")
 

@@ -5,7 +5,7 @@ One PPO learner update (zero_grad, forward, loss, backward, grad-norm clip,
 Adam) in PyTorch on CPU, on the same MLP and minibatch shapes as volley's
 bench: two separate nets, Linear-Tanh-Linear-Tanh-Linear, a policy net
 D -> H -> H -> A and a value net D -> H -> H -> 1, with CleanRL's
-orthogonal initialization. The loss is volley's (learner/vl_policy.h):
+orthogonal initialization. The loss is volley's (models/vl_policy.h):
 
     ratio = exp(logp(actions) - old_logp)
     loss  = -mean(min(ratio * adv, clamp(ratio, 1 - 0.2, 1 + 0.2) * adv))

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "actors/vl_env.h"
+#include "envs/vl_env.h"
 #include "messages/vl_codec.h"
 
 /* Fills n consecutive segments of horizon T from env seeded with seed.

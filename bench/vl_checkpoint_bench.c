@@ -2,9 +2,9 @@
     vl_checkpoint, beside references measured in the same run on the same
     bytes (lz4's tests/fullbench.c is the model).
 
-    The issue's target: 50,000 samples of seed 000's size (48,000 bytes)
-    of pixel-like data saved in < 1 s and loaded in < 0.5 s; seed 000's own
-    C++ buffer took 7.6 s and 3.2 s. A sample here is a stack of 4 frames of
+    The target: 50,000 samples of 48,000 bytes of pixel-like data saved in
+    < 1 s and loaded in < 0.5 s; the C++ self-play buffer this replaces
+    took 7.6 s and 3.2 s. A sample here is a stack of 4 frames of
     a 100 x 120 2-bit screen, one byte a pixel (values 0..3): a background
     drawn once per 500-frame episode (sky with stars, platforms, brick
     ground, a HUD bar) under an 8x8 player and four 6x6 enemies that move
@@ -31,10 +31,10 @@
 #include "common/vl_crc32c.h"
 #include "common/vl_log.h"
 #include "common/vl_rng.h"
-#include "learner/vl_checkpoint.h"
+#include "store/vl_checkpoint.h"
 
 #define S_SAMPLES      50000 // the buffer
-#define S_SAMPLE_BYTES 48000 // seed 000's sample
+#define S_SAMPLE_BYTES 48000 // the C++ self-play buffer's sample
 #define S_TARGET_SAVE  1.0   // seconds for S_SAMPLES samples
 #define S_TARGET_LOAD  0.5
 #define S_RUNS         3
@@ -309,7 +309,7 @@ static void s_usage(void)
     printf("usage: vl_checkpoint_bench [--samples N] [--sample-bytes B] [--noise P] [--runs R]\n"
            "                           [--dir D] [--help]\n"
            "  --samples N       samples in the buffer (default %d; targets scale with N)\n"
-           "  --sample-bytes B  bytes per sample (default %d, seed 000's)\n"
+           "  --sample-bytes B  bytes per sample (default %d, the C++ self-play buffer's)\n"
            "  --noise P         pixels per thousand set at random (default 0)\n"
            "  --runs R          runs per case, the best counts (default %d)\n"
            "  --chunk-kib K     checkpoint chunk size in KiB (default %u)\n"

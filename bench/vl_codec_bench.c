@@ -24,10 +24,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "actors/vl_env.h"
 #include "bench/vl_bench.h"
 #include "bench/vl_bench_rollout.h"
 #include "common/vl_rng.h"
+#include "envs/vl_env.h"
 #include "messages/vl_codec.h"
 #include "volley.pb-c.h"
 
@@ -40,9 +40,9 @@
 #define S_WIRE_TARGET 30  // pixel segments: wire bytes <= f32 bytes / 30
 #define S_LZ4D_TARGET 2.0 // decode time <= 2 x bare LZ4_decompress_safe's
 
-/* ---- the seed-001-shaped game ----------------------------------------------
+/* ---- the 2-bit pixel game -------------------------------------------------
 
-   A synthetic stand-in for seed 001's observations: a U2 [72, 80] screen, a
+   A synthetic stand-in for a 2-bit pixel game's observations: a U2 [72, 80] screen, a
    U1 [2048] flag vector and F32 [3]. The screen is a background drawn once
    per episode (sky 0 with a few level-1 stars, five two-row level-1
    platforms, a brick-textured ground of levels 1 and 2, a level-2 HUD bar)
@@ -222,9 +222,9 @@ static void *s_game_new(const char *arg)
     return s_game_create();
 }
 
-static const vl_env_t s_seed001_table = {
+static const vl_env_t s_pixel_table = {
     .abi_version = VL_ENV_ABI_VERSION,
-    .name = "seed001",
+    .name = "pixel",
     .n_fields = 3,
     .fields = {{.encoding = VL_ENV_U2, .ndim = 2, .shape = {S_G_H, S_G_W}},
                {.encoding = VL_ENV_U1, .ndim = 1, .shape = {S_G_FLAGS}},
@@ -237,7 +237,7 @@ static const vl_env_t s_seed001_table = {
     .step = s_game_step,
 };
 
-static vl_env_ops_t s_seed001_ops; // checked from the table at start
+static vl_env_ops_t s_pixel_ops; // checked from the table at start
 
 /* ---- cases and their data ------------------------------------------------ */
 
@@ -251,7 +251,7 @@ typedef struct {
 static const s_case_t s_cases[] = {
     {.name = "cartpole", .env = "cartpole"},
     {.name = "catch", .env = "catch", .pixels = 1},
-    {.name = "seed001", .ops = &s_seed001_ops, .pixels = 1},
+    {.name = "pixel", .ops = &s_pixel_ops, .pixels = 1},
 };
 
 /* One case's segments, their encodings and every buffer the operations use. */
@@ -610,7 +610,7 @@ static void s_usage(FILE *out)
     fprintf(out,
             "usage: vl_codec_bench [--quick] [--help]\n"
             "  Benchmarks vl_segment_encode / vl_segment_decode beside bare LZ4 and\n"
-            "  memcpy on the same segments (cartpole, catch, seed-001-shaped pixels).\n"
+            "  memcpy on the same segments (cartpole, catch, a 2-bit pixel game).\n"
             "  --quick   %d short runs per figure instead of %d of %.1f s (for tests)\n"
             "  --help    this text\n",
             S_QUICK_RUNS, S_RUNS, S_RUN_S);
@@ -665,8 +665,8 @@ int main(int argc, char **argv)
     int runs = plan.runs;
     double run_s = plan.run_s;
     char why[160];
-    if (vl_env_check(&s_seed001_table, &s_seed001_ops, why, sizeof why) != 0) {
-        fprintf(stderr, "vl_codec_bench: seed001: %s\n", why);
+    if (vl_env_check(&s_pixel_table, &s_pixel_ops, why, sizeof why) != 0) {
+        fprintf(stderr, "vl_codec_bench: pixel: %s\n", why);
         return 1;
     }
     size_t n_cases = sizeof s_cases / sizeof s_cases[0], n = 0;

@@ -9,7 +9,7 @@
 
       plugin/builtin  CartPole built in vs the same source built as a plugin
                       (tests/plugins/vl_cartpole_plugin.c includes
-                      actors/vl_cartpole.c, its table exported as volley_env),
+                      envs/vl_cartpole.c, its table exported as volley_env),
                       loaded by vl_env_lookup: target >= 0.95x
       vec/per-env     a cheap env (a random walk, a few flops a step) in the
                       vectorized form vs the per-env form through vl_envs_t's
@@ -26,9 +26,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "actors/vl_env.h"
 #include "bench/vl_bench.h"
 #include "common/vl_rng.h"
+#include "envs/vl_env.h"
 
 #define S_ENVS         16 // envs an actor steps together
 #define S_RUNS         7  // runs per side; the best counts
@@ -37,7 +37,7 @@
 #define S_QUICK_RUN_S  0.02
 #define S_CHUNK        256   // loop iterations between clock reads
 #define S_VERIFY_LOOPS 4096  // steps of each side compared value for value
-#define S_TARGET       0.95  // plugin/builtin steps/s, the brief's target
+#define S_TARGET       0.95  // plugin/builtin steps/s, the target
 #define S_WALK_END     10.0f // |x| that ends a walk
 #define S_WALK_STEPS   200   // a walk's time limit
 

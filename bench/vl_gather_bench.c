@@ -11,7 +11,7 @@
 
 #include "bench/vl_bench.h"
 #include "common/vl_rng.h"
-#include "learner/vl_sampler.h"
+#include "store/vl_sampler.h"
 
 #define S_BATCH    256
 #define S_CAPACITY 4096

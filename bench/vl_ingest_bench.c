@@ -35,12 +35,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "actors/vl_env.h"
 #include "bench/vl_bench.h"
 #include "bench/vl_bench_rollout.h"
 #include "common/vl_rng.h"
-#include "learner/vl_buffer.h"
+#include "envs/vl_env.h"
 #include "messages/vl_codec.h"
+#include "store/vl_buffer.h"
 #include "volley.pb-c.h"
 
 #define S_HORIZON     64  // steps per segment, as the actors cut them
@@ -52,7 +52,7 @@
 #define S_RUN_S       0.5 // wall-clock seconds per run
 #define S_QUICK_RUNS  2
 #define S_QUICK_RUN_S 0.02
-#define S_TARGET_SPS  10e6 // CartPole samples/s on one ingest thread (100x seed 000's)
+#define S_TARGET_SPS  10e6 // CartPole samples/s on one ingest thread (100x the C++ buffer's)
 #define S_TARGET_X2   1.6  // two ingest threads over one
 
 /* ---- cases and their data ------------------------------------------------ */

@@ -1,8 +1,8 @@
-/*  vl_rbuf_bench: include/volley/replay.h's buffer at seed 000's sample size
+/*  vl_rbuf_bench: include/volley/replay.h's buffer at the C++ self-play buffer's sample size
     (observation 12,288 float32, policy 64 float32, value 1 float32: 49,412
     bytes) and at CartPole's (4 float32, an int32 action, a float32 reward),
     each figure beside a reference measured in the same run on the same
-    bytes, and beside seed 000's figure and target.
+    bytes, and beside that buffer's figure and target.
 
     Samples come from a pool of S_POOL made up front: board-game-like by
     default (16 positions of history x 12 piece planes of 8 x 8 floats, 0
@@ -26,7 +26,7 @@
 #include "common/vl_rng.h"
 #include "volley/replay.h"
 
-#define S_SAMPLES 50000                       // seed 000's buffer
+#define S_SAMPLES 50000                       // the C++ self-play buffer's
 #define S_HISTORY 16                          // positions an observation shows
 #define S_PIECES  12                          // piece planes a position
 #define S_OBS     (S_HISTORY * S_PIECES * 64) // 12,288 float32
@@ -39,7 +39,7 @@
 #define S_CP_CAP  (1 << 20) // CartPole's buffer
 #define S_CP_ADDS (8 << 20) // CartPole samples a run
 
-// seed 000's C++ buffer: figures and targets (save and load for S_SAMPLES).
+// the C++ self-play buffer's figures and targets (save and load for S_SAMPLES).
 #define S_SEED_ADD      19761.0 // samples/s, add_batch(256)
 #define S_TARGET_ADD    100000.0
 #define S_SEED_4W       5000.0 // samples/s per thread, 4 threads adding
@@ -493,7 +493,7 @@ static char *s_count(char *buf, double x)
 static void s_header(void)
 {
     printf("%-34s %-22s %-36s %-18s %-16s\n", "operation", "volley", "reference, same run",
-           "seed 000", "target");
+           "C++ buffer", "target");
 }
 
 /* Prints one row; met < 0 for a row without a target. */
@@ -507,7 +507,7 @@ static void s_row(const char *op, const char *figure, const char *ref, const cha
     fflush(stdout);
 }
 
-/* Prints a row of rates: rate, seed 000's and the target, each with unit. */
+/* Prints a row of rates: rate, the C++ buffer's and the target, each with unit. */
 static void s_rate_row(const char *op, double rate, const char *unit, const char *ref, double seed,
                        double target)
 {
@@ -566,7 +566,7 @@ static int s_table_samples(s_bench_t *b)
     return 0;
 }
 
-/* Prints a row of seconds, seed 000's and the target scaled to the samples. */
+/* Prints a row of seconds, the C++ buffer's and the target scaled to the samples. */
 static void s_time_row(const char *op, const char *figure, double secs, const char *ref,
                        double seed, double target)
 {

@@ -22,7 +22,7 @@
 
 #include "bench/vl_bench.h"
 #include "common/vl_rng.h"
-#include "learner/vl_sampler.h"
+#include "store/vl_sampler.h"
 
 #define S_BATCH       256  // draws per minibatch, as the trainer takes them
 #define S_UPDATES     4096 // (slot, priority) pairs the set operation cycles through
@@ -30,7 +30,7 @@
 #define S_RUN_S       0.1  // seconds per run: long enough to hide the clock
 #define S_QUICK_RUNS  2
 #define S_QUICK_RUN_S 0.005
-#define S_TARGET      200e3 // minibatches/s of S_BATCH, the brief's target
+#define S_TARGET      200e3 // minibatches/s of S_BATCH, the target
 #define S_SEED        2024
 
 typedef struct {

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "common/vl_rng.h"
-#include "learner/vl_policy.h"
+#include "models/vl_policy.h"
 
 #define S_RUNS        5   // runs per case; the best counts
 #define S_RUN_S       0.2 // seconds per run at least: long enough to hide the clock

@@ -6,7 +6,7 @@
     rewards ~ N(0, 1), a done with probability 5%, a fifth of them truncated
     (1% of steps) with a bootstrap value ~ N(0, 1), log ratios uniform in
     [-1, 1]. Operations, each timed over the whole batch:
-      vl_vtrace       learner/vtrace.c (every done a termination)
+      vl_vtrace       store/vtrace.c (every done a termination)
       vl_vtrace_boot  the same with the truncations' bootstrap values: it
                       reads 4 B more per element; its target, at 4096 x 128,
                       is >= 0.9x vl_vtrace's speed
@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "common/vl_rng.h"
-#include "learner/vtrace.h"
+#include "store/vtrace.h"
 
 #define S_RUNS        5   // runs per operation; the best counts
 #define S_RUN_S       0.1 // seconds per run at least: long enough to hide the clock
@@ -88,7 +88,7 @@ static void s_op_vtrace_boot(s_data_t *d)
                    d->vs, d->pg_adv);
 }
 
-/* The plain loop: learner/vtrace.c before vectorising, one backward pass
+/* The plain loop: store/vtrace.c before vectorising, one backward pass
    per segment with expf; with boot (not NULL) it is vl_vtrace_boot's
    reference, untimed. Inlined, so the timed copy has no boot at all. */
 static inline float s_clip(float clip, float x)

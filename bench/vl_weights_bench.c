@@ -55,8 +55,8 @@
 #include "common/vl_log.h"
 #include "common/vl_opts.h"
 #include "common/vl_proc.h"
-#include "learner/vl_policy.h"
 #include "messages/vl_codec.h"
+#include "models/vl_policy.h"
 
 #define S_POLICY        "bench"     // policy id: the topic the actors subscribe to
 #define S_ACTORS        4           // subscriber threads per path

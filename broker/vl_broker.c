@@ -230,7 +230,7 @@ int vl_broker_run(vl_broker_t *self)
                               {self->pull, 0, ZMQ_POLLIN, 0}};
     int (*handlers[])(vl_broker_t *) = {vl_control_recv, vl_learners_recv, vl_lvc_recv_publication,
                                         vl_lvc_recv_subscription, vl_learners_recv_segment};
-    while (!vl_interrupted && !self->shutdown) {
+    while (!atomic_load(&self->stop) && !self->shutdown) {
         if (zmq_poll(items, 5, 250) < 0) {
             if (zmq_errno() == EINTR)
                 continue;
@@ -245,6 +245,11 @@ int vl_broker_run(vl_broker_t *self)
         s_tick(self);
     }
     return 0;
+}
+
+void vl_broker_stop(vl_broker_t *self)
+{
+    atomic_store(&self->stop, 1);
 }
 
 void vl_broker_destroy(vl_broker_t **self_p)

@@ -39,8 +39,13 @@ vl_broker_config_t vl_broker_config_default(void);
    (e.g. a port in use). Caller destroys. */
 vl_broker_t *vl_broker_new(const vl_broker_config_t *config);
 
-/* Serves until vl_interrupted is set. Returns 0, or -1 on a socket error. */
+/* Serves until vl_broker_stop is called or a SHUTDOWN request comes. Returns 0, or -1 on a
+   socket error. */
 int vl_broker_run(vl_broker_t *self);
+
+/* Asks the broker to stop: vl_broker_run returns within its poll period (250 ms), at once if
+   it has not started. Safe from another thread and from a signal handler. */
+void vl_broker_stop(vl_broker_t *self);
 
 /* Logs the broker's counters: segments received, routed, dropped and
    queued (the first is the sum of the others), and what was dropped, by kind

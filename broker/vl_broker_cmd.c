@@ -1,6 +1,7 @@
 /*  `volley broker`: flags, start, serve until SIGINT/SIGTERM, stop. */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -70,6 +71,30 @@ static void s_usage(FILE *out)
         "  --quiet          warnings and errors only\n"
         "  --verbose        debug logging\n"
         "  -h, --help       this text\n");
+}
+
+/* The broker the process serves with, stopped by SIGINT and SIGTERM (NULL once destroyed). */
+static vl_broker_t *volatile s_broker;
+
+static void s_on_signal(int sig)
+{
+    vl_interrupted = sig;
+    if (s_broker)
+        vl_broker_stop(s_broker);
+}
+
+/* Stops broker on SIGINT or SIGTERM, including one that came before this call. */
+static void s_stop_on_signals(vl_broker_t *broker)
+{
+    s_broker = broker;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = s_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    if (vl_interrupted)
+        vl_broker_stop(broker);
 }
 
 int vl_broker_main(int argc, char **argv)
@@ -213,10 +238,12 @@ int vl_broker_main(int argc, char **argv)
             vl_warn("--ready-fd %d: %s", ready_fd, strerror(errno));
         close(ready_fd);
     }
+    s_stop_on_signals(broker);
     int rc = vl_broker_run(broker);
     if (vl_broker_stop_recording(broker) != 0)
         rc = -1;
     vl_broker_log_counters(broker);
+    s_broker = NULL;
     vl_broker_destroy(&broker);
     return rc == 0 ? 0 : 1;
 }

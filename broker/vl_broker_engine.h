@@ -6,6 +6,7 @@
 #ifndef VL_BROKER_ENGINE_H
 #define VL_BROKER_ENGINE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <zmq.h>
@@ -201,6 +202,7 @@ struct vl_broker_s {
     uint64_t win_received;
     float received_per_s;
     int shutdown;    // a SHUTDOWN request came
+    atomic_int stop; // vl_broker_stop was called (from any thread or a signal handler)
     int warned_full; // the learner table was full (logged once)
     uint64_t received;
     uint64_t routed;

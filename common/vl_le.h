@@ -1,5 +1,5 @@
 /*  vl_le: little-endian fields in byte buffers, whatever the host, for the
-    file formats (learner/vl_checkpoint.c, messages/vl_stream.c). */
+    file formats (store/vl_checkpoint.c, messages/vl_stream.c). */
 #ifndef VL_LE_H
 #define VL_LE_H
 

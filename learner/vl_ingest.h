@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "../messages/vl_codec.h"
-#include "vl_buffer.h"
+#include "../store/vl_buffer.h"
 #include "vl_learner.h"
 
 /* Called with an accepted segment just before it is committed (after that

@@ -14,7 +14,7 @@
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
-#include "vl_buffer.h"
+#include "../store/vl_buffer.h"
 #include "vl_inlet.h"
 #include "vl_keeper.h"
 #include "vl_metrics.h"

@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#include "../actors/vl_env.h"
 #include "../common/vl_opts.h"
+#include "../envs/vl_env.h"
 #include "../messages/vl_spec.h"
 
 typedef struct vl_learner_s vl_learner_t;

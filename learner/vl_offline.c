@@ -5,12 +5,12 @@
 #include <string.h>
 
 #include "../common/vl_log.h"
-#include "vl_buffer.h"
+#include "../store/vl_buffer.h"
+#include "../store/vtrace.h"
 #include "vl_ingest.h"
 #include "vl_replay.h"
 #include "vl_returns.h"
 #include "vl_trainer.h"
-#include "vtrace.h"
 
 struct vl_offline_s {
     vl_learner_config_t c;

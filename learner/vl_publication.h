@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "../messages/vl_codec.h"
-#include "vl_policy.h"
+#include "../models/vl_policy.h"
 #include "volley/learner.h"
 
 /* Checks n caller tensors (1 .. VL_TRANSPORT_TENSORS_MAX) and, when mlp is

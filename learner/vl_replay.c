@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "../common/vl_log.h"
-#include "vl_sampler.h"
+#include "../store/vl_sampler.h"
 
 struct vl_replay_s {
     vl_learner_config_t c;

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "../messages/vl_codec.h"
-#include "vl_buffer.h"
+#include "../store/vl_buffer.h"
 #include "vl_learner.h"
 
 typedef struct vl_replay_s vl_replay_t;

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "../common/vl_log.h"
-#include "vl_checkpoint.h"
+#include "../store/vl_checkpoint.h"
 
 #define S_STATE_WORDS 8 // version, trained, env_steps, episodes, rng s[4]
 

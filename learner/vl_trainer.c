@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "../common/vl_rng.h"
-#include "vtrace.h"
+#include "../store/vtrace.h"
 
 struct vl_trainer_s {
     vl_learner_config_t c;

@@ -13,11 +13,11 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
-#include "vl_buffer.h"
+#include "../models/vl_policy.h"
+#include "../store/vl_buffer.h"
 #include "vl_inlet.h"
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
-#include "vl_policy.h"
 #include "vl_publication.h"
 
 #define S_CAPACITY_MAX (1u << 20)

@@ -1,6 +1,6 @@
 /*  vl_obs: how observations are described, held and sent. An observation is
     one or more fields, each with a shape and an encoding: f32 as is, u8 one
-    value a byte, u2 four values a byte, u1 eight flags a byte (seed 001: a
+    value a byte, u2 four values a byte, u1 eight flags a byte (a game's
     2-bit screen and a bit vector of flags cost ~1/40 of their floats).
 
     An observation has three forms:

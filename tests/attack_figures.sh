@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prints the figures of issue 14's attacks against a broker: any `volley`
+# Prints the figures of hostile clients' attacks against a broker: any `volley`
 # binary (today's or an older one), with vl_inject from this tree. Not a test:
 # nothing is asserted (the tests hostile_roles_test, curve_roles_test,
 # recorder_loss_test, restart_test and lvc_test assert the bounds); it is how

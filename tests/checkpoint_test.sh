@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checkpoints are never lost (issue 13): a directory that holds one is refused
+# Checkpoints are never lost: a directory that holds one is refused
 # without --resume (--force keeps the old one as .bak), --resume with none is
 # an error, so is --resume on a corrupt checkpoint, before any broker is
 # reached; an unwritable --checkpoint fails at start (exit 2), a resume on

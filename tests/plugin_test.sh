@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # An environment plugin built outside the tree, as the README says: install
-# volley into a temporary prefix, compile actors/plugins/corridor.c against
+# volley into a temporary prefix, compile envs/plugins/corridor.c against
 # nothing but `pkg-config --cflags volley`, and let the installed volley
 # (which finds its libvolley by RUNPATH) train it until solved.
 . "$(dirname "$0")/lib.sh"
@@ -18,6 +18,19 @@ for f in bin/volley lib/libvolley.so lib/libvolley.so.0 "lib/libvolley.so.$want"
 done
 pass "cmake --install: volley, libvolley.so.$want (+ links), libvolley.a, the headers, volley.pc"
 
+# Every public header of the tree is installed and compiles on its own from the prefix.
+n=0
+for h in "$SRC"/include/volley/*.h "$SRC"/include/volley/*.h.in; do
+    [ -e "$h" ] || continue
+    name=$(basename "$h" .in)
+    [ -e "$PREFIX/include/volley/$name" ] || fail "cmake --install left out include/volley/$name"
+    printf '#include <volley/%s>\n' "$name" > "$TMP/hdr.c"
+    cc -std=c11 -Wall -Werror -fsyntax-only -I"$PREFIX/include" "$TMP/hdr.c" 2> "$TMP/hdr.log" ||
+        fail "installed volley/$name does not compile alone: $(head -3 "$TMP/hdr.log")"
+    n=$((n + 1))
+done
+pass "all $n public headers are installed and each compiles alone"
+
 export PKG_CONFIG_PATH=$PREFIX/lib/pkgconfig
 got=$(pkg-config --modversion volley) || fail "pkg-config does not find volley.pc"
 [ "$got" = "$want" ] || fail "pkg-config --modversion volley says '$got', the project is $want"
@@ -34,7 +47,7 @@ pass "installed volley runs on $lib ($got)"
 
 # The README's build line, from a directory outside the source tree.
 mkdir -p "$TMP/src"
-cp "$SRC/actors/plugins/corridor.c" "$TMP/src/"
+cp "$SRC/envs/plugins/corridor.c" "$TMP/src/"
 cd "$TMP/src" || fail "cd $TMP/src"
 cc -shared -fPIC -o libcorridor.so corridor.c $(pkg-config --cflags volley) 2> "$TMP/cc.log" ||
     fail "the plugin does not build: $(head -5 "$TMP/cc.log")"
@@ -48,4 +61,4 @@ tail -3 "$TMP/up.log"
 last=$(tail -n 1 "$TMP/up.log")
 echo "$last" | grep -qE '^solved: ' || fail "last line is not the solved line: '$last'"
 pass "the installed volley trains the plugin to solved: $last"
-echo "5 passed, 0 failed"
+echo "6 passed, 0 failed"

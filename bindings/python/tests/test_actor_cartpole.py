@@ -1,4 +1,4 @@
-"""volley.envs.cartpole is CartPole-v1 as actors/vl_cartpole.c (itself
+"""volley.envs.cartpole is CartPole-v1 as envs/vl_cartpole.c (itself
 Gymnasium's, bit for bit): from the same states and actions, the NumPy env
 returns the same float32 observations, rewards and flags as the C env called
 through libvolley, to the time limit of 500; the vectorized NumPy version

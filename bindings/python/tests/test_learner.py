@@ -12,7 +12,7 @@ import volley
 from procs import VOLLEY
 
 D, A, H, T = 4, 2, 64, 64  # CartPole at the actors' defaults
-CORRIDOR = os.path.join(os.path.dirname(VOLLEY), "libvl_corridor.so")  # actors/plugins/
+CORRIDOR = os.path.join(os.path.dirname(VOLLEY), "libvl_corridor.so")  # envs/plugins/
 
 
 def mlp_weights(pi_out_bias=(0.0, 0.0), D=D, A=A):

@@ -1,5 +1,5 @@
 """volley.ReplayBuffer over include/volley/replay.h. Skipped, with the reason,
-while the libvolley under test has no vl_rbuf_* (learner/vl_rbuf.c)."""
+while the libvolley under test has no vl_rbuf_* (store/vl_rbuf.c)."""
 import threading
 
 import numpy as np
@@ -9,7 +9,7 @@ import volley
 
 pytestmark = pytest.mark.skipif(
     not volley.HAVE_REPLAY,
-    reason=f"{volley.lib_path} has no vl_rbuf_new: learner/vl_rbuf.c has not landed")
+    reason=f"{volley.lib_path} has no vl_rbuf_new: store/vl_rbuf.c has not landed")
 
 FIELDS = {
     "id": ((), np.int64),

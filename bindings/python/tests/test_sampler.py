@@ -1,4 +1,4 @@
-"""volley.PrioritizedSampler over learner/vl_sampler.c."""
+"""volley.PrioritizedSampler over store/vl_sampler.c."""
 import threading
 
 import numpy as np

@@ -1,5 +1,6 @@
-"""volley.vtrace against a plain NumPy transcription of shared/BRIEF.md's
-formulas, with and without truncation's bootstrap, and its reduction to GAE."""
+"""volley.vtrace against a plain NumPy transcription of V-trace's defining
+formulas (IMPALA, Espeholt et al. 2018), with and without truncation's bootstrap, and its
+reduction to GAE."""
 import math
 import tracemalloc
 
@@ -13,7 +14,7 @@ TOL = 2e-4  # float32 kernel (and its vector exp) against a float64 reference
 
 def reference(values, rewards, dones, log_rhos, gamma, lam, rho_bar, c_bar, pg_rho_bar,
               boot=None):
-    """The BRIEF's V-trace, one step at a time in float64."""
+    """V-trace by its definition, one step at a time in float64."""
     v = values.astype(np.float64)
     n, T = rewards.shape
     boot = np.zeros((n, T)) if boot is None else boot.astype(np.float64)

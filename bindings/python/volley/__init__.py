@@ -9,7 +9,7 @@ threads run while C works.
 
     volley.vtrace(values, rewards, dones, log_rhos, ...)  IMPALA's V-trace
     volley.PrioritizedSampler(capacity, seed=1)            prioritized slot sampling
-    volley.ReplayBuffer(capacity, fields, seed=1)         seed 000's replay buffer
+    volley.ReplayBuffer(capacity, fields, seed=1)         the replay buffer
     volley.Actor, volley.run_actor                        actors for Python envs (volley.actor)
     volley.Learner                                        a learner's transport (volley.learner)
     volley.load_safetensors, volley.TorchPolicy           exported weights in NumPy / PyTorch
@@ -33,7 +33,7 @@ from .export import *  # noqa: F401,F403  (its __all__)
 
 __version__ = _lib.lib.vl_version().decode()
 lib_path = _lib.path
-HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until learner/vl_rbuf.c is in the library
+HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until store/vl_rbuf.c is in the library
 
 __all__ = (["vtrace", "vtrace_path", "PrioritizedSampler", "ReplayBuffer", "VolleyError",
             "__version__", "lib_path", "HAVE_REPLAY"] + list(_actor.__all__) +

@@ -6,7 +6,7 @@
     volley.load_torch_policy(path)       that module with the exported weights
     volley.policy_forward(ckpt, obs)     the C policy's log-probs and values (libvolley)
 
-The network (learner/vl_policy.c): two MLPs with tanh hidden layers, pi: obs ->
+The network (models/vl_policy.c): two MLPs with tanh hidden layers, pi: obs ->
 hidden -> hidden -> logits and v: obs -> hidden -> hidden -> 1; tensors
 "pi.0.weight" [hidden, obs] ... "v.2.bias" [1], a layer computing x W^T + b as
 torch.nn.Linear does, so the names are the module's state_dict keys.
@@ -170,7 +170,7 @@ def _torch_policy_class():
     from torch import nn
 
     class _TorchPolicy(nn.Module):
-        """volley's actor-critic MLP (learner/vl_policy.c) in PyTorch."""
+        """volley's actor-critic MLP (models/vl_policy.c) in PyTorch."""
 
         def __init__(self, obs_dim, num_actions, hidden=64):
             super().__init__()

@@ -1,4 +1,4 @@
-"""volley.ReplayBuffer: include/volley/replay.h (seed 000's buffer) over NumPy.
+"""volley.ReplayBuffer: include/volley/replay.h (a replay buffer of named fields) over NumPy.
 
 Rows cross without copies where the layout allows: add_batch hands C the
 data pointers of C-contiguous arrays of each field's dtype, and buf.fields
@@ -29,7 +29,7 @@ def _require(*names):
     if missing:
         raise NotImplementedError(
             f"the libvolley loaded ({_lib.path}) has no {', '.join(missing)}: "
-            "the replay buffer (learner/vl_rbuf.c) is not in this build")
+            "the replay buffer (store/vl_rbuf.c) is not in this build")
 
 
 def _field_struct(name, spec):

@@ -1,4 +1,4 @@
-"""volley.PrioritizedSampler: learner/vl_sampler.c's sum-tree over NumPy arrays."""
+"""volley.PrioritizedSampler: store/vl_sampler.c's sum-tree over NumPy arrays."""
 import ctypes
 import math
 import threading
@@ -23,7 +23,7 @@ def _slots(self, slots):
 
 
 class PrioritizedSampler:
-    """Draws slots in proportion to their priorities (seed 003, PER).
+    """Draws slots in proportion to their priorities (prioritized experience replay).
 
     capacity slots (1 .. 2^30), all at priority 0 (never drawn) to start; seed
     drives the draws. P(i) = p_i / total; importance weights

@@ -2,7 +2,7 @@
 cartpole.py under TimeLimit(500)), with Gymnasium's API and no Gymnasium:
 Euler integration in float64, observations returned as float32, reward 1 on
 every step (the terminating one included), truncation at 500 steps.
-actors/vl_cartpole.c is the same environment in C.
+envs/vl_cartpole.c is the same environment in C.
 
     make_env()                one CartPoleEnv (for `python3 -m volley actor --env
                               volley.envs.cartpole:make_env`)

@@ -11,12 +11,12 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "../actors/vl_env.h"
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../common/vl_rundir.h"
 #include "../common/vl_sock.h"
+#include "../envs/vl_env.h"
 #include "../learner/vl_keeper.h"
 #include "../learner/vl_learner.h"
 #include "../messages/vl_codec.h"

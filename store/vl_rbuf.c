@@ -710,8 +710,8 @@ static void s_copy_parallel(uint8_t *dst, const uint8_t *src, size_t n, int thre
 
 /* Fills field i's rows with the checkpoint section name (rows, n bytes):
    a full buffer's field adopts the section's own memory when it is aligned
-   as ours (no copy, and no second 2.5 GB of pages faulted in, at seed 000's
-   size); otherwise the rows are copied. */
+   as ours (no copy, and no second 2.5 GB of pages faulted in, at 50,000
+   samples of 49,412 bytes); otherwise the rows are copied. */
 static void s_fill_field(vl_rbuf_t *self, uint32_t i, vl_checkpoint_t *ck, const char *name,
                          const uint8_t *rows, size_t n)
 {

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "../actors/vl_env.h"
+#include "../envs/vl_env.h"
 
 /* Returns 1 if env is drawn as a picture (CartPole, Catch), 0 if as
    numbers. */

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../actors/vl_env.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_rng.h"
-#include "vl_kept.h"
+#include "../envs/vl_env.h"
+#include "../learner/vl_kept.h"
 #include "vl_plot.h"
 #include "vl_render.h"
 

@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "../actors/vl_env.h"
+#include "../envs/vl_env.h"
 
 #define VL_UP_MAX_ACTORS 64
 #define VL_UP_MAX_PASS   64 // learner flags passed through, each a name and a value

@@ -22,8 +22,8 @@
 
 #include <stddef.h>
 
-#include "../actors/vl_env.h"
-#include "vl_kept.h"
+#include "../envs/vl_env.h"
+#include "../learner/vl_kept.h"
 
 /* Writes kept's weights to path as safetensors and its spec beside it
    (see above); env (may be NULL: unknown) gives the observation fields.

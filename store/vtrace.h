@@ -1,5 +1,5 @@
-/*  vtrace: IMPALA's V-trace targets and policy-gradient advantages, as in
-    shared/BRIEF.md. Depends only on libc and libm. */
+/*  vtrace: IMPALA's V-trace targets and policy-gradient advantages, as defined by
+    IMPALA (Espeholt et al., 2018). Depends only on libc and libm. */
 #ifndef VL_VTRACE_H
 #define VL_VTRACE_H
 

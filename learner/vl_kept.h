@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../actors/vl_env.h"
-#include "../learner/vl_policy.h"
+#include "../envs/vl_env.h"
+#include "../models/vl_policy.h"
 
 #define VL_KEPT_PATH_MAX 4096
 

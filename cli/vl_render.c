@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "../actors/vl_catch.h"
+#include "../envs/vl_catch.h"
 
 #define S_TRACK_COLS   61     // columns of CartPole's track, x in [-S_X_LIMIT, S_X_LIMIT]
 #define S_X_LIMIT      2.4    // CartPole ends an episode when the cart passes this

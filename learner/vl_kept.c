@@ -10,9 +10,9 @@
 #include <sys/stat.h>
 
 #include "../common/vl_ini.h"
-#include "../learner/vl_checkpoint.h"
+#include "../store/vl_checkpoint.h"
 
-#define S_LAYERS     3 // linear layers per net, as learner/vl_policy.c builds them
+#define S_LAYERS     3 // linear layers per net, as models/vl_policy.c builds them
 #define S_TENSORS    12
 #define S_POLICY_DEF "default"
 

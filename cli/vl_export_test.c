@@ -8,11 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../learner/vl_checkpoint.h"
+#include "../learner/vl_kept.h"
+#include "../store/vl_checkpoint.h"
 #include "../tests/vl_test.h"
 #include "vl_eval.h"
 #include "vl_export.h"
-#include "vl_kept.h"
 
 #define OBS    4
 #define ACTS   3

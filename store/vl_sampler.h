@@ -1,5 +1,5 @@
-/*  vl_sampler: prioritized sampling of the learner's buffer slots (seed 003,
-    PER). Each slot has a priority p_i >= 0, usually
+/*  vl_sampler: prioritized sampling of the learner's buffer slots (prioritized
+    experience replay, Schaul et al. 2016). Each slot has a priority p_i >= 0, usually
     p_i = (sum_t |adv_{i,t}|)^alpha; a draw picks slot i with probability
     P(i) = p_i / sum p, and carries the importance weight
     w_i = (N * P(i))^-beta / max w, N the number of slots with p > 0, beta
