@@ -13,7 +13,7 @@
 #include "../common/vl_ini.h"
 #include "../common/vl_log.h"
 #include "../messages/vl_spec.h"
-#include "vl_checkpoint.h"
+#include "../store/vl_checkpoint.h"
 
 #define S_PATH_MAX   4096
 #define S_CONFIG_MAX 8192
