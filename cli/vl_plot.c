@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <volley/volley.h>
+
 #define S_PYTHON   "python3" // looked for on PATH
 #define S_PATH_MAX 4096
 
@@ -39,13 +41,13 @@ static void s_pythonpath(void)
     free(path);
 }
 
-/* Sets VOLLEY_LIB to the shared library this code is running from, so that
+/* Sets VOLLEY_LIB to the libvolley.so this program runs on, so that
    the Python package loads the same libvolley as this program. Left alone
    when this code was linked statically (no libvolley.so to name). */
 static void s_own_library(void)
 {
     Dl_info info;
-    if (dladdr((void *)vl_python_exec, &info) == 0 || !info.dli_fname)
+    if (dladdr((void *)vl_version, &info) == 0 || !info.dli_fname)
         return;
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;

@@ -1,8 +1,8 @@
 /*  vl_opts: checked parsing of command-line values and broker addresses. */
 #include "vl_opts.h"
 
-#include "../messages/vl_wire.h"
 #include "vl_log.h"
+#include "vl_policy_id.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

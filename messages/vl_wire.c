@@ -91,21 +91,6 @@ int vl_wire_name_ok(const char *s, size_t cap)
     return len > 0 && len < cap;
 }
 
-int vl_policy_id_valid(const char *id, size_t len)
-{
-    if (!id || len == 0 || len >= VL_POLICY_ID_MAX || id[0] == '~')
-        return 0;
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)id[i] < 0x21 || (unsigned char)id[i] > 0x7e)
-            return 0;
-    return 1;
-}
-
-int vl_policy_id_ok(const char *id)
-{
-    return id && vl_policy_id_valid(id, strnlen(id, VL_POLICY_ID_MAX));
-}
-
 /* Reads a varint at *p (below end) into *v, advancing *p. Returns 0, or -1. */
 static int s_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {

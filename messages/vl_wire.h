@@ -9,8 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/vl_policy_id.h"
+
 #define VL_SCHEMA_VERSION  2  // 2: observations declared as encoded fields
-#define VL_POLICY_ID_MAX   64 // bytes, including the terminating NUL
 #define VL_TENSOR_NAME_MAX 32 // bytes, including the terminating NUL
 
 /* Why a message was refused. VL_OK is 0; the others index counters. */
@@ -61,17 +62,6 @@ int vl_wire_all_finite(const float *x, size_t n);
 /* Returns 1 if s is non-empty printable ASCII shorter than cap bytes (NUL
    included); reads at most cap bytes; NULL gives 0. */
 int vl_wire_name_ok(const char *s, size_t cap);
-
-/* The one rule for a policy id, on the wire and on the command line: 1 to
-   VL_POLICY_ID_MAX - 1 bytes, each printable ASCII other than space, the
-   first not '~' (the broker's own topics, such as the stats topic, start with
-   it). Reads exactly len bytes of id, which need not be NUL-terminated.
-   Returns 1 if the id is valid, else 0; NULL gives 0. */
-int vl_policy_id_valid(const char *id, size_t len);
-
-/* Returns 1 if the NUL-terminated id (read to at most VL_POLICY_ID_MAX
-   bytes) is valid by vl_policy_id_valid, else 0. */
-int vl_policy_id_ok(const char *id);
 
 /* Returns 1 if every string field of the encoded message (nested messages
    included) holds no NUL byte, so that what protobuf-c unpacks as a C string
