@@ -2,6 +2,7 @@
 vl_vtrace / vl_vtrace_boot (the arithmetic is in shared/BRIEF.md)."""
 import ctypes
 import sys
+import threading
 
 import numpy as np
 
@@ -9,6 +10,7 @@ from . import _lib
 
 _INT_MAX = 2**31 - 1
 _spare = []  # the last results returned (two pairs at most), reused once nothing else holds them
+_spare_lock = threading.Lock()  # finding a free pair and taking it is one step for threads
 
 
 def _free(pair, shape):
@@ -22,19 +24,19 @@ def _results(n, T):
     """Two float32 [n, T] arrays for the results: an earlier call's when the caller has let
     go of both, else new ones. Fresh 2 MB arrays cost their page faults at every call, and a
     learner calls vtrace on one shape every update: `vs, adv = vtrace(...)` in a loop still
-    holds the last results during the call, so two pairs take turns."""
-    for pair in reversed(list(_spare)):  # the newest first: its memory is the warmest
-        if _free(pair, (n, T)):
-            try:
-                _spare.remove(pair)  # two threads never take the same pair
-            except ValueError:
-                continue
-            _spare.append(pair)
-            return pair
-    pair = (np.empty((n, T), np.float32), np.empty((n, T), np.float32))
-    _spare.append(pair)
-    del _spare[:-2]
-    return pair
+    holds the last results during the call, so two pairs take turns. Threads take pairs
+    under a lock: a pair checked free is taken before any other thread can check it."""
+    with _spare_lock:
+        for i in range(len(_spare) - 1, -1, -1):  # the newest first: its memory is the warmest
+            pair = _spare[i]
+            if _free(pair, (n, T)):
+                del _spare[i]  # by position: == on arrays would compare their elements
+                _spare.append(pair)
+                return pair
+        pair = (np.empty((n, T), np.float32), np.empty((n, T), np.float32))
+        _spare.append(pair)
+        del _spare[:-2]
+        return pair
 
 
 def _as_f32(name, a):
