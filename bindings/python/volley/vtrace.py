@@ -1,10 +1,14 @@
 """volley.vtrace: IMPALA's V-trace over NumPy arrays, by learner/vtrace.c's
 vl_vtrace / vl_vtrace_boot (the arithmetic is in shared/BRIEF.md)."""
+from __future__ import annotations
+
 import ctypes
 import sys
 import threading
 
 import numpy as np
+from numpy.typing import ArrayLike
+from typing import Optional, Tuple
 
 from . import _lib
 
@@ -62,8 +66,10 @@ def _check_out(name, a, shape, inputs):
             raise ValueError(f"out {name}: overlaps {other_name}")
 
 
-def vtrace(values, rewards, dones, log_rhos, gamma=0.99, lam=0.95, rho_bar=1.0, c_bar=1.0,
-           pg_rho_bar=None, boot=None, *, out=None):
+def vtrace(values: ArrayLike, rewards: ArrayLike, dones: ArrayLike, log_rhos: ArrayLike,
+           gamma: float = 0.99, lam: float = 0.95, rho_bar: float = 1.0, c_bar: float = 1.0,
+           pg_rho_bar: Optional[float] = None, boot: Optional[ArrayLike] = None, *,
+           out: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """V-trace targets and policy-gradient advantages for n segments of T steps.
 
     values [n, T+1] (the last column is the bootstrap V(x_T)); rewards, dones,
@@ -115,7 +121,7 @@ def vtrace(values, rewards, dones, log_rhos, gamma=0.99, lam=0.95, rho_bar=1.0, 
     return vs, pg_adv
 
 
-def vtrace_path(path=-1):
+def vtrace_path(path: int = -1) -> int:
     """Makes vtrace use one code path for the whole process: 0 scalar, 1 SSE2,
     2 AVX2+FMA, -1 the best this CPU has. The paths agree to rounding, not bit
     for bit (a deterministic run picks 1). Returns the path chosen; raises
