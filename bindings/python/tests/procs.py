@@ -81,9 +81,9 @@ class Procs:
         """Starts `volley ARGS...`."""
         return self.start(name, [VOLLEY, *map(str, args)], env=env)
 
-    def python(self, name, *args, env=None):
+    def python(self, name, *args, env=None, cwd=None):
         """Starts `python3 ARGS...` (the python running the tests)."""
-        return self.start(name, [PYTHON, *map(str, args)], env=env)
+        return self.start(name, [PYTHON, *map(str, args)], env=env, cwd=cwd)
 
     def broker(self, port, *args):
         return self.volley("broker", "broker", "--port", port, *args)
