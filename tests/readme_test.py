@@ -134,8 +134,8 @@ def rewrite(cmd, last, env):
     cmd = cmd.replace("--prefix /usr/local", f"--prefix {env['PREFIX']}")
     cmd = re.sub(r"\bldconfig$", f"ldconfig -n {env['PREFIX']}/lib", cmd)
     cmd = re.sub(r"(docker-compose .*?) (up -d|run --rm \w+)$", r"\1 config -q", cmd)
-    cmd = re.sub(r"^ctest --test-dir (\S+).*$", r"ctest --test-dir \1 -N", cmd)
-    cmd = re.sub(r"^bash compose/setup\.sh", f"bash {env['SRC']}/compose/setup.sh", cmd)
+    cmd = re.sub(r"\bctest --test-dir (\S+)[^&;|\n]*", r"ctest --test-dir \1 -N", cmd)
+    cmd = re.sub(r"\bbash compose/setup\.sh", f"bash {env['SRC']}/compose/setup.sh", cmd)
     cmd = re.sub(r"(volley eval \S+ --render)\b.*$", r"\1 --fps 500 --episodes 1", cmd)
     cmd = re.sub(r"(bench/stall_bench\.sh \S+) \d+$", r"\1 3", cmd)
     # One line may hold several commands: `a & b &`.
@@ -175,6 +175,19 @@ def sandbox(src, build, root):
     (root / "etc").mkdir()
 
 
+def kill_session(sid):
+    """Ends every process of session sid (a block's programs, even those it left behind)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[3]) == sid:  # field 6 of stat: the session
+                    os.kill(int(stat.parent.name), sig)
+            except (OSError, ValueError, IndexError):
+                pass
+        time.sleep(0.3)
+
+
 def run_block(line, text, c_before, env, root):
     """Runs one block; returns (ok, seconds, output tail)."""
     if c_before is not None:
@@ -192,10 +205,7 @@ def run_block(line, text, c_before, env, root):
         out, _ = p.communicate()
         return False, time.monotonic() - start, "timed out after 900 s\n" + out[-3000:]
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)  # the block's background programs
-        except ProcessLookupError:
-            pass
+        kill_session(p.pid)  # the block's background programs
     notes = "".join(line + "\n" for line in out.splitlines() if line.startswith("readme_test:"))
     return p.returncode == 0, time.monotonic() - start, out[-3000:] + notes
 
@@ -204,6 +214,10 @@ def main():
     if len(sys.argv) < 3:
         print(__doc__.splitlines()[2], file=sys.stderr)
         return 2
+    if os.environ.get("VOLLEY_README_TEST"):
+        print("FAIL: readme_test started inside itself (a README command ran the test suite)")
+        return 1
+    os.environ["VOLLEY_README_TEST"] = "1"
     src, build = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
     only = {int(a) for a in sys.argv[3:]}
     all_blocks = blocks((src / "README.md").read_text())
