@@ -16,3 +16,13 @@ def procs(tmp_path):
     p = Procs(tmp_path)
     yield p
     p.stop_all()
+
+
+def need(module):
+    """module imported; a test that needs it fails without it when ctest runs the tests with
+    the checkout's .venv ($VOLLEY_TEST_VENV=1: setup.sh installs it there), skips otherwise."""
+    import importlib
+    if os.environ.get("VOLLEY_TEST_VENV") == "1":
+        return importlib.import_module(module)
+    return pytest.importorskip(module, reason=f"{module} is not installed (bash compose/setup.sh "
+                               "puts it in .venv)")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
 VOLLEY = os.environ.get("VOLLEY_BIN") or str(REPO / "build" / "volley")
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+PYTHON = sys.executable  # the tests' own: ctest's is the checkout's .venv (Gymnasium in it)
 
 
 def top_rows(port):
@@ -55,16 +55,21 @@ class Procs:
         self.tmp = Path(tmp_path)
         self.procs = []
 
-    def start(self, name, argv, env=None):
+    def start(self, name, argv, env=None, clean=False, cwd=None):
         """Starts argv with stdout+stderr into <tmp>/<name>.log; returns the Popen
-        (its .log is the log's path)."""
+        (its .log is the log's path). clean: without $PYTHONPATH and $VOLLEY_LIB, so
+        that a python finds volley and libvolley by itself."""
         log = self.tmp / f"{name}.log"
         e = dict(os.environ)
-        e.setdefault("PYTHONPATH", str(REPO / "bindings" / "python"))
+        if clean:
+            e.pop("PYTHONPATH", None)
+            e.pop("VOLLEY_LIB", None)
+        else:
+            e.setdefault("PYTHONPATH", str(REPO / "bindings" / "python"))
         if env:
             e.update(env)
         f = open(log, "wb")
-        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=e,
+        p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=e, cwd=cwd,
                              start_new_session=True)
         f.close()
         p.log = log
@@ -76,9 +81,9 @@ class Procs:
         """Starts `volley ARGS...`."""
         return self.start(name, [VOLLEY, *map(str, args)], env=env)
 
-    def python(self, name, *args, env=None):
-        """Starts `/usr/bin/python3 ARGS...`."""
-        return self.start(name, [PYTHON, *map(str, args)], env=env)
+    def python(self, name, *args, env=None, cwd=None):
+        """Starts `python3 ARGS...` (the python running the tests)."""
+        return self.start(name, [PYTHON, *map(str, args)], env=env, cwd=cwd)
 
     def broker(self, port, *args):
         return self.volley("broker", "broker", "--port", port, *args)

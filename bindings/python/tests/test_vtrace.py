@@ -166,3 +166,43 @@ def test_results_held_are_never_reused():
     for _ in range(6):  # a loop that rebinds its names: results still right every time
         vs, adv = volley.vtrace(*args)
         assert np.array_equal(vs, want[0]) and np.array_equal(adv, want[1])
+
+
+
+def test_threads_never_share_results(monkeypatch):
+    """Several threads calling vtrace on one shape (so the reused result arrays are in
+    play) each get their own answer: no thread's results are another's arrays, and none
+    is overwritten while its caller holds it. The check "this cached pair is free" is
+    made slow here, so that another thread runs between it and taking the pair, as the
+    interpreter's thread switches rarely but sometimes do."""
+    import sys
+    import threading
+    import time
+    vt = sys.modules["volley.vtrace"]  # the module (volley.vtrace is the function)
+    free = vt._free
+
+    def slow_free(pair, shape):
+        got = free(pair, shape)
+        time.sleep(0.0002)
+        return got
+    monkeypatch.setattr(vt, "_free", slow_free)
+    n, T, rounds = 4, 8, 200
+    data = [inputs(n, T, seed)[:4] for seed in range(4)]
+    want = [tuple(a.copy() for a in volley.vtrace(*d)) for d in data]
+    bad, start = [], threading.Barrier(len(data))
+
+    def work(k):
+        start.wait()
+        for _ in range(rounds):
+            vs, adv = volley.vtrace(*data[k])
+            time.sleep(0)  # another thread's call while this one holds its results
+            if not (np.array_equal(vs, want[k][0]) and np.array_equal(adv, want[k][1])):
+                bad.append(k)
+            del vs, adv
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(data))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad, f"{len(bad)} results of {len(data) * rounds} were another thread's"

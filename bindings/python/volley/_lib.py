@@ -3,11 +3,17 @@
 The library is looked for, in order:
   1. $VOLLEY_LIB, a path to libvolley.so (used as given: no fallback when it
      is set and fails to load);
-  2. the build tree of the checkout this package sits in:
+  2. the copy bundled in the package (volley/libvolley.so), which
+     `pip install ./bindings/python` builds and puts in the wheel;
+  3. the build tree of the checkout this package sits in:
      <repo>/build/libvolley.so, which `bash compose/setup.sh` builds;
-  3. the system's: ctypes.util.find_library("volley"), then "libvolley.so.0"
+  4. the system's: ctypes.util.find_library("volley"), then "libvolley.so.0"
      (after `cmake --install build && ldconfig`).
 ImportError names every place tried and why each failed.
+
+Every ctypes structure mirroring a C struct is checked against the size the
+library reports (vl_abi_sizeof) when the package is imported: a library built
+from other headers is refused with one line rather than handed misread memory.
 
 Symbols that a given libvolley may lack (the replay buffer, newer than the
 rest) are bound when present; has(name) says which.
@@ -19,7 +25,8 @@ from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_size_t, c_uint
 from ctypes import c_void_p
 from pathlib import Path
 
-_REPO = Path(__file__).resolve().parents[3]  # bindings/python/volley/_lib.py -> the checkout
+_HERE = Path(__file__).resolve().parent
+_REPO = _HERE.parents[2]  # bindings/python/volley/_lib.py -> the checkout
 
 
 class VolleyError(RuntimeError):
@@ -31,7 +38,8 @@ def _candidates():
     if env:
         return [("$VOLLEY_LIB", env)], True
     found = ctypes.util.find_library("volley")
-    out = [("build tree", str(_REPO / "build" / "libvolley.so"))]
+    out = [("package", str(_HERE / "libvolley.so")),
+           ("build tree", str(_REPO / "build" / "libvolley.so"))]
     if found:
         out.append(("find_library('volley')", found))
     out.append(("system", "libvolley.so.0"))
@@ -42,7 +50,7 @@ def _load():
     tried = []
     cands, from_env = _candidates()
     for where, name in cands:
-        if where == "build tree" and not os.path.exists(name):
+        if where in ("package", "build tree") and not os.path.exists(name):
             tried.append(f"{where}: {name} (no such file)")
             continue
         try:
@@ -50,8 +58,8 @@ def _load():
         except OSError as e:
             tried.append(f"{where}: {name} ({e})")
     hint = ("" if from_env else
-            "; build it with `bash compose/setup.sh` (or cmake) in the checkout, "
-            "or point VOLLEY_LIB at a libvolley.so")
+            "; install the package with `pip install ./bindings/python`, build the checkout "
+            "with `bash compose/setup.sh` (or cmake), or point VOLLEY_LIB at a libvolley.so")
     raise ImportError("volley: cannot load libvolley: tried " + "; ".join(tried) + hint)
 
 
@@ -130,6 +138,24 @@ bind(_PROTOS)
 def has(name):
     """True when the loaded libvolley exports the symbol name."""
     return hasattr(lib, name)
+
+
+def check_abi(mirrors):
+    """Compares each ctypes structure {C type name: class} with sizeof that type in the
+    loaded library; ImportError (one line naming the type, both sizes and the library)
+    at the first that differs, or when the library cannot say."""
+    sizeof = getattr(lib, "vl_abi_sizeof", None)
+    if sizeof is None:
+        raise ImportError(f"volley: {path} has no vl_abi_sizeof (a libvolley older than this "
+                          "package): rebuild it or reinstall the package")
+    sizeof.restype, sizeof.argtypes = c_size_t, [c_char_p]
+    for name, cls in mirrors.items():
+        theirs, ours = sizeof(name.encode()), ctypes.sizeof(cls)
+        if theirs != ours:
+            got = "does not know it" if theirs == 0 else f"has {theirs} bytes"
+            raise ImportError(f"volley: {path} does not match this package: {name} "
+                              f"{got}, the package's mirror {ours} (rebuild libvolley or "
+                              "reinstall the package)")
 
 
 def why_buffer():

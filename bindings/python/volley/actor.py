@@ -21,6 +21,8 @@ env) through an Actor; `python3 -m volley actor --env pkg.mod:make_env` is
 its command line. Gymnasium itself is never imported: spaces are read by
 their attributes.
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import re
@@ -30,6 +32,11 @@ import threading
 from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 
 import numpy as np
+from numpy.typing import ArrayLike
+from typing import Any, Callable, Optional, Tuple, Union
+
+# policy_fn(obs [N, D] float32, weights) -> (actions, logps)
+PolicyFn = Callable[[np.ndarray, "Weights"], Tuple[ArrayLike, ArrayLike]]
 
 from . import _lib
 from ._lib import VolleyError
@@ -324,7 +331,7 @@ class _Wake:
                 break
         return got
 
-    def close(self):
+    def close(self) -> None:
         if self.r >= 0:
             try:
                 signal.set_wakeup_fd(-1)
@@ -349,9 +356,12 @@ class Actor:
     policy_fn(obs [N, D] float32, weights: Weights) -> (actions [N], logps [N]).
     """
 
-    def __init__(self, broker="127.0.0.1", policy="default", spec=None, num_envs=8, horizon=64,
-                 hidden=64, actor_id=None, seed=1, policy_fn=None, max_ahead=1, wait_ms=500,
-                 observation_space=None, action_space=None, obs_check="error"):
+    def __init__(self, broker: str = "127.0.0.1", policy: Union[str, PolicyFn] = "default",
+                 spec: Any = None, num_envs: int = 8, horizon: int = 64, hidden: int = 64,
+                 actor_id: Optional[int] = None, seed: int = 1,
+                 policy_fn: Optional[PolicyFn] = None, max_ahead: int = 1, wait_ms: int = 500,
+                 observation_space: Any = None, action_space: Any = None,
+                 obs_check: str = "error") -> None:
         if callable(policy):
             policy_fn, policy = policy, "default"
         self.spec = _as_spec(spec, observation_space, action_space)
@@ -460,7 +470,7 @@ class Actor:
             raise ValueError(f"{name}: shape {shape}, expected ({self.num_envs}, "
                              f"{self.spec.obs_dim}) (num_envs x the spec's values)") from None
 
-    def sync(self):
+    def sync(self) -> None:
         """Waits for the first weights, takes newer ones, beats. Returns the version."""
         h = self._handle()
         while self._check(_lib.lib.vl_actor_sync(h, self._why, len(self._why)), True):
@@ -471,7 +481,7 @@ class Actor:
     def weights_version(self):
         return _lib.lib.vl_actor_weights_version(self._handle())
 
-    def weights(self):
+    def weights(self) -> "Weights":
         """The newest weights as a Weights dict of float32 arrays (external mode)."""
         h = self._handle()
         v = _lib.lib.vl_actor_weights_version(h)
@@ -492,7 +502,8 @@ class Actor:
         self._weights = w
         return w
 
-    def act(self, obs, return_logps=False):
+    def act(self, obs: ArrayLike, return_logps: bool = False
+            ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
         """Actions [N] (int32) for obs [N, D] (or [N, *shape], or a dict of
         fields): volley's policy in C, or policy_fn. return_logps: (actions, logps)."""
         h = self._handle()
@@ -522,7 +533,8 @@ class Actor:
             raise ValueError(f"policy_fn must return (actions [{self.num_envs}], logps "
                              f"[{self.num_envs}]): {e}") from None
 
-    def observe(self, rewards, terminated, truncated, next_obs, final_obs=None):
+    def observe(self, rewards: ArrayLike, terminated: ArrayLike, truncated: ArrayLike,
+                next_obs: ArrayLike, final_obs: Optional[ArrayLike] = None) -> None:
         """Records the outcome of the last act. final_obs [N, D]: the last
         observation of episodes that ended (read where truncated and not
         terminated; may be None when none is truncated)."""
@@ -644,9 +656,12 @@ def _is_vector(env):
     return hasattr(env, "num_envs") and hasattr(env, "single_observation_space")
 
 
-def run_actor(envs, broker="127.0.0.1", policy="default", horizon=64, hidden=64, actor_id=None,
-              seed=1, policy_fn=None, max_steps=None, max_ahead=1, wait_ms=500, on_step=None,
-              name=None, obs_check="error"):
+def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", horizon: int = 64,
+              hidden: int = 64, actor_id: Optional[int] = None, seed: int = 1,
+              policy_fn: Optional[PolicyFn] = None, max_steps: Optional[int] = None,
+              max_ahead: int = 1, wait_ms: int = 500,
+              on_step: Optional[Callable[..., Any]] = None, name: Optional[str] = None,
+              obs_check: str = "error") -> int:
     """Drives Gymnasium-style envs with a volley Actor until interrupted (or
     max_steps env steps). envs: a list of env factories (each called once;
     reset(seed=...) -> (obs, info), step(a) -> (obs, reward, terminated,

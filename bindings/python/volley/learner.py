@@ -17,10 +17,13 @@ slots of the C buffer, so each array is gathered by one C call (the GIL
 released) into one contiguous NumPy array, and the slots go back to the
 buffer before take returns. Nothing needs releasing.
 """
+from __future__ import annotations
+
 import ctypes
 from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 
 import numpy as np
+from typing import Any, Mapping, Optional
 
 from . import _lib
 from ._lib import VolleyError
@@ -203,8 +206,8 @@ class Learner:
     spec or none comes in time.
     """
 
-    def __init__(self, broker="127.0.0.1:7600", policy="default", capacity=64, spec=None,
-                 timeout=30.0):
+    def __init__(self, broker: str = "127.0.0.1:7600", policy: str = "default",
+                 capacity: int = 64, spec: Any = None, timeout: float = 30.0) -> None:
         self._ptr = None
         capacity = int(capacity)
         if not 2 <= capacity <= 2**20:
@@ -228,7 +231,8 @@ class Learner:
             raise ValueError("Learner: closed")
         return self._ptr
 
-    def take(self, n, timeout=None, unpack=True, partial=False):
+    def take(self, n: int, timeout: Optional[float] = None, unpack: bool = True,
+             partial: bool = False) -> Optional["Batch"]:
         """Waits up to timeout seconds (None: no limit) for n segments and
         returns the n oldest as a Batch (fewer if the buffer evicted some
         meanwhile), or None on timeout. partial=True: on timeout, takes those
@@ -267,7 +271,8 @@ class Learner:
             out[name] = a
         return out
 
-    def publish(self, weights, version, check_policy=True):
+    def publish(self, weights: Mapping[str, Any], version: int,
+                check_policy: bool = True) -> None:
         """Sends weights as `version` (an int >= any published before) to the
         policy's actors. weights maps names to arrays of rank 1 or 2: NumPy,
         nested lists, or torch tensors (a state_dict). With check_policy the
@@ -296,7 +301,8 @@ class Learner:
                                          why, len(why)) != 0:
             raise ValueError(f"publish: {why.value.decode()}")
 
-    def publish_stats(self, version, trained=0, policy_loss=0.0, value_loss=0.0, entropy=0.0):
+    def publish_stats(self, version: int, trained: int = 0, policy_loss: float = 0.0,
+                      value_loss: float = 0.0, entropy: float = 0.0) -> None:
         """Sends a progress report (what `volley top` shows and `volley up`
         judges): the version and losses given, steps, episodes and the mean
         return from the transport's own books."""
@@ -304,7 +310,7 @@ class Learner:
                                             float(policy_loss), float(value_loss), float(entropy))
 
     @property
-    def counters(self):
+    def counters(self) -> dict:
         """accepted, refused, evicted, env_steps, episodes, mean_return (of
         the last `window` <= 100 episodes), window, waiting; and refusals:
         {reason: count} for the reasons that occurred."""
@@ -321,7 +327,7 @@ class Learner:
         out["refusals"] = refusals
         return out
 
-    def close(self):
+    def close(self) -> None:
         """Stops receiving and closes the sockets; safe twice."""
         if getattr(self, "_ptr", None):
             _lib.lib.vl_transport_destroy(ctypes.byref(c_void_p(self._ptr)))

@@ -4,12 +4,16 @@ Rows cross without copies where the layout allows: add_batch hands C the
 data pointers of C-contiguous arrays of each field's dtype, and buf.fields
 are read-only NumPy views of the buffer's own storage.
 """
+from __future__ import annotations
+
 import ctypes
 import math
 import os
 from collections.abc import Mapping
 
 import numpy as np
+from numpy.typing import ArrayLike
+from typing import Any, Dict, Optional, Tuple, Union
 
 from . import _lib
 from ._lib import VolleyError
@@ -106,7 +110,8 @@ class ReplayBuffer:
     C call releases the GIL and reserves its rows atomically); sampling draws
     uniformly or by priority. Errors are exceptions naming the field."""
 
-    def __init__(self, capacity, fields, seed=1):
+    def __init__(self, capacity: int, fields: Mapping[str, Tuple[Tuple[int, ...], Any]],
+                 seed: int = 1) -> None:
         _require("vl_rbuf_new")
         capacity = int(capacity)
         if capacity < 1:
@@ -129,7 +134,7 @@ class ReplayBuffer:
         self._adopt(ptr, capacity, specs)
 
     @classmethod
-    def load(cls, path, seed=1):
+    def load(cls, path: Union[str, os.PathLike], seed: int = 1) -> "ReplayBuffer":
         """A buffer saved by save(); VolleyError with the reason when the file is
         missing, truncated or corrupt."""
         _require("vl_rbuf_load", *_DESCRIBE)
@@ -213,7 +218,8 @@ class ReplayBuffer:
             out.append(a)
         return n, out
 
-    def add_batch(self, arrays=None, /, **kw):
+    def add_batch(self, arrays: Optional[Mapping[str, ArrayLike]] = None, /,
+                  **kw: ArrayLike) -> int:
         """Adds n rows: add_batch(obs=..., act=...) or add_batch({'obs': ..., ...}),
         one array per field with leading dimension n. Arrays of the field's dtype
         and C-contiguous go to C as they are; an array of another dtype is
@@ -225,7 +231,7 @@ class ReplayBuffer:
         ptrs = (ctypes.c_void_p * len(rows))(*[a.ctypes.data for a in rows])
         return _lib.lib.vl_rbuf_add_batch(self._ptr, ptrs, n)
 
-    def sample(self, batch, beta=None):
+    def sample(self, batch: int, beta: Optional[float] = None) -> Dict[str, np.ndarray]:
         """Draws batch rows and copies them out: {name: array [batch, *shape]}.
         beta None draws uniformly; a beta >= 0 draws by priority and adds
         'indices' (uint64, for update_priorities) and 'weights' (float32,
@@ -250,7 +256,7 @@ class ReplayBuffer:
             out["indices"], out["weights"] = idx, w
         return out
 
-    def update_priorities(self, indices, priorities):
+    def update_priorities(self, indices: ArrayLike, priorities: ArrayLike) -> None:
         """Sets the priorities of rows indices (as sample() returned them) to
         priorities (one number, or one per index; each >= 0 and finite)."""
         i = np.asarray(indices)
@@ -270,7 +276,7 @@ class ReplayBuffer:
         if i.size:
             _lib.lib.vl_rbuf_update_priorities(self._ptr, i.ctypes.data, p.ctypes.data, i.size)
 
-    def save(self, path):
+    def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the buffer to path atomically; never overwrites (an existing
         path is refused). VolleyError with the reason on failure."""
         why = _lib.why_buffer()

@@ -1,9 +1,13 @@
 """volley.PrioritizedSampler: store/vl_sampler.c's sum-tree over NumPy arrays."""
+from __future__ import annotations
+
 import ctypes
 import math
 import threading
 
 import numpy as np
+from numpy.typing import ArrayLike
+from typing import Tuple, Union
 
 from . import _lib
 
@@ -32,7 +36,7 @@ class PrioritizedSampler:
     it may be shared between threads. Each C call releases the GIL.
     """
 
-    def __init__(self, capacity, seed=1):
+    def __init__(self, capacity: int, seed: int = 1) -> None:
         capacity = int(capacity)
         if not 1 <= capacity <= _CAPACITY_MAX:
             raise ValueError(f"capacity: expected 1 .. 2^30, got {capacity}")
@@ -49,7 +53,7 @@ class PrioritizedSampler:
             _lib.lib.vl_sampler_destroy(ctypes.byref(ctypes.c_void_p(self._ptr)))
             self._ptr = None
 
-    def set(self, slots, priorities):
+    def set(self, slots: ArrayLike, priorities: ArrayLike) -> None:
         """Sets the priorities of slots (an int or an array of them); priorities
         is one number or one per slot, each >= 0 and finite (0 takes the slot
         out of sampling). O(log capacity) a slot, one C call each."""
@@ -64,7 +68,7 @@ class PrioritizedSampler:
             for slot, prio in zip(s.tolist(), p.tolist()):
                 fn(ptr, slot, prio)
 
-    def get(self, slots):
+    def get(self, slots: ArrayLike) -> Union[float, np.ndarray]:
         """The priority of a slot (a float), or of each of an array of slots."""
         scalar = np.ndim(slots) == 0
         s = _slots(self, slots)
@@ -74,18 +78,18 @@ class PrioritizedSampler:
         return float(got[0]) if scalar else got.reshape(np.shape(slots))
 
     @property
-    def total(self):
+    def total(self) -> float:
         """The sum of all priorities."""
         with self._lock:
             return _lib.lib.vl_sampler_total(self._ptr)
 
     @property
-    def count(self):
+    def count(self) -> int:
         """How many slots have priority > 0."""
         with self._lock:
             return _lib.lib.vl_sampler_count(self._ptr)
 
-    def sample(self, n, beta=1.0):
+    def sample(self, n: int, beta: float = 1.0) -> Tuple[np.ndarray, np.ndarray]:
         """Draws n slots with replacement in proportion to priority (stratified:
         one draw in each of n equal slices of the total). Returns (slots uint32
         [n], weights float32 [n]); the largest weight is exactly 1, beta = 0
@@ -107,7 +111,7 @@ class PrioritizedSampler:
         return slots, weights
 
     @staticmethod
-    def priority(adv, alpha):
+    def priority(adv: ArrayLike, alpha: float) -> Union[float, np.ndarray]:
         """(sum_t |adv_t|)^alpha of one segment's advantages (1-D), or of each
         row of a 2-D [n, T] array (an array of n); at least 1e-6 when alpha > 0,
         1 when alpha = 0 (vl_sampler_priority)."""
@@ -121,7 +125,7 @@ class PrioritizedSampler:
         return np.array([fn(base + i * stride, T, alpha) for i in range(a.shape[0])])
 
     @staticmethod
-    def beta(beta0, step, steps):
+    def beta(beta0: float, step: int, steps: int) -> float:
         """beta annealed linearly from beta0 at step 0 to 1 at step steps, 1 after."""
         return _lib.lib.vl_sampler_beta(beta0, int(step), int(steps))
 

@@ -1,14 +1,20 @@
 """volley.vtrace: IMPALA's V-trace over NumPy arrays, by store/vtrace.c's
 vl_vtrace / vl_vtrace_boot (the arithmetic is described in store/vtrace.h)."""
+from __future__ import annotations
+
 import ctypes
 import sys
+import threading
 
 import numpy as np
+from numpy.typing import ArrayLike
+from typing import Optional, Tuple
 
 from . import _lib
 
 _INT_MAX = 2**31 - 1
 _spare = []  # the last results returned (two pairs at most), reused once nothing else holds them
+_spare_lock = threading.Lock()  # finding a free pair and taking it is one step for threads
 
 
 def _free(pair, shape):
@@ -22,19 +28,19 @@ def _results(n, T):
     """Two float32 [n, T] arrays for the results: an earlier call's when the caller has let
     go of both, else new ones. Fresh 2 MB arrays cost their page faults at every call, and a
     learner calls vtrace on one shape every update: `vs, adv = vtrace(...)` in a loop still
-    holds the last results during the call, so two pairs take turns."""
-    for pair in reversed(list(_spare)):  # the newest first: its memory is the warmest
-        if _free(pair, (n, T)):
-            try:
-                _spare.remove(pair)  # two threads never take the same pair
-            except ValueError:
-                continue
-            _spare.append(pair)
-            return pair
-    pair = (np.empty((n, T), np.float32), np.empty((n, T), np.float32))
-    _spare.append(pair)
-    del _spare[:-2]
-    return pair
+    holds the last results during the call, so two pairs take turns. Threads take pairs
+    under a lock: a pair checked free is taken before any other thread can check it."""
+    with _spare_lock:
+        for i in range(len(_spare) - 1, -1, -1):  # the newest first: its memory is the warmest
+            pair = _spare[i]
+            if _free(pair, (n, T)):
+                del _spare[i]  # by position: == on arrays would compare their elements
+                _spare.append(pair)
+                return pair
+        pair = (np.empty((n, T), np.float32), np.empty((n, T), np.float32))
+        _spare.append(pair)
+        del _spare[:-2]
+        return pair
 
 
 def _as_f32(name, a):
@@ -60,8 +66,10 @@ def _check_out(name, a, shape, inputs):
             raise ValueError(f"out {name}: overlaps {other_name}")
 
 
-def vtrace(values, rewards, dones, log_rhos, gamma=0.99, lam=0.95, rho_bar=1.0, c_bar=1.0,
-           pg_rho_bar=None, boot=None, *, out=None):
+def vtrace(values: ArrayLike, rewards: ArrayLike, dones: ArrayLike, log_rhos: ArrayLike,
+           gamma: float = 0.99, lam: float = 0.95, rho_bar: float = 1.0, c_bar: float = 1.0,
+           pg_rho_bar: Optional[float] = None, boot: Optional[ArrayLike] = None, *,
+           out: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Tuple[np.ndarray, np.ndarray]:
     """V-trace targets and policy-gradient advantages for n segments of T steps.
 
     values [n, T+1] (the last column is the bootstrap V(x_T)); rewards, dones,
@@ -113,7 +121,7 @@ def vtrace(values, rewards, dones, log_rhos, gamma=0.99, lam=0.95, rho_bar=1.0, 
     return vs, pg_adv
 
 
-def vtrace_path(path=-1):
+def vtrace_path(path: int = -1) -> int:
     """Makes vtrace use one code path for the whole process: 0 scalar, 1 SSE2,
     2 AVX2+FMA, -1 the best this CPU has. The paths agree to rounding, not bit
     for bit (a deterministic run picks 1). Returns the path chosen; raises

@@ -1,0 +1,258 @@
+"""Runs every command of README.md's ```sh blocks, so that the README cannot drift.
+
+usage: readme_test.py SRC_DIR BUILD_DIR [BLOCK_LINE...]   (the lines where chosen blocks start)
+
+Each block runs as one bash script (set -e: a failing command fails the test) in a sandbox
+directory that looks like the checkout after `bash compose/setup.sh`: build/ (the real build),
+bindings/, bench/, compose/, messages/ and .venv/ are links to the checkout's, tests/ is a
+copy (a command there may rewrite its files), and `volley` on PATH is build/volley (the
+installed program the README's bare `volley` means). A command is changed only by these
+rules, so that it runs here, in a bounded time, without touching the machine:
+  - a block that talks to a broker without starting one gets one (and a learner) first;
+  - addresses: the README's port 7600 and host 10.0.0.10 (or HOST) become 127.0.0.1 and a
+    free port; a broker without --port gets it;
+  - placeholders: N (an actor host's number) is 1; myenv.c is the ```c block above the
+    command; --prefix /usr/local becomes a prefix in the sandbox (PKG_CONFIG_PATH names it,
+    ldconfig only links it: -n), /etc/volley a directory in the sandbox;
+  - no Docker engine runs here: `docker-compose ... up -d` and `... run --rm monitor` run as
+    `docker-compose ... config -q`, which parses and checks the compose file and settings;
+  - a block's lines are separate terminals: a broker, learner or actor not sent to the
+    background with & is, unless it is the block's last command; a program that runs until
+    stopped (top's live view, an actor) is stopped with SIGINT after 8 s (an example's actor:
+    once its learner has ended) and must then exit 0 (`until_stopped`); every background
+    program must still run at the end or have exited 0;
+  - short budgets: `volley eval ... --render` plays one episode at 500 fps; the stall
+    benchmark stops its learner 3 s, not 30; the other benchmarks run as printed (each is
+    bounded by itself); the examples' learners train until solved, as the README says;
+  - `ctest --test-dir build ...` is this suite itself: it runs with -N (lists the tests),
+    not recursively; `bash compose/setup.sh` runs for real on the checkout (its build is
+    up to date when ctest runs, so it changes nothing there).
+"""
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PRELUDE = r'''
+set -eo pipefail
+set -m  # job control: background commands keep SIGINT (a Ctrl-C) instead of ignoring it
+trap 'rc=$?; set +e; for j in $(jobs -p); do kill -TERM -- "-$j" 2>/dev/null; done; sleep 0.3
+      for j in $(jobs -p); do kill -KILL -- "-$j" 2>/dev/null; done; exit $rc' EXIT
+until_stopped() {  # SECS CMD...: runs CMD until SECS pass or another of the block's background
+    local secs=$1; shift  # commands ends (a learner that solved), then Ctrl-C: wants exit 0
+    local others pid t=0 rc=0
+    others=$(jobs -p)
+    "$@" &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null && [ "$t" -lt $((secs * 10)) ]; do
+        for j in $others; do kill -0 "$j" 2>/dev/null || t=$((secs * 10)); done
+        sleep 0.1
+        t=$((t + 1))
+    done
+    kill -INT "$pid" 2>/dev/null || true
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 0 ] || { echo "readme_test: '$*' exited $rc after SIGINT" >&2; return 1; }
+}
+'''
+
+EPILOGUE = r'''
+for j in $(jobs -p); do  # a background command has either ended well or still runs
+    if ! kill -0 "$j" 2>/dev/null; then
+        wait "$j" || { echo "readme_test: a background command exited $?" >&2; exit 1; }
+    fi
+done
+'''
+
+
+def blocks(readme):
+    """[(line, language, text)] of every fenced block."""
+    out, lang, start, buf = [], None, 0, []
+    for i, line in enumerate(readme.splitlines(), 1):
+        m = re.match(r"^```(\w*)\s*$", line)
+        if m and lang is None:
+            lang, start, buf = m.group(1), i, []
+        elif line.startswith("```") and lang is not None:
+            out.append((start, lang, "\n".join(buf)))
+            lang = None
+        elif lang is not None:
+            buf.append(line)
+    return out
+
+
+def free_port():
+    """A base port below the ephemeral range with the four after it free."""
+    import random
+    for _ in range(200):
+        base = 20000 + random.randrange(2500) * 5
+        try:
+            for p in range(base, base + 5):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no free port range")
+
+
+SERVER = re.compile(r"(build/volley|\bvolley) +(broker|learner|actor)\b|"
+                    r"custom_policy\.py +(learner|actor)\b|-m volley actor\b")
+UNTIL_STOPPED = re.compile(r"(volley +top\b(?!.*--once))|(volley +actor\b)|"
+                           r"(custom_policy\.py +actor\b)|(-m volley actor\b)")
+
+
+def commands(text):
+    """The block's commands, a continued line (trailing \\, or a `for ... done` loop) joined."""
+    out, cur, depth = [], [], 0
+    for line in text.splitlines():
+        code = line.split(" #")[0].rstrip() if not line.lstrip().startswith("#") else ""
+        if not code.strip():
+            continue
+        cur.append(code)
+        depth += len(re.findall(r"\bdo\b", code)) - len(re.findall(r"\bdone\b", code))
+        if depth == 0 and not code.endswith("\\"):
+            out.append("\n".join(cur))
+            cur = []
+    if cur:
+        out.append("\n".join(cur))
+    return out
+
+
+def rewrite(cmd, last, env):
+    """cmd as the sandbox runs it (the rules in the module's docstring)."""
+    port = env["PORT"]
+    cmd = re.sub(r"\b(10\.0\.0\.10|127\.0\.0\.1):7600\b", f"127.0.0.1:{port}", cmd)
+    cmd = re.sub(r"--broker (HOST|127\.0\.0\.1)(?=\s|$)", f"--broker 127.0.0.1:{port}", cmd)
+    cmd = cmd.replace("--port 7600", f"--port {port}")
+    cmd = re.sub(r"(volley +broker)(?![^&]*--port)", rf"\1 --port {port}", cmd)
+    cmd = cmd.replace("/etc/volley", env["ETC"])
+    cmd = cmd.replace("--prefix /usr/local", f"--prefix {env['PREFIX']}")
+    cmd = re.sub(r"\bldconfig$", f"ldconfig -n {env['PREFIX']}/lib", cmd)
+    cmd = re.sub(r"(docker-compose .*?) (up -d|run --rm \w+)$", r"\1 config -q", cmd)
+    cmd = re.sub(r"\bctest --test-dir (\S+)[^&;|\n]*", r"ctest --test-dir \1 -N", cmd)
+    cmd = re.sub(r"\bbash compose/setup\.sh", f"bash {env['SRC']}/compose/setup.sh", cmd)
+    cmd = re.sub(r"(volley eval \S+ --render)\b.*$", r"\1 --fps 500 --episodes 1", cmd)
+    cmd = re.sub(r"(bench/stall_bench\.sh \S+) \d+$", r"\1 3", cmd)
+    # One line may hold several commands: `a & b &`.
+    parts = [p.strip() for p in re.split(r"(?<!&)&(?!&)", cmd)]
+    bg = cmd.rstrip().endswith("&") or len(parts) > 1
+    out = []
+    for k, p in enumerate(x for x in parts if x):
+        in_bg = bg and (k < len(parts) - 1 or cmd.rstrip().endswith("&"))
+        if not in_bg and SERVER.search(p) and not last and "for " not in p:
+            in_bg = True
+        if not in_bg and UNTIL_STOPPED.search(p) and "for " not in p:
+            p = f"until_stopped {600 if 'examples/' in p else 8} {p}"
+        out.append(p + (" &" if in_bg else ""))
+        if in_bg and re.search(r"volley +broker", p):
+            out.append("sleep 1")  # the broker listens before the next command connects
+    return "\n".join(out)
+
+
+def script(text, env):
+    cmds = commands(text)
+    body = [rewrite(c, i == len(cmds) - 1, env) for i, c in enumerate(cmds)]
+    if "--broker" in text and not re.search(r"volley +(broker|up)\b", text):
+        port = env["PORT"]  # the broker (and learner) the block's commands talk to
+        body.insert(0, f"build/volley broker --port {port} &\nsleep 1\n"
+                       f"build/volley learner --broker 127.0.0.1:{port} &")
+    return PRELUDE + "\n".join(body) + "\n" + EPILOGUE
+
+
+def sandbox(src, build, root):
+    for name in ("bindings", "bench", "compose", "messages", "include", ".venv"):
+        if (src / name).exists():
+            os.symlink(src / name, root / name)
+    os.symlink(build, root / "build")
+    shutil.copytree(src / "tests", root / "tests", symlinks=True)
+    (root / "bin").mkdir()
+    os.symlink(build / "volley", root / "bin" / "volley")
+    (root / "etc").mkdir()
+
+
+def kill_session(sid):
+    """Ends every process of session sid (a block's programs, even those it left behind)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[3]) == sid:  # field 6 of stat: the session
+                    os.kill(int(stat.parent.name), sig)
+            except (OSError, ValueError, IndexError):
+                pass
+        time.sleep(0.3)
+
+
+def run_block(line, text, c_before, env, root):
+    """Runs one block; returns (ok, seconds, output tail)."""
+    if c_before is not None:
+        (root / "myenv.c").write_text(c_before + "\n")
+    code = script(text, env)
+    (root / f"block{line}.sh").write_text(code)
+    start = time.monotonic()
+    p = subprocess.Popen(["bash", str(root / f"block{line}.sh")], cwd=root, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, _ = p.communicate()
+        return False, time.monotonic() - start, "timed out after 900 s\n" + out[-3000:]
+    finally:
+        kill_session(p.pid)  # the block's background programs
+    notes = "".join(line + "\n" for line in out.splitlines() if line.startswith("readme_test:"))
+    return p.returncode == 0, time.monotonic() - start, out[-3000:] + notes
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__.splitlines()[2], file=sys.stderr)
+        return 2
+    if os.environ.get("VOLLEY_README_TEST"):
+        print("FAIL: readme_test started inside itself (a README command ran the test suite)")
+        return 1
+    os.environ["VOLLEY_README_TEST"] = "1"
+    src, build = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
+    only = {int(a) for a in sys.argv[3:]}
+    all_blocks = blocks((src / "README.md").read_text())
+    root = Path(tempfile.mkdtemp(prefix="readme_test."))
+    sandbox(src, build, root)
+    failed, ran, c_before = [], 0, None
+    try:
+        for line, lang, text in all_blocks:
+            if lang == "c":
+                c_before = text
+            if lang != "sh" or (only and line not in only):
+                continue
+            env = dict(os.environ, PORT=str(free_port()), SRC=str(src), ETC=str(root / "etc"),
+                       PREFIX=str(root / "prefix"), N="1",
+                       PATH=f"{root / 'bin'}:{os.environ['PATH']}",
+                       PKG_CONFIG_PATH=str(root / "prefix" / "lib" / "pkgconfig"))
+            env.pop("VOLLEY_LIB", None)
+            ok, secs, out = run_block(line, text, c_before, env, root)
+            ran += 1
+            print(f"{'ok  ' if ok else 'FAIL'} README.md:{line} ({secs:.0f} s)", flush=True)
+            if not ok:
+                failed.append(line)
+                print(f"--- README.md:{line}, as run ({root}/block{line}.sh):\n{out}", flush=True)
+    finally:
+        if not failed and not os.environ.get("KEEP_TMP"):
+            shutil.rmtree(root, ignore_errors=True)
+    if ran == 0:
+        print("FAIL: no ```sh block found in README.md")
+        return 1
+    if failed:
+        print(f"FAIL: {len(failed)} of {ran} README blocks: lines {failed}")
+        return 1
+    print(f"ok   every command of the README's {ran} sh blocks ran")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
