@@ -46,7 +46,8 @@ def resolve(root, rel, name):
 
 def sources(root):
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("build"))
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
+                             and not d.startswith(("build", ".")))
         for f in sorted(filenames):
             if f.endswith((".c", ".h", ".h.in")):
                 yield os.path.relpath(os.path.join(dirpath, f), root)
