@@ -69,6 +69,16 @@ static int s_broker_start(s_broker_t *b, const vl_tensor_t *t, uint32_t n)
     return pthread_create(&b->thread, NULL, s_publish, b);
 }
 
+/* Starts a broker that serves pol's weights (s_broker_start). Returns 0, or -1. */
+static int s_broker_serving(s_broker_t *b, vl_policy_t *pol)
+{
+    vl_tensor_t t[16];
+    uint32_t n = vl_policy_tensor_count(pol);
+    for (uint32_t i = 0; i < n && i < 16; i++)
+        vl_policy_tensor(pol, i, &t[i]);
+    return s_broker_start(b, t, n);
+}
+
 static void s_broker_stop(s_broker_t *b)
 {
     atomic_store(&b->stop, 1);
@@ -193,12 +203,8 @@ static void test_external_steps_reach_the_segments(void)
 static void test_act_and_bad_input(void)
 {
     vl_policy_t *pol = vl_policy_new(D, 2, 8, 3);
-    vl_tensor_t t[16];
-    uint32_t n = vl_policy_tensor_count(pol);
-    for (uint32_t i = 0; i < n && i < 16; i++)
-        vl_policy_tensor(pol, i, &t[i]);
     s_broker_t b;
-    VL_CHECK(s_broker_start(&b, t, n) == 0);
+    VL_CHECK(s_broker_serving(&b, pol) == 0);
     vl_actor_params_t p = s_params(b.addr, 0);
     char why[256];
     vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
@@ -235,12 +241,8 @@ static void test_act_and_bad_input(void)
 static void test_obs_check_per_value(void)
 {
     vl_policy_t *pol = vl_policy_new(D, 2, 8, 3);
-    vl_tensor_t t[16];
-    uint32_t n = vl_policy_tensor_count(pol);
-    for (uint32_t i = 0; i < n && i < 16; i++)
-        vl_policy_tensor(pol, i, &t[i]);
     s_broker_t b;
-    VL_CHECK(s_broker_start(&b, t, n) == 0);
+    VL_CHECK(s_broker_serving(&b, pol) == 0);
     vl_actor_params_t p = s_params(b.addr, 1);
     char why[256];
     vl_actor_t *a = vl_actor_open(&p, why, sizeof why);

@@ -104,6 +104,20 @@ class Procs:
             time.sleep(0.1)
         return False
 
+    def wait_solved(self, port, actors, secs=300):
+        """Waits (up to secs, a bound only so that a broken run ends) until the learner on port
+        reports a mean return >= 475 over 100 episodes, asserting every actor still runs;
+        returns the learner's last stats."""
+        stats = {}
+        for _ in range(secs):
+            time.sleep(1)
+            assert all(a.poll() is None for a in actors), self.dump()
+            stats = top_kind(port, "learner")
+            if int(stats.get("window", 0)) >= 100 and float(stats.get("mean_return", 0)) >= 475:
+                print("solved:", {k: stats.get(k) for k in ("env_steps", "mean_return", "window")})
+                return stats
+        raise AssertionError(f"not solved: {stats}\n{self.dump()}")
+
     def dump(self):
         """Every log's tail, for a failing assertion's message."""
         out = []

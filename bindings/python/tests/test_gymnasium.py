@@ -29,16 +29,7 @@ def test_gymnasium_cartpole_trains_to_solved(procs, tmp_path):
     actors = [procs.python(f"actor{k}", "-m", "volley", "actor", "--env",
                            "gym_cartpole:make_env", "--broker", f"127.0.0.1:{port}", "--envs",
                            8, "--actor-id", k, "--seed", k, cwd=tmp_path) for k in (1, 2)]
-    solved, stats = False, {}
-    for _ in range(300):  # until solved; a bound only so that a broken run ends
-        time.sleep(1)
-        assert all(a.poll() is None for a in actors), procs.dump()
-        stats = top_kind(port, "learner")
-        solved = int(stats.get("window", 0)) >= 100 and float(stats.get("mean_return", 0)) >= 475
-        if solved:
-            break
-    assert solved, f"not solved: {stats}\n{procs.dump()}"
-    print("solved:", {k: stats.get(k) for k in ("env_steps", "mean_return", "window")})
+    procs.wait_solved(port, actors)
     for a in actors:
         assert procs.stop(a, signal.SIGINT) == 0, procs.dump()
         assert "Traceback" not in procs.text(a), procs.dump()

@@ -9,10 +9,9 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-from procs import REPO, free_port, top_kind
+from procs import REPO, free_port
 
 BASE = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys._base_executable
 
@@ -60,14 +59,5 @@ def test_fresh_venv_installs_and_trains(procs, tmp_path):
                                         f"127.0.0.1:{port}", "--envs", "8", "--actor-id",
                                         str(k), "--seed", str(k)], clean=True, cwd=tmp_path)
               for k in (1, 2)]
-    solved, stats = False, {}
-    for _ in range(300):  # until solved; a bound only so that a broken run ends
-        time.sleep(1)
-        assert all(a.poll() is None for a in actors), procs.dump()
-        stats = top_kind(port, "learner")
-        solved = int(stats.get("window", 0)) >= 100 and float(stats.get("mean_return", 0)) >= 475
-        if solved:
-            break
-    assert solved, f"not solved: {stats}\n{procs.dump()}"
-    print("solved:", {k: stats.get(k) for k in ("env_steps", "mean_return", "window")})
+    procs.wait_solved(port, actors)
     shutil.rmtree(venv)
