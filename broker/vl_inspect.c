@@ -77,19 +77,6 @@ vl_reason_t vl_inspect_segment(vl_inspect_t *self, const uint8_t *data, size_t s
     return vl_segment_decode_with(data, size, &self->limits, seg, s_reserve, self);
 }
 
-/* Reads a varint at *p (below end) into *v, advancing *p. Returns 0, or -1. */
-static int s_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; *p < end && shift < 64; shift += 7) {
-        uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
-    }
-    return -1;
-}
-
 // Segment fields read by vl_inspect_declared (messages/volley.proto).
 #define S_FIELD_POLICY_ID 5
 #define S_FIELD_RAW_SIZE  10
@@ -101,17 +88,17 @@ int vl_inspect_declared(const uint8_t *data, size_t size, char policy[VL_POLICY_
     int have_policy = 0, have_raw = 0;
     while (p < end) {
         uint64_t key, v;
-        if (s_varint(&p, end, &key) != 0)
+        if (vl_wire_varint(&p, end, &key) != 0)
             return -1;
         int type = (int)(key & 7);
         uint64_t field = key >> 3;
         if (type == 0) {
-            if (s_varint(&p, end, &v) != 0)
+            if (vl_wire_varint(&p, end, &v) != 0)
                 return -1;
             if (field == S_FIELD_RAW_SIZE)
                 *raw_size = v, have_raw = 1;
         } else if (type == 2) {
-            if (s_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
+            if (vl_wire_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
                 return -1;
             if (field == S_FIELD_POLICY_ID) { // the last one counts, as when decoded
                 have_policy = vl_policy_id_valid((const char *)p, v);

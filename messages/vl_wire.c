@@ -91,8 +91,7 @@ int vl_wire_name_ok(const char *s, size_t cap)
     return len > 0 && len < cap;
 }
 
-/* Reads a varint at *p (below end) into *v, advancing *p. Returns 0, or -1. */
-static int s_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+int vl_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     *v = 0;
     for (int shift = 0; *p < end && shift < 64; shift += 7) {
@@ -113,16 +112,16 @@ static int s_strings_whole(const ProtobufCMessageDescriptor *desc, const uint8_t
 {
     while (p < end) {
         uint64_t key, v;
-        if (s_varint(&p, end, &key) != 0)
+        if (vl_wire_varint(&p, end, &key) != 0)
             return 0;
         unsigned type = (unsigned)(key & 7);
-        if (type == 0 && s_varint(&p, end, &v) == 0)
+        if (type == 0 && vl_wire_varint(&p, end, &v) == 0)
             continue;
         if ((type == 1 || type == 5) && (size_t)(end - p) >= (type == 1 ? 8u : 4u)) {
             p += type == 1 ? 8 : 4;
             continue;
         }
-        if (type != 2 || s_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
+        if (type != 2 || vl_wire_varint(&p, end, &v) != 0 || v > (uint64_t)(end - p))
             return 0;
         const ProtobufCFieldDescriptor *f =
             key >> 3 <= UINT32_MAX

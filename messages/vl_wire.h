@@ -63,6 +63,10 @@ int vl_wire_all_finite(const float *x, size_t n);
    included); reads at most cap bytes; NULL gives 0. */
 int vl_wire_name_ok(const char *s, size_t cap);
 
+/* Reads a protobuf varint at *p (below end) into *v, advancing *p past it.
+   Returns 0, or -1 when it runs past end or over 64 bits. */
+int vl_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
+
 /* Returns 1 if every string field of the encoded message (nested messages
    included) holds no NUL byte, so that what protobuf-c unpacks as a C string
    is the field's bytes whole; 0 otherwise, or on a malformed encoding. */
