@@ -128,8 +128,10 @@ VL_EXPORT uint32_t vl_actor_weights_count(const vl_actor_t *self);
 VL_EXPORT int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const char **name,
                                       uint32_t *ndim, uint32_t shape[2], const float **data);
 
-/* Returns env steps recorded, and segments pushed. */
+/* Returns the env steps recorded (n_envs per observe). */
 VL_EXPORT uint64_t vl_actor_steps(const vl_actor_t *self);
+
+/* Returns the segments pushed to the broker. */
 VL_EXPORT uint64_t vl_actor_segments_sent(const vl_actor_t *self);
 
 /* Stops the actor (queued segments get a second to leave), frees it and
