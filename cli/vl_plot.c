@@ -60,7 +60,10 @@ static void s_own_library(void)
     *slash = '\0';
     const char *tries[] = {"libvolley.so", VL_LIBDIR_FROM_BINDIR "/libvolley.so.0"};
     for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
-        snprintf(lib, sizeof lib, "%s/%s", exe, tries[i]);
+        if (tries[i][0] == '/')
+            snprintf(lib, sizeof lib, "%s", tries[i]);
+        else
+            snprintf(lib, sizeof lib, "%s/%s", exe, tries[i]);
         char *real = realpath(lib, NULL);
         if (real) {
             setenv("VOLLEY_LIB", real, 1);
