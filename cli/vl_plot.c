@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #define S_PYTHON   "python3" // looked for on PATH
+#define S_PATH_MAX 4096
 #ifndef VL_LIBDIR_FROM_BINDIR
 #define VL_LIBDIR_FROM_BINDIR "../lib" // cli/CMakeLists.txt gives the install's own
 #endif
-#define S_PATH_MAX 4096
 
 extern char **environ;
 
