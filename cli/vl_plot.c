@@ -1,11 +1,11 @@
 /*  vl_plot: hands `volley plot` to the Python package, which draws with
     matplotlib: the curves, legends and PNG/SVG output are what matplotlib
     does well, and the package already reads runs for scripts. The Python
-    it starts runs on this process's own libvolley (VOLLEY_LIB), wherever
-    it was built or installed: nothing about this machine is compiled in. */
+    it starts runs on the libvolley.so beside this program (VOLLEY_LIB),
+    wherever it was built or installed: nothing about this machine is
+    compiled in. */
 #include "vl_plot.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -16,10 +16,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <volley/volley.h>
-
 #define S_PYTHON   "python3" // looked for on PATH
 #define S_PATH_MAX 4096
+#ifndef VL_LIBDIR_FROM_BINDIR
+#define VL_LIBDIR_FROM_BINDIR "../lib" // cli/CMakeLists.txt gives the install's own
+#endif
 
 extern char **environ;
 
@@ -41,21 +42,35 @@ static void s_pythonpath(void)
     free(path);
 }
 
-/* Sets VOLLEY_LIB to the libvolley.so this program runs on, so that
-   the Python package loads the same libvolley as this program. Left alone
-   when this code was linked statically (no libvolley.so to name). */
+/* Sets VOLLEY_LIB to the libvolley.so built or installed beside this
+   program (the same sources as the objects it holds), so that the Python
+   package loads that library and not another one on the machine: in a
+   build tree it sits in the program's folder, installed in
+   VL_LIBDIR_FROM_BINDIR from it. Left alone when neither is there. */
 static void s_own_library(void)
 {
-    Dl_info info;
-    if (dladdr((void *)vl_version, &info) == 0 || !info.dli_fname)
+    char exe[S_PATH_MAX], lib[S_PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
         return;
-    const char *base = strrchr(info.dli_fname, '/');
-    base = base ? base + 1 : info.dli_fname;
-    if (strncmp(base, "libvolley.so", 12) != 0)
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
         return;
-    char *real = realpath(info.dli_fname, NULL);
-    setenv("VOLLEY_LIB", real ? real : info.dli_fname, 1);
-    free(real);
+    *slash = '\0';
+    const char *tries[] = {"libvolley.so", VL_LIBDIR_FROM_BINDIR "/libvolley.so.0"};
+    for (size_t i = 0; i < sizeof tries / sizeof tries[0]; i++) {
+        if (tries[i][0] == '/')
+            snprintf(lib, sizeof lib, "%s", tries[i]);
+        else
+            snprintf(lib, sizeof lib, "%s/%s", exe, tries[i]);
+        char *real = realpath(lib, NULL);
+        if (real) {
+            setenv("VOLLEY_LIB", real, 1);
+            free(real);
+            return;
+        }
+    }
 }
 
 /* Returns 1 if python runs `-c probe` with exit 0 (its output discarded). */

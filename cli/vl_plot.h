@@ -11,8 +11,8 @@ int vl_plot_main(int argc, char **argv);
 
 /* Replaces this process with `python3 -m MODULE argv[1..]`: $VOLLEY_PYTHON,
    else the first python3 on PATH that runs `-c probe` (NULL: the first),
-   its environment carrying VOLLEY_LIB (the libvolley.so this code runs
-   from) and $VOLLEY_PYTHONPATH in front of PYTHONPATH. Returns 1 only
+   its environment carrying VOLLEY_LIB (the libvolley.so built or installed
+   beside this program) and $VOLLEY_PYTHONPATH in front of PYTHONPATH. Returns 1 only
    after saying, as "volley CMD: ...", why Python could not be run (also
    when no python3 on PATH runs the probe). */
 int vl_python_exec(const char *cmd, const char *module, const char *probe, int argc, char **argv);

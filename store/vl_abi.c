@@ -4,12 +4,12 @@
     different headers refuse each other instead of passing garbage. */
 #include <string.h>
 
-#include "vtrace.h"
 #include "volley/actor.h"
 #include "volley/env.h"
 #include "volley/learner.h"
 #include "volley/replay.h"
 #include "volley/volley.h"
+#include "volley/vtrace.h"
 
 #define S_SIZE(type) {#type, sizeof(type)}
 

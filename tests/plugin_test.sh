@@ -2,7 +2,7 @@
 # An environment plugin built outside the tree, as the README says: install
 # volley into a temporary prefix, compile envs/plugins/corridor.c against
 # nothing but `pkg-config --cflags volley`, and let the installed volley
-# (which finds its libvolley by RUNPATH) train it until solved.
+# (which holds libvolley's objects) train it until solved.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,14 +36,18 @@ got=$(pkg-config --modversion volley) || fail "pkg-config does not find volley.p
 [ "$got" = "$want" ] || fail "pkg-config --modversion volley says '$got', the project is $want"
 pass "pkg-config --modversion volley: $got"
 
-# The installed executable loads the installed library, not the build tree's.
+# The installed executable holds the library's objects; the Python it starts (plot, eval of a
+# Python env) is handed the installed libvolley.so.0, found from the program's own location.
+# A stand-in python3 prints what it was handed.
 "$PREFIX/bin/volley" --help > "$TMP/help.log" 2>&1 || fail "installed volley --help: $(head -3 "$TMP/help.log")"
-lib=$(ldd "$PREFIX/bin/volley" | sed -n 's/.*libvolley\.so\.0 => \([^ ]*\).*/\1/p')
-lib=$(readlink -f "$lib")
-[ "$lib" = "$(readlink -f "$PREFIX/lib/libvolley.so.0")" ] || fail "installed volley loads libvolley from '$lib'"
+printf '#!/bin/sh\necho "VOLLEY_LIB=$VOLLEY_LIB"\n' > "$TMP/fakepython"
+chmod +x "$TMP/fakepython"
+got=$(cd "$TMP" && env -u VOLLEY_LIB VOLLEY_PYTHON="$TMP/fakepython" "$PREFIX/bin/volley" plot x 2>&1)
+lib=$(readlink -f "$PREFIX/lib/libvolley.so.0")
+[ "$got" = "VOLLEY_LIB=$lib" ] || fail "installed volley hands Python '$got', not VOLLEY_LIB=$lib"
 got=$("$PREFIX/bin/volley" --version)
 [ "$got" = "volley $want" ] || fail "installed volley --version says '$got', wanted 'volley $want'"
-pass "installed volley runs on $lib ($got)"
+pass "installed volley ($got) hands Python the installed $lib"
 
 # The README's build line, from a directory outside the source tree.
 mkdir -p "$TMP/src"

@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <volley/volley.h>
+
 #include "env.h"
 
 #ifdef __cplusplus
@@ -67,11 +69,11 @@ typedef struct {
 
 /* Returns defaults: policy "default", 8 envs, horizon 64, hidden 64, seed 1,
    max_ahead 1, wait_ms 500, wake_fd -1; broker and env must be set. */
-vl_actor_params_t vl_actor_params_default(void);
+VL_EXPORT vl_actor_params_t vl_actor_params_default(void);
 
 /* Creates an actor for the caller's environments and connects it to the
    broker. Returns it (caller closes), or NULL with the reason in why. */
-vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why_size);
+VL_EXPORT vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why_size);
 
 /* Sets how observations are checked against their declared ranges: low and
    high [obs_dim] give each value's own range (-inf/+inf: no bound on that
@@ -80,28 +82,29 @@ vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why
    range; the default), 1 taken after one warning, 2 taken unchecked. NaN,
    infinities and integer encodings out of range are refused in every mode.
    Returns VL_ACTOR_OK, or VL_ACTOR_EINVAL with why (nothing changed). */
-int vl_actor_set_obs_check(vl_actor_t *self, int mode, const float *low, const float *high,
-                           char *why, size_t why_size);
+VL_EXPORT int vl_actor_set_obs_check(vl_actor_t *self, int mode, const float *low,
+                                     const float *high, char *why, size_t why_size);
 
 /* Returns the floats per observation row (the fields' values). */
-uint32_t vl_actor_obs_dim(const vl_actor_t *self);
+VL_EXPORT uint32_t vl_actor_obs_dim(const vl_actor_t *self);
 
 /* Waits for the first weights (and the spec's first beat), then takes any
    newer weights without waiting and beats. Returns VL_ACTOR_OK, EINTR,
    EREFUSED or EFAIL. act calls it; an external caller calls it before its
    forward pass to read the newest weights. */
-int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size);
+VL_EXPORT int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size);
 
 /* Acts on obs [n_envs][obs_dim] (n_values = n_envs * obs_dim) with volley's
    policy: writes actions [n_envs] and their log-probs [n_envs]. Returns
    VL_ACTOR_OK or an error code (EINVAL in external mode). */
-int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, int32_t *actions,
-                 float *logps, char *why, size_t why_size);
+VL_EXPORT int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, int32_t *actions,
+                           float *logps, char *why, size_t why_size);
 
 /* External mode: records that the caller acted on obs with actions [n_envs]
    (each 0 .. num_actions - 1) of log-probs logps [n_envs] (finite, <= 0). */
-int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values,
-                          const int32_t *actions, const float *logps, char *why, size_t why_size);
+VL_EXPORT int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values,
+                                    const int32_t *actions, const float *logps, char *why,
+                                    size_t why_size);
 
 /* Records the outcome of the last act: rewards [n_envs] (finite),
    terminated and truncated [n_envs] (0 or 1), next_obs [n_envs][obs_dim]
@@ -109,29 +112,31 @@ int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values,
    final_obs [n_envs][obs_dim] (the ended episode's last one; read where
    truncated and not terminated; NULL only when no env is truncated). Every
    horizon steps pushes the segments and paces. */
-int vl_actor_observe(vl_actor_t *self, const float *rewards, const uint8_t *terminated,
-                     const uint8_t *truncated, const float *next_obs, const float *final_obs,
-                     size_t n_values, char *why, size_t why_size);
+VL_EXPORT int vl_actor_observe(vl_actor_t *self, const float *rewards, const uint8_t *terminated,
+                               const uint8_t *truncated, const float *next_obs,
+                               const float *final_obs, size_t n_values, char *why, size_t why_size);
 
 /* Returns the version of the weights acting now (0 before the first). */
-uint64_t vl_actor_weights_version(const vl_actor_t *self);
+VL_EXPORT uint64_t vl_actor_weights_version(const vl_actor_t *self);
 
 /* External mode: returns the number of tensors in the newest weights. */
-uint32_t vl_actor_weights_count(const vl_actor_t *self);
+VL_EXPORT uint32_t vl_actor_weights_count(const vl_actor_t *self);
 
 /* External mode: gives tensor i of the newest weights: its name, rank (1 or
    2), shape (rows, cols) and data (rows * cols floats), valid until the next
    call on this actor. Returns 0, or -1 if there is no tensor i. */
-int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const char **name, uint32_t *ndim,
-                            uint32_t shape[2], const float **data);
+VL_EXPORT int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const char **name,
+                                      uint32_t *ndim, uint32_t shape[2], const float **data);
 
-/* Returns env steps recorded, and segments pushed. */
-uint64_t vl_actor_steps(const vl_actor_t *self);
-uint64_t vl_actor_segments_sent(const vl_actor_t *self);
+/* Returns the env steps recorded (n_envs per observe). */
+VL_EXPORT uint64_t vl_actor_steps(const vl_actor_t *self);
+
+/* Returns the segments pushed to the broker. */
+VL_EXPORT uint64_t vl_actor_segments_sent(const vl_actor_t *self);
 
 /* Stops the actor (queued segments get a second to leave), frees it and
    nulls the pointer; safe on NULL and twice. */
-void vl_actor_close(vl_actor_t **self_p);
+VL_EXPORT void vl_actor_close(vl_actor_t **self_p);
 
 #ifdef __cplusplus
 }

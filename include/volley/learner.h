@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <volley/volley.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -98,52 +100,52 @@ typedef struct vl_transport_s vl_transport_t;
    broker and waits for its OK; with spec NULL, takes the spec an actor
    declared (GETSPEC). Waits at most about timeout_ms (-1: no limit).
    Returns the transport (caller destroys), or NULL after writing why. */
-vl_transport_t *vl_transport_new(const char *broker, const char *policy,
-                                 const vl_transport_spec_t *spec, uint32_t capacity, int timeout_ms,
-                                 char *why, size_t why_size);
+VL_EXPORT vl_transport_t *vl_transport_new(const char *broker, const char *policy,
+                                           const vl_transport_spec_t *spec, uint32_t capacity,
+                                           int timeout_ms, char *why, size_t why_size);
 
 /* Stops receiving, closes the sockets, frees the transport and nulls the
    pointer; safe on NULL and twice. */
-void vl_transport_destroy(vl_transport_t **self_p);
+VL_EXPORT void vl_transport_destroy(vl_transport_t **self_p);
 
 /* Fills spec with the policy's spec (obs_dim and row_bytes included). */
-void vl_transport_spec(const vl_transport_t *self, vl_transport_spec_t *spec);
+VL_EXPORT void vl_transport_spec(const vl_transport_t *self, vl_transport_spec_t *spec);
 
 /* Waits up to timeout_ms (-1: no limit) until n segments wait, then takes
    the n oldest as the batch. Returns how many it took: n, fewer if some
    were evicted meanwhile, 0 on timeout, -1 if a batch is still held or n is
    not in 1 .. capacity / 2 (the most the broker is allowed to have sent). */
-int vl_transport_take(vl_transport_t *self, uint32_t n, int timeout_ms);
+VL_EXPORT int vl_transport_take(vl_transport_t *self, uint32_t n, int timeout_ms);
 
 /* Returns the bytes vl_transport_gather writes for array of the batch
    held (0 without one, or for an unknown array). */
-size_t vl_transport_array_bytes(const vl_transport_t *self, vl_transport_array_t array);
+VL_EXPORT size_t vl_transport_array_bytes(const vl_transport_t *self, vl_transport_array_t array);
 
 /* Copies array of every segment of the batch held, in take order, into
    out (out_size >= vl_transport_array_bytes). Returns 0, or -1 without a
    batch, for an unknown array or when out is too small. */
-int vl_transport_gather(const vl_transport_t *self, vl_transport_array_t array, void *out,
-                        size_t out_size);
+VL_EXPORT int vl_transport_gather(const vl_transport_t *self, vl_transport_array_t array, void *out,
+                                  size_t out_size);
 
 /* Returns segment i's array in place (valid until release), setting *bytes,
    for OBS_ROWS, ACTIONS, REWARDS, DONES, TRUNCATED, LOGP, EPISODE_RETURNS
    and EPISODE_LENGTHS; NULL for the other arrays, without a batch or for i
    out of range. */
-const void *vl_transport_segment_array(const vl_transport_t *self, uint32_t i,
-                                       vl_transport_array_t array, size_t *bytes);
+VL_EXPORT const void *vl_transport_segment_array(const vl_transport_t *self, uint32_t i,
+                                                 vl_transport_array_t array, size_t *bytes);
 
 /* Gives the batch's slots back to be written again; safe without one. */
-void vl_transport_release(vl_transport_t *self);
+VL_EXPORT void vl_transport_release(vl_transport_t *self);
 
 /* Fills counts with the books now. */
-void vl_transport_counts(vl_transport_t *self, vl_transport_counts_t *counts);
+VL_EXPORT void vl_transport_counts(vl_transport_t *self, vl_transport_counts_t *counts);
 
 /* Returns how many segments were refused for reason (0 .. n - 1, n from
    vl_transport_reasons) and sets *name to its name; 0 and NULL past n. */
-uint64_t vl_transport_refused(vl_transport_t *self, int reason, const char **name);
+VL_EXPORT uint64_t vl_transport_refused(vl_transport_t *self, int reason, const char **name);
 
 /* Returns the number of refusal reasons. */
-int vl_transport_reasons(void);
+VL_EXPORT int vl_transport_reasons(void);
 
 /* Publishes n tensors as weights `version` (>= any version published
    before) to the policy's actors, after checking them as a receiver does
@@ -151,15 +153,16 @@ int vl_transport_reasons(void);
    exactly volley's MLP for the spec (the tensors a C actor loads: pi.0.weight
    [hidden, obs_dim] ... v.2.bias [1]). Returns 0, or -1 after writing why
    (nothing sent). */
-int vl_transport_publish(vl_transport_t *self, uint64_t version,
-                         const vl_transport_tensor_t *tensors, uint32_t n, int check_policy,
-                         char *why, size_t why_size);
+VL_EXPORT int vl_transport_publish(vl_transport_t *self, uint64_t version,
+                                   const vl_transport_tensor_t *tensors, uint32_t n,
+                                   int check_policy, char *why, size_t why_size);
 
 /* Publishes a progress report (what `volley top` and `volley up` read): the
    version and losses given, the rest from the transport's books. Returns 0
    or -1. */
-int vl_transport_publish_stats(vl_transport_t *self, uint64_t version, uint64_t segments_trained,
-                               float policy_loss, float value_loss, float entropy);
+VL_EXPORT int vl_transport_publish_stats(vl_transport_t *self, uint64_t version,
+                                         uint64_t segments_trained, float policy_loss,
+                                         float value_loss, float entropy);
 
 #ifdef __cplusplus
 }

@@ -67,7 +67,7 @@ lib, path = _load()
 
 
 class vtrace_params(ctypes.Structure):
-    """store/vtrace.h: vl_vtrace_params_t."""
+    """include/volley/vtrace.h: vl_vtrace_params_t."""
     _fields_ = [("gamma", c_float), ("lambda_", c_float), ("rho_bar", c_float),
                 ("c_bar", c_float), ("pg_rho_bar", c_float)]
 
@@ -88,11 +88,11 @@ _P = c_void_p  # every array crosses as its data pointer (an int)
 # name: (restype, argtypes); all pointer arguments are c_void_p.
 _PROTOS = {
     "vl_version": (c_char_p, []),
-    # store/vtrace.h
+    # include/volley/vtrace.h
     "vl_vtrace": (None, [POINTER(vtrace_params), c_int, c_int, _P, _P, _P, _P, _P, _P]),
     "vl_vtrace_boot": (None, [POINTER(vtrace_params), c_int, c_int, _P, _P, _P, _P, _P, _P, _P]),
     "vl_vtrace_path": (c_int, [c_int]),
-    # store/vl_sampler.h
+    # include/volley/sampler.h
     "vl_sampler_new": (_P, [c_uint32, c_uint64]),
     "vl_sampler_destroy": (None, [POINTER(_P)]),
     "vl_sampler_priority": (c_double, [_P, c_uint32, c_float]),

@@ -1,5 +1,5 @@
 """volley.vtrace: IMPALA's V-trace over NumPy arrays, by store/vtrace.c's
-vl_vtrace / vl_vtrace_boot (the arithmetic is described in store/vtrace.h)."""
+vl_vtrace / vl_vtrace_boot (the arithmetic is described in include/volley/vtrace.h)."""
 from __future__ import annotations
 
 import ctypes

@@ -1,0 +1,33 @@
+/*  volley/envs.h: volley's built-in environments as env tables (volley/env.h),
+    for a caller that steps them itself (the Python package's tests compare
+    its NumPy CartPole with the C one step for step). CartPole is Gymnasium's
+    CartPole-v1 exactly; Catch has 10 balls fall on a 16x16 2-bit screen. */
+#ifndef VOLLEY_ENVS_H
+#define VOLLEY_ENVS_H
+
+#include <volley/env.h>
+#include <volley/volley.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* CartPole-v1, per-env form: its state holds (x, x_dot, theta, theta_dot). */
+VL_EXPORT extern const vl_env_t vl_cartpole_env;
+
+/* Catch, per-env form. */
+VL_EXPORT extern const vl_env_t vl_catch_env;
+
+/* Sets the physical state (x, x_dot, theta, theta_dot) of a state made by
+   vl_cartpole_env.create, and clears its ended flag; the step counter is kept. */
+VL_EXPORT void vl_cartpole_set_state(void *state, const double s[4]);
+
+/* Copies the physical state (x, x_dot, theta, theta_dot) of a state made by
+   vl_cartpole_env.create into s. */
+VL_EXPORT void vl_cartpole_get_state(const void *state, double s[4]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

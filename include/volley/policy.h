@@ -1,0 +1,62 @@
+/*  volley/policy.h: a trained policy as a learner keeps it on disk (its
+    checkpoint file, or a run directory of `volley up`), read back to act:
+    the network's sizes come from its tensors, the env its run was trained
+    on from the run's config.ini. `volley eval`, `volley export` and the
+    Python package read policies through it. Everything read is checked; a
+    refusal is one line in why. */
+#ifndef VOLLEY_POLICY_H
+#define VOLLEY_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <volley/volley.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vl_kept_s vl_kept_t;
+
+/* Loads the policy kept at path: a checkpoint file, or a run directory
+   (DIR/<policy>.ckpt where its config.ini records `checkpoint = DIR`, else
+   RUN/checkpoints/<policy>.ckpt, else RUN/<policy>.ckpt as `--checkpoint
+   DIR` leaves it; policy NULL means "default") and, for a run, its
+   config.ini's env. Checks the file, the weights and that they form
+   volley's MLP. Returns a new object (caller destroys), or NULL with a
+   one-line reason in why[why_size]. */
+VL_EXPORT vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t why_size);
+
+/* Frees the object and nulls the pointer; safe on NULL and twice. */
+VL_EXPORT void vl_kept_destroy(vl_kept_t **self_p);
+
+/* Writes the kept policy's sizes into dims (obs_dim, num_actions, hidden)
+   and its weights' version into *version. Returns the env its run records
+   ("" when unknown); self keeps it. */
+VL_EXPORT const char *vl_kept_info(const vl_kept_t *self, uint32_t dims[3], uint64_t *version);
+
+/* Returns the policy id of the kept weights; self keeps it. */
+VL_EXPORT const char *vl_kept_policy_id(const vl_kept_t *self);
+
+/* Writes the policy's logits [n][num_actions] for n observations obs
+   [n][obs_dim], through the C forward pass. Returns 0, or -1 on no memory. */
+VL_EXPORT int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits);
+
+/* Loads the policy kept at path (as vl_kept_load) and runs its forward
+   pass on n observations obs [n][obs_dim]; writes log-probabilities logp [n][num_actions] and
+   values [n] (either may be NULL). Returns 0, or -1 with why (also when obs_dim or num_actions
+   differ from the kept policy's). */
+VL_EXPORT int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num_actions,
+                              const float *obs, float *logp, float *values, char *why,
+                              size_t why_size);
+
+/* Copies the floats of tensor name of the policy kept at path into out[n]
+   (n must be its element count: rows x cols). Returns 0, or -1 with why. */
+VL_EXPORT int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, char *why,
+                             size_t why_size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
