@@ -9,10 +9,11 @@
     short and have their unprintable bytes replaced. */
 #include "vl_model_spec.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../common/vl_log.h"
 
 #define S_ARGS_MAX  4  // numbers in one item: conv's out, k, stride, pad
 #define S_TOKEN_MAX 40 // bytes of a token quoted in a message
@@ -89,17 +90,6 @@ typedef struct {
     char *err;
     size_t errlen;
 } s_parser_t;
-
-/* Writes a formatted one-line message into err (when there is room). */
-static void s_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Copies text[from, to) into out for a message: at most S_TOKEN_MAX bytes
    (then "..."), unprintable bytes as '?'. */
@@ -180,13 +170,13 @@ static int s_number(s_parser_t *p, const s_item_t *item, uint32_t index, size_t 
         v = v * 10 + (uint64_t)(p->text[i] - '0');
     }
     if (!digits) {
-        s_err(p->err, p->errlen, "%s at column %zu: '%s' is not a number; expected %s, %s %u..%u",
-              token, start + 1, num, item->usage, arg->name, arg->min, arg->max);
+        vl_why(p->err, p->errlen, "%s at column %zu: '%s' is not a number; expected %s, %s %u..%u",
+               token, start + 1, num, item->usage, arg->name, arg->min, arg->max);
         return -1;
     }
     if (v < arg->min || v > arg->max) {
-        s_err(p->err, p->errlen, "%s at column %zu: %s %s is out of range; expected %u..%u", token,
-              start + 1, arg->name, num, arg->min, arg->max);
+        vl_why(p->err, p->errlen, "%s at column %zu: %s %s is out of range; expected %u..%u", token,
+               start + 1, arg->name, num, arg->min, arg->max);
         return -1;
     }
     *value = (uint32_t)v;
@@ -203,21 +193,21 @@ static int s_args(s_parser_t *p, const s_item_t *item, size_t start, uint32_t *a
     if (p->text[p->pos] != '(') {
         if (item->min_args == 0)
             return 0;
-        s_err(p->err, p->errlen, "%s at column %zu: missing '('; expected %s", token, start + 1,
-              item->usage);
+        vl_why(p->err, p->errlen, "%s at column %zu: missing '('; expected %s", token, start + 1,
+               item->usage);
         return -1;
     }
     if (item->max_args == 0) {
-        s_err(p->err, p->errlen, "%s at column %zu: %s takes no numbers; expected %s", token,
-              start + 1, item->name, item->usage);
+        vl_why(p->err, p->errlen, "%s at column %zu: %s takes no numbers; expected %s", token,
+               start + 1, item->name, item->usage);
         return -1;
     }
     p->pos++;
     uint32_t n = 0;
     for (;;) {
         if (n == item->max_args) {
-            s_err(p->err, p->errlen, "%s at column %zu: more than %u numbers; expected %s", token,
-                  start + 1, item->max_args, item->usage);
+            vl_why(p->err, p->errlen, "%s at column %zu: more than %u numbers; expected %s", token,
+                   start + 1, item->max_args, item->usage);
             return -1;
         }
         if (s_number(p, item, n, start, &args[n]) != 0)
@@ -228,16 +218,16 @@ static int s_args(s_parser_t *p, const s_item_t *item, size_t start, uint32_t *a
         if (c == ')')
             break;
         if (c != ',') {
-            s_err(p->err, p->errlen, "%s at column %zu: missing ')'; expected %s", token, start + 1,
-                  item->usage);
+            vl_why(p->err, p->errlen, "%s at column %zu: missing ')'; expected %s", token,
+                   start + 1, item->usage);
             return -1;
         }
         p->pos++;
     }
     p->pos++;
     if (n < item->min_args) {
-        s_err(p->err, p->errlen, "%s at column %zu: %u number%s; expected %s", token, start + 1, n,
-              n == 1 ? "" : "s", item->usage);
+        vl_why(p->err, p->errlen, "%s at column %zu: %u number%s; expected %s", token, start + 1, n,
+               n == 1 ? "" : "s", item->usage);
         return -1;
     }
     return (int)n;
@@ -287,25 +277,25 @@ static int s_append(vl_model_spec_t *spec, const vl_model_layer_t *l, const char
     if (last)
         s_layer_str(last, prev, sizeof prev);
     if (spec->n_layers == VL_MODEL_LAYERS_MAX) {
-        s_err(err, errlen, "%s at column %zu: more than %u layers (presets expanded)", token, col,
-              VL_MODEL_LAYERS_MAX);
+        vl_why(err, errlen, "%s at column %zu: more than %u layers (presets expanded)", token, col,
+               VL_MODEL_LAYERS_MAX);
         return -1;
     }
     if (front == VL_LAYER_LSTM) {
-        s_err(err, errlen, "%s at column %zu follows lstm: lstm must be the last layer", token,
-              col);
+        vl_why(err, errlen, "%s at column %zu follows lstm: lstm must be the last layer", token,
+               col);
         return -1;
     }
     if (l->kind == VL_LAYER_CONV && front == VL_LAYER_LINEAR) {
-        s_err(err, errlen,
-              "%s at column %zu comes after a linear layer: conv layers come first, then linear",
-              token, col);
+        vl_why(err, errlen,
+               "%s at column %zu comes after a linear layer: conv layers come first, then linear",
+               token, col);
         return -1;
     }
     if (s_activation(l->kind) && (!last || s_activation(last->kind))) {
-        s_err(err, errlen,
-              "%s at column %zu follows %s: an activation follows a conv or linear layer", token,
-              col, last ? prev : "no layer");
+        vl_why(err, errlen,
+               "%s at column %zu follows %s: an activation follows a conv or linear layer", token,
+               col, last ? prev : "no layer");
         return -1;
     }
     spec->layers[spec->n_layers++] = *l;
@@ -354,12 +344,12 @@ static int s_item(s_parser_t *p, vl_model_spec_t *spec)
     if (!item) {
         if (p->pos == start) {
             s_quote(p->text, start, start + 1, token);
-            s_err(p->err, p->errlen, "unexpected '%s' at column %zu; " S_EXPECTED, token,
-                  start + 1);
+            vl_why(p->err, p->errlen, "unexpected '%s' at column %zu; " S_EXPECTED, token,
+                   start + 1);
         } else {
             s_quote(p->text, start, p->pos, token);
-            s_err(p->err, p->errlen, "unknown layer '%s' at column %zu; " S_EXPECTED, token,
-                  start + 1);
+            vl_why(p->err, p->errlen, "unknown layer '%s' at column %zu; " S_EXPECTED, token,
+                   start + 1);
         }
         return -1;
     }
@@ -375,21 +365,21 @@ static int s_item(s_parser_t *p, vl_model_spec_t *spec)
 vl_model_spec_t *vl_model_spec_parse(const char *text, char *err, size_t errlen)
 {
     if (!text) {
-        s_err(err, errlen,
-              "no model spec; expected layers such as 'linear(64) tanh' or a preset "
-              "(mlp, cnn)");
+        vl_why(err, errlen,
+               "no model spec; expected layers such as 'linear(64) tanh' or a preset "
+               "(mlp, cnn)");
         return NULL;
     }
     size_t len = 0; // bounded: text may be a long hostile string
     while (len <= VL_MODEL_TEXT_MAX && text[len])
         len++;
     if (len > VL_MODEL_TEXT_MAX) {
-        s_err(err, errlen, "model spec longer than %u bytes", VL_MODEL_TEXT_MAX);
+        vl_why(err, errlen, "model spec longer than %u bytes", VL_MODEL_TEXT_MAX);
         return NULL;
     }
     vl_model_spec_t *spec = calloc(1, sizeof *spec);
     if (!spec) {
-        s_err(err, errlen, "no memory for a model spec");
+        vl_why(err, errlen, "no memory for a model spec");
         return NULL;
     }
     s_parser_t p = {.text = text, .err = err, .errlen = errlen};
@@ -399,9 +389,9 @@ vl_model_spec_t *vl_model_spec_parse(const char *text, char *err, size_t errlen)
             return NULL;
         }
     if (spec->n_layers == 0) {
-        s_err(err, errlen,
-              "empty model spec; expected layers such as 'linear(64) tanh' or a "
-              "preset (mlp, cnn)");
+        vl_why(err, errlen,
+               "empty model spec; expected layers such as 'linear(64) tanh' or a "
+               "preset (mlp, cnn)");
         free(spec);
         return NULL;
     }
@@ -513,19 +503,20 @@ static uint64_t s_convs(const vl_model_spec_t *self, const vl_obs_spec_t *obs, u
         s_layer_str(cv, layer, sizeof layer);
         uint64_t ph = h + 2u * cv->pad, pw = w + 2u * cv->pad;
         if (c == 0 || cv->kernel > ph || cv->kernel > pw) {
-            s_err(err, errlen,
-                  "%s (layer %u): kernel %ux%u is larger than its %sinput %llux%llu (field %u, %s)",
-                  layer, l + 1, cv->kernel, cv->kernel, cv->pad ? "padded " : "",
-                  (unsigned long long)ph, (unsigned long long)pw, field, fs);
+            vl_why(
+                err, errlen,
+                "%s (layer %u): kernel %ux%u is larger than its %sinput %llux%llu (field %u, %s)",
+                layer, l + 1, cv->kernel, cv->kernel, cv->pad ? "padded " : "",
+                (unsigned long long)ph, (unsigned long long)pw, field, fs);
             return 0;
         }
         shapes->params += (uint64_t)cv->out * c * cv->kernel * cv->kernel + cv->out;
         c = cv->out, h = (ph - cv->kernel) / cv->stride + 1, w = (pw - cv->kernel) / cv->stride + 1;
         if (h * w > VL_MODEL_FEATURES_MAX || c * h * w > VL_MODEL_FEATURES_MAX) {
-            s_err(err, errlen,
-                  "%s (layer %u): output %llux%llux%llu on field %u (%s) is above %u values", layer,
-                  l + 1, (unsigned long long)c, (unsigned long long)h, (unsigned long long)w, field,
-                  fs, VL_MODEL_FEATURES_MAX);
+            vl_why(err, errlen,
+                   "%s (layer %u): output %llux%llux%llu on field %u (%s) is above %u values",
+                   layer, l + 1, (unsigned long long)c, (unsigned long long)h,
+                   (unsigned long long)w, field, fs, VL_MODEL_FEATURES_MAX);
             return 0;
         }
         shapes->conv_out[image][j][0] = (uint32_t)c;
@@ -564,8 +555,8 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
 {
     memset(shapes, 0, sizeof *shapes);
     if (obs->n_fields == 0 || obs->n_fields > VL_OBS_FIELDS_MAX) {
-        s_err(err, errlen, "observation has %u fields; expected 1..%u", obs->n_fields,
-              VL_OBS_FIELDS_MAX);
+        vl_why(err, errlen, "observation has %u fields; expected 1..%u", obs->n_fields,
+               VL_OBS_FIELDS_MAX);
         return -1;
     }
     for (uint32_t l = 0; l < self->n_layers; l++)
@@ -577,8 +568,8 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
         if (values > VL_MODEL_FEATURES_MAX) {
             char fs[64];
             s_field_str(f, fs, sizeof fs);
-            s_err(err, errlen, "field %u (%s) has more than %u values", i, fs,
-                  VL_MODEL_FEATURES_MAX);
+            vl_why(err, errlen, "field %u (%s) has more than %u values", i, fs,
+                   VL_MODEL_FEATURES_MAX);
             return -1;
         }
         if (shapes->n_convs && f->ndim == 3) {
@@ -591,8 +582,8 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
         shapes->field_features[i] = (uint32_t)values;
         features += values;
         if (features > VL_MODEL_FEATURES_MAX) {
-            s_err(err, errlen, "features: %llu values through field %u; at most %u",
-                  (unsigned long long)features, i, VL_MODEL_FEATURES_MAX);
+            vl_why(err, errlen, "features: %llu values through field %u; at most %u",
+                   (unsigned long long)features, i, VL_MODEL_FEATURES_MAX);
             return -1;
         }
     }
@@ -607,17 +598,17 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
             if (i + 1 < obs->n_fields && n + 1 < sizeof os)
                 os[n++] = ' ', os[n] = '\0';
         }
-        s_err(err, errlen,
-              "%s (layer %u) needs an image field (3 dimensions, channels first); the "
-              "observation is %s",
-              layer, l + 1, os);
+        vl_why(err, errlen,
+               "%s (layer %u) needs an image field (3 dimensions, channels first); the "
+               "observation is %s",
+               layer, l + 1, os);
         return -1;
     }
     shapes->features = (uint32_t)features;
     s_dense(self, features, shapes);
     if (shapes->params > VL_MODEL_PARAMS_MAX) {
-        s_err(err, errlen, "the layers have %llu parameters on these %u features; at most %u",
-              (unsigned long long)shapes->params, shapes->features, VL_MODEL_PARAMS_MAX);
+        vl_why(err, errlen, "the layers have %llu parameters on these %u features; at most %u",
+               (unsigned long long)shapes->params, shapes->features, VL_MODEL_PARAMS_MAX);
         return -1;
     }
     return 0;
@@ -628,7 +619,7 @@ int vl_model_spec_check(const vl_model_spec_t *self, const vl_obs_spec_t *obs, c
 {
     vl_model_shapes_t *shapes = malloc(sizeof *shapes);
     if (!shapes) {
-        s_err(err, errlen, "no memory to check a model spec");
+        vl_why(err, errlen, "no memory to check a model spec");
         return -1;
     }
     int rc = vl_model_spec_shapes(self, obs, shapes, err, errlen);
