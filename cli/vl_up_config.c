@@ -21,7 +21,8 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("envs", envs, 1, 4096, "environments per actor"),
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
           "broker base port; it and the 4 after it must be free (0: pick free ports)"),
-    S_OPT("max-steps", max_steps, 1, 1L << 50, "environment-step budget (e.g. 1e6), exact as above"),
+    S_OPT("max-steps", max_steps, 1, 1L << 50,
+          "environment-step budget (e.g. 1e6), exact as above"),
     S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
     S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
     S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
@@ -335,12 +336,9 @@ static int s_same(const char *a, const char *b)
     return same;
 }
 
-/* Compares the command line with the base configuration (base_argv, from
-   the run's file): prints each key the command line changes, refuses a
-   change of a fixed key. Returns 0, or -1 after printing why. */
 /* Appends a line to what is said once the flags are all good (a resume's
    overrides). Without memory the line is left out. */
-static void s_note(vl_up_config_t *c, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void s_note(vl_up_config_t *c, const char *fmt, ...)
 {
     char line[1200];
     va_list ap;
@@ -356,6 +354,9 @@ static void s_note(vl_up_config_t *c, const char *fmt, ...)
     c->notes = more;
 }
 
+/* Compares the command line with the base configuration (base_argv, from
+   the run's file): prints each key the command line changes, refuses a
+   change of a fixed key. Returns 0, or -1 after printing why. */
 static int s_overrides(vl_up_config_t *c, const char *name, const char *base, int bc, char **bv,
                        int argc, char **argv)
 {
