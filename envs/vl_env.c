@@ -199,8 +199,12 @@ static int s_is_path(const char *name)
 /* ---- a plugin that crashes --------------------------------------------- */
 
 /* The plugin this thread is inside right now (its path), NULL in volley's own
-   code: a fatal signal then names the plugin that raised it. */
-static _Thread_local const char *volatile s_inside;
+   code: a fatal signal then names the plugin that raised it. Initial-exec:
+   the handler reads it in whatever thread faulted, and in a libvolley.so
+   that was dlopen'ed (Python) the default model reaches a thread's copy
+   through __tls_get_addr, which may malloc on a thread's first access: in a
+   handler for a fault inside malloc that deadlocks instead of ending. */
+static _Thread_local const char *volatile s_inside __attribute__((tls_model("initial-exec")));
 static struct sigaction s_prior[NSIG]; // the actions our handler replaced
 static const int s_fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 static const char *const s_fatal_names[] = {"SEGV", "BUS", "FPE", "ILL", "ABRT"};
