@@ -223,8 +223,9 @@ static void s_say(const char *text)
 }
 
 /* On a fatal signal inside a plugin, says "killed by signal 11 (SIGSEGV) in
-   env plugin PATH"; then puts the prior action back and returns, so the
-   fault recurs (or abort() re-raises) and the process ends by that signal. */
+   env plugin PATH"; then puts the prior action back and raises the signal
+   again, so that the process ends by it when the handler returns: a fault
+   alone would recur, but a signal sent (kill, raise) comes only once. */
 static void s_on_fatal(int sig)
 {
     const char *path = s_inside;
@@ -241,6 +242,7 @@ static void s_on_fatal(int sig)
         s_say("\n");
     }
     sigaction(sig, &s_prior[sig], NULL);
+    raise(sig); // blocked in here: delivered, by the prior action, as the handler returns
 }
 
 /* Installs s_on_fatal for the fatal signals, once per process. */
