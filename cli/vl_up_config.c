@@ -335,9 +335,6 @@ static int s_same(const char *a, const char *b)
     return same;
 }
 
-/* Compares the command line with the base configuration (base_argv, from
-   the run's file): prints each key the command line changes, refuses a
-   change of a fixed key. Returns 0, or -1 after printing why. */
 /* Appends a line to what is said once the flags are all good (a resume's
    overrides). Without memory the line is left out. */
 static void s_note(vl_up_config_t *c, const char *fmt, ...)
@@ -356,6 +353,9 @@ static void s_note(vl_up_config_t *c, const char *fmt, ...)
     c->notes = more;
 }
 
+/* Compares the command line with the base configuration (bv[bc], from the
+   run's file `base`): notes each key the command line changes (s_note),
+   refuses a change of a fixed key. Returns 0, or -1 after printing why. */
 static int s_overrides(vl_up_config_t *c, const char *name, const char *base, int bc, char **bv,
                        int argc, char **argv)
 {
