@@ -354,9 +354,9 @@ __attribute__((format(printf, 2, 3))) static void s_note(vl_up_config_t *c, cons
     c->notes = more;
 }
 
-/* Compares the command line with the base configuration (base_argv, from
-   the run's file): prints each key the command line changes, refuses a
-   change of a fixed key. Returns 0, or -1 after printing why. */
+/* Compares the command line with the base configuration (bv[bc], from the
+   run's file `base`): notes each key the command line changes (s_note),
+   refuses a change of a fixed key. Returns 0, or -1 after printing why. */
 static int s_overrides(vl_up_config_t *c, const char *name, const char *base, int bc, char **bv,
                        int argc, char **argv)
 {

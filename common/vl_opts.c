@@ -264,8 +264,15 @@ static const char *s_nearest(const char *name, const struct option *opts)
 void vl_opt_refused(const char *cmd, char **argv, const struct option *opts, const char *shorts)
 {
     const char *arg = optind > 0 ? argv[optind - 1] : "";
-    for (int i = 0; optopt && opts[i].name; i++)
-        if (opts[i].val == optopt) { // a known long flag given wrongly
+    char name[64];
+    const char *start = arg + strspn(arg, "-");
+    size_t len = strcspn(start, "=");
+    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), start);
+    // A known long flag given wrongly: getopt says which by its val in optopt, except for a
+    // flag whose val is 0 (the first numeric option), which only its name tells from unknown.
+    for (int i = 0; opts[i].name; i++)
+        if ((optopt && opts[i].val == optopt) ||
+            (!optopt && strncmp(arg, "--", 2) == 0 && strcmp(opts[i].name, name) == 0)) {
             fprintf(stderr, "volley %s: --%s %s; see --help\n", cmd, opts[i].name,
                     opts[i].has_arg == no_argument ? "takes no value" : "wants a value");
             return;
@@ -278,10 +285,6 @@ void vl_opt_refused(const char *cmd, char **argv, const struct option *opts, con
         fprintf(stderr, "volley %s: unknown flag -%c; see --help\n", cmd, optopt);
         return;
     }
-    char name[64];
-    const char *start = arg + strspn(arg, "-");
-    size_t len = strcspn(start, "=");
-    snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), start);
     const char *near = s_nearest(name, opts);
     if (near)
         fprintf(stderr, "volley %s: unknown flag --%s (did you mean --%s?); see --help\n", cmd, name,

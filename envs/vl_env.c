@@ -199,8 +199,12 @@ static int s_is_path(const char *name)
 /* ---- a plugin that crashes --------------------------------------------- */
 
 /* The plugin this thread is inside right now (its path), NULL in volley's own
-   code: a fatal signal then names the plugin that raised it. */
-static _Thread_local const char *volatile s_inside;
+   code: a fatal signal then names the plugin that raised it. Initial-exec:
+   the handler reads it in whatever thread faulted, and in a libvolley.so
+   that was dlopen'ed (Python) the default model reaches a thread's copy
+   through __tls_get_addr, which may malloc on a thread's first access: in a
+   handler for a fault inside malloc that deadlocks instead of ending. */
+static _Thread_local const char *volatile s_inside __attribute__((tls_model("initial-exec")));
 static struct sigaction s_prior[NSIG]; // the actions our handler replaced
 static const int s_fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 static const char *const s_fatal_names[] = {"SEGV", "BUS", "FPE", "ILL", "ABRT"};
@@ -219,8 +223,9 @@ static void s_say(const char *text)
 }
 
 /* On a fatal signal inside a plugin, says "killed by signal 11 (SIGSEGV) in
-   env plugin PATH"; then puts the prior action back and returns, so the
-   fault recurs (or abort() re-raises) and the process ends by that signal. */
+   env plugin PATH"; then puts the prior action back and raises the signal
+   again, so that the process ends by it when the handler returns: a fault
+   alone would recur, but a signal sent (kill, raise) comes only once. */
 static void s_on_fatal(int sig)
 {
     const char *path = s_inside;
@@ -237,6 +242,7 @@ static void s_on_fatal(int sig)
         s_say("\n");
     }
     sigaction(sig, &s_prior[sig], NULL);
+    raise(sig); // blocked in here: delivered, by the prior action, as the handler returns
 }
 
 /* Installs s_on_fatal for the fatal signals, once per process. */

@@ -239,11 +239,6 @@ int vl_stream_flush(vl_stream_writer_t *w, int sync)
     return 0;
 }
 
-size_t vl_stream_writer_buffered(const vl_stream_writer_t *w)
-{
-    return w ? w->used : 0;
-}
-
 uint64_t vl_stream_writer_records(const vl_stream_writer_t *w)
 {
     return w ? w->records : 0;

@@ -94,10 +94,6 @@ int vl_stream_flush(vl_stream_writer_t *w, int sync);
 /* Returns the records appended so far. */
 uint64_t vl_stream_writer_records(const vl_stream_writer_t *w);
 
-/* Returns the bytes appended but still in the writer's buffer (0: everything
-   appended has been handed to the kernel). */
-size_t vl_stream_writer_buffered(const vl_stream_writer_t *w);
-
 /* Returns the file's bytes so far, header included, counting what is
    still buffered: the size the file has once flushed. */
 uint64_t vl_stream_writer_bytes(const vl_stream_writer_t *w);

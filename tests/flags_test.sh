@@ -23,6 +23,10 @@ expect_typo "up --max-stpes 100" "unknown flag --max-stpes (did you mean --max-s
 expect_typo "up --acters 2" "unknown flag --acters (did you mean --actors?)"
 expect_typo "up --max-steps" "--max-steps wants a value"
 expect_typo "up --resume=yes" "--resume takes no value"
+# The first numeric flag of a command has getopt's val 0, which getopt also gives an unknown one.
+expect_typo "up --actors" "--actors wants a value"
+expect_typo "learner --broker 127.0.0.1 --seed" "--seed wants a value"
+expect_typo "actor --broker 127.0.0.1 --envs" "--envs wants a value"
 expect_typo "learner --brokr 127.0.0.1" "unknown flag --brokr (did you mean --broker?)"
 expect_typo "actor --broker 127.0.0.1 --envz 4" "unknown flag --envz (did you mean --envs?)"
 expect_typo "broker --prot 7600" "unknown flag --prot (did you mean --port?)"

@@ -31,6 +31,19 @@ grep -qF "killed by signal 11 (SIGSEGV) in env plugin ./libclash.so" crash.err |
     fail "the actor did not name the signal and the plugin: $(tail -3 crash.err)"
 pass "a crashing plugin: $(grep -F 'in env plugin' crash.err)"
 
+# A fatal signal sent from outside (not a fault, which would recur) still ends the actor by it.
+"$VOLLEY" actor --env ./libclash.so --broker 127.0.0.1:$(free_port) > sent.log 2> sent.err &
+pid=$!
+PIDS+=($pid)
+wait_for sent.err 20 "no broker at" || fail "the actor of libclash.so never said what it waits for"
+kill -BUS $pid
+for _ in $(seq 100); do kill -0 $pid 2> /dev/null || break; sleep 0.1; done
+kill -0 $pid 2> /dev/null && { kill -KILL $pid; fail "an actor sent SIGBUS goes on (the signal was swallowed)"; }
+wait $pid
+rc=$?
+[ $rc -eq 135 ] || fail "an actor sent SIGBUS exited $rc, not 128+7 (the signal was swallowed)"
+pass "an actor sent SIGBUS ends by it (exit $rc)"
+
 "$VOLLEY" up --env ./libclash.so --env-arg crash --port 0 --max-seconds 60 > up2.log 2> up2.err
 rc=$?
 [ $rc -eq 1 ] || fail "volley up with a crashing plugin exited $rc, not 1"
@@ -43,4 +56,4 @@ grep -qF "its env is the plugin ./libclash.so: logs/actor-" up2.err || fail "vol
 cat "$dir"/logs/actor-*.log | grep -qF "killed by signal 11 (SIGSEGV) in env plugin ./libclash.so" ||
     fail "no actor log in '$dir' names the plugin that crashed"
 pass "the run's actor log: $(cat "$dir"/logs/actor-*.log | grep -F 'in env plugin' | head -1)"
-echo "5 passed, 0 failed"
+echo "6 passed, 0 failed"

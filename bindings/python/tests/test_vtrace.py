@@ -206,3 +206,46 @@ def test_threads_never_share_results(monkeypatch):
     for t in threads:
         t.join()
     assert not bad, f"{len(bad)} results of {len(data) * rounds} were another thread's"
+
+
+def test_threads_never_share_results_after_the_lock(monkeypatch):
+    """As above, with the other window made slow: a thread switch right after a pair was
+    taken and the lock let go, before the caller has bound the arrays to its names. The
+    taken pair must already be held then, or another thread finds it free and takes it."""
+    import sys
+    import threading
+    import time
+    vt = sys.modules["volley.vtrace"]  # the module (volley.vtrace is the function)
+
+    class SlowRelease:
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            self.lock.acquire()
+
+        def __exit__(self, *exc):
+            self.lock.release()
+            time.sleep(0.0002)  # another thread runs before the caller unpacks the pair
+            return False
+    monkeypatch.setattr(vt, "_spare_lock", SlowRelease())
+    n, T, rounds = 4, 8, 200
+    data = [inputs(n, T, seed)[:4] for seed in range(4)]
+    want = [tuple(a.copy() for a in volley.vtrace(*d)) for d in data]
+    bad, start = [], threading.Barrier(len(data))
+
+    def work(k):
+        start.wait()
+        for _ in range(rounds):
+            vs, adv = volley.vtrace(*data[k])
+            time.sleep(0)
+            if not (np.array_equal(vs, want[k][0]) and np.array_equal(adv, want[k][1])):
+                bad.append(k)
+            del vs, adv
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(data))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad, f"{len(bad)} results of {len(data) * rounds} were another thread's"

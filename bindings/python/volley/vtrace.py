@@ -29,18 +29,20 @@ def _results(n, T):
     go of both, else new ones. Fresh 2 MB arrays cost their page faults at every call, and a
     learner calls vtrace on one shape every update: `vs, adv = vtrace(...)` in a loop still
     holds the last results during the call, so two pairs take turns. Threads take pairs
-    under a lock: a pair checked free is taken before any other thread can check it."""
+    under a lock: a pair checked free is taken before any other thread can check it. Taken
+    means held: what is returned is a new tuple of the two arrays, made under the lock, so
+    that they are not free (only the cache's) between the lock and the caller's names."""
     with _spare_lock:
         for i in range(len(_spare) - 1, -1, -1):  # the newest first: its memory is the warmest
             pair = _spare[i]
             if _free(pair, (n, T)):
                 del _spare[i]  # by position: == on arrays would compare their elements
                 _spare.append(pair)
-                return pair
+                return (pair[0], pair[1])
         pair = (np.empty((n, T), np.float32), np.empty((n, T), np.float32))
         _spare.append(pair)
         del _spare[:-2]
-        return pair
+        return (pair[0], pair[1])
 
 
 def _as_f32(name, a):
