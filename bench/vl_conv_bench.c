@@ -1,6 +1,8 @@
 /*  vl_conv_bench: which kernel library the model engine should run a model
-    spec's CNN on, by measurement: oneDNN's C API (vl_conv_dnnl.c) beside
-    OpenBLAS's sgemm under an im2col (vl_conv_blas.c), a plain C loop for
+    spec's CNN on, by measurement: oneDNN's C API on PyTorch's plain layouts
+    (vl_conv_dnnl.c) and on the blocked layouts it chooses itself
+    (vl_conv_dnnl_blocked.c), beside OpenBLAS's sgemm under an im2col
+    (vl_conv_blas.c), a plain C loop for
     the first layer (the floor) and PyTorch (bench/torch_conv_bench.py, run
     first by this program) on the same network, shapes and threads, in one
     run (lz4's tests/fullbench.c is the model).
@@ -10,9 +12,10 @@
     backward, weight and bias grads and data grads but for the frames) and
     batch 16 (an actor's 16 envs: forward only), each on 1 and 2 threads.
     Each figure is the best of S_RUNS runs of at least S_RUN_S s of wall
-    clock, in ms per call. Before any figure of a (threads, batch) is
-    printed, oneDNN's output and every grad are checked against OpenBLAS's,
-    and the first layer of both against the plain loop: the largest
+    clock, in ms per call; each engine runs in a child process of its own.
+    Before any figure of a (threads, batch) is printed, each oneDNN engine's
+    output and every grad are checked against OpenBLAS's, and every engine's
+    first layer against the plain loop: the largest
     difference relative to the tensor's largest magnitude is printed and
     must stay below S_TOL, or the bench exits 1. ratio = PyTorch's ms / the
     case's ms: above 1 is faster than PyTorch. */
@@ -40,6 +43,11 @@
 #define S_SEED        1
 
 static const int s_threads[] = {1, 2};
+
+// The engines, the reference for the checks (OpenBLAS: the plainest arithmetic) last.
+static const vl_conv_engine_ops_t *const s_engines[] = {
+    &vl_conv_dnnl_ops, &vl_conv_dnnl_blocked_ops, &vl_conv_blas_ops};
+#define S_ENGINES (int)(sizeof s_engines / sizeof s_engines[0])
 
 typedef struct {
     int batch;
@@ -270,26 +278,27 @@ typedef struct {
     float *out, *conv1, *dw[VL_CONV_NET_LAYERS], *db[VL_CONV_NET_LAYERS]; // in the mapping
 } s_result_t;
 
-/* Compares oneDNN's output and grads with OpenBLAS's, and both first
-   layers with plain. Prints the errors; returns the largest. */
-static double s_check(const vl_conv_net_t *net, const s_result_t *dn, const s_result_t *bl,
-                      const float *plain, int backward)
+/* Compares engine e's output and grads with the reference engine's (the
+   last, OpenBLAS) and its first layer with plain. Prints the errors;
+   returns the largest. */
+static double s_check(const vl_conv_net_t *net, const char *name, const s_result_t *e,
+                      const s_result_t *ref, const float *plain, int backward)
 {
     const vl_conv_layer_t *last = &net->layer[net->n_layers - 1];
     size_t n = (size_t)net->batch;
-    double out = s_rel_err(dn->out, bl->out, n * vl_conv_out_size(last));
+    double out = s_rel_err(e->out, ref->out, n * vl_conv_out_size(last));
     double grad = 0;
     for (int i = 0; backward && i < net->n_layers; i++) {
         const vl_conv_layer_t *l = &net->layer[i];
-        grad = fmax(grad, s_rel_err(dn->dw[i], bl->dw[i], vl_conv_w_size(l)));
-        grad = fmax(grad, s_rel_err(dn->db[i], bl->db[i], l->cout));
+        grad = fmax(grad, s_rel_err(e->dw[i], ref->dw[i], vl_conv_w_size(l)));
+        grad = fmax(grad, s_rel_err(e->db[i], ref->db[i], l->cout));
     }
-    size_t n1 = n * vl_conv_out_size(&net->layer[0]);
-    double c1 = fmax(s_rel_err(bl->conv1, plain, n1), s_rel_err(dn->conv1, plain, n1));
-    printf("  check: onednn vs openblas output %.1e", out);
+    double c1 = s_rel_err(e->conv1, plain, n * vl_conv_out_size(&net->layer[0]));
+    printf("  check %s: output %.1e", name, out);
     if (backward)
         printf(", weight/bias grads %.1e", grad);
-    printf("; first layer vs plain loop %.1e (max rel err, tolerance %.0e)\n", c1, S_TOL);
+    printf(" vs openblas; first layer %.1e vs the plain loop (max rel err, below %.0e)\n", c1,
+           S_TOL);
     return fmax(out, fmax(grad, c1));
 }
 
@@ -456,47 +465,55 @@ static int s_engine_child(const s_opts_t *o, const vl_conv_net_t *net,
 }
 
 /* Measures one (threads, batch): each engine in its child, the plain loop
-   (one thread) here, the check, the rows. Returns 0, 1 when the results
+   (one thread) here, the checks, the rows. Returns 0, 1 when the results
    disagree, -1 on error. */
 static int s_measure(const s_opts_t *o, vl_conv_net_t *net, int ti, int ci, const s_case_t *c)
 {
     int threads = s_threads[ti], rc = -1;
     net->batch = c->batch;
-    s_result_t dn = {0}, bl = {0};
-    size_t dn_bytes = 0, bl_bytes = 0, nx = (size_t)c->batch * vl_conv_in_size(&net->layer[0]);
+    s_result_t r[S_ENGINES];
+    memset(r, 0, sizeof r);
+    size_t bytes[S_ENGINES] = {0}, nx = (size_t)c->batch * vl_conv_in_size(&net->layer[0]);
     s_plain_t pl = {net, malloc(nx * sizeof(float)),
                     malloc((size_t)c->batch * vl_conv_out_size(&net->layer[0]) * sizeof(float))};
-    if (!pl.x || !pl.y || s_result_map(net, &dn, &dn_bytes) != 0 ||
-        s_result_map(net, &bl, &bl_bytes) != 0)
+    if (!pl.x || !pl.y)
         goto out;
     for (size_t j = 0; j < nx; j++)
         ((float *)pl.x)[j] = net->frames[j] * (1.0f / 255.0f);
-    if (s_engine_child(o, net, &vl_conv_dnnl_ops, threads, c->backward, ti == 0 && ci == 0, &dn) !=
-            0 ||
-        s_engine_child(o, net, &vl_conv_blas_ops, threads, c->backward, 0, &bl) != 0)
-        goto out;
+    for (int k = 0; k < S_ENGINES; k++)
+        if (s_result_map(net, &r[k], &bytes[k]) != 0 ||
+            s_engine_child(o, net, s_engines[k], threads, c->backward, ti == 0 && ci == 0, &r[k]) !=
+                0)
+            goto out;
     s_times_t tp = {.conv1 = threads == 1 ? s_best_ms(o, s_call_plain, &pl) : 0};
     if (threads != 1)
         s_call_plain(&pl); // for the check only: the loop is single-threaded
-    rc = s_check(net, &dn, &bl, pl.y, c->backward) < S_TOL ? 0 : 1;
+    double err = s_rel_err(r[S_ENGINES - 1].conv1, pl.y,
+                           (size_t)c->batch * vl_conv_out_size(&net->layer[0]));
+    for (int k = 0; k < S_ENGINES - 1; k++)
+        err = fmax(err,
+                   s_check(net, s_engines[k]->name, &r[k], &r[S_ENGINES - 1], pl.y, c->backward));
+    rc = err < S_TOL ? 0 : 1;
     s_times_t ref = s_torch[ti][ci];
     if (!c->backward)
         ref.fwdbwd = 0; // the actor's case: forward only
-    s_row("onednn", threads, c->batch, dn.t, ref, 0);
-    s_row("openblas", threads, c->batch, bl.t, ref, 0);
+    for (int k = 0; k < S_ENGINES; k++)
+        s_row(s_engines[k]->name, threads, c->batch, r[k].t, ref, 0);
     if (ref.fwd > 0)
         s_row("pytorch", threads, c->batch, ref, ref, 0);
-    s_row("conv1 onednn", threads, c->batch, dn.t, ref, 1);
-    s_row("conv1 openblas", threads, c->batch, bl.t, ref, 1);
+    char name[64];
+    for (int k = 0; k < S_ENGINES; k++) {
+        snprintf(name, sizeof name, "conv1 %s", s_engines[k]->name);
+        s_row(name, threads, c->batch, r[k].t, ref, 1);
+    }
     if (threads == 1)
         s_row("conv1 plain loop", threads, c->batch, tp, ref, 1);
     if (ref.conv1 > 0)
         s_row("conv1 pytorch", threads, c->batch, ref, ref, 1);
 out:
-    if (dn_bytes)
-        munmap((s_times_t *)dn.out - 1, dn_bytes);
-    if (bl_bytes)
-        munmap((s_times_t *)bl.out - 1, bl_bytes);
+    for (int k = 0; k < S_ENGINES; k++)
+        if (bytes[k])
+            munmap((s_times_t *)r[k].out - 1, bytes[k]);
     free((void *)pl.x);
     free(pl.y);
     if (rc < 0)

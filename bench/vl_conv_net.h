@@ -72,6 +72,7 @@ typedef struct {
 
 extern const vl_conv_engine_ops_t vl_conv_blas_ops;
 extern const vl_conv_engine_ops_t vl_conv_dnnl_ops;
+extern const vl_conv_engine_ops_t vl_conv_dnnl_blocked_ops;
 
 /* Returns the implementation oneDNN chose for layer l's forward (e from vl_conv_dnnl_ops). */
 const char *vl_conv_dnnl_impl(const vl_conv_engine_t *e, int l);
