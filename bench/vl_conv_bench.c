@@ -582,6 +582,17 @@ int main(int argc, char **argv)
         printf("?\n");
     if (la)
         fclose(la);
+    // OpenBLAS picks its kernels by CPU model at load time; a model newer than it
+    // knows gets a generic SSE3 set (Prescott) though the CPU has AVX2 or
+    // AVX-512, and OPENBLAS_CORETYPE (e.g. SkylakeX, Haswell) chooses by hand.
+    const char *core = vl_conv_blas_core();
+    int old = strstr(core, "Prescott") || strstr(core, "Core2") || strstr(core, "Nehalem") ||
+              strstr(core, "Penryn") || strstr(core, "Dunnington") || strstr(core, "Atom");
+    printf("openblas kernels: %s%s\n", core,
+           old && __builtin_cpu_supports("avx2")
+               ? " (older than this CPU, which has AVX2: OpenBLAS does not know its model; "
+                 "OPENBLAS_CORETYPE=SkylakeX or Haswell chooses by hand)"
+               : "");
     if (o.torch)
         s_run_torch(&o, cases, canon);
     printf("\n%-30s %10s %12s %10s %10s\n", "case (t threads, n batch)", "fwd ms", "fwd+bwd ms",

@@ -12,9 +12,6 @@
 
 #include "vl_conv_net.h"
 
-/* Not in every cblas.h (Debian's declares it in OpenBLAS's). */
-void openblas_set_num_threads(int num_threads);
-
 struct vl_conv_engine_s {
     const vl_conv_net_t *net;
     int n;                          // batch
@@ -27,22 +24,30 @@ struct vl_conv_engine_s {
     float *dw[VL_CONV_NET_LAYERS], *db[VL_CONV_NET_LAYERS];
 };
 
-/* Fills col from x (one sample-major im2col of the batch; zero padding). */
+/* Fills col from x (one sample-major im2col of the batch; zero padding).
+   A window inside the input copies its k-float rows whole, without the
+   bounds checks the border needs. */
 static void s_im2col(const vl_conv_layer_t *l, int n, const float *x, float *col)
 {
-    int K = l->cin * l->k * l->k;
+    int K = l->cin * l->k * l->k, k = l->k;
     for (int b = 0; b < n; b++)
         for (int oy = 0; oy < l->hout; oy++)
             for (int ox = 0; ox < l->wout; ox++) {
                 float *row = col + ((size_t)(b * l->hout + oy) * l->wout + ox) * K;
+                int y0 = oy * l->stride - l->pad, x0 = ox * l->stride - l->pad;
+                int inside = y0 >= 0 && x0 >= 0 && y0 + k <= l->hin && x0 + k <= l->win;
                 for (int c = 0; c < l->cin; c++) {
                     const float *plane = x + ((size_t)b * l->cin + c) * l->hin * l->win;
-                    for (int ky = 0; ky < l->k; ky++) {
-                        int iy = oy * l->stride - l->pad + ky;
-                        for (int kx = 0; kx < l->k; kx++) {
-                            int ix = ox * l->stride - l->pad + kx;
+                    for (int ky = 0; ky < k; ky++, row += k) {
+                        int iy = y0 + ky;
+                        if (inside) {
+                            memcpy(row, plane + iy * l->win + x0, k * sizeof *row);
+                            continue;
+                        }
+                        for (int kx = 0; kx < k; kx++) {
+                            int ix = x0 + kx;
                             int in = iy >= 0 && iy < l->hin && ix >= 0 && ix < l->win;
-                            *row++ = in ? plane[iy * l->win + ix] : 0.0f;
+                            row[kx] = in ? plane[iy * l->win + ix] : 0.0f;
                         }
                     }
                 }
@@ -246,6 +251,12 @@ static vl_conv_engine_t *s_create(const vl_conv_net_t *net, int threads)
     for (size_t j = 0; j < nx; j++)
         e->x[j] = net->frames[j] * (1.0f / 255.0f);
     return e;
+}
+
+/* Returns the kernel set OpenBLAS chose for this CPU at load time. */
+const char *vl_conv_blas_core(void)
+{
+    return openblas_get_corename();
 }
 
 const vl_conv_engine_ops_t vl_conv_blas_ops = {

@@ -74,6 +74,9 @@ extern const vl_conv_engine_ops_t vl_conv_blas_ops;
 extern const vl_conv_engine_ops_t vl_conv_dnnl_ops;
 extern const vl_conv_engine_ops_t vl_conv_dnnl_blocked_ops;
 
+/* Returns the kernel set OpenBLAS chose for this CPU (OPENBLAS_CORETYPE overrides it). */
+const char *vl_conv_blas_core(void);
+
 /* Returns the implementation oneDNN chose for layer l's forward (e from vl_conv_dnnl_ops). */
 const char *vl_conv_dnnl_impl(const vl_conv_engine_t *e, int l);
 
