@@ -11,9 +11,10 @@ the CPU, for each thread count and batch:
 Each figure is the best of --runs runs of at least --run-s seconds of wall
 clock, in ms per call. Prints one line per (threads, batch):
     torch threads=<t> batch=<n> fwd_ms=<x> fwdbwd_ms=<x> conv1_ms=<x>
-and first a line `torch version=<v> onednn=<0|1>`. Exit 2 on a bad argument.
+and first a line `torch version=<v> onednn=<0|1> blas=<library>`. Exit 2 on a bad argument.
 """
 import argparse
+import os
 import re
 import sys
 import time
@@ -50,6 +51,20 @@ def build(spec, shape):
     return nn.Sequential(*layers)
 
 
+def blas_library():
+    """Returns the BLAS library this process has mapped (Debian's torch runs its
+    Linear layers on whatever libblas.so.3 the alternatives system points at)."""
+    a = torch.ones(64, 64)
+    a @ a
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if line.rstrip().endswith(".so.3")}
+        real = sorted({os.path.realpath(p) for p in paths if "blas" in os.path.basename(p)})
+        return ",".join(real) or "none"
+    except OSError:
+        return "unknown"
+
+
 def best_ms(fn, runs, run_s):
     """Returns the best ms per call of fn over runs runs of >= run_s s each."""
     fn()  # warm up: allocations, oneDNN's primitive cache
@@ -73,7 +88,7 @@ def bench(net, shape, batch, runs, run_s):
     x = frames.float() / 255
     with torch.no_grad():
         dy = torch.rand(net(x).shape, generator=g) * 2 - 1
-    conv1 = net[:2] if isinstance(net[1], nn.ReLU) else net[:1]
+    conv1 = net[:2] if len(net) > 1 and isinstance(net[1], nn.ReLU) else net[:1]
 
     def fwd():
         with torch.no_grad():
@@ -110,8 +125,8 @@ def main():
         ap.error("--shape takes C,H,W; counts must be at least 1")
     torch.manual_seed(1)
     net = build(a.spec, shape)
-    print(f"torch version={torch.__version__} onednn={int(torch.backends.mkldnn.is_available())}",
-          flush=True)
+    print(f"torch version={torch.__version__} onednn={int(torch.backends.mkldnn.is_available())} "
+          f"blas={blas_library()}", flush=True)
     for t in threads:
         torch.set_num_threads(t)
         for n in batches:

@@ -108,12 +108,14 @@ static int s_add_layer(vl_conv_net_t *net, const vl_model_layer_t *sl)
         prev->relu = 1;
         return 0;
     }
+    static const char *kinds[] = {"conv", "linear", "relu", "tanh", "lstm"};
+    const char *kind = sl->kind < sizeof kinds / sizeof kinds[0] ? kinds[sl->kind] : "?";
     if ((sl->kind != VL_LAYER_CONV && sl->kind != VL_LAYER_LINEAR) ||
-        net->n_layers == VL_CONV_NET_LAYERS) {
+        net->n_layers == VL_CONV_NET_LAYERS || (!prev && sl->kind != VL_LAYER_CONV)) {
         fprintf(stderr,
-                "vl_conv_bench: --spec: this bench times conv, linear and relu "
-                "layers only (at most %d)\n",
-                VL_CONV_NET_LAYERS);
+                "vl_conv_bench: --spec: %s at layer %d: expected a conv first, then conv, "
+                "linear or relu layers, at most %d\n",
+                kind, net->n_layers + 1, VL_CONV_NET_LAYERS);
         return -1;
     }
     vl_conv_layer_t *l = &net->layer[net->n_layers++];
