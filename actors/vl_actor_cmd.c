@@ -29,18 +29,27 @@ static const vl_num_opt_t s_nums[] = {
 #define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
 
 /* Takes --obs-check MODE (or --obs-check=MODE) out of argv, which the role
-   parser then reads without it. Returns 0, or -1 after saying what was wrong. */
-static int s_take_obs_check(int *argc, char **argv, vl_obs_check_t *mode)
+   parser then reads without it. A word that is the value of the flag
+   before it (--env-arg --obs-check) stays, as does everything after "--".
+   Returns 0, or -1 after saying what was wrong. */
+static int s_take_obs_check(int *argc, char **argv, const vl_role_opts_t *role, vl_obs_check_t *mode)
 {
-    int out = 0;
-    for (int i = 0; i < *argc; i++) {
-        const char *value = NULL;
-        if (strcmp(argv[i], "--obs-check") == 0) {
+    struct option opts[S_NNUMS + VL_OPT_ROLE_EXTRA];
+    vl_opt_role_options(s_nums, S_NNUMS, role, opts);
+    int out = 0, i = 0;
+    for (; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+        const char *value = NULL, *a = argv[i];
+        if (strcmp(a, "--obs-check") == 0) {
             value = i + 1 < *argc ? argv[++i] : "";
-        } else if (strncmp(argv[i], "--obs-check=", 12) == 0) {
-            value = argv[i] + 12;
+        } else if (strncmp(a, "--obs-check=", 12) == 0) {
+            value = a + 12;
         } else {
+            const struct option *o = strncmp(a, "--", 2) == 0 && !strchr(a, '=')
+                                         ? vl_opt_lookup(opts, a + 2, strlen(a + 2))
+                                         : NULL;
             argv[out++] = argv[i];
+            if (o && o->has_arg == required_argument && i + 1 < *argc)
+                argv[out++] = argv[++i]; // its value, whatever it looks like
             continue;
         }
         if (vl_obs_check_parse(value, mode) != 0) {
@@ -49,6 +58,8 @@ static int s_take_obs_check(int *argc, char **argv, vl_obs_check_t *mode)
             return -1;
         }
     }
+    while (i < *argc)
+        argv[out++] = argv[i++];
     *argc = out;
     argv[out] = NULL;
     return 0;
@@ -85,7 +96,7 @@ int vl_actor_main(int argc, char **argv)
 {
     vl_actor_config_t c = vl_actor_config_default();
     vl_role_opts_t role = {.policy = c.policy, .env = c.env->name, .log_level = VL_LOG_INFO};
-    if (s_take_obs_check(&argc, argv, &c.obs_check) != 0)
+    if (s_take_obs_check(&argc, argv, &role, &c.obs_check) != 0)
         return 2;
     int rc = vl_opt_parse_role("actor", argc, argv, s_nums, S_NNUMS, &c, &role, s_usage);
     if (rc != 0)

@@ -317,25 +317,28 @@ static int s_check_role(const char *cmd, int argc, char **argv, vl_role_opts_t *
     return vl_opt_endpoint(cmd, role->broker, 0, endpoint, sizeof endpoint);
 }
 
-int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
-                      void *config, vl_role_opts_t *role, void (*usage)(FILE *out))
+/* The role flags' values as getopt_long returns them; a numeric flag
+   returns its index, below these. */
+enum {
+    O_BROKER = 1000,
+    O_POLICY,
+    O_ENV,
+    O_ENV_ARG,
+    O_QUIET,
+    O_VERBOSE,
+    O_CERT,
+    O_BROKER_KEY,
+    O_PACE,
+    O_CHECKPOINT,
+    O_RESUME,
+    O_METRICS,
+    O_FORCE,
+    O_RUN_DIR
+};
+
+int vl_opt_role_options(const vl_num_opt_t *nums, int n, const vl_role_opts_t *role,
+                        struct option *out)
 {
-    enum {
-        O_BROKER = 1000,
-        O_POLICY,
-        O_ENV,
-        O_ENV_ARG,
-        O_QUIET,
-        O_VERBOSE,
-        O_CERT,
-        O_BROKER_KEY,
-        O_PACE,
-        O_CHECKPOINT,
-        O_RESUME,
-        O_METRICS,
-        O_FORCE,
-        O_RUN_DIR
-    };
     static const struct option common[] = {{"cert", required_argument, 0, O_CERT},
                                            {"broker-key", required_argument, 0, O_BROKER_KEY},
                                            {"broker", required_argument, 0, O_BROKER},
@@ -351,19 +354,41 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
                                                  {"metrics", required_argument, 0, O_METRICS},
                                                  {"force", no_argument, 0, O_FORCE},
                                                  {"run-dir", required_argument, 0, O_RUN_DIR}};
-    struct option opts[n + 18];
-    int k = vl_opt_getopt(nums, n, 0, opts);
-    memcpy(opts + k, common, sizeof common);
+    int k = vl_opt_getopt(nums, n, 0, out);
+    memcpy(out + k, common, sizeof common);
     k += (int)(sizeof common / sizeof common[0]);
     if (role->replay) {
-        memcpy(opts + k, replay_only, sizeof replay_only);
+        memcpy(out + k, replay_only, sizeof replay_only);
         k += (int)(sizeof replay_only / sizeof replay_only[0]);
     }
     if (role->learner) {
-        memcpy(opts + k, learner_only, sizeof learner_only);
+        memcpy(out + k, learner_only, sizeof learner_only);
         k += (int)(sizeof learner_only / sizeof learner_only[0]);
     }
-    opts[k] = (struct option){0, 0, 0, 0};
+    out[k] = (struct option){0, 0, 0, 0};
+    return k;
+}
+
+const struct option *vl_opt_lookup(const struct option *opts, const char *name, size_t len)
+{
+    const struct option *found = NULL;
+    for (int i = 0; opts[i].name; i++) {
+        if (strncmp(opts[i].name, name, len) != 0)
+            continue;
+        if (strlen(opts[i].name) == len) // an exact name wins over the names it begins
+            return &opts[i];
+        if (found) // two names begin so: getopt_long refuses it as ambiguous
+            return NULL;
+        found = &opts[i];
+    }
+    return found;
+}
+
+int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
+                      void *config, vl_role_opts_t *role, void (*usage)(FILE *out))
+{
+    struct option opts[n + VL_OPT_ROLE_EXTRA];
+    vl_opt_role_options(nums, n, role, opts);
     int opt, bad = 0;
     opterr = 0; // a refused flag gets one line from vl_opt_refused, not getopt's and the usage
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {

@@ -111,6 +111,23 @@ typedef struct {
     const char *broker_key; // --broker-key FILE: the broker's public certificate
 } vl_role_opts_t;
 
+/* Room a role's option table needs besides its numeric flags (the shared
+   flags, the learner's and replay's, the end entry). */
+#define VL_OPT_ROLE_EXTRA 18
+
+/* Writes the getopt_long table vl_opt_parse_role uses for the n numeric
+   flags and role's kind (role->learner, role->replay) into out, which has
+   room for n + VL_OPT_ROLE_EXTRA entries, ending it with a zeroed entry.
+   Returns the number of flags. */
+int vl_opt_role_options(const vl_num_opt_t *nums, int n, const vl_role_opts_t *role,
+                        struct option *out);
+
+/* Returns the entry of opts (ending with a zeroed one) that getopt_long
+   takes for the long flag name[len] (without its dashes and =value): the
+   one named so, else the only one whose name begins so; NULL when none
+   does or several do. */
+const struct option *vl_opt_lookup(const struct option *opts, const char *name, size_t len);
+
 /* Parses a role's argv: the shared flags into role (which holds the
    defaults on entry), the n numeric flags into config. Checks that --broker
    is given and well formed, --policy is valid and no argument is left over.

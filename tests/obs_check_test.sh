@@ -34,6 +34,11 @@ pass "--obs-check off trains to the end without a word"
 rc=$?
 [ $rc -eq 2 ] && [ "$(wc -l < bad.log)" -eq 1 ] && grep -q "^volley actor: --obs-check wants error, warn or off, not 'loud'$" bad.log ||
   fail "a bad --obs-check: exit $rc, $(cat bad.log)"
+# A word that is another flag's value is that flag's: here --env-arg's.
+"$VOLLEY" actor --broker 127.0.0.1:1 --env-arg --obs-check --obs-check loud > badval.log 2>&1
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l < badval.log)" -eq 1 ] && grep -q "^volley actor: --obs-check wants error, warn or off, not 'loud'$" badval.log ||
+  fail "--env-arg --obs-check was read as --obs-check: exit $rc, $(cat badval.log)"
 "$VOLLEY" up --obs-check loud > badup.log 2>&1
 [ $? -eq 2 ] && grep -q "volley up: --obs-check wants error, warn or off, not 'loud'" badup.log ||
   fail "up with a bad --obs-check: $(cat badup.log)"
