@@ -271,9 +271,31 @@ static const char *s_find_config(int argc, char **argv)
    this env and this size. */
 static const char *const s_fixed[] = {"env", "hidden"};
 
+enum { O_TEXT = 1000, O_BOOL = 1100, O_CONFIG = 1200, O_LEARNER = 2000 };
+#define S_NOPTS (S_NNUMS + 64 + S_NTEXTS + S_NBOOLS + 3)
+
+/* Writes up's getopt_long table into opts[S_NOPTS], ending it with a
+   zeroed entry. */
+static void s_options(struct option *opts)
+{
+    int n = vl_opt_getopt(s_nums, S_NNUMS, 0, opts);
+    for (int i = 0; i < S_NTEXTS; i++)
+        opts[n++] = (struct option){s_texts[i], required_argument, 0, O_TEXT + i};
+    for (int i = 0; i < S_NBOOLS; i++)
+        opts[n++] = (struct option){s_bools[i], no_argument, 0, O_BOOL + i};
+    opts[n++] = (struct option){"config", required_argument, 0, O_CONFIG};
+    opts[n++] = (struct option){"help", no_argument, 0, 'h'};
+    for (int i = 0; i < vl_learner_n_opts && n < S_NOPTS - 1; i++)
+        if (s_learner_opt(vl_learner_opts[i].name))
+            opts[n++] =
+                (struct option){vl_learner_opts[i].name, required_argument, 0, O_LEARNER + i};
+    opts[n] = (struct option){0, 0, 0, 0};
+}
+
 /* Returns the value argv gives the flag at argv[*i] ("--key=value", or
    "--key value" for a flag that takes one; "true" for a switch) and its
-   key in key[size]; advances *i past a separate value. NULL when argv[*i]
+   key in key[size], an abbreviation spelled out as getopt_long reads it;
+   advances *i past a separate value. NULL when argv[*i]
    is not a flag. */
 static const char *s_flag_value(int argc, char **argv, int *i, char *key, size_t size)
 {
@@ -282,12 +304,16 @@ static const char *s_flag_value(int argc, char **argv, int *i, char *key, size_t
         return NULL;
     const char *eq = strchr(a, '=');
     size_t n = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-    snprintf(key, size, "%.*s", (int)n, a + 2);
+    struct option opts[S_NOPTS];
+    s_options(opts);
+    const struct option *o = vl_opt_lookup(opts, a + 2, n); // an abbreviation, as getopt takes it
+    if (o)
+        snprintf(key, size, "%s", o->name);
+    else
+        snprintf(key, size, "%.*s", (int)n, a + 2);
     if (eq)
         return eq + 1;
-    int takes = s_own(key) || s_learner_opt(key) || s_index(s_texts, S_NTEXTS, key) >= 0 ||
-                strcmp(key, "config") == 0;
-    if (!takes)
+    if (!o || o->has_arg != required_argument)
         return "true";
     return *i + 1 < argc ? argv[++*i] : NULL;
 }
@@ -538,23 +564,11 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
 
 int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
 {
-    enum { O_TEXT = 1000, O_BOOL = 1100, O_CONFIG = 1200, O_LEARNER = 2000 };
     *c = s_defaults;
     if (s_merge(argc, argv, c) != 0)
         return -1;
-    struct option opts[S_NNUMS + 64 + S_NTEXTS + S_NBOOLS + 3];
-    int n = vl_opt_getopt(s_nums, S_NNUMS, 0, opts);
-    for (int i = 0; i < S_NTEXTS; i++)
-        opts[n++] = (struct option){s_texts[i], required_argument, 0, O_TEXT + i};
-    for (int i = 0; i < S_NBOOLS; i++)
-        opts[n++] = (struct option){s_bools[i], no_argument, 0, O_BOOL + i};
-    opts[n++] = (struct option){"config", required_argument, 0, O_CONFIG};
-    opts[n++] = (struct option){"help", no_argument, 0, 'h'};
-    for (int i = 0; i < vl_learner_n_opts && n < (int)(sizeof opts / sizeof opts[0]) - 1; i++)
-        if (s_learner_opt(vl_learner_opts[i].name))
-            opts[n++] =
-                (struct option){vl_learner_opts[i].name, required_argument, 0, O_LEARNER + i};
-    opts[n] = (struct option){0, 0, 0, 0};
+    struct option opts[S_NOPTS];
+    s_options(opts);
     int opt, bad = 0;
     optind = 1;
     opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage

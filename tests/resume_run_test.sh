@@ -26,8 +26,8 @@ grep -q "resumed from" "$R/r/logs/learner-2.log" || fail "the learner did not re
 [ "$(md5sum < "$R/r/first.vlrec")" = "$sum" ] || fail "the first run's recording was changed"
 pass "a resumed run keeps lr, seed and hidden from its config.ini; --max-steps overrides, printed"
 
-for flag in "--hidden 64" "--env catch"; do
-    key=${flag%% *}; key=${key#--}
+for flag in "--hidden 64" "--env catch" "--hid 64" "--hidden=64"; do
+    key=${flag%%[ =]*}; key=${key#--}; [ "$key" = hid ] && key=hidden # getopt's abbreviation
     "$VOLLEY" up --runs "$R" --name r --resume $flag > bad.txt 2>&1
     rc=$?
     [ $rc -eq 2 ] && [ "$(wc -l < bad.txt)" -eq 1 ] && grep -q "^volley up: --resume: $key: run r was trained with $key = " bad.txt ||
@@ -56,4 +56,4 @@ assert ups == sorted(ups), "uptime went back"
 print(f"ok   metrics continue: uptime {before['uptime_s']:.2f} -> {first['uptime_s']:.2f} s, "
       f"env steps {before['env_steps']} -> {first['env_steps']}")
 PY
-echo "4 passed, 0 failed"
+echo "6 passed, 0 failed"
