@@ -32,7 +32,8 @@ static const vl_num_opt_t s_nums[] = {
    parser then reads without it. A word that is the value of the flag
    before it (--env-arg --obs-check) stays, as does everything after "--".
    Returns 0, or -1 after saying what was wrong. */
-static int s_take_obs_check(int *argc, char **argv, const vl_role_opts_t *role, vl_obs_check_t *mode)
+static int s_take_obs_check(int *argc, char **argv, const vl_role_opts_t *role,
+                            vl_obs_check_t *mode)
 {
     struct option opts[S_NNUMS + VL_OPT_ROLE_EXTRA];
     vl_opt_role_options(s_nums, S_NNUMS, role, opts);
