@@ -176,7 +176,6 @@ def test_threads_never_share_results(monkeypatch):
     made slow here, so that another thread runs between it and taking the pair, as the
     interpreter's thread switches rarely but sometimes do."""
     import sys
-    import threading
     import time
     vt = sys.modules["volley.vtrace"]  # the module (volley.vtrace is the function)
     free = vt._free
@@ -186,26 +185,7 @@ def test_threads_never_share_results(monkeypatch):
         time.sleep(0.0002)
         return got
     monkeypatch.setattr(vt, "_free", slow_free)
-    n, T, rounds = 4, 8, 200
-    data = [inputs(n, T, seed)[:4] for seed in range(4)]
-    want = [tuple(a.copy() for a in volley.vtrace(*d)) for d in data]
-    bad, start = [], threading.Barrier(len(data))
-
-    def work(k):
-        start.wait()
-        for _ in range(rounds):
-            vs, adv = volley.vtrace(*data[k])
-            time.sleep(0)  # another thread's call while this one holds its results
-            if not (np.array_equal(vs, want[k][0]) and np.array_equal(adv, want[k][1])):
-                bad.append(k)
-            del vs, adv
-
-    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(data))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not bad, f"{len(bad)} results of {len(data) * rounds} were another thread's"
+    _assert_threads_get_their_own_results()
 
 
 def test_threads_never_share_results_after_the_lock(monkeypatch):
@@ -229,6 +209,14 @@ def test_threads_never_share_results_after_the_lock(monkeypatch):
             time.sleep(0.0002)  # another thread runs before the caller unpacks the pair
             return False
     monkeypatch.setattr(vt, "_spare_lock", SlowRelease())
+    _assert_threads_get_their_own_results()
+
+
+def _assert_threads_get_their_own_results():
+    """Four threads call volley.vtrace 200 times each on their own inputs; each result must
+    be what that thread's inputs give, never another thread's."""
+    import threading
+    import time
     n, T, rounds = 4, 8, 200
     data = [inputs(n, T, seed)[:4] for seed in range(4)]
     want = [tuple(a.copy() for a in volley.vtrace(*d)) for d in data]
@@ -238,7 +226,7 @@ def test_threads_never_share_results_after_the_lock(monkeypatch):
         start.wait()
         for _ in range(rounds):
             vs, adv = volley.vtrace(*data[k])
-            time.sleep(0)
+            time.sleep(0)  # another thread's call while this one holds its results
             if not (np.array_equal(vs, want[k][0]) and np.array_equal(adv, want[k][1])):
                 bad.append(k)
             del vs, adv
