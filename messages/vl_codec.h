@@ -88,13 +88,19 @@ typedef void *(*vl_segment_reserve_fn)(void *ctx, size_t need);
 vl_reason_t vl_segment_decode_with(const uint8_t *data, size_t size, const vl_limits_t *lim,
                                    vl_segment_t *seg, vl_segment_reserve_fn reserve, void *ctx);
 
-/* One named float tensor of rank 1 or 2 (rows x cols; cols = 1 for rank 1). */
+#define VL_TENSOR_NDIM_MAX 4 // a conv weight's [out][in][kh][kw]
+
+/* One named float tensor of rank 1 to VL_TENSOR_NDIM_MAX, row-major. rows is
+   the first dimension and cols the product of the others (1 for rank 1), so
+   rows * cols floats whatever the rank. Ranks 1 and 2 are rows (x cols)
+   alone; ranks 3 and 4 also give every dimension in shape[0 .. ndim). */
 typedef struct {
     char name[VL_TENSOR_NAME_MAX];
     uint32_t rows;
     uint32_t cols;
-    uint32_t ndim; // 1 or 2
-    float *data;   // rows * cols floats
+    uint32_t ndim;                      // 1 .. VL_TENSOR_NDIM_MAX
+    uint32_t shape[VL_TENSOR_NDIM_MAX]; // ranks 3, 4: every dimension; else unused
+    float *data;                        // rows * cols floats
 } vl_tensor_t;
 
 /* Decoded weights; vl_weights_decode allocates, vl_weights_destroy frees. */
