@@ -37,7 +37,7 @@ VL_EXPORT void vl_model_destroy(vl_model_t **self_p);
 
 /* Writes the spec in its canonical form (presets expanded) into buf.
    Returns its length, or -1 when it does not fit. */
-VL_EXPORT int vl_model_spec_text(const vl_model_t *self, char *buf, size_t size);
+VL_EXPORT int vl_model_text(const vl_model_t *self, char *buf, size_t size);
 
 /* Returns the floats of one observation (every field's values). */
 VL_EXPORT uint32_t vl_model_obs_dim(const vl_model_t *self);
