@@ -104,11 +104,19 @@ def main(argv=None):
     if not argv or argv[0] in ("-h", "--help"):
         print("usage: python3 -m volley actor --env pkg.mod:make_env --broker HOST[:PORT] ...\n"
               "  actor   Gymnasium-style envs from Python on volley (actor --help)\n"
+              "  learner --torch  a PyTorch learner for volley's actors (learner --torch --help)\n"
               "  plot    learning curves of runs to PNG/SVG, as `volley plot` (plot --help)\n"
               "  eval    a kept policy on a Python env, as `volley eval --env MOD:FN` (eval --help)")
         return 0 if argv else 2
     if argv[0] == "actor":
         return actor_main(argv[1:])
+    if argv[0] == "learner":
+        if "--torch" not in argv[1:] and not {"-h", "--help"} & set(argv[1:]):
+            print("python3 -m volley learner: give --torch (the C learner is `volley learner`)",
+                  file=sys.stderr)
+            return 2
+        from .torch_learner import main as learner_main
+        return learner_main(argv[1:])
     if argv[0] == "plot":
         from .plot import main as plot_main
         return plot_main(argv[1:])
