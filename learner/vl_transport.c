@@ -15,6 +15,7 @@
 #include "../messages/vl_codec.h"
 #include "../models/vl_policy.h"
 #include "../store/vl_buffer.h"
+#include "../store/vl_checkpoint.h"
 #include "vl_inlet.h"
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
@@ -23,6 +24,7 @@
 #define S_CAPACITY_MAX (1u << 20)
 #define S_HIDDEN_MAX   4096
 #define S_MAX_MSG      (64 << 20) // largest message the weights socket sends
+#define S_CONFIG_MAX   16384      // a checkpoint's config section, as the C learner's keeper
 #define S_LINGER_MS    500        // a last publication still leaves when the caller closes
 #define S_HEARTBEAT_NS                                                                             \
     1000000000LL // the last weights again each second, as the C learner:
@@ -467,5 +469,56 @@ int vl_transport_publish_stats(vl_transport_t *self, uint64_t version, uint64_t 
         return -1;
     int rc = s_send(self, VL_STATS_TOPIC, buf, size);
     free(buf);
+    return rc;
+}
+
+/* Writes the config section's text into out[S_CONFIG_MAX]. Returns its
+   length, or -1 when it does not fit. */
+static int s_checkpoint_config(const vl_transport_t *self, const char *env, const char *extra,
+                               char *out)
+{
+    char obs[256];
+    vl_spec_obs_str(&self->c.obs_spec, obs, sizeof obs);
+    int n =
+        snprintf(out, S_CONFIG_MAX,
+                 "# the configuration this checkpoint was trained with\n"
+                 "policy = %s\nenv = %s\nobs = %s\nactions = %u\nhidden = %u\nhorizon = %u\n"
+                 "version = %llu\n%s",
+                 self->policy, env && *env ? env : "?", obs, self->c.num_actions, self->c.hidden,
+                 self->c.horizon, (unsigned long long)self->last_version, extra ? extra : "");
+    return n > 0 && n < S_CONFIG_MAX ? n : -1;
+}
+
+int vl_transport_checkpoint(const vl_transport_t *self, const char *path, const char *env,
+                            const char *extra, char *why, size_t why_size)
+{
+    char ignored[8];
+    if (!why || !why_size)
+        why = ignored, why_size = sizeof ignored;
+    if (!path || !*path) {
+        s_why(why, why_size, "no path given");
+        return -1;
+    }
+    if (!self->published) {
+        s_why(why, why_size,
+              "nothing published yet: a checkpoint holds the weights published last");
+        return -1;
+    }
+    char *config = malloc(S_CONFIG_MAX);
+    int n = config ? s_checkpoint_config(self, env, extra, config) : -1;
+    if (n < 0) {
+        snprintf(why, why_size, "the config (env and extra lines) is over %d bytes", S_CONFIG_MAX);
+        free(config);
+        return -1;
+    }
+    vl_section_t sections[] = {{"weights", self->last, self->last_size},
+                               {"config", config, (size_t)n}};
+    int rc = vl_checkpoint_write(path, sections, 2);
+    if (rc != 0)
+        snprintf(why, why_size,
+                 "%s: cannot write it (the log says why: directory, permissions, "
+                 "disk space)",
+                 path);
+    free(config);
     return rc;
 }

@@ -164,6 +164,17 @@ VL_EXPORT int vl_transport_publish_stats(vl_transport_t *self, uint64_t version,
                                          uint64_t segments_trained, float policy_loss,
                                          float value_loss, float entropy);
 
+/* Writes the weights published last as a learner checkpoint at path, the
+   file `volley eval` and `volley export` read: a "weights" section (that
+   publication as sent) and a "config" section, INI lines naming the policy,
+   env (NULL: "?"), observation fields, actions, hidden, horizon and
+   version, then the caller's extra lines (NULL: none; e.g. "model = cnn\n").
+   Atomic: a temp file renamed over path. Returns 0, or -1 after writing why
+   (nothing published yet, the config too long, a file that cannot be
+   written). */
+VL_EXPORT int vl_transport_checkpoint(const vl_transport_t *self, const char *path, const char *env,
+                                      const char *extra, char *why, size_t why_size);
+
 #ifdef __cplusplus
 }
 #endif

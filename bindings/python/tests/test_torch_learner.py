@@ -14,7 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from procs import REPO, free_port
+import volley
+from procs import REPO, VOLLEY, free_port
 
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
 
@@ -42,7 +43,7 @@ def test_defaults_are_the_c_learners():
         Hyper(gamma=2).check()
 
 
-def test_solves_cartpole_with_c_actors(procs):
+def test_solves_cartpole_with_c_actors(procs, tmp_path):
     port = free_port()
     broker = f"127.0.0.1:{port}"
     procs.broker(port)
@@ -58,10 +59,15 @@ def test_solves_cartpole_with_c_actors(procs):
         return update(b)
 
     tl.update = recording_update
+    run = tmp_path / "run"
+    tl.keep_checkpoints(run)
     lines = []
     try:
         rc = tl.run(max_seconds=SOLVE_BOUND_S, log=lines.append)
         counters = tl.learner.counters
+        with pytest.raises(FileExistsError, match="config.ini: already there"):
+            tl.keep_checkpoints(run)  # a run's files are never replaced unasked
+        weights = tl.weights()
     finally:
         tl.close()
     assert all(a.poll() is None for a in actors), procs.dump()
@@ -69,6 +75,19 @@ def test_solves_cartpole_with_c_actors(procs):
     assert counters["window"] >= 100 and counters["mean_return"] >= 475
     assert tl.version > 0 and max(acted) > 0  # the C actors acted with published weights
     assert max(acted) <= tl.version
+    # the checkpoint written at the end is what the C tools read: eval plays it, export
+    # hands over the very tensors published last
+    ev = subprocess.run([VOLLEY, "eval", str(run), "--episodes", "3"], capture_output=True,
+                        text=True, timeout=120)
+    assert ev.returncode == 0 and f"cartpole, policy default version {tl.version} " in ev.stdout, (
+        ev.stdout + ev.stderr)
+    out = tmp_path / "policy.safetensors"
+    ex = subprocess.run([VOLLEY, "export", str(run), "--to", str(out)], capture_output=True,
+                        text=True, timeout=60)
+    assert ex.returncode == 0, ex.stderr
+    kept = volley.load_safetensors(str(out))
+    assert set(kept) == set(weights)
+    assert all(np.array_equal(kept[k], weights[k]) for k in weights)
 
 
 ENV = dict(os.environ, PYTHONPATH=str(REPO / "bindings" / "python"))

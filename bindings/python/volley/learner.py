@@ -75,6 +75,7 @@ _lib.bind({
     "vl_transport_publish": (c_int, [_P, c_uint64, POINTER(_tensor), c_uint32, c_int, c_char_p,
                                      c_size_t]),
     "vl_transport_publish_stats": (c_int, [_P, c_uint64, c_uint64, c_float, c_float, c_float]),
+    "vl_transport_checkpoint": (c_int, [_P, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t]),
 })
 
 # vl_transport_array_t: name -> (index, dtype, shape given n, T, D, row_bytes; None: by count)
@@ -308,6 +309,20 @@ class Learner:
         return from the transport's own books."""
         _lib.lib.vl_transport_publish_stats(self._live(), int(version), int(trained),
                                             float(policy_loss), float(value_loss), float(entropy))
+
+    def checkpoint(self, path: str, env: Optional[str] = None, extra: str = "") -> None:
+        """Writes the weights published last to path as a learner checkpoint
+        (what `volley eval` and `volley export` read), its config section
+        naming env and the spec, then the extra INI lines ("model = cnn\n").
+        Atomic: a file already at path is replaced whole. Raises VolleyError
+        with the reason (nothing published yet, a path that cannot be
+        written)."""
+        why = _lib.why_buffer()
+        if _lib.lib.vl_transport_checkpoint(self._live(), str(path).encode(),
+                                            env.encode() if env else None,
+                                            extra.encode() if extra else None, why,
+                                            len(why)) != 0:
+            raise VolleyError(f"checkpoint: {why.value.decode()}")
 
     @property
     def counters(self) -> dict:

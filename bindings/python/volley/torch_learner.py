@@ -25,6 +25,7 @@ import dataclasses
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -154,6 +155,19 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def run_dir_files(directory: str, policy: str, force: bool = False):
+    """The files a run directory of policy's checkpoints holds: (config.ini,
+    checkpoints/<policy>.ckpt, those of them already there). Raises
+    FileExistsError naming the first already there unless force."""
+    d = Path(directory)
+    config, ckpt = d / "config.ini", d / "checkpoints" / f"{policy}.ckpt"
+    there = [p for p in (config, ckpt) if p.exists()]
+    if there and not force:
+        raise FileExistsError(f"{there[0]}: already there (another run's?); choose another "
+                              "directory, or force (--force) to keep it as .bak")
+    return config, ckpt, there
+
+
 class TorchLearner:
     """Trains one policy's nn.Module on the segments volley's actors send.
 
@@ -197,6 +211,7 @@ class TorchLearner:
         self.check_policy = check_policy
         self.version, self.trained, self.losses = 0, 0, np.zeros(3)
         self._gen = torch.Generator().manual_seed(seed)
+        self.checkpoint_path, self.published = None, False
 
     # ---- one update ------------------------------------------------------
 
@@ -266,6 +281,43 @@ class TorchLearner:
         self.losses = (sums / max(steps, 1)).cpu().numpy()
         return self.losses
 
+    # ---- checkpoints -----------------------------------------------------
+
+    def keep_checkpoints(self, directory: str, force: bool = False) -> Path:
+        """Keeps checkpoints in directory laid out as a run directory, so that
+        `volley eval DIR` and `volley export DIR` find the env: DIR/config.ini
+        (env, model, policy and hyperparameters, written now) and
+        DIR/checkpoints/<policy>.ckpt (the newest weights, replaced by each
+        save_checkpoint). A DIR that holds either file already is refused
+        (FileExistsError naming it) unless force, which keeps the old ones
+        as .bak. Returns the checkpoint's path."""
+        config, ckpt, there = run_dir_files(directory, self.learner.policy, force)
+        for p in there:
+            p.replace(p.with_name(p.name + ".bak"))
+        ckpt.parent.mkdir(parents=True, exist_ok=True)
+        lines = ["# written by volley's torch learner", "[learner]",
+                 f"env = {self.env or '?'}", f"model = {self._model_name()}",
+                 f"policy = {self.learner.policy}", f"broker = {self.learner.broker}"]
+        lines += [f"{f.name.replace('_', '-')} = {getattr(self.hyper, f.name)}"
+                  for f in dataclasses.fields(Hyper)]
+        config.write_text("\n".join(lines) + "\n")
+        self.checkpoint_path = ckpt
+        return ckpt
+
+    def _model_name(self) -> str:
+        return self.model_text or f"{type(self.model).__module__}.{type(self.model).__name__}"
+
+    def save_checkpoint(self) -> None:
+        """Writes the weights published last to the checkpoint keep_checkpoints
+        set up, its config section naming env, model, spec and mean return."""
+        if self.checkpoint_path is None:
+            raise ValueError("save_checkpoint: call keep_checkpoints(DIR) first")
+        c = self.learner.counters
+        extra = (f"model = {self._model_name()}\nlearner = torch\ntrained = {self.trained}\n"
+                 f"env_steps = {c['env_steps']}\nmean_return = {c['mean_return']:.9g}\n"
+                 f"return_window = {c['window']}\n")
+        self.learner.checkpoint(self.checkpoint_path, env=self.env, extra=extra)
+
     # ---- the loop --------------------------------------------------------
 
     def weights(self) -> dict:
@@ -276,6 +328,7 @@ class TorchLearner:
     def publish(self) -> None:
         """Publishes the current weights as self.version."""
         self.learner.publish(self.weights(), self.version, check_policy=self.check_policy)
+        self.published = True
 
     def step(self) -> int:
         """Takes a batch (waiting up to batch_wait s, then what waits), drops
@@ -295,20 +348,31 @@ class TorchLearner:
         return int(fresh.sum())
 
     def run(self, max_steps: Optional[int] = None, until_return: Optional[float] = None,
-            max_seconds: Optional[float] = None, log: Callable[[str], None] = print, every: float = 1.0) -> int:
+            max_seconds: Optional[float] = None, log: Callable[[str], None] = print,
+            every: float = 1.0, checkpoint_every: int = 10) -> int:
         """Trains until the mean return of the last 100 episodes reaches
         until_return (the env's solved return when it is built in and none
         is given), max_steps env steps are in, or max_seconds pass. Prints
         progress every `every` s and, when solved, a last line
         `solved: <steps> steps in <s> s (<steps/s> steps/s)` as the C
-        learner's runs end. Returns 0 when solved or the step budget is
-        reached, 1 when max_seconds pass first."""
+        learner's runs end. With keep_checkpoints called, saves a checkpoint
+        every checkpoint_every updates and at the end. Returns 0 when solved
+        or the step budget is reached, 1 when max_seconds pass first."""
+        try:
+            return self._loop(max_steps, until_return, max_seconds, log, every, checkpoint_every)
+        finally:
+            if self.checkpoint_path is not None and self.published:
+                self.save_checkpoint()
+
+    def _loop(self, max_steps, until_return, max_seconds, log, every, checkpoint_every):
         if until_return is None:
             until_return = self.solved_return
         self.publish()  # actors wait for a first version
         start = next_print = next_stats = time.monotonic()
         while True:
-            self.step()
+            if (self.step() and self.checkpoint_path is not None
+                    and self.version % max(1, checkpoint_every) == 0):
+                self.save_checkpoint()
             now = time.monotonic()
             if now >= next_stats:
                 self.learner.publish_stats(self.version, self.trained, *self.losses)
@@ -380,6 +444,14 @@ def main(argv=None) -> int:
                     help="stop when the mean return of the last 100 episodes reaches R "
                          "(default: the env's solved return)")
     ap.add_argument("--max-seconds", type=float, metavar="S", help="give up after S seconds (exit 1)")
+    ap.add_argument("--checkpoint", metavar="DIR",
+                    help="keep checkpoints in DIR as a run directory (DIR/config.ini, "
+                         "DIR/checkpoints/POLICY.ckpt) that `volley eval DIR` and `volley export "
+                         "DIR` read; refused when DIR holds them already, unless --force")
+    ap.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                    help="save every N updates, and at the end (default 10)")
+    ap.add_argument("--force", action="store_true",
+                    help="with --checkpoint: keep an earlier run's files as .bak and start over")
     ap.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch CPU threads (default 1: the actors need the other cores)")
@@ -395,7 +467,15 @@ def main(argv=None) -> int:
         ap.error("--threads: expected >= 1")
     if a.max_steps is not None and a.max_steps < 1:
         ap.error("--max-steps: expected >= 1")
+    if a.checkpoint_every < 1:
+        ap.error("--checkpoint-every: expected >= 1")
     torch.set_num_threads(a.threads)
+    if a.checkpoint:  # refused before waiting for a broker
+        try:
+            run_dir_files(a.checkpoint, a.policy, a.force)
+        except OSError as e:
+            print(f"volley learner --torch: --checkpoint: {e}", file=sys.stderr)
+            return 2
     hyper = Hyper(**{f.name: getattr(a, f.name) for f in dataclasses.fields(Hyper)})
     try:
         hyper.check()
@@ -407,6 +487,13 @@ def main(argv=None) -> int:
     except (ValueError, TypeError, _lib.VolleyError) as e:
         print(f"volley learner --torch: {e}", file=sys.stderr)
         return 2
+    if a.checkpoint:
+        try:
+            tl.keep_checkpoints(a.checkpoint, force=a.force)
+        except OSError as e:
+            print(f"volley learner --torch: --checkpoint: {e}", file=sys.stderr)
+            tl.close()
+            return 2
     s = tl.spec
     print(f"policy '{a.policy}' at {a.broker}: fields {s['fields']} actions {s['num_actions']} "
           f"horizon {s['horizon']} model {tl.model_text or type(tl.model).__name__} on "
