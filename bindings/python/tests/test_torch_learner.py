@@ -156,3 +156,31 @@ def test_update_on_a_recorded_batch_is_finite_and_moves_the_weights():
     assert list(tl.weights()) == ["pi.0.weight", "pi.0.bias", "pi.1.weight", "pi.1.bias",
                                   "pi.2.weight", "pi.2.bias", "v.0.weight", "v.0.bias",
                                   "v.1.weight", "v.1.bias", "v.2.weight", "v.2.bias"]
+
+
+def test_transport_checkpoint_refusals(procs, tmp_path):
+    """Learner.checkpoint (vl_transport_checkpoint): nothing before a first
+    publication, a path that cannot be written named, and the config section
+    that `volley export` reports back."""
+    port = free_port()
+    procs.broker(port)
+    spec = {"obs_dim": 4, "num_actions": 2, "horizon": 8, "hidden": 4}
+    with volley.Learner(f"127.0.0.1:{port}", spec=spec, timeout=20) as learner:
+        path = tmp_path / "p.ckpt"
+        with pytest.raises(volley.VolleyError, match="nothing published yet"):
+            learner.checkpoint(path, env="cartpole")
+        assert not path.exists()
+        w = {f"{net}.{i}.{kind}": np.full(shape, 0.5, np.float32)
+             for net, out in (("pi", 2), ("v", 1))
+             for i, (rows, cols) in enumerate(((4, 4), (4, 4), (out, 4)))
+             for kind, shape in (("weight", (rows, cols)), ("bias", (rows,)))}
+        learner.publish(w, 3)
+        with pytest.raises(volley.VolleyError, match="no-such-dir/p.ckpt: cannot write it"):
+            learner.checkpoint(tmp_path / "no-such-dir" / "p.ckpt")
+        learner.checkpoint(path, env="cartpole", extra="model = mlp(4)\n")
+    ex = subprocess.run([VOLLEY, "export", str(path), "--env", "cartpole", "--to",
+                         str(tmp_path / "p.safetensors")], capture_output=True, text=True,
+                        timeout=60)
+    assert ex.returncode == 0 and "version 3" in ex.stdout, ex.stdout + ex.stderr
+    kept = volley.load_safetensors(str(tmp_path / "p.safetensors"))
+    assert set(kept) == set(w) and all(np.array_equal(kept[k], w[k]) for k in w)

@@ -179,15 +179,17 @@ class TorchLearner:
     (logits [n, A], values [n]), or a spec text / preset built with
     volley.torch.build (None: `cnn` for image fields, else `mlp`). device
     None: CUDA when available, else the CPU. check_policy: publish only
-    tensors C actors load (volley's MLP for the spec); False for a model
-    whose actors take its own tensors. hyper: a Hyper, or its fields as
-    keyword arguments. Raises VolleyError when the broker refuses the spec.
+    tensors C actors load today (volley's MLP for the spec); False for a
+    model whose actors take its own tensors; None: True for `mlp`. hyper: a
+    Hyper, or its fields as keyword arguments. Raises VolleyError when the
+    broker refuses the spec, ValueError or TypeError for a model that
+    cannot be built (the transport closed again).
     """
 
     def __init__(self, broker: str = "127.0.0.1:7600", policy: str = "default",
                  model: Any = None, env: Optional[str] = None, spec: Optional[dict] = None,
                  device: Any = None, hyper: Optional[Hyper] = None, seed: int = 1,
-                 horizon: int = 64, hidden: int = 64, check_policy: bool = True,
+                 horizon: int = 64, hidden: int = 64, check_policy: Optional[bool] = None,
                  timeout: float = 30.0, **hyper_fields) -> None:
         self.hyper = dataclasses.replace(hyper or Hyper(), **hyper_fields)
         self.hyper.check()
@@ -206,8 +208,15 @@ class TorchLearner:
         self.model_text = model if isinstance(model, str) else None
         if model is None:
             self.model_text = model = default_model_text(s["fields"])
-        self.model = build_model(model, s["fields"], s["num_actions"], s["hidden"]).to(self.device)
+        try:
+            self.model = build_model(model, s["fields"], s["num_actions"], s["hidden"])
+        except Exception:
+            self.learner.close()
+            raise
+        self.model.to(self.device)
         self.opt = torch.optim.Adam(self.model.parameters(), lr=self.hyper.lr, eps=1e-5)
+        if check_policy is None:
+            check_policy = (self.model_text or "").strip() in ("mlp", f"mlp({s['hidden']})")
         self.check_policy = check_policy
         self.version, self.trained, self.losses = 0, 0, np.zeros(3)
         self._gen = torch.Generator().manual_seed(seed)
@@ -443,7 +452,8 @@ def main(argv=None) -> int:
     ap.add_argument("--until-return", type=float, metavar="R",
                     help="stop when the mean return of the last 100 episodes reaches R "
                          "(default: the env's solved return)")
-    ap.add_argument("--max-seconds", type=float, metavar="S", help="give up after S seconds (exit 1)")
+    ap.add_argument("--max-seconds", type=float, metavar="S",
+                    help="give up after S seconds (exit 1)")
     ap.add_argument("--checkpoint", metavar="DIR",
                     help="keep checkpoints in DIR as a run directory (DIR/config.ini, "
                          "DIR/checkpoints/POLICY.ckpt) that `volley eval DIR` and `volley export "
