@@ -16,9 +16,9 @@ Cases (each a fixed batch generated from a seed, both arms fed the same one,
 the same initial weights and minibatch order):
   cartpole-mlp   obs 4 f32, mlp, 16 segments x 64 steps, 4 epochs of 256
                  (the C learner's defaults)
-  catch-pixels   1x16x16 u2 frames, conv(16,3,1) relu conv(32,3,2) relu
-                 linear(256) relu (the cnn preset needs frames of 36x36 or
-                 more), 16 x 64, 4 epochs of 256
+  catch-pixels   1x16x16 u2 frames, the cnn preset (for frames under 36x36
+                 its scaled-down torso: conv(16,3,2) relu conv(32,3,1) relu
+                 linear(256) relu), 16 x 64, 4 epochs of 256
   atari-cnn      4x84x84 u8 frames, the cnn preset, 4 segments x 64 steps =
                  one minibatch of 256, 1 epoch
 The two arms' V-trace results are compared first (they must agree to 1e-4).
@@ -49,11 +49,12 @@ from volley.torch_learner import Hyper, TorchLearner, build_model  # noqa: E402
 
 CASES = [  # name, fields, actions, model, n, T, epochs
     ("cartpole-mlp", [((4,), "f32")], 2, "mlp", 16, 64, 4),
-    ("catch-pixels", [((1, 16, 16), "u2")], 3,
-     "conv(16,3,1) relu conv(32,3,2) relu linear(256) relu", 16, 64, 4),
+    ("catch-pixels", [((1, 16, 16), "u2")], 3, "cnn", 16, 64, 4),
     ("atari-cnn", [((4, 84, 84), "u8")], 6, "cnn", 4, 64, 1),
 ]
 _SCALE = {"u8": 1 / 255, "u2": 1 / 3, "u1": 1.0, "f32": 1.0}
+_CNN = "conv(32,8,4) relu conv(64,4,2) relu conv(64,3,1) relu linear(512) relu"
+_CNN_SMALL = "conv(16,3,2) relu conv(32,3,1) relu linear(256) relu"  # frames under 36x36
 
 
 class ConvNet(nn.Module):
@@ -66,8 +67,7 @@ class ConvNet(nn.Module):
         (c, h, w), enc = field
         self.shape, self.scale = (c, h, w), _SCALE[enc]
         convs, torso, x, width = [], [], torch.zeros(1, c, h, w), None
-        for tok in spec.replace("cnn", "conv(32,8,4) relu conv(64,4,2) relu conv(64,3,1) relu "
-                                       "linear(512) relu").split():
+        for tok in spec.replace("cnn", _CNN if min(h, w) >= 36 else _CNN_SMALL).split():
             if tok.startswith("conv("):
                 out, k, s = (int(v) for v in tok[5:-1].split(","))
                 convs += [nn.Conv2d(x.shape[1], out, k, s), nn.ReLU()]
@@ -248,7 +248,7 @@ def main():
             t_volley = min(t_volley, time_arm(lambda: tl.update(b), 1, updates))
         over = t_volley / t_plain - 1
         worst = max(worst, over)
-        print(f"{name:13s} {n}x{T} {spec:52s} plain {t_plain:8.2f} ms  volley "
+        print(f"{name:13s} {n}x{T} {spec:4s} plain {t_plain:8.2f} ms  volley "
               f"{t_volley:8.2f} ms  overhead {over * 100:+6.1f} %  (V-trace agree to {diff:.1e})")
     print(f"worst overhead {worst * 100:+.1f} % (goal <= 20 %)")
 
