@@ -108,13 +108,21 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
     fprintf(f, "{\"format\": \"%s\", \"format_version\": %d, \"policy\": ", S_FORMAT,
             S_FORMAT_VERS);
     s_json_str(f, kept->weights->policy_id);
+    char model[VL_SPEC_MODEL_MAX];
+    if (kept->has_spec)
+        vl_spec_model(&kept->spec, model, sizeof model);
+    else
+        snprintf(model, sizeof model, "linear(%u) tanh linear(%u) tanh", kept->hidden,
+                 kept->hidden);
+    int conv = strstr(model, "conv(") != NULL;
+    fprintf(f, ", \"version\": %llu,\n \"architecture\": {\"type\": \"%s\", \"model\": ",
+            (unsigned long long)kept->weights->version, conv ? "cnn" : "mlp");
+    s_json_str(f, model);
     fprintf(f,
-            ", \"version\": %llu,\n \"architecture\": {\"type\": \"mlp\", "
-            "\"activation\": \"tanh\", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, "
-            "\"layers\": 3, \"weight_layout\": \"[out, in]: y = x W^T + b\", "
-            "\"outputs\": {\"pi\": \"logits\", \"v\": \"value\"}, \"tensors\": [",
-            (unsigned long long)kept->weights->version, kept->obs_dim, kept->hidden,
-            kept->num_actions);
+            ", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, "
+            "\"weight_layout\": \"PyTorch's: linear [out, in] (y = x W^T + b), conv [out, in, kh, "
+            "kw]\", \"outputs\": {\"pi\": \"logits\", \"v\": \"value\"}, \"tensors\": [",
+            kept->obs_dim, kept->hidden, kept->num_actions);
     for (uint32_t i = 0; i < kept->weights->n_tensors; i++) {
         fputs(i ? ", " : "", f);
         s_json_str(f, kept->weights->tensors[i].name);

@@ -133,9 +133,11 @@ static void s_run_of_file(const char *file, char *run, size_t size)
         snprintf(run, size, "%s/..", dir);
 }
 
-/* Reads and decodes the weights section of checkpoint path. Returns them,
-   or NULL with why. */
-static vl_weights_t *s_read_weights(const char *path, char *why, size_t why_size)
+/* Reads and decodes the weights section of checkpoint path, and its spec
+   section into *spec when it has one (*has_spec 1). Returns the weights, or
+   NULL with why. */
+static vl_weights_t *s_read_weights(const char *path, vl_spec_t *spec, int *has_spec, char *why,
+                                    size_t why_size)
 {
     char reason[512];
     vl_checkpoint_t *ck = vl_checkpoint_read(path, reason, sizeof reason);
@@ -151,6 +153,13 @@ static vl_weights_t *s_read_weights(const char *path, char *why, size_t why_size
     if (r != VL_OK)
         snprintf(why, why_size, "%s: %s", path,
                  data ? "its weights are unreadable" : "not a learner checkpoint (no weights)");
+    const void *spec_data = r == VL_OK ? vl_checkpoint_get(ck, "spec", &size) : NULL;
+    *has_spec = spec_data != NULL;
+    if (spec_data && vl_spec_decode(spec_data, size, &lim, spec) != VL_OK) {
+        snprintf(why, why_size, "%s: its spec section is unreadable", path);
+        vl_weights_destroy(&w);
+        r = VL_EPROTO;
+    }
     vl_checkpoint_destroy(&ck);
     return r == VL_OK ? w : NULL;
 }
@@ -238,6 +247,43 @@ static int s_locate(vl_kept_t *self, const char *path, const char *policy, char 
     return 0;
 }
 
+/* Builds the network the checkpoint's spec names and checks that the kept
+   weights are exactly its tensors. Returns the network (caller destroys),
+   or NULL with why. */
+static vl_policy_t *s_spec_policy(const vl_kept_t *self, char *why, size_t why_size)
+{
+    char model[VL_SPEC_MODEL_MAX];
+    vl_spec_model(&self->spec, model, sizeof model);
+    vl_model_spec_t *spec = vl_model_spec_parse_for(model, &self->spec.obs_spec, why, why_size);
+    vl_policy_t *p = spec ? vl_policy_new_spec(spec, &self->spec.obs_spec, self->spec.num_actions,
+                                               0, 0, why, why_size)
+                          : NULL;
+    vl_model_spec_destroy(&spec);
+    if (p && (vl_policy_load(p, self->weights) != 0 ||
+              self->weights->n_tensors != vl_policy_tensor_count(p))) {
+        char mismatch[256];
+        vl_policy_mismatch(p, self->weights, mismatch, sizeof mismatch);
+        snprintf(why, why_size, "its weights are not the network its spec names (%.200s): %.300s", model,
+                 strcmp(mismatch, "they fit") == 0 ? "other tensors besides" : mismatch);
+        vl_policy_destroy(&p);
+    }
+    return p;
+}
+
+/* Reads the sizes off the checkpoint's spec, its weights checked against
+   the network it names. Returns 0, or -1 with why. */
+static int s_spec_arch(vl_kept_t *self, char *why, size_t why_size)
+{
+    vl_policy_t *p = s_spec_policy(self, why, why_size);
+    if (!p)
+        return -1;
+    self->obs_dim = vl_policy_obs_dim(p);
+    self->num_actions = self->spec.num_actions;
+    self->hidden = self->spec.hidden;
+    vl_policy_destroy(&p);
+    return 0;
+}
+
 vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t why_size)
 {
     vl_kept_t *self = calloc(1, sizeof *self);
@@ -248,7 +294,7 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
     char reason[1024];
     if (s_locate(self, path, policy, why, why_size) != 0)
         goto err;
-    self->weights = s_read_weights(self->checkpoint, why, why_size);
+    self->weights = s_read_weights(self->checkpoint, &self->spec, &self->has_spec, why, why_size);
     if (!self->weights)
         goto err;
     if (policy && strncmp(self->weights->policy_id, policy, VL_POLICY_ID_MAX) != 0) {
@@ -256,8 +302,9 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
                  self->weights->policy_id, policy);
         goto err;
     }
-    if (vl_kept_arch(self->weights, &self->obs_dim, &self->num_actions, &self->hidden, reason,
-                     sizeof reason) != 0) {
+    if (self->has_spec ? s_spec_arch(self, reason, sizeof reason) != 0
+                       : vl_kept_arch(self->weights, &self->obs_dim, &self->num_actions,
+                                      &self->hidden, reason, sizeof reason) != 0) {
         snprintf(why, why_size, "%s: %s", self->checkpoint, reason);
         goto err;
     }
@@ -279,6 +326,9 @@ void vl_kept_destroy(vl_kept_t **self_p)
 
 vl_policy_t *vl_kept_policy(const vl_kept_t *self)
 {
+    char why[256];
+    if (self->has_spec)
+        return s_spec_policy(self, why, sizeof why);
     vl_policy_t *p = vl_policy_new(self->obs_dim, self->num_actions, self->hidden, 0);
     if (p && vl_policy_load(p, self->weights) != 0)
         vl_policy_destroy(&p); // vl_kept_arch checked every shape: no memory is left

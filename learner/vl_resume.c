@@ -28,26 +28,35 @@ static int s_weights(const char *policy_id, vl_trainer_t *trainer, uint64_t vers
 }
 
 int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
-                   const vl_resume_state_t *st, const char *config)
+                   const vl_resume_state_t *st, const char *config, const vl_spec_t *spec)
 {
-    uint8_t *weights = NULL;
-    size_t weights_size = 0;
+    uint8_t *weights = NULL, *spec_bytes = NULL;
+    size_t weights_size = 0, spec_size = 0;
     vl_policy_t *p = vl_trainer_policy(trainer);
     size_t opt_size = vl_policy_optimizer_size(p);
     uint8_t *opt = malloc(opt_size);
     int rc = -1;
     if (!opt || s_weights(policy_id, trainer, st->version, &weights, &weights_size) != 0)
         goto done;
+    if (spec && vl_spec_encode(spec, &spec_bytes, &spec_size) != 0) {
+        vl_warn("checkpoint %s: the policy's spec does not encode; saved without it", path);
+        spec_bytes = NULL;
+    }
     vl_policy_save_optimizer(p, opt);
     uint64_t words[S_STATE_WORDS] = {st->version,  st->trained,  st->env_steps, st->episodes,
                                      st->rng.s[0], st->rng.s[1], st->rng.s[2],  st->rng.s[3]};
-    vl_section_t sections[] = {{"weights", weights, weights_size},
-                               {"optimizer", opt, opt_size},
-                               {"state", words, sizeof words},
-                               {"config", config, config ? strlen(config) : 0}};
-    rc = vl_checkpoint_write(path, sections, config ? 4 : 3);
+    vl_section_t sections[5] = {{"weights", weights, weights_size},
+                                {"optimizer", opt, opt_size},
+                                {"state", words, sizeof words}};
+    int n = 3;
+    if (config)
+        sections[n++] = (vl_section_t){"config", config, strlen(config)};
+    if (spec_bytes)
+        sections[n++] = (vl_section_t){"spec", spec_bytes, spec_size};
+    rc = vl_checkpoint_write(path, sections, n);
 done:
     free(weights);
+    free(spec_bytes);
     free(opt);
     return rc;
 }

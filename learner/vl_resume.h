@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../common/vl_rng.h"
+#include "../messages/vl_spec.h"
 #include "vl_trainer.h"
 
 /* The scalars a checkpoint carries besides weights and optimizer. */
@@ -21,11 +22,13 @@ typedef struct {
     vl_rng_t rng; // the trainer's minibatch RNG
 } vl_resume_state_t;
 
-/* Writes the trainer's policy and optimizer, st and (if not NULL) the
-   configuration text it was trained with to path for policy_id. Returns 0,
-   or -1 after logging why. */
+/* Writes the trainer's policy and optimizer, st, (if not NULL) the
+   configuration text it was trained with and (if not NULL) the policy's
+   spec (its observation fields, actions and model, which rebuild the
+   network: `volley eval` and `volley export` read it) to path for
+   policy_id. Returns 0, or -1 after logging why. */
 int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
-                   const vl_resume_state_t *st, const char *config);
+                   const vl_resume_state_t *st, const char *config, const vl_spec_t *spec);
 
 /* Copies the `config` section of the checkpoint at path into out (NUL
    ended). Returns 0; 1 when it has none (written before volley kept one);

@@ -73,8 +73,8 @@ def test_spec_in_the_header_and_beside_it(kept):
     spec = volley.load_export_spec(out)
     assert spec == json.loads(out.with_suffix(".json").read_text())
     arch = spec["architecture"]
-    assert (arch["type"], arch["activation"], arch["obs_dim"], arch["hidden"],
-            arch["num_actions"]) == ("mlp", "tanh", 4, 64, 2)
+    assert (arch["type"], arch["model"], arch["obs_dim"], arch["hidden"],
+            arch["num_actions"]) == ("mlp", "linear(64) tanh linear(64) tanh", 4, 64, 2)
     assert len(arch["tensors"]) == 12 and spec["policy"] == "default" and spec["version"] > 0
     assert spec["env"]["name"] == "cartpole"  # from the run's config.ini
     assert spec["env"]["observation_fields"] == [
