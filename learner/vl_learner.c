@@ -95,18 +95,9 @@ void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec)
 int vl_learner_config_model(const vl_learner_config_t *c, vl_model_spec_t **spec, char *canon,
                             char *why, size_t why_size)
 {
-    char text[VL_SPEC_MODEL_MAX];
-    if (c->model[0])
-        snprintf(text, sizeof text, "%s", c->model);
-    else if (strcmp(vl_model_spec_default(&c->obs_spec), "cnn") == 0)
-        snprintf(text, sizeof text, "cnn");
-    else
-        snprintf(text, sizeof text, "mlp(%u)", c->hidden);
-    vl_model_spec_t *parsed = vl_model_spec_parse_for(text, &c->obs_spec, why, why_size);
-    if (!parsed || vl_model_spec_check(parsed, &c->obs_spec, why, why_size) != 0) {
-        vl_model_spec_destroy(&parsed);
+    vl_model_spec_t *parsed = vl_model_spec_for(c->model, &c->obs_spec, c->hidden, why, why_size);
+    if (!parsed)
         return -1;
-    }
     if (canon && vl_model_spec_format(parsed, canon, VL_SPEC_MODEL_MAX) < 0) {
         snprintf(why, why_size, "the model spec's canonical text is over %d bytes",
                  VL_SPEC_MODEL_MAX - 1);

@@ -77,13 +77,12 @@ static int s_check_mlp(vl_policy_t *mlp, vl_tensor_t *tensors, uint32_t n, char 
     char mismatch[160];
     vl_policy_mismatch(mlp, &w, mismatch, sizeof mismatch);
     if (strcmp(mismatch, "they fit") != 0) {
-        snprintf(why, why_size,
-                 "not volley's MLP for this policy's spec (obs %u, actions %u, hidden %u): %s",
-                 vl_policy_obs_dim(mlp), vl_policy_num_actions(mlp), first.rows, mismatch);
+        snprintf(why, why_size, "not the network of this policy's spec (model %.300s): %s",
+                 vl_policy_model(mlp), mismatch);
         return -1;
     }
     if (n != vl_policy_tensor_count(mlp)) {
-        snprintf(why, why_size, "%u tensors, volley's MLP has %u: the others would be ignored", n,
+        snprintf(why, why_size, "%u tensors, the policy's network has %u: the others would be ignored", n,
                  vl_policy_tensor_count(mlp));
         return -1;
     }

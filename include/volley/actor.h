@@ -65,6 +65,8 @@ typedef struct {
     int wait_ms;         // longest such wait
     int external;        // 1: the caller's forward pass (vl_actor_act_external, raw weights)
     int wake_fd;         // -1, or a fd whose readability ends any wait with VL_ACTOR_EINTR
+    const char *model;   // the network, a model spec as the learner's (NULL or "": cnn for
+                         // image observations, else mlp(hidden)); external: still declared
 } vl_actor_params_t;
 
 /* Returns defaults: policy "default", 8 envs, horizon 64, hidden 64, seed 1,

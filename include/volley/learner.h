@@ -28,7 +28,8 @@ extern "C" {
 
 #define VL_TRANSPORT_FIELDS_MAX  8  // observation fields
 #define VL_TRANSPORT_NDIM_MAX    4  // dimensions per field
-#define VL_TRANSPORT_TENSORS_MAX 64 // tensors per publication
+#define VL_TRANSPORT_TENSORS_MAX 64   // tensors per publication
+#define VL_TRANSPORT_MODEL_MAX   1024 // bytes of a model spec's text, NUL included
 
 /* An observation field's encoding (messages/volley.proto's ObsEncoding). */
 enum { VL_TRANSPORT_F32 = 0, VL_TRANSPORT_U8 = 1, VL_TRANSPORT_U2 = 2, VL_TRANSPORT_U1 = 3 };
@@ -40,7 +41,8 @@ typedef struct {
 } vl_transport_field_t;
 
 /* What a policy's segments hold. The caller sets the fields, num_actions,
-   horizon and hidden; obs_dim and row_bytes are filled by the transport. */
+   horizon, hidden and model; obs_dim and row_bytes are filled by the
+   transport. */
 typedef struct {
     uint32_t n_fields; // 1 .. VL_TRANSPORT_FIELDS_MAX
     vl_transport_field_t fields[VL_TRANSPORT_FIELDS_MAX];
@@ -49,6 +51,10 @@ typedef struct {
     uint32_t hidden;      // hidden units of volley's MLP (what C actors build)
     uint32_t obs_dim;     // out: floats per observation (every field's values)
     uint32_t row_bytes;   // out: bytes of one stored observation row (see gather)
+    char model[VL_TRANSPORT_MODEL_MAX]; // the network C actors build: in, a model spec
+                                        // ("": the default for the observations, cnn for an
+                                        // image field, else mlp(hidden)); out, its canonical
+                                        // text (include/volley/model.h builds it)
 } vl_transport_spec_t;
 
 /* The arrays of a taken batch of n segments of T steps (D = obs_dim). */

@@ -52,7 +52,8 @@ def test_segments_from_c_actors_have_the_wire_structure(procs):
     broker = start(procs)
     with volley.Learner(broker, capacity=32, timeout=30) as learner:
         assert learner.spec == {"fields": [((D,), "f32")], "obs_dim": D, "num_actions": A,
-                                "horizon": T, "hidden": H, "row_bytes": 4 * D}
+                                "horizon": T, "hidden": H, "row_bytes": 4 * D,
+                                "model": f"linear({H}) tanh linear({H}) tanh"}
         learner.publish(mlp_weights(), 0)  # C actors wait for a first version
         b = take(learner, 8, procs)
         n = len(b)

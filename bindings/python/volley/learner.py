@@ -34,6 +34,9 @@ _FIELDS_MAX, _NDIM_MAX, _TENSORS_MAX = 8, 4, 64
 _ENCODINGS = ("f32", "u8", "u2", "u1")
 
 
+_MODEL_MAX = 1024  # include/volley/learner.h: VL_TRANSPORT_MODEL_MAX
+
+
 class _field(ctypes.Structure):
     """include/volley/learner.h: vl_transport_field_t."""
     _fields_ = [("encoding", c_uint32), ("ndim", c_uint32), ("shape", c_uint32 * _NDIM_MAX)]
@@ -43,7 +46,7 @@ class _spec(ctypes.Structure):
     """include/volley/learner.h: vl_transport_spec_t."""
     _fields_ = [("n_fields", c_uint32), ("fields", _field * _FIELDS_MAX),
                 ("num_actions", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
-                ("obs_dim", c_uint32), ("row_bytes", c_uint32)]
+                ("obs_dim", c_uint32), ("row_bytes", c_uint32), ("model", ctypes.c_char * _MODEL_MAX)]
 
 
 class _counts(ctypes.Structure):
@@ -141,7 +144,8 @@ class Batch:
 
 def _spec_in(spec):
     """A spec dict as vl_transport_spec_t: {"obs_dim": D} (one f32 field) or
-    {"fields": [(shape, encoding), ...]}, plus num_actions, horizon, hidden."""
+    {"fields": [(shape, encoding), ...]}, plus num_actions, horizon, hidden and
+    model (a model spec; "" or absent: the default for the observations)."""
     if not isinstance(spec, dict):
         raise TypeError(f"spec: expected a dict, got {type(spec).__name__}")
     fields = spec.get("fields")
@@ -169,6 +173,10 @@ def _spec_in(spec):
             raise ValueError(f"spec: '{key}' missing")
     s.num_actions, s.horizon = int(spec["num_actions"]), int(spec["horizon"])
     s.hidden = int(spec.get("hidden", 64))
+    model = str(spec.get("model") or "").encode()
+    if len(model) >= _MODEL_MAX or not model.isascii():
+        raise ValueError(f"spec: model: expected an ASCII model spec under {_MODEL_MAX} bytes")
+    s.model = model
     return s
 
 
@@ -176,7 +184,8 @@ def _spec_out(s):
     fields = [(tuple(s.fields[i].shape[:s.fields[i].ndim]), _ENCODINGS[s.fields[i].encoding])
               for i in range(s.n_fields)]
     return {"fields": fields, "obs_dim": s.obs_dim, "num_actions": s.num_actions,
-            "horizon": s.horizon, "hidden": s.hidden, "row_bytes": s.row_bytes}
+            "horizon": s.horizon, "hidden": s.hidden, "row_bytes": s.row_bytes,
+            "model": s.model.decode()}
 
 
 def _as_array(name, value):
