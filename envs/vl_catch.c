@@ -6,7 +6,13 @@
     one-hot of the ball's column), and two positions as f32. The side flags
     make the task easy for volley's MLP (without them PPO stalls at a mean
     return of 4 to 8 on some seeds): the point is to check the encodings end
-    to end, not to set a hard problem. */
+    to end, not to set a hard problem.
+
+    catch-pixels is the same game (one implementation: the state says which
+    observation to write) seen through the screen alone, as one u2 image
+    field [1][16][16], channels first: no flags, no positions, so a policy
+    has to read the ball and the paddle off the pixels, and volley's default
+    model for it is a CNN. */
 #include "vl_catch.h"
 #include "vl_env.h"
 
@@ -30,16 +36,33 @@ typedef struct {
     int paddle;     // centre column, S_PADDLE_MIN .. S_PADDLE_MAX
     int balls;      // balls landed this episode
     uint32_t steps; // steps since the last reset, for the safety limit
+    int pixels;     // 1: the observation is the screen alone (catch-pixels)
 } catch_t;
 
-/* Returns a new state seeded with 0, or NULL on no memory; arg is unused. */
+/* Returns a new state seeded with 0 that writes the screen alone when
+   pixels is 1, or NULL on no memory. */
+static catch_t *s_new(int pixels)
+{
+    catch_t *self = calloc(1, sizeof(*self));
+    if (self) {
+        vl_rng_seed(&self->rng, 0);
+        self->pixels = pixels;
+    }
+    return self;
+}
+
+/* Returns a new catch state, or NULL on no memory; arg is unused. */
 static void *s_create(const char *arg)
 {
     (void)arg;
-    catch_t *self = calloc(1, sizeof(*self));
-    if (self)
-        vl_rng_seed(&self->rng, 0);
-    return self;
+    return s_new(0);
+}
+
+/* Returns a new catch-pixels state, or NULL on no memory; arg is unused. */
+static void *s_create_pixels(const char *arg)
+{
+    (void)arg;
+    return s_new(1);
 }
 
 /* Frees the state; safe on NULL. */
@@ -82,10 +105,13 @@ static int s_side(const catch_t *self)
     return 1 + (self->ball_col > self->paddle) - (self->ball_col < self->paddle);
 }
 
-/* Writes the whole observation: screen, flags, then the two floats. */
+/* Writes the whole observation: screen, flags, then the two floats; the
+   screen alone for catch-pixels. */
 static void s_observe(const catch_t *self, float *obs)
 {
     s_draw_screen(self, obs);
+    if (self->pixels)
+        return;
     float *flags = obs + VL_CATCH_OFF_FLAGS;
     memset(flags, 0, VL_CATCH_FLAGS * sizeof(*flags));
     for (int i = 0; i < self->balls; i++)
@@ -155,6 +181,23 @@ const vl_env_t vl_catch_env = {
     .has_solved_return = 1,
     .solved_return = 9.0f,
     .create = s_create,
+    .destroy = s_destroy,
+    .seed = s_seed,
+    .reset = s_reset,
+    .step = s_step,
+};
+
+const vl_env_t vl_catch_pixels_env = {
+    .abi_version = VL_ENV_ABI_VERSION,
+    .name = "catch-pixels",
+    .summary = "Catch from pixels: the 1x16x16 2-bit screen alone, channels first "
+               "(solved: mean return >= 9)",
+    .n_fields = 1,
+    .fields = {{.encoding = VL_ENV_U2, .ndim = 3, .shape = {1, VL_CATCH_ROWS, VL_CATCH_COLS}}},
+    .num_actions = 3,
+    .has_solved_return = 1,
+    .solved_return = 9.0f,
+    .create = s_create_pixels,
     .destroy = s_destroy,
     .seed = s_seed,
     .reset = s_reset,

@@ -13,9 +13,10 @@
 #define VL_CATCH_PADDLE 3  // paddle width, centred on its column
 
 // where each field starts in the observation
-#define VL_CATCH_OFF_FLAGS (VL_CATCH_ROWS * VL_CATCH_COLS)
-#define VL_CATCH_OFF_F32   (VL_CATCH_OFF_FLAGS + VL_CATCH_FLAGS)
-#define VL_CATCH_OBS_DIM   (VL_CATCH_OFF_F32 + 2)
+#define VL_CATCH_OFF_FLAGS  (VL_CATCH_ROWS * VL_CATCH_COLS)
+#define VL_CATCH_OFF_F32    (VL_CATCH_OFF_FLAGS + VL_CATCH_FLAGS)
+#define VL_CATCH_OBS_DIM    (VL_CATCH_OFF_F32 + 2)
+#define VL_CATCH_PIXELS_DIM VL_CATCH_OFF_FLAGS // catch-pixels: the screen alone
 
 // what the flags say: bits 0..9 a thermometer of the balls landed so far;
 // one of bits 10..12 set when the ball is left of, at or right of the

@@ -4,6 +4,7 @@
 #include "vl_catch.h"
 #include "vl_env.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -390,6 +391,76 @@ static void test_pack_unpack_roundtrip(void)
     VL_CHECK(memcmp(obs, back, sizeof(obs)) == 0);
 }
 
+/* catch-pixels declares one u2 image field [1][16][16] (ndim 3, channels
+   first: what makes a CNN volley's default model for it), nothing else,
+   and catch's actions and solved return. */
+static void test_pixels_spec(void)
+{
+    const vl_env_ops_t *ops = vl_env_find("catch-pixels");
+    vl_limits_t lim = vl_limits_default();
+    uint32_t dim = 0, wire = 0;
+    VL_CHECK(ops && ops->table == &vl_catch_pixels_env && !ops->vectorized && !ops->path);
+    VL_CHECK(strcmp(ops->name, "catch-pixels") == 0 && strstr(ops->summary, ">= 9"));
+    VL_CHECK(ops->num_actions == 3 && ops->has_solved_return && ops->solved_return == 9.0f);
+    VL_CHECK(ops->obs_spec.n_fields == 1);
+    const vl_obs_field_t *f = &ops->obs_spec.fields[0];
+    VL_CHECK(f->encoding == VL_OBS_U2 && f->ndim == 3);
+    VL_CHECK(f->shape[0] == 1 && f->shape[1] == VL_CATCH_ROWS && f->shape[2] == VL_CATCH_COLS);
+    VL_CHECK(ops->obs_dim == VL_CATCH_PIXELS_DIM && VL_CATCH_PIXELS_DIM == 256);
+    VL_CHECK(vl_obs_spec_check(&ops->obs_spec, &lim, &dim, &wire) == VL_OK);
+    VL_CHECK(dim == 256 && wire == 256 / 4);
+}
+
+/* The same seed and the same actions give catch-pixels exactly catch's
+   screens, rewards and ends, step by step, for several episodes; and
+   catch-pixels writes nothing past its screen. */
+static void test_pixels_is_catchs_screen(void)
+{
+    void *a = vl_catch_env.create(NULL), *b = vl_catch_pixels_env.create(NULL);
+    float oa[S_DIM], ob[S_DIM];
+    vl_rng_t rng;
+    int ta = 0, tra = 0, tb = 0, trb = 0, same = 1, steps = 0;
+    VL_CHECK(a && b);
+    vl_catch_env.seed(a, 5);
+    vl_catch_pixels_env.seed(b, 5);
+    vl_rng_seed(&rng, 6);
+    for (int ep = 0; ep < 3 && same; ep++) {
+        memset(ob, 0x7f, sizeof(ob)); // a canary past the screen
+        vl_catch_env.reset(a, oa);
+        vl_catch_pixels_env.reset(b, ob);
+        same = memcmp(oa, ob, VL_CATCH_PIXELS_DIM * sizeof(float)) == 0;
+        for (ta = tb = 0; !ta && same; steps++) {
+            int act = (int)vl_rng_below(&rng, 3);
+            float ra = vl_catch_env.step(a, act, oa, &ta, &tra);
+            float rb = vl_catch_pixels_env.step(b, act, ob, &tb, &trb);
+            same = ra == rb && ta == tb && tra == trb &&
+                   memcmp(oa, ob, VL_CATCH_PIXELS_DIM * sizeof(float)) == 0;
+        }
+        for (int i = VL_CATCH_PIXELS_DIM; i < S_DIM && same; i++)
+            same = memcmp(&ob[i], &(uint32_t){0x7f7f7f7f}, sizeof(float)) == 0;
+    }
+    vl_catch_env.destroy(a);
+    vl_catch_pixels_env.destroy(b);
+    VL_CHECK(same);
+    VL_CHECK(steps == 3 * S_EPISODE);
+}
+
+/* The env list of every command's --help names catch-pixels on a line of
+   its own, with its summary. */
+static void test_pixels_listed(void)
+{
+    char *text = NULL, *line;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    VL_CHECK(out);
+    vl_env_print_help(out, NULL);
+    fclose(out);
+    line = strstr(text, " catch-pixels ");
+    VL_CHECK(line && strstr(line, "Catch from pixels"));
+    VL_CHECK(line && strchr(line, '\n') > strstr(line, ">= 9"));
+    free(text);
+}
+
 static void test_destroy_null(void)
 {
     vl_catch_env.destroy(NULL);
@@ -408,6 +479,9 @@ int main(void)
     VL_RUN(test_deterministic_per_seed);
     VL_RUN(test_ball_columns_cover_the_screen);
     VL_RUN(test_pack_unpack_roundtrip);
+    VL_RUN(test_pixels_spec);
+    VL_RUN(test_pixels_is_catchs_screen);
+    VL_RUN(test_pixels_listed);
     VL_RUN(test_destroy_null);
     return VL_DONE();
 }

@@ -90,7 +90,8 @@ void vl_envs_set_obs_check(vl_envs_t *self, vl_obs_check_t mode);
 int vl_envs_step(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
                  uint8_t *terminated, uint8_t *truncated, float *final_obs);
 
-/* The built-in tables, vl_cartpole_env and vl_catch_env, are public. */
+/* The built-in tables, vl_cartpole_env, vl_catch_env and vl_catch_pixels_env,
+   are public. */
 #include "../include/volley/envs.h"
 
 #endif

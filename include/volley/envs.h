@@ -1,7 +1,8 @@
 /*  volley/envs.h: volley's built-in environments as env tables (volley/env.h),
     for a caller that steps them itself (the Python package's tests compare
     its NumPy CartPole with the C one step for step). CartPole is Gymnasium's
-    CartPole-v1 exactly; Catch has 10 balls fall on a 16x16 2-bit screen. */
+    CartPole-v1 exactly; Catch has 10 balls fall on a 16x16 2-bit screen;
+    catch-pixels is Catch observed through that screen alone. */
 #ifndef VOLLEY_ENVS_H
 #define VOLLEY_ENVS_H
 
@@ -17,6 +18,10 @@ VL_EXPORT extern const vl_env_t vl_cartpole_env;
 
 /* Catch, per-env form. */
 VL_EXPORT extern const vl_env_t vl_catch_env;
+
+/* catch-pixels, per-env form: Catch whose observation is its screen alone,
+   one u2 field [1][16][16]. */
+VL_EXPORT extern const vl_env_t vl_catch_pixels_env;
 
 /* Sets the physical state (x, x_dot, theta, theta_dot) of a state made by
    vl_cartpole_env.create, and clears its ended flag; the step counter is kept. */
