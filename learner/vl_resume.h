@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "../common/vl_rng.h"
+#include "../messages/vl_codec.h"
 #include "vl_trainer.h"
 
 /* The scalars a checkpoint carries besides weights and optimizer. */
@@ -26,6 +27,21 @@ typedef struct {
    or -1 after logging why. */
 int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
                    const vl_resume_state_t *st, const char *config);
+
+/* Writes a learner's checkpoint to path: n tensors (ranks 1 to 4, every
+   dimension kept) as policy_id's weights at st->version, the optimizer's
+   opt_size bytes, st and (if not NULL) the configuration text. What
+   vl_resume_save writes for a trainer, from tensors held anywhere.
+   Returns 0, or -1 after logging why. */
+int vl_resume_write(const char *path, const char *policy_id, const vl_tensor_t *tensors, uint32_t n,
+                    const void *opt, size_t opt_size, const vl_resume_state_t *st,
+                    const char *config);
+
+/* Reads the weights of the checkpoint at path, every section verified and
+   every tensor checked as a Weights message is (shapes of rank 1 to 4
+   kept). Returns them (caller destroys), or NULL with a one-line why
+   naming the file. */
+vl_weights_t *vl_resume_read_weights(const char *path, char *why, size_t why_size);
 
 /* Copies the `config` section of the checkpoint at path into out (NUL
    ended). Returns 0; 1 when it has none (written before volley kept one);
