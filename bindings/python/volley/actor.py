@@ -499,9 +499,10 @@ class Actor:
                                                 shape, ctypes.byref(data)) != 0:
                 break
             rank = _lib.lib.vl_actor_weights_shape(h, i, dims)
-            if rank != ndim.value:
-                break
             rows, cols = shape[0], shape[1]
+            if rank != ndim.value or int(np.prod(dims[:rank])) != rows * cols:
+                raise VolleyError(f"weights tensor {i}: rank {rank} {list(dims[:rank])}, "
+                                  f"expected rank {ndim.value} of {rows} x {cols} floats")
             a = np.ctypeslib.as_array(data, shape=(rows * cols,)).copy()
             w[name.value.decode(errors="replace")] = a.reshape(tuple(dims[:rank]))
         w.version = v
