@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "../common/vl_ini.h"
-#include "../store/vl_checkpoint.h"
+#include "vl_resume.h"
 
 #define S_LAYERS     3 // linear layers per net, as models/vl_policy.c builds them
 #define S_TENSORS    12
@@ -133,37 +133,6 @@ static void s_run_of_file(const char *file, char *run, size_t size)
         snprintf(run, size, "%s/..", dir);
 }
 
-/* Reads and decodes the weights section of checkpoint path, and its spec
-   section into *spec when it has one (*has_spec 1). Returns the weights, or
-   NULL with why. */
-static vl_weights_t *s_read_weights(const char *path, vl_spec_t *spec, int *has_spec, char *why,
-                                    size_t why_size)
-{
-    char reason[512];
-    vl_checkpoint_t *ck = vl_checkpoint_read(path, reason, sizeof reason);
-    if (!ck) {
-        snprintf(why, why_size, "%s: %s", path, reason);
-        return NULL;
-    }
-    size_t size = 0;
-    const void *data = vl_checkpoint_get(ck, "weights", &size);
-    vl_limits_t lim = vl_limits_default();
-    vl_weights_t *w = NULL;
-    vl_reason_t r = data ? vl_weights_decode(data, size, &lim, &w) : VL_EPROTO;
-    if (r != VL_OK)
-        snprintf(why, why_size, "%s: %s", path,
-                 data ? "its weights are unreadable" : "not a learner checkpoint (no weights)");
-    const void *spec_data = r == VL_OK ? vl_checkpoint_get(ck, "spec", &size) : NULL;
-    *has_spec = spec_data != NULL;
-    if (spec_data && vl_spec_decode(spec_data, size, &lim, spec) != VL_OK) {
-        snprintf(why, why_size, "%s: its spec section is unreadable", path);
-        vl_weights_destroy(&w);
-        r = VL_EPROTO;
-    }
-    vl_checkpoint_destroy(&ck);
-    return r == VL_OK ? w : NULL;
-}
-
 /* Returns w's tensor named name, or NULL. */
 static const vl_tensor_t *s_tensor(const vl_weights_t *w, const char *name)
 {
@@ -173,20 +142,23 @@ static const vl_tensor_t *s_tensor(const vl_weights_t *w, const char *name)
     return NULL;
 }
 
-/* Checks that w's tensor name is [rows][cols] (cols 0: a vector of rows).
-   Returns 0, or -1 with why. */
+/* Checks that w's tensor name is [rows][cols] (cols 0: a vector of rows),
+   every dimension compared. Returns 0, or -1 with why. */
 static int s_expect(const vl_weights_t *w, const char *name, uint32_t rows, uint32_t cols,
                     char *why, size_t why_size)
 {
     const vl_tensor_t *t = s_tensor(w, name);
-    uint32_t ndim = cols ? 2 : 1;
+    vl_tensor_t want = {.ndim = 0};
+    uint32_t dims[2] = {rows, cols};
+    char theirs[64], needs[64];
     if (!t) {
         snprintf(why, why_size, "no tensor %s: not volley's MLP", name);
         return -1;
     }
-    if (t->ndim != ndim || t->rows != rows || (ndim == 2 && t->cols != cols)) {
-        snprintf(why, why_size, "tensor %s is %ux%u, volley's MLP needs %ux%u", name, t->rows,
-                 t->ndim == 2 ? t->cols : 1, rows, cols ? cols : 1);
+    if (vl_tensor_set_shape(&want, cols ? 2 : 1, dims) != 0 || !vl_tensor_same_shape(t, &want)) {
+        snprintf(why, why_size, "tensor %s is %s, volley's MLP needs %s", name,
+                 vl_tensor_shape_str(t, theirs, sizeof theirs),
+                 vl_tensor_shape_str(&want, needs, sizeof needs));
         return -1;
     }
     return 0;
@@ -294,7 +266,8 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
     char reason[1024];
     if (s_locate(self, path, policy, why, why_size) != 0)
         goto err;
-    self->weights = s_read_weights(self->checkpoint, &self->spec, &self->has_spec, why, why_size);
+    self->weights =
+        vl_resume_read_weights(self->checkpoint, &self->spec, &self->has_spec, why, why_size);
     if (!self->weights)
         goto err;
     if (policy && strncmp(self->weights->policy_id, policy, VL_POLICY_ID_MAX) != 0) {
@@ -378,7 +351,7 @@ int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, cha
     if (!kept)
         return -1;
     const vl_tensor_t *t = s_tensor(kept->weights, name);
-    size_t elems = t ? (size_t)t->rows * (t->ndim == 2 ? t->cols : 1) : 0;
+    size_t elems = t ? vl_tensor_size(t) : 0;
     int rc = -1;
     if (!t)
         snprintf(why, why_size, "no tensor %s", name);

@@ -457,29 +457,6 @@ void vl_policy_grad_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t)
     s_tensor(self, i, 1, t);
 }
 
-/* Returns 1 if a and b have the same rank and dimensions. */
-static int s_same_shape(const vl_tensor_t *a, const vl_tensor_t *b)
-{
-    if (a->ndim != b->ndim || a->rows != b->rows || a->cols != b->cols)
-        return 0;
-    for (uint32_t d = 0; a->ndim > 2 && d < a->ndim && d < VL_TENSOR_NDIM_MAX; d++)
-        if (a->shape[d] != b->shape[d])
-            return 0;
-    return 1;
-}
-
-/* Writes t's shape as "32x4x8x8" into out. */
-static void s_shape_str(const vl_tensor_t *t, char *out, size_t size)
-{
-    if (t->ndim <= 2) {
-        snprintf(out, size, "%ux%u", t->rows, t->cols);
-        return;
-    }
-    size_t n = 0;
-    for (uint32_t d = 0; d < t->ndim && d < VL_TENSOR_NDIM_MAX && n < size; d++)
-        n += (size_t)snprintf(out + n, size - n, "%s%u", d ? "x" : "", t->shape[d]);
-}
-
 /* Returns the tensor of w that has want's name, shape and data, or NULL.
    Names from the wire may lack a NUL; strncmp stops at the field's end. */
 static const vl_tensor_t *s_find(const vl_weights_t *w, const vl_tensor_t *want)
@@ -488,7 +465,7 @@ static const vl_tensor_t *s_find(const vl_weights_t *w, const vl_tensor_t *want)
         const vl_tensor_t *t = &w->tensors[k];
         if (strncmp(t->name, want->name, sizeof t->name) != 0)
             continue;
-        if (!s_same_shape(t, want) || !t->data)
+        if (!vl_tensor_same_shape(t, want) || !t->data)
             return NULL;
         return t;
     }
@@ -529,11 +506,10 @@ void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, siz
             snprintf(why, why_size, "they have no tensor %s", mine.name);
             return;
         }
-        if (!s_same_shape(t, &mine)) {
+        if (!vl_tensor_same_shape(t, &mine)) {
             char a[64], b[64];
-            s_shape_str(t, a, sizeof a);
-            s_shape_str(&mine, b, sizeof b);
-            snprintf(why, why_size, "their %s is %s, this network's %s", mine.name, a, b);
+            snprintf(why, why_size, "their %s is %s, this network's %s", mine.name,
+                     vl_tensor_shape_str(t, a, sizeof a), vl_tensor_shape_str(&mine, b, sizeof b));
             return;
         }
     }

@@ -27,7 +27,7 @@ extern "C" {
 #endif
 
 #define VL_TRANSPORT_FIELDS_MAX  8  // observation fields
-#define VL_TRANSPORT_NDIM_MAX    4  // dimensions per field
+#define VL_TRANSPORT_NDIM_MAX    4    // dimensions per field, and per published tensor
 #define VL_TRANSPORT_TENSORS_MAX 64   // tensors per publication
 #define VL_TRANSPORT_MODEL_MAX   1024 // bytes of a model spec's text, NUL included
 
@@ -91,12 +91,13 @@ typedef struct {
     uint32_t waiting; // committed segments not yet taken
 } vl_transport_counts_t;
 
-/* One float32 tensor to publish, row-major. */
+/* One float32 tensor to publish, row-major (a conv weight [out][in][kh][kw]
+   as PyTorch holds it). */
 typedef struct {
-    const char *name;  // printable, < 32 bytes, unique in the publication
-    uint32_t ndim;     // 1 or 2
-    uint32_t shape[2]; // rows [, cols]
-    const float *data; // shape's product of finite floats
+    const char *name;                      // printable, < 32 bytes, unique in the publication
+    uint32_t ndim;                         // 1 .. VL_TRANSPORT_NDIM_MAX
+    uint32_t shape[VL_TRANSPORT_NDIM_MAX]; // shape[0 .. ndim): every dimension, none 0
+    const float *data;                     // shape's product of finite floats
 } vl_transport_tensor_t;
 
 typedef struct vl_transport_s vl_transport_t;
@@ -155,10 +156,9 @@ VL_EXPORT int vl_transport_reasons(void);
 
 /* Publishes n tensors as weights `version` (>= any version published
    before) to the policy's actors, after checking them as a receiver does
-   (names, shapes, finite floats). With check_policy, they must also be
-   exactly volley's MLP for the spec (the tensors a C actor loads: pi.0.weight
-   [hidden, obs_dim] ... v.2.bias [1]). Returns 0, or -1 after writing why
-   (nothing sent). */
+   (names, ranks 1 .. 4 with every dimension kept, sizes, finite floats). With check_policy, they
+   must also be exactly volley's MLP for the spec (the tensors a C actor loads: pi.0.weight [hidden,
+   obs_dim] ... v.2.bias [1]). Returns 0, or -1 after writing why (nothing sent). */
 VL_EXPORT int vl_transport_publish(vl_transport_t *self, uint64_t version,
                                    const vl_transport_tensor_t *tensors, uint32_t n,
                                    int check_policy, char *why, size_t why_size);

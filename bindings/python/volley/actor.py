@@ -86,6 +86,7 @@ OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: vl_actor_set_ob
 
 
 _P = c_void_p
+_WEIGHTS_NDIM_MAX = 4  # include/volley/actor.h: VL_ACTOR_WEIGHTS_NDIM_MAX
 _lib.bind({
     "vl_actor_params_default": (_Params, []),
     "vl_actor_open": (_P, [POINTER(_Params), c_char_p, c_size_t]),
@@ -100,6 +101,7 @@ _lib.bind({
     "vl_actor_weights_count": (c_uint32, [_P]),
     "vl_actor_weights_tensor": (c_int, [_P, c_uint32, POINTER(c_char_p), POINTER(c_uint32),
                                         c_uint32 * 2, POINTER(POINTER(c_float))]),
+    "vl_actor_weights_shape": (c_int, [_P, c_uint32, c_uint32 * _WEIGHTS_NDIM_MAX]),
     "vl_actor_steps": (c_uint64, [_P]),
     "vl_actor_segments_sent": (c_uint64, [_P]),
 })
@@ -486,7 +488,8 @@ class Actor:
         return _lib.lib.vl_actor_weights_version(self._handle())
 
     def weights(self) -> "Weights":
-        """The newest weights as a Weights dict of float32 arrays (external mode)."""
+        """The newest weights as a Weights dict of float32 arrays (external mode),
+        each in the shape it was published with (ranks 1 to 4)."""
         h = self._handle()
         v = _lib.lib.vl_actor_weights_version(h)
         if self._weights.version == v and self._weights:
@@ -494,14 +497,18 @@ class Actor:
         w = Weights()
         name, ndim = c_char_p(), c_uint32()
         shape, data = (c_uint32 * 2)(), POINTER(c_float)()
+        dims = (c_uint32 * _WEIGHTS_NDIM_MAX)()
         for i in range(_lib.lib.vl_actor_weights_count(h)):
             if _lib.lib.vl_actor_weights_tensor(h, i, ctypes.byref(name), ctypes.byref(ndim),
                                                 shape, ctypes.byref(data)) != 0:
                 break
+            rank = _lib.lib.vl_actor_weights_shape(h, i, dims)
             rows, cols = shape[0], shape[1]
+            if rank != ndim.value or int(np.prod(dims[:rank])) != rows * cols:
+                raise VolleyError(f"weights tensor {i}: rank {rank} {list(dims[:rank])}, "
+                                  f"expected rank {ndim.value} of {rows} x {cols} floats")
             a = np.ctypeslib.as_array(data, shape=(rows * cols,)).copy()
-            w[name.value.decode(errors="replace")] = a.reshape((rows,) if ndim.value == 1
-                                                               else (rows, cols))
+            w[name.value.decode(errors="replace")] = a.reshape(tuple(dims[:rank]))
         w.version = v
         self._weights = w
         return w

@@ -58,7 +58,7 @@ class _counts(ctypes.Structure):
 
 class _tensor(ctypes.Structure):
     """include/volley/learner.h: vl_transport_tensor_t."""
-    _fields_ = [("name", c_char_p), ("ndim", c_uint32), ("shape", c_uint32 * 2),
+    _fields_ = [("name", c_char_p), ("ndim", c_uint32), ("shape", c_uint32 * _NDIM_MAX),
                 ("data", c_void_p)]
 
 
@@ -196,9 +196,12 @@ def _as_array(name, value):
         a = np.ascontiguousarray(value, dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise TypeError(f"publish: tensor {name}: expected an array of floats ({e})") from None
-    if a.ndim not in (1, 2):
+    if not 1 <= a.ndim <= _NDIM_MAX:
         raise ValueError(f"publish: tensor {name}: rank {a.ndim} (shape {a.shape}); weights on "
-                         "the wire are rank 1 or 2")
+                         f"the wire are rank 1 .. {_NDIM_MAX}")
+    if not all(0 < d < 2**32 for d in a.shape):
+        raise ValueError(f"publish: tensor {name}: shape {a.shape}: expected every dim in "
+                         "1 .. 2^32 - 1")
     return a
 
 
@@ -283,7 +286,8 @@ class Learner:
     def publish(self, weights: Mapping[str, Any], version: int,
                 check_policy: bool = True) -> None:
         """Sends weights as `version` (an int >= any published before) to the
-        policy's actors. weights maps names to arrays of rank 1 or 2: NumPy,
+        policy's actors. weights maps names to arrays of rank 1 to 4 (a conv
+        weight [out, in, kh, kw] goes as it is, every dimension kept): NumPy,
         nested lists, or torch tensors (a state_dict). With check_policy the
         tensors must be volley's MLP for the spec (pi.0.weight [hidden,
         obs_dim] ... v.2.bias [1]), what C actors load; pass False for a
@@ -304,7 +308,7 @@ class Learner:
         for t, name, (_, a) in zip(ts, names, items):
             t.name, t.ndim, t.data = name, a.ndim, a.ctypes.data
             for k, d in enumerate(a.shape):
-                t.shape[k] = min(d, 2**32 - 1)
+                t.shape[k] = d
         why = _lib.why_buffer()
         if _lib.lib.vl_transport_publish(ptr, version, ts, len(items), int(bool(check_policy)),
                                          why, len(why)) != 0:
