@@ -130,6 +130,7 @@ static void s_fill_spec(vl_actor_t *self)
     sp->num_actions = self->A;
     sp->horizon = self->c.horizon;
     sp->hidden = self->c.hidden;
+    snprintf(sp->model, sizeof sp->model, "%s", self->model);
     if (vl_wire_name_ok(self->ops.name, sizeof sp->env))
         snprintf(sp->env, sizeof sp->env, "%s", self->ops.name);
 }
@@ -209,10 +210,26 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
         vl_actor_destroy(&self);
         return NULL;
     }
+    vl_model_spec_t *model = vl_model_spec_for(p->model, &ops->obs_spec, p->hidden, why, size);
+    if (!model || vl_model_spec_format(model, self->model, sizeof self->model) < 0) {
+        if (model)
+            vl_actor_fail(0, why, size, "model: canonical text over %zu bytes",
+                          sizeof self->model - 1);
+        vl_model_spec_destroy(&model);
+        vl_actor_destroy(&self);
+        return NULL;
+    }
+    self->c.model = self->model;
     s_fill_spec(self);
     vl_rng_seed(&self->rng, s_stream_seed(p, 0));
-    if (!p->external && !(self->policy = vl_policy_new(self->D, self->A, p->hidden, p->seed)))
-        goto err;
+    // One thread for the forward pass: a box runs several actors beside the learner.
+    if (!p->external && !(self->policy = vl_policy_new_spec(model, &ops->obs_spec, self->A,
+                                                            p->seed, 1, why, size))) {
+        vl_model_spec_destroy(&model);
+        vl_actor_destroy(&self);
+        return NULL;
+    }
+    vl_model_spec_destroy(&model);
     if (s_alloc(self) != 0 || s_connect(self) != 0)
         goto err;
     return self;
@@ -257,6 +274,7 @@ vl_actor_t *vl_actor_new(const vl_actor_config_t *c)
     p.n_envs = c->n_envs;
     p.horizon = c->horizon;
     p.hidden = c->hidden;
+    p.model = c->model;
     p.actor_id = c->actor_id;
     p.seed = c->seed;
     p.max_ahead = c->max_ahead;

@@ -22,6 +22,7 @@ typedef struct {
     uint32_t n_envs;         // environments stepped together
     uint32_t horizon;        // steps per segment
     uint32_t hidden;         // hidden units; must match the learner's
+    const char *model;       // model spec, as the learner's (NULL: the default for the obs)
     uint32_t actor_id;
     uint64_t seed;      // mixed with actor_id: one --seed serves a fleet
     uint32_t max_ahead; // segments per env on one weights version before

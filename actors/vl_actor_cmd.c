@@ -79,6 +79,7 @@ static void s_usage(FILE *out)
                  "\n");
     vl_opt_print_role(out, "policy to act for");
     vl_env_print_help(out, NULL);
+    vl_opt_print_model(out);
     vl_actor_config_t defaults = vl_actor_config_default();
     vl_opt_print(out, s_nums, S_NNUMS, &defaults);
     vl_opt_print_curve(out);
@@ -107,6 +108,7 @@ int vl_actor_main(int argc, char **argv)
     c.broker = role.broker;
     c.policy = role.policy;
     c.env_arg = role.env_arg;
+    c.model = role.model;
     if (c.actor_id == 0)
         c.actor_id = (uint32_t)getpid();
     char name[32];

@@ -24,6 +24,7 @@ struct vl_actor_s {
     char broker[256];
     char policy_id[VL_POLICY_ID_MAX];
     char env_name[VL_ACTOR_NAME_MAX];
+    char model[VL_SPEC_MODEL_MAX]; // the model spec's canonical text
     vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
     uint32_t N, D, A; // envs, observation size, actions
     vl_spec_t spec;   // what our segments look like, declared in every beat

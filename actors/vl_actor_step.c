@@ -163,6 +163,15 @@ int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const char **nam
     return 0;
 }
 
+int vl_actor_weights_shape(const vl_actor_t *self, uint32_t i,
+                           uint32_t shape[VL_ACTOR_WEIGHTS_NDIM_MAX])
+{
+    if (!self->raw || i >= self->raw->n_tensors)
+        return -1;
+    _Static_assert(VL_ACTOR_WEIGHTS_NDIM_MAX == VL_TENSOR_NDIM_MAX, "one rank limit");
+    return (int)vl_tensor_dims(&self->raw->tensors[i], shape);
+}
+
 uint64_t vl_actor_steps(const vl_actor_t *self)
 {
     return self->steps;

@@ -149,22 +149,30 @@ static void s_obs(float *obs, uint32_t t, float marker)
    terminated at step 3; the segments carry exactly that. */
 static void test_external_steps_reach_the_segments(void)
 {
-    float tw[6] = {1, 2, 3, 4, 5, 6};
-    vl_tensor_t t = {.name = "any.shape", .rows = 2, .cols = 3, .ndim = 2, .data = tw};
+    float tw[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    vl_tensor_t t[2] = {{.name = "any.shape", .rows = 2, .cols = 3, .ndim = 2, .data = tw},
+                        {.name = "conv", .data = tw}};
+    VL_CHECK(vl_tensor_set_shape(&t[1], 4, (uint32_t[]){2, 3, 1, 2}) == 0);
     s_broker_t b;
-    VL_CHECK(s_broker_start(&b, &t, 1) == 0);
+    VL_CHECK(s_broker_start(&b, t, 2) == 0);
     vl_actor_params_t p = s_params(b.addr, 1);
     char why[256];
     vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
     VL_CHECK(a && vl_actor_obs_dim(a) == D);
     VL_CHECK(vl_actor_sync(a, why, sizeof why) == VL_ACTOR_OK);
-    VL_CHECK(vl_actor_weights_version(a) == 7 && vl_actor_weights_count(a) == 1);
+    VL_CHECK(vl_actor_weights_version(a) == 7 && vl_actor_weights_count(a) == 2);
     const char *name;
-    uint32_t ndim, shape[2];
+    uint32_t ndim, shape[2], dims[VL_ACTOR_WEIGHTS_NDIM_MAX];
     const float *data;
     VL_CHECK(vl_actor_weights_tensor(a, 0, &name, &ndim, shape, &data) == 0);
     VL_CHECK(strcmp(name, "any.shape") == 0 && ndim == 2 && shape[0] == 2 && shape[1] == 3);
-    VL_CHECK(data[5] == 6 && vl_actor_weights_tensor(a, 1, &name, &ndim, shape, &data) == -1);
+    VL_CHECK(vl_actor_weights_shape(a, 0, dims) == 2 && dims[0] == 2 && dims[1] == 3 && !dims[2]);
+    VL_CHECK(vl_actor_weights_tensor(a, 1, &name, &ndim, shape, &data) == 0);
+    VL_CHECK(strcmp(name, "conv") == 0 && ndim == 4 && shape[0] == 2 && shape[1] == 6);
+    VL_CHECK(vl_actor_weights_shape(a, 1, dims) == 4 && dims[0] == 2 && dims[1] == 3 &&
+             dims[2] == 1 && dims[3] == 2);
+    VL_CHECK(data[11] == 12 && vl_actor_weights_tensor(a, 2, &name, &ndim, shape, &data) == -1);
+    VL_CHECK(vl_actor_weights_shape(a, 2, dims) == -1);
     float obs[N * D], next[N * D], final[N * D], rew[N] = {1, 2};
     int32_t act[N] = {1, 0};
     float logp[N] = {-0.5f, -1.0f};

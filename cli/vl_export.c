@@ -108,18 +108,33 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
     fprintf(f, "{\"format\": \"%s\", \"format_version\": %d, \"policy\": ", S_FORMAT,
             S_FORMAT_VERS);
     s_json_str(f, kept->weights->policy_id);
+    char model[VL_SPEC_MODEL_MAX];
+    if (kept->has_spec)
+        vl_spec_model(&kept->spec, model, sizeof model);
+    else
+        snprintf(model, sizeof model, "linear(%u) tanh linear(%u) tanh", kept->hidden,
+                 kept->hidden);
+    int conv = strstr(model, "conv(") != NULL;
+    fprintf(f, ", \"version\": %llu,\n \"architecture\": {\"type\": \"%s\", \"model\": ",
+            (unsigned long long)kept->weights->version, conv ? "cnn" : "mlp");
+    s_json_str(f, model);
     fprintf(f,
-            ", \"version\": %llu,\n \"architecture\": {\"type\": \"mlp\", "
-            "\"activation\": \"tanh\", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, "
-            "\"layers\": 3, \"weight_layout\": \"[out, in]: y = x W^T + b\", "
-            "\"outputs\": {\"pi\": \"logits\", \"v\": \"value\"}, \"tensors\": [",
-            (unsigned long long)kept->weights->version, kept->obs_dim, kept->hidden,
-            kept->num_actions);
+            ", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, "
+            "\"weight_layout\": \"PyTorch's: linear [out, in] (y = x W^T + b), conv [out, in, kh, "
+            "kw]\", \"outputs\": {\"pi\": \"logits\", \"v\": \"value\"}, \"tensors\": [",
+            kept->obs_dim, kept->hidden, kept->num_actions);
     for (uint32_t i = 0; i < kept->weights->n_tensors; i++) {
         fputs(i ? ", " : "", f);
         s_json_str(f, kept->weights->tensors[i].name);
     }
-    fputs("]},\n \"env\": ", f);
+    fputs("], \"shapes\": {", f);
+    for (uint32_t i = 0; i < kept->weights->n_tensors; i++) {
+        char shape[64];
+        fputs(i ? ", " : "", f);
+        s_json_str(f, kept->weights->tensors[i].name);
+        fprintf(f, ": %s", vl_tensor_shape_str(&kept->weights->tensors[i], shape, sizeof shape));
+    }
+    fputs("}},\n \"env\": ", f);
     s_json_env(f, kept, env);
     fputs("}\n", f);
     if (fclose(f) != 0) {
@@ -134,12 +149,6 @@ static int s_by_name(const void *a, const void *b)
 {
     const vl_tensor_t *x = *(const vl_tensor_t *const *)a, *y = *(const vl_tensor_t *const *)b;
     return strncmp(x->name, y->name, sizeof x->name);
-}
-
-/* Returns the elements of t. */
-static size_t s_elems(const vl_tensor_t *t)
-{
-    return (size_t)t->rows * (t->ndim == 2 ? t->cols : 1);
 }
 
 /* Returns the safetensors JSON header for the sorted tensors and the spec,
@@ -157,13 +166,12 @@ static char *s_header(const vl_tensor_t *const *sorted, uint32_t n, const char *
     fputs("}", f);
     for (uint32_t i = 0; i < n; i++) {
         const vl_tensor_t *t = sorted[i];
-        size_t bytes = s_elems(t) * sizeof(float);
+        size_t bytes = vl_tensor_size(t) * sizeof(float);
         fputs(", ", f);
         s_json_str(f, t->name);
-        if (t->ndim == 2)
-            fprintf(f, ": {\"dtype\": \"F32\", \"shape\": [%u, %u]", t->rows, t->cols);
-        else
-            fprintf(f, ": {\"dtype\": \"F32\", \"shape\": [%u]", t->rows);
+        char shape[64]; // every dimension: a conv weight is [out, in, kh, kw]
+        fprintf(f, ": {\"dtype\": \"F32\", \"shape\": %s",
+                vl_tensor_shape_str(t, shape, sizeof shape));
         fprintf(f, ", \"data_offsets\": [%zu, %zu]}", offset, offset + bytes);
         offset += bytes;
     }
@@ -199,7 +207,7 @@ static int s_write_data(int fd, const vl_tensor_t *const *sorted, uint32_t n)
     unsigned char chunk[4096];
     size_t used = 0;
     for (uint32_t i = 0; i < n; i++)
-        for (size_t k = 0, e = s_elems(sorted[i]); k < e; k++) {
+        for (size_t k = 0, e = vl_tensor_size(sorted[i]); k < e; k++) {
             uint32_t bits;
             memcpy(&bits, &sorted[i]->data[k], sizeof bits);
             for (int b = 0; b < 4; b++)

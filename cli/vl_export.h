@@ -9,12 +9,15 @@
                         {...}}, padded with spaces to a multiple of 8), then
                         every tensor's little-endian float32 data in sorted
                         name order, without gaps. Weights are [out][in]: a
-                        layer computes x W^T + b (PyTorch's nn.Linear).
+                        layer computes x W^T + b (PyTorch's nn.Linear); each
+                        tensor's "shape" has all its dimensions (a conv
+                        weight's four: [out, in, kh, kw]).
       FILE.json         the architecture and spec (FILE minus .safetensors,
                         plus .json): format, policy, version, env, the
                         observation's fields and encodings when the env is
                         known, obs_dim, num_actions, hidden, activation,
-                        tensor names. The same JSON text is in the header's
+                        tensor names and their shapes (every dimension).
+                        The same JSON text is in the header's
                         __metadata__ under "volley", so the .safetensors
                         alone is enough. */
 #ifndef VL_EXPORT_H

@@ -115,6 +115,12 @@ static void test_arch_refuses_other_shapes(void)
     VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == 0);
     t[7].rows = HIDDEN + 1; // v.0.bias
     VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == -1 && strstr(why, "v.0.bias"));
+    t[7].rows = HIDDEN;
+    VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == 0);
+    // v.0.weight [8, 4] as [8, 2, 2]: as many rows and cols, another shape
+    VL_CHECK(vl_tensor_set_shape(&t[6], 3, (uint32_t[]){HIDDEN, 2, 2}) == 0 && t[6].cols == OBS);
+    VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == -1);
+    VL_CHECK(strstr(why, "tensor v.0.weight is [8, 2, 2], volley's MLP needs [8, 4]"));
     w.n_tensors = 11;
     VL_CHECK(vl_kept_arch(&w, &o, &a, &h, why, sizeof why) == -1);
     vl_policy_destroy(&p);
@@ -207,6 +213,60 @@ static void test_export_never_overwrites_json(void)
     vl_kept_destroy(&k);
 }
 
+/* A kept policy whose weights hold a conv weight [32][4][8][8] besides the
+   MLP's: the safetensors header and the JSON give all four dimensions, and
+   its 8192 floats are written as they are. */
+static void test_export_gives_every_dimension(void)
+{
+    char ckpt[512], out[512], json[512], why[1024];
+    s_path(ckpt, sizeof ckpt, "e.ckpt");
+    s_path(out, sizeof out, "e.safetensors");
+    vl_policy_t *p = s_write_ckpt(ckpt, 5, OBS);
+    vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
+    VL_CHECK(k);
+    static float conv[32 * 4 * 8 * 8];
+    for (size_t i = 0; i < sizeof conv / sizeof *conv; i++)
+        conv[i] = (float)i;
+    vl_tensor_t t[13];
+    for (uint32_t i = 0; i < 12; i++)
+        t[i] = k->weights->tensors[i];
+    t[12] = (vl_tensor_t){.name = "conv.0.0.weight", .data = conv};
+    VL_CHECK(vl_tensor_set_shape(&t[12], 4, (uint32_t[]){32, 4, 8, 8}) == 0);
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    vl_limits_t lim = vl_limits_default();
+    vl_weights_t *w = NULL;
+    VL_CHECK(vl_weights_encode("default", 7, t, 13, &buf, &size) == 0 &&
+             vl_weights_decode(buf, size, &lim, &w) == VL_OK);
+    free(buf);
+    vl_weights_destroy(&k->weights);
+    k->weights = w;
+    VL_CHECK(vl_export_write(k, NULL, out, why, sizeof why) == 0);
+    uint8_t *file = s_slurp(out, &size);
+    VL_CHECK(file);
+    uint64_t n = 0;
+    for (int b = 0; b < 8; b++)
+        n |= (uint64_t)file[b] << (8 * b);
+    char *header = strndup((char *)file + 8, n);
+    size_t b, e;
+    VL_CHECK(strstr(header, "\"conv.0.0.weight\": {\"dtype\": \"F32\", \"shape\": [32, 4, 8, 8]"));
+    VL_CHECK(strstr(header, "\"pi.0.weight\": {\"dtype\": \"F32\", \"shape\": [8, 4]"));
+    VL_CHECK(strstr(header, "\"pi.0.bias\": {\"dtype\": \"F32\", \"shape\": [8]"));
+    VL_CHECK(s_offsets(header, "conv.0.0.weight", &b, &e) == 0 && e - b == sizeof conv);
+    VL_CHECK(memcmp(file + 8 + n + b, conv, sizeof conv) == 0);
+    VL_CHECK(strstr(header, "\\\"conv.0.0.weight\\\": [32, 4, 8, 8]")); // the spec, escaped
+    VL_CHECK(vl_export_json_path(out, json, sizeof json) == 0);
+    size_t json_size = 0;
+    char *text = (char *)s_slurp(json, &json_size);
+    VL_CHECK(text && strstr(text, "\"shapes\": {\"pi.0.weight\": [8, 4], \"pi.0.bias\": [8]"));
+    VL_CHECK(strstr(text, "\"conv.0.0.weight\": [32, 4, 8, 8]}"));
+    free(text);
+    free(header);
+    free(file);
+    vl_kept_destroy(&k);
+    vl_policy_destroy(&p);
+}
+
 static void test_eval_stats(void)
 {
     vl_eval_stats_t st = {0};
@@ -230,6 +290,7 @@ int main(void)
     VL_RUN(test_arch_refuses_other_shapes);
     VL_RUN(test_safetensors_layout);
     VL_RUN(test_export_never_overwrites_json);
+    VL_RUN(test_export_gives_every_dimension);
     VL_RUN(test_eval_stats);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", s_dir);

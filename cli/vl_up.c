@@ -127,6 +127,8 @@ static pid_t s_spawn(s_run_t *r, const char *role, const char *log, s_args_t *a)
         }
         s_add_long(&full, "--horizon", c->horizon);
         s_add_long(&full, "--hidden", c->hidden);
+        s_add(&full, "--model");
+        s_add(&full, c->model_text);
     }
     for (int i = 0; i < a->argc; i++)
         s_add(&full, a->argv[i]);

@@ -49,7 +49,7 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
 
 /* The flags that take a text (checked where they are used) or nothing. */
 static const char *const s_texts[] = {"env",  "env-arg", "until",     "checkpoint", "record",
-                                      "name", "runs",    "lr-anneal", "obs-check"};
+                                      "name", "runs",    "lr-anneal", "obs-check", "model"};
 static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force"};
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
@@ -138,6 +138,10 @@ static void s_usage(FILE *out)
             "  --record FILE      the broker records every segment message into FILE (a new\n"
             "                     file; a bare name goes in the run directory, a path with\n"
             "                     a '/' where it says), for `volley replay FILE`\n"
+            "  --model SPEC       the network: layers such as 'conv(32,8,4) relu linear(512)\n"
+            "                     relu', or a preset: mlp (= mlp(64)), mlp(N), cnn (default:\n"
+            "                     cnn for image observations, else mlp(--hidden)); see the\n"
+            "                     README's 'Models' for the grammar\n"
             "  --obs-check MODE   the actors' check of observations against their declared\n"
             "                     ranges: error (default), warn or off (see volley actor --help)\n"
             "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
@@ -269,7 +273,7 @@ static const char *s_find_config(int argc, char **argv)
 
 /* Keys a resumed run cannot change: its checkpoint holds a network for
    this env and this size. */
-static const char *const s_fixed[] = {"env", "hidden"};
+static const char *const s_fixed[] = {"env", "hidden", "model"};
 
 enum { O_TEXT = 1000, O_BOOL = 1100, O_CONFIG = 1200, O_LEARNER = 2000 };
 #define S_NOPTS (S_NNUMS + 64 + S_NTEXTS + S_NBOOLS + 3)
@@ -395,7 +399,7 @@ static int s_overrides(vl_up_config_t *c, const char *name, const char *base, in
         const char *was = s_find_flag(bc, bv, key);
         if (was && s_same(was, v))
             continue;
-        if (s_index(s_fixed, 2, key) >= 0 && was) {
+        if (s_index(s_fixed, 3, key) >= 0 && was) {
             fprintf(stderr,
                     "volley up: --resume: %s: run %s was trained with %s = %s, not %s; resume "
                     "it with the same %s, or start a new run\n",
@@ -491,10 +495,31 @@ static int s_parse_until(const char *text, vl_until_t *out)
     return 0;
 }
 
+/* Writes env's observation fields as "u2[1x16x16]" into buf; returns buf. */
+static const char *s_obs_text(const vl_env_ops_t *env, char *buf, size_t size)
+{
+    vl_spec_obs_str(&env->obs_spec, buf, size);
+    return buf;
+}
+
 /* Checks what the flags cannot check one by one; settles --until's default.
    Returns 0, or -1 after printing why. */
 static int s_check(vl_up_config_t *c)
 {
+    vl_learner_config_t lc = vl_learner_config_default();
+    vl_learner_config_set_env(&lc, c->env);
+    lc.hidden = (uint32_t)c->hidden;
+    char why[512];
+    if (c->model && strlen(c->model) >= sizeof lc.model) {
+        fprintf(stderr, "volley up: --model: longer than %zu bytes\n", sizeof lc.model - 1);
+        return -1;
+    }
+    snprintf(lc.model, sizeof lc.model, "%s", c->model ? c->model : "");
+    if (vl_learner_config_model(&lc, NULL, c->model_text, why, sizeof why) != 0) {
+        fprintf(stderr, "volley up: --model: %s (env %s, observation fields %s)\n", why,
+                c->env->name, s_obs_text(c->env, lc.model, sizeof lc.model));
+        return -1;
+    }
     if (c->until == VL_UNTIL_DEFAULT)
         c->until = c->env->has_solved_return ? VL_UNTIL_SOLVED : VL_UNTIL_STEPS;
     if (c->until == VL_UNTIL_SOLVED && !c->env->has_solved_return) {
@@ -549,6 +574,9 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
             return -1;
         }
         c->lr_anneal = text[0] == 'l';
+        return 0;
+    case 9:
+        c->model = text;
         return 0;
     default: {
         vl_obs_check_t mode;
@@ -650,6 +678,7 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     s_kv(out, "env", c->env->path ? c->env->path : c->env->name);
     s_kv(out, "env-arg", c->env_arg);
     s_kv(out, "obs-check", c->obs_check);
+    s_kv(out, "model", c->model);
     s_kv(out, "until", until[c->until]);
     for (int i = 0; i < S_NNUMS; i++) {
         if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)

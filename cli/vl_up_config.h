@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "../envs/vl_env.h"
+#include "../messages/vl_spec.h"
 
 #define VL_UP_MAX_ACTORS 64
 #define VL_UP_MAX_PASS   64 // learner flags passed through, each a name and a value
@@ -19,6 +20,8 @@ typedef struct {
     const char *env_arg; // passed through: --env-arg TEXT
     /* passed through to the actors: --obs-check MODE (NULL: theirs) */
     const char *obs_check;
+    const char *model;                 // --model SPEC as given (NULL: the env's default)
+    char model_text[VL_SPEC_MODEL_MAX]; // the model resolved: canonical, passed to every role
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
     long max_ahead, wait_ms; // the actors' (-1: theirs)
     vl_until_t until;

@@ -333,7 +333,8 @@ enum {
     O_RESUME,
     O_METRICS,
     O_FORCE,
-    O_RUN_DIR
+    O_RUN_DIR,
+    O_MODEL
 };
 
 int vl_opt_role_options(const vl_num_opt_t *nums, int n, const vl_role_opts_t *role,
@@ -345,6 +346,7 @@ int vl_opt_role_options(const vl_num_opt_t *nums, int n, const vl_role_opts_t *r
                                            {"policy", required_argument, 0, O_POLICY},
                                            {"env", required_argument, 0, O_ENV},
                                            {"env-arg", required_argument, 0, O_ENV_ARG},
+                                           {"model", required_argument, 0, O_MODEL},
                                            {"quiet", no_argument, 0, O_QUIET},
                                            {"verbose", no_argument, 0, O_VERBOSE},
                                            {"help", no_argument, 0, 'h'}};
@@ -402,6 +404,8 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
             role->env = optarg;
         else if (opt == O_ENV_ARG)
             role->env_arg = optarg;
+        else if (opt == O_MODEL)
+            role->model = optarg;
         else if (opt == O_QUIET || opt == O_VERBOSE)
             role->log_level = opt == O_QUIET ? VL_LOG_WARN : VL_LOG_DEBUG;
         else if (opt == O_CHECKPOINT)
@@ -450,6 +454,15 @@ void vl_opt_print_role(FILE *out, const char *policy_help)
             "  --broker HOST[:PORT]  the broker (default port %d)\n"
             "  --policy NAME      %s (default 'default')\n",
             VL_DEFAULT_PORT, policy_help);
+}
+
+void vl_opt_print_model(FILE *out)
+{
+    fprintf(out,
+            "  --model SPEC       the network: layers such as 'conv(32,8,4) relu linear(512)\n"
+            "                     relu' or a preset: mlp (= mlp(64)), mlp(N), cnn (default:\n"
+            "                     cnn for image observations, else mlp(--hidden)); the\n"
+            "                     policy's learner decides it, its actors must match\n");
 }
 
 void vl_opt_print_curve(FILE *out)

@@ -97,6 +97,7 @@ typedef struct {
     const char *policy;     // --policy NAME
     const char *env;        // --env NAME|PATH, for the caller to look up
     const char *env_arg;    // --env-arg TEXT, for the env's create
+    const char *model;      // --model SPEC, for the caller to parse
     int log_level;          // a vl_log_level_t: --quiet warns, --verbose debugs
     int learner;            // set by the caller: accept --checkpoint DIR and --resume
     const char *checkpoint; // --checkpoint DIR
@@ -140,6 +141,9 @@ void vl_opt_print_role(FILE *out, const char *policy_help);
 
 /* Prints the help lines of --cert and --broker-key. */
 void vl_opt_print_curve(FILE *out);
+
+/* Prints the --model line of a role's help. */
+void vl_opt_print_model(FILE *out);
 
 /* Checks that --cert and --broker-key come together. Returns 0, or -1
    after printing why. */

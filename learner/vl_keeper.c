@@ -33,13 +33,16 @@ struct vl_keeper_s {
 
 int vl_keeper_config_text(const vl_learner_config_t *c, char *out, size_t size)
 {
-    char obs[256], value[64];
+    char obs[256], value[64], model[VL_SPEC_MODEL_MAX], why[256];
     vl_spec_obs_str(&c->obs_spec, obs, sizeof obs);
+    if (vl_learner_config_model(c, NULL, model, why, sizeof why) != 0)
+        snprintf(model, sizeof model, "?");
     int n = snprintf(out, size,
                      "# the configuration this checkpoint was trained with\n"
-                     "policy = %s\nenv = %s\nobs = %s\nactions = %u\nhidden = %u\nhorizon = %u\n",
+                     "policy = %s\nenv = %s\nobs = %s\nactions = %u\nhidden = %u\nmodel = %s\n"
+                     "horizon = %u\n",
                      c->policy, c->env_name[0] ? c->env_name : "?", obs, c->num_actions, c->hidden,
-                     c->horizon);
+                     model, c->horizon);
     for (int i = 0; i < vl_learner_n_opts && n > 0 && (size_t)n < size; i++) {
         const char *name = vl_learner_opts[i].name;
         if (strcmp(name, "hidden") == 0 || strcmp(name, "horizon") == 0)
@@ -52,7 +55,7 @@ int vl_keeper_config_text(const vl_learner_config_t *c, char *out, size_t size)
 
 /* Key/value pairs of a config text. */
 typedef struct {
-    char key[64][48], value[64][256];
+    char key[64][48], value[64][VL_SPEC_MODEL_MAX];
     int n;
 } s_kv_t;
 
@@ -113,15 +116,17 @@ static int s_check_structure(const char *path, const vl_learner_config_t *c, cha
     } else if (rc == 0 && vl_keeper_config_text(c, mine_text, sizeof mine_text) > 0 &&
                vl_ini_parse_text("learner", mine_text, strlen(mine_text), s_collect, mine, why,
                                  why_size) == 0) {
-        static const char *const fields[] = {"obs", "actions", "hidden"};
-        for (int i = 0; i < 3 && rc == 0; i++) {
+        static const char *const fields[] = {"obs", "actions", "hidden", "model"};
+        for (int i = 0; i < 4 && rc == 0; i++) {
             const char *a = s_get(theirs, fields[i]), *b = s_get(mine, fields[i]);
             if (a && b && strcmp(a, b) != 0) {
                 snprintf(why, why_size,
                          "%s was trained with %s = %s; this learner has %s = %s (its --env or "
                          "--%s differs): resume with the same, or start over with --force",
                          path, fields[i], a, fields[i], b,
-                         strcmp(fields[i], "hidden") == 0 ? "hidden" : "env");
+                         strcmp(fields[i], "obs") == 0 || strcmp(fields[i], "actions") == 0
+                             ? "env"
+                             : fields[i]);
                 rc = -1;
             }
         }
@@ -301,7 +306,9 @@ static int s_write(vl_keeper_t *self, const char *path, vl_trainer_t *trainer,
              "version = %llu\nenv_steps = %llu\nmean_return = %.9g\nreturn_window = %u\n",
              (unsigned long long)st->version, (unsigned long long)st->env_steps,
              ret ? (double)ret->mean : 0.0, ret ? ret->n : 0);
-    return vl_resume_save(path, self->c.policy, trainer, st, text);
+    vl_spec_t spec;
+    vl_learner_config_spec(&self->c, &spec);
+    return vl_resume_save(path, self->c.policy, trainer, st, text, &spec);
 }
 
 /* Keeps this save as <policy>-v<version>.ckpt and forgets the oldest

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 #include "../common/vl_ini.h"
-#include "../store/vl_checkpoint.h"
+#include "vl_resume.h"
 
 #define S_LAYERS     3 // linear layers per net, as models/vl_policy.c builds them
 #define S_TENSORS    12
@@ -133,28 +133,6 @@ static void s_run_of_file(const char *file, char *run, size_t size)
         snprintf(run, size, "%s/..", dir);
 }
 
-/* Reads and decodes the weights section of checkpoint path. Returns them,
-   or NULL with why. */
-static vl_weights_t *s_read_weights(const char *path, char *why, size_t why_size)
-{
-    char reason[512];
-    vl_checkpoint_t *ck = vl_checkpoint_read(path, reason, sizeof reason);
-    if (!ck) {
-        snprintf(why, why_size, "%s: %s", path, reason);
-        return NULL;
-    }
-    size_t size = 0;
-    const void *data = vl_checkpoint_get(ck, "weights", &size);
-    vl_limits_t lim = vl_limits_default();
-    vl_weights_t *w = NULL;
-    vl_reason_t r = data ? vl_weights_decode(data, size, &lim, &w) : VL_EPROTO;
-    if (r != VL_OK)
-        snprintf(why, why_size, "%s: %s", path,
-                 data ? "its weights are unreadable" : "not a learner checkpoint (no weights)");
-    vl_checkpoint_destroy(&ck);
-    return r == VL_OK ? w : NULL;
-}
-
 /* Returns w's tensor named name, or NULL. */
 static const vl_tensor_t *s_tensor(const vl_weights_t *w, const char *name)
 {
@@ -164,20 +142,23 @@ static const vl_tensor_t *s_tensor(const vl_weights_t *w, const char *name)
     return NULL;
 }
 
-/* Checks that w's tensor name is [rows][cols] (cols 0: a vector of rows).
-   Returns 0, or -1 with why. */
+/* Checks that w's tensor name is [rows][cols] (cols 0: a vector of rows),
+   every dimension compared. Returns 0, or -1 with why. */
 static int s_expect(const vl_weights_t *w, const char *name, uint32_t rows, uint32_t cols,
                     char *why, size_t why_size)
 {
     const vl_tensor_t *t = s_tensor(w, name);
-    uint32_t ndim = cols ? 2 : 1;
+    vl_tensor_t want = {.ndim = 0};
+    uint32_t dims[2] = {rows, cols};
+    char theirs[64], needs[64];
     if (!t) {
         snprintf(why, why_size, "no tensor %s: not volley's MLP", name);
         return -1;
     }
-    if (t->ndim != ndim || t->rows != rows || (ndim == 2 && t->cols != cols)) {
-        snprintf(why, why_size, "tensor %s is %ux%u, volley's MLP needs %ux%u", name, t->rows,
-                 t->ndim == 2 ? t->cols : 1, rows, cols ? cols : 1);
+    if (vl_tensor_set_shape(&want, cols ? 2 : 1, dims) != 0 || !vl_tensor_same_shape(t, &want)) {
+        snprintf(why, why_size, "tensor %s is %s, volley's MLP needs %s", name,
+                 vl_tensor_shape_str(t, theirs, sizeof theirs),
+                 vl_tensor_shape_str(&want, needs, sizeof needs));
         return -1;
     }
     return 0;
@@ -238,6 +219,43 @@ static int s_locate(vl_kept_t *self, const char *path, const char *policy, char 
     return 0;
 }
 
+/* Builds the network the checkpoint's spec names and checks that the kept
+   weights are exactly its tensors. Returns the network (caller destroys),
+   or NULL with why. */
+static vl_policy_t *s_spec_policy(const vl_kept_t *self, char *why, size_t why_size)
+{
+    char model[VL_SPEC_MODEL_MAX];
+    vl_spec_model(&self->spec, model, sizeof model);
+    vl_model_spec_t *spec = vl_model_spec_parse_for(model, &self->spec.obs_spec, why, why_size);
+    vl_policy_t *p = spec ? vl_policy_new_spec(spec, &self->spec.obs_spec, self->spec.num_actions,
+                                               0, 0, why, why_size)
+                          : NULL;
+    vl_model_spec_destroy(&spec);
+    if (p && (vl_policy_load(p, self->weights) != 0 ||
+              self->weights->n_tensors != vl_policy_tensor_count(p))) {
+        char mismatch[256];
+        vl_policy_mismatch(p, self->weights, mismatch, sizeof mismatch);
+        snprintf(why, why_size, "its weights are not the network its spec names (%.200s): %.300s", model,
+                 strcmp(mismatch, "they fit") == 0 ? "other tensors besides" : mismatch);
+        vl_policy_destroy(&p);
+    }
+    return p;
+}
+
+/* Reads the sizes off the checkpoint's spec, its weights checked against
+   the network it names. Returns 0, or -1 with why. */
+static int s_spec_arch(vl_kept_t *self, char *why, size_t why_size)
+{
+    vl_policy_t *p = s_spec_policy(self, why, why_size);
+    if (!p)
+        return -1;
+    self->obs_dim = vl_policy_obs_dim(p);
+    self->num_actions = self->spec.num_actions;
+    self->hidden = self->spec.hidden;
+    vl_policy_destroy(&p);
+    return 0;
+}
+
 vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t why_size)
 {
     vl_kept_t *self = calloc(1, sizeof *self);
@@ -248,7 +266,8 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
     char reason[1024];
     if (s_locate(self, path, policy, why, why_size) != 0)
         goto err;
-    self->weights = s_read_weights(self->checkpoint, why, why_size);
+    self->weights =
+        vl_resume_read_weights(self->checkpoint, &self->spec, &self->has_spec, why, why_size);
     if (!self->weights)
         goto err;
     if (policy && strncmp(self->weights->policy_id, policy, VL_POLICY_ID_MAX) != 0) {
@@ -256,8 +275,9 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
                  self->weights->policy_id, policy);
         goto err;
     }
-    if (vl_kept_arch(self->weights, &self->obs_dim, &self->num_actions, &self->hidden, reason,
-                     sizeof reason) != 0) {
+    if (self->has_spec ? s_spec_arch(self, reason, sizeof reason) != 0
+                       : vl_kept_arch(self->weights, &self->obs_dim, &self->num_actions,
+                                      &self->hidden, reason, sizeof reason) != 0) {
         snprintf(why, why_size, "%s: %s", self->checkpoint, reason);
         goto err;
     }
@@ -279,6 +299,9 @@ void vl_kept_destroy(vl_kept_t **self_p)
 
 vl_policy_t *vl_kept_policy(const vl_kept_t *self)
 {
+    char why[256];
+    if (self->has_spec)
+        return s_spec_policy(self, why, sizeof why);
     vl_policy_t *p = vl_policy_new(self->obs_dim, self->num_actions, self->hidden, 0);
     if (p && vl_policy_load(p, self->weights) != 0)
         vl_policy_destroy(&p); // vl_kept_arch checked every shape: no memory is left
@@ -328,7 +351,7 @@ int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, cha
     if (!kept)
         return -1;
     const vl_tensor_t *t = s_tensor(kept->weights, name);
-    size_t elems = t ? (size_t)t->rows * (t->ndim == 2 ? t->cols : 1) : 0;
+    size_t elems = t ? vl_tensor_size(t) : 0;
     int rc = -1;
     if (!t)
         snprintf(why, why_size, "no tensor %s", name);

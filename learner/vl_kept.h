@@ -1,8 +1,9 @@
 /*  vl_kept: a trained policy as it is kept on disk, for `volley eval` and
     `volley export`: the weights of a learner's checkpoint (a file, or a
-    run directory's checkpoints/<policy>.ckpt), the network's sizes read off
-    its tensors, and the env it was trained on when the run says (its
-    config.ini). Everything read is checked; a refusal is one line. What
+    run directory's checkpoints/<policy>.ckpt), the network its spec section
+    names (observation fields, actions, model; a checkpoint from before
+    specs were kept is volley's MLP, its sizes read off its tensors), and
+    the env it was trained on when the run says (its config.ini). Everything read is checked; a refusal is one line. What
     the Python package calls is public (volley/policy.h); the rest is the
     program's. */
 #ifndef VL_KEPT_H
@@ -12,6 +13,7 @@
 #include <stdint.h>
 
 #include "../envs/vl_env.h"
+#include "../messages/vl_spec.h"
 #include "../models/vl_policy.h"
 #include "volley/policy.h"
 
@@ -26,6 +28,8 @@ struct vl_kept_s {
     uint32_t num_actions;              // logits (pi.2.weight's rows)
     uint32_t hidden;                   // units per hidden layer (pi.0.weight's rows)
     vl_policy_t *policy;               // owned, made by the first vl_kept_logits
+    int has_spec;                      // the checkpoint carries its policy's spec:
+    vl_spec_t spec;                    // its fields, actions and model rebuild the network
 };
 
 /* Returns the env to run a kept policy on: --env's (given, loaded as

@@ -72,6 +72,7 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec)
     c->num_actions = spec->num_actions;
     c->horizon = spec->horizon;
     c->hidden = spec->hidden;
+    vl_spec_model(spec, c->model, sizeof c->model);
     snprintf(c->env_name, sizeof c->env_name, "%s", spec->env[0] ? spec->env : "(from the broker)");
     return 0;
 }
@@ -84,8 +85,30 @@ void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec)
     spec->num_actions = c->num_actions;
     spec->horizon = c->horizon;
     spec->hidden = c->hidden;
+    char why[256];
+    if (vl_learner_config_model(c, NULL, spec->model, why, sizeof why) != 0)
+        spec->model[0] = '\0'; // refused at start; "" keeps the spec encodable
     if (c->env && vl_wire_name_ok(c->env->name, sizeof spec->env))
         snprintf(spec->env, sizeof spec->env, "%s", c->env->name);
+}
+
+int vl_learner_config_model(const vl_learner_config_t *c, vl_model_spec_t **spec, char *canon,
+                            char *why, size_t why_size)
+{
+    vl_model_spec_t *parsed = vl_model_spec_for(c->model, &c->obs_spec, c->hidden, why, why_size);
+    if (!parsed)
+        return -1;
+    if (canon && vl_model_spec_format(parsed, canon, VL_SPEC_MODEL_MAX) < 0) {
+        snprintf(why, why_size, "the model spec's canonical text is over %d bytes",
+                 VL_SPEC_MODEL_MAX - 1);
+        vl_model_spec_destroy(&parsed);
+        return -1;
+    }
+    if (spec)
+        *spec = parsed;
+    else
+        vl_model_spec_destroy(&parsed);
+    return 0;
 }
 
 vl_learner_config_t vl_learner_config_default(void)

@@ -12,6 +12,7 @@
 #include "../common/vl_opts.h"
 #include "../envs/vl_env.h"
 #include "../messages/vl_spec.h"
+#include "../models/vl_model_spec.h"
 
 typedef struct vl_learner_s vl_learner_t;
 
@@ -27,7 +28,8 @@ typedef struct {
     uint32_t batch_wait_ms;  // an update waits this long for a full batch, then trains on
                              // what has come (0: always a full batch)
     uint32_t horizon;        // steps per segment; others are refused
-    uint32_t hidden;         // hidden units per layer
+    uint32_t hidden;         // hidden units per layer of the default mlp
+    char model[VL_SPEC_MODEL_MAX]; // the model spec as given ("": the default for the obs)
     uint32_t batch_segments; // segments per update
     uint32_t capacity;       // buffer slots, >= 2 * batch_segments
     uint32_t epochs;         // passes over each batch
@@ -73,6 +75,14 @@ void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env);
    actions, horizon, hidden); c->env becomes NULL. Returns 0, or -1 if the
    spec's fields are invalid. */
 int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
+
+/* Parses the config's model for its observations: its text, or when ""
+   the default, cnn for an image field, else mlp(hidden). Sets *spec (caller
+   destroys; spec may be NULL) and writes its canonical text into
+   canon[VL_SPEC_MODEL_MAX] (may be NULL). Returns 0, or -1 after writing one
+   line to why naming the token or layer and what was expected. */
+int vl_learner_config_model(const vl_learner_config_t *c, vl_model_spec_t **spec, char *canon,
+                            char *why, size_t why_size);
 
 /* Fills the spec this learner trains (its fields, actions, horizon, hidden,
    policy and env name). */

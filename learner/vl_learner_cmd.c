@@ -93,6 +93,7 @@ static void s_usage(FILE *out)
             "                     report (--report-ms)\n");
     vl_opt_print_curve(out);
     vl_env_print_help(out, "none: the spec comes from the broker");
+    vl_opt_print_model(out);
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"
@@ -150,6 +151,47 @@ static int s_write_run_config(vl_rundir_t *dir, const vl_learner_config_t *c)
     return ok ? 0 : -1;
 }
 
+/* Takes --model TEXT into c, checked against c's observations when they are
+   known (with --env). Returns 0, or -1 after printing why. */
+static int s_set_model(vl_learner_config_t *c, const char *text, int obs_known)
+{
+    char why[512];
+    if (!text)
+        return 0;
+    if (strlen(text) >= sizeof c->model) {
+        fprintf(stderr, "volley learner: --model: longer than %zu bytes\n", sizeof c->model - 1);
+        return -1;
+    }
+    snprintf(c->model, sizeof c->model, "%s", text);
+    if (obs_known && vl_learner_config_model(c, NULL, NULL, why, sizeof why) != 0) {
+        fprintf(stderr, "volley learner: --model: %s\n", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Without --env the broker's spec names the model: a --model that differs
+   is refused rather than silently replaced. Returns 0, or -1 after printing
+   why. */
+static int s_check_model(const vl_learner_config_t *c, const char *text)
+{
+    char mine[VL_SPEC_MODEL_MAX], why[512];
+    vl_learner_config_t wanted = *c;
+    if (!text)
+        return 0;
+    snprintf(wanted.model, sizeof wanted.model, "%s", text);
+    if (vl_learner_config_model(&wanted, NULL, mine, why, sizeof why) != 0) {
+        fprintf(stderr, "volley learner: --model: %s\n", why);
+        return -1;
+    }
+    if (strcmp(mine, c->model) != 0) {
+        fprintf(stderr, "volley learner: --model '%s' differs from the policy's '%s' (its spec at the broker)\n",
+                mine, c->model);
+        return -1;
+    }
+    return 0;
+}
+
 /* Runs the learner c describes (its checkpoint checked, its spec settled,
    the run's config.ini written). Returns the exit code. */
 static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_env_ops_t *env,
@@ -174,6 +216,8 @@ static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_
         return 2;
     }
     int settled = env ? 0 : vl_learner_spec_settle(&c);
+    if (settled == 0 && !env && s_check_model(&c, role.model) != 0)
+        settled = 2;
     if (settled == 0 && !env && c.checkpoint_dir && vl_keeper_check(&c, 1, why, sizeof why)) {
         fprintf(stderr, "volley learner: %s\n", why); // the broker's spec against the checkpoint's
         vl_sock_client_curve_end(&curve);
@@ -208,7 +252,7 @@ int vl_learner_main(int argc, char **argv)
         return 2;
     if (env)
         vl_learner_config_set_env(&c, env);
-    if (vl_learner_config_check("learner", &c) != 0)
+    if (vl_learner_config_check("learner", &c) != 0 || s_set_model(&c, role.model, env != NULL))
         return 2;
     c.broker = role.broker;
     c.policy = role.policy;

@@ -6,35 +6,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Checks one tensor as a receiver would. Returns 0, or -1 after writing why. */
-static int s_check_tensor(const vl_transport_tensor_t *t, const vl_limits_t *lim, char *why,
-                          size_t why_size)
+/* Checks one tensor's rank and dims as a receiver would and sets out's
+   shape from them. Returns 0, or -1 after writing why. */
+static int s_check_shape(const vl_transport_tensor_t *t, const vl_limits_t *lim, vl_tensor_t *out,
+                         char *why, size_t why_size)
+{
+    char dims[96] = "[";
+    uint32_t ndim = t->ndim <= VL_TRANSPORT_NDIM_MAX ? t->ndim : VL_TRANSPORT_NDIM_MAX;
+    for (uint32_t d = 0; d < ndim; d++)
+        snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s%u", d ? ", " : "",
+                 t->shape[d]);
+    snprintf(dims + strlen(dims), sizeof dims - strlen(dims), "%s]", t->ndim > ndim ? ", ..." : "");
+    if (t->ndim < 1 || t->ndim > VL_TRANSPORT_NDIM_MAX ||
+        vl_tensor_set_shape(out, t->ndim, t->shape) != 0 ||
+        vl_tensor_size(out) > lim->max_tensor_elems) {
+        snprintf(why, why_size,
+                 "tensor %s: rank %u shape %s: expected rank 1 .. %d, no dim of 0, at most %u "
+                 "values",
+                 t->name, t->ndim, dims, VL_TRANSPORT_NDIM_MAX, lim->max_tensor_elems);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks one tensor as a receiver would and fills out from it (data
+   pointing into the caller's). Returns 0, or -1 after writing why. */
+static int s_check_tensor(const vl_transport_tensor_t *t, const vl_limits_t *lim, vl_tensor_t *out,
+                          char *why, size_t why_size)
 {
     const char *name = t->name ? t->name : "(null)";
+    memset(out, 0, sizeof *out);
     if (!vl_wire_name_ok(t->name, VL_TENSOR_NAME_MAX)) {
         snprintf(why, why_size, "tensor name '%.40s': expected 1 .. %d printable bytes", name,
                  VL_TENSOR_NAME_MAX - 1);
         return -1;
     }
-    uint64_t rows = t->shape[0], cols = t->ndim == 2 ? t->shape[1] : 1;
-    if (t->ndim < 1 || t->ndim > 2 || rows == 0 || cols == 0 ||
-        rows * cols > lim->max_tensor_elems) {
-        snprintf(why, why_size,
-                 "tensor %s: rank %u shape [%u, %u]: expected rank 1 or 2, no "
-                 "dim of 0, at most %u values",
-                 name, t->ndim, t->shape[0], t->ndim == 2 ? t->shape[1] : 1, lim->max_tensor_elems);
+    if (s_check_shape(t, lim, out, why, why_size) != 0)
         return -1;
-    }
     if (!t->data) {
         snprintf(why, why_size, "tensor %s: no data", name);
         return -1;
     }
-    for (uint64_t k = 0; k < rows * cols; k++)
+    for (size_t k = 0, n = vl_tensor_size(out); k < n; k++)
         if (!vl_float_is_finite(t->data[k])) {
-            snprintf(why, why_size, "tensor %s: value %llu is %g: weights must be finite", name,
-                     (unsigned long long)k, (double)t->data[k]);
+            snprintf(why, why_size, "tensor %s: value %zu is %g: weights must be finite", name, k,
+                     (double)t->data[k]);
             return -1;
         }
+    snprintf(out->name, sizeof out->name, "%s", t->name);
+    out->data = (float *)(uintptr_t)t->data; // encoded, never written
     return 0;
 }
 
@@ -49,41 +69,33 @@ static int s_check_all(const vl_transport_tensor_t *in, uint32_t n, vl_tensor_t 
         return -1;
     }
     for (uint32_t i = 0; i < n; i++) {
-        if (s_check_tensor(&in[i], &lim, why, why_size) != 0)
+        if (s_check_tensor(&in[i], &lim, &out[i], why, why_size) != 0)
             return -1;
         for (uint32_t j = 0; j < i; j++)
             if (strcmp(in[i].name, in[j].name) == 0) {
                 snprintf(why, why_size, "tensor %s: named twice", in[i].name);
                 return -1;
             }
-        memset(&out[i], 0, sizeof out[i]);
-        snprintf(out[i].name, sizeof out[i].name, "%s", in[i].name);
-        out[i].ndim = in[i].ndim;
-        out[i].rows = in[i].shape[0];
-        out[i].cols = in[i].ndim == 2 ? in[i].shape[1] : 1;
-        out[i].data = (float *)(uintptr_t)in[i].data; // encoded, never written
     }
     return 0;
 }
 
-/* Checks that tensors are mlp's, all of them and nothing else. Returns 0,
-   or -1 after writing why. */
+/* Checks that tensors are the policy network's, all of them and nothing
+   else. Returns 0, or -1 after writing why. */
 static int s_check_mlp(vl_policy_t *mlp, vl_tensor_t *tensors, uint32_t n, char *why,
                        size_t why_size)
 {
     vl_weights_t w = {.n_tensors = n, .tensors = tensors};
-    vl_tensor_t first;
-    vl_policy_tensor(mlp, 0, &first); // pi.0.weight: [hidden, obs_dim]
-    char mismatch[160];
+    char mismatch[256];
     vl_policy_mismatch(mlp, &w, mismatch, sizeof mismatch);
     if (strcmp(mismatch, "they fit") != 0) {
-        snprintf(why, why_size,
-                 "not volley's MLP for this policy's spec (obs %u, actions %u, hidden %u): %s",
-                 vl_policy_obs_dim(mlp), vl_policy_num_actions(mlp), first.rows, mismatch);
+        snprintf(why, why_size, "not the network of this policy's spec (model %.300s): %s",
+                 vl_policy_model(mlp), mismatch);
         return -1;
     }
     if (n != vl_policy_tensor_count(mlp)) {
-        snprintf(why, why_size, "%u tensors, volley's MLP has %u: the others would be ignored", n,
+        snprintf(why, why_size,
+                 "%u tensors, the policy's network has %u: the others would be ignored", n,
                  vl_policy_tensor_count(mlp));
         return -1;
     }

@@ -1,6 +1,6 @@
 /*  vl_publication: weights from outside code (include/volley/learner.h's
     publish), checked before anything is sent: every tensor as any receiver
-    of a Weights message checks it (printable unique names, rank 1 or 2,
+    of a Weights message checks it (printable unique names, ranks 1 to 4,
     sizes within the wire's limits, finite floats), optionally that they are
     exactly volley's MLP that C actors load, and the encoded message decoded
     back under the receivers' limits, so an actor never refuses what was

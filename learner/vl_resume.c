@@ -11,56 +11,104 @@
 #include "../common/vl_log.h"
 #include "../store/vl_checkpoint.h"
 
-#define S_STATE_WORDS 8 // version, trained, env_steps, episodes, rng s[4]
+#define S_STATE_WORDS 8  // version, trained, env_steps, episodes, rng s[4]
+#define S_TENSORS_MAX 64 // a Weights message's most (vl_limits_default)
 
-/* Encodes the policy's tensors as a Weights message. Returns 0 or -1. */
-static int s_weights(const char *policy_id, vl_trainer_t *trainer, uint64_t version, uint8_t **out,
-                     size_t *size)
+int vl_resume_write(const char *path, const char *policy_id, const vl_tensor_t *tensors, uint32_t n,
+                    const void *opt, size_t opt_size, const vl_resume_state_t *st,
+                    const char *config, const vl_spec_t *spec)
 {
-    vl_policy_t *p = vl_trainer_policy(trainer);
-    uint32_t n = vl_policy_tensor_count(p);
-    vl_tensor_t tensors[64];
-    if (n > 64)
+    uint8_t *weights = NULL, *spec_bytes = NULL;
+    size_t weights_size = 0, spec_size = 0;
+    if (vl_weights_encode(policy_id, st->version, tensors, n, &weights, &weights_size) != 0) {
+        vl_error("checkpoint %s: its weights cannot be encoded (a bad shape, or no memory)", path);
         return -1;
-    for (uint32_t i = 0; i < n; i++)
-        vl_policy_tensor(p, i, &tensors[i]);
-    return vl_weights_encode(policy_id, version, tensors, n, out, size);
+    }
+    if (spec && vl_spec_encode(spec, &spec_bytes, &spec_size) != 0) {
+        vl_warn("checkpoint %s: the policy's spec does not encode; saved without it", path);
+        spec_bytes = NULL;
+    }
+    uint64_t words[S_STATE_WORDS] = {st->version,  st->trained,  st->env_steps, st->episodes,
+                                     st->rng.s[0], st->rng.s[1], st->rng.s[2],  st->rng.s[3]};
+    vl_section_t sections[5] = {{"weights", weights, weights_size},
+                                {"optimizer", opt, opt_size},
+                                {"state", words, sizeof words}};
+    int k = 3;
+    if (config)
+        sections[k++] = (vl_section_t){"config", config, strlen(config)};
+    if (spec_bytes)
+        sections[k++] = (vl_section_t){"spec", spec_bytes, spec_size};
+    int rc = vl_checkpoint_write(path, sections, k);
+    free(weights);
+    free(spec_bytes);
+    return rc;
 }
 
 int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
-                   const vl_resume_state_t *st, const char *config)
+                   const vl_resume_state_t *st, const char *config, const vl_spec_t *spec)
 {
-    uint8_t *weights = NULL;
-    size_t weights_size = 0;
     vl_policy_t *p = vl_trainer_policy(trainer);
+    uint32_t n = vl_policy_tensor_count(p);
+    vl_tensor_t tensors[S_TENSORS_MAX];
     size_t opt_size = vl_policy_optimizer_size(p);
-    uint8_t *opt = malloc(opt_size);
+    uint8_t *opt = malloc(opt_size ? opt_size : 1);
     int rc = -1;
-    if (!opt || s_weights(policy_id, trainer, st->version, &weights, &weights_size) != 0)
-        goto done;
-    vl_policy_save_optimizer(p, opt);
-    uint64_t words[S_STATE_WORDS] = {st->version,  st->trained,  st->env_steps, st->episodes,
-                                     st->rng.s[0], st->rng.s[1], st->rng.s[2],  st->rng.s[3]};
-    vl_section_t sections[] = {{"weights", weights, weights_size},
-                               {"optimizer", opt, opt_size},
-                               {"state", words, sizeof words},
-                               {"config", config, config ? strlen(config) : 0}};
-    rc = vl_checkpoint_write(path, sections, config ? 4 : 3);
-done:
-    free(weights);
+    if (opt && n <= S_TENSORS_MAX) {
+        for (uint32_t i = 0; i < n; i++)
+            vl_policy_tensor(p, i, &tensors[i]);
+        vl_policy_save_optimizer(p, opt);
+        rc = vl_resume_write(path, policy_id, tensors, n, opt, opt_size, st, config, spec);
+    }
     free(opt);
     return rc;
+}
+
+/* Decodes the weights section of ck under the default limits into *out
+   (NULL on failure). Returns VL_OK, VL_EPROTO when there is none, or the
+   decoder's reason. */
+static vl_reason_t s_decode_weights(const vl_checkpoint_t *ck, vl_weights_t **out)
+{
+    size_t size = 0;
+    const void *data = vl_checkpoint_get(ck, "weights", &size);
+    vl_limits_t lim = vl_limits_default();
+    *out = NULL;
+    return data ? vl_weights_decode(data, size, &lim, out) : VL_EPROTO;
+}
+
+vl_weights_t *vl_resume_read_weights(const char *path, vl_spec_t *spec, int *has_spec, char *why,
+                                     size_t why_size)
+{
+    char reason[512];
+    vl_checkpoint_t *ck = vl_checkpoint_read(path, reason, sizeof reason);
+    if (!ck) {
+        snprintf(why, why_size, "%s: %s", path, reason);
+        return NULL;
+    }
+    vl_weights_t *w = NULL;
+    vl_reason_t r = s_decode_weights(ck, &w);
+    if (r == VL_EPROTO && !vl_checkpoint_get(ck, "weights", NULL))
+        snprintf(why, why_size, "%s: not a learner checkpoint (no weights)", path);
+    else if (r != VL_OK)
+        snprintf(why, why_size, "%s: its weights are unreadable (%s)", path, vl_reason_str(r));
+    size_t size = 0;
+    const void *data = w && spec ? vl_checkpoint_get(ck, "spec", &size) : NULL;
+    vl_limits_t lim = vl_limits_default();
+    if (has_spec)
+        *has_spec = data != NULL;
+    if (data && (r = vl_spec_decode(data, size, &lim, spec)) != VL_OK) {
+        snprintf(why, why_size, "%s: its spec section is unreadable (%s)", path, vl_reason_str(r));
+        vl_weights_destroy(&w);
+    }
+    vl_checkpoint_destroy(&ck);
+    return w;
 }
 
 /* Checks and applies the weights section. Returns 0, or -1 with why. */
 static int s_load_weights(const vl_checkpoint_t *ck, const char *policy_id, vl_policy_t *p,
                           char *why, size_t why_size)
 {
-    size_t size;
-    const void *data = vl_checkpoint_get(ck, "weights", &size);
-    vl_limits_t lim = vl_limits_default();
     vl_weights_t *w = NULL;
-    vl_reason_t r = data ? vl_weights_decode(data, size, &lim, &w) : VL_EPROTO;
+    vl_reason_t r = s_decode_weights(ck, &w);
     int rc = -1;
     if (r != VL_OK)
         snprintf(why, why_size, "its weights are unreadable (%s)", vl_reason_str(r));

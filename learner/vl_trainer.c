@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vl_log.h"
 #include "../common/vl_rng.h"
 #include "../store/vtrace.h"
 
@@ -43,7 +44,12 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t 
     self->T = c->horizon;
     size_t n = c->batch_segments, T = c->horizon, rows = n * (T + 1), N = n * T, M = c->minibatch;
     vl_rng_seed(&self->rng, c->seed ^ 0x5eed5eedULL);
-    self->policy = vl_policy_new(D, A, c->hidden, c->seed);
+    char why[512];
+    vl_model_spec_t *spec = NULL;
+    if (vl_learner_config_model(c, &spec, NULL, why, sizeof why) != 0 ||
+        !(self->policy = vl_policy_new_spec(spec, &c->obs_spec, A, c->seed, 0, why, sizeof why)))
+        vl_error("model: %s", why);
+    vl_model_spec_destroy(&spec);
     self->obs = malloc(rows * D * sizeof(float));
     self->logits = malloc(rows * A * sizeof(float));
     self->values = malloc(rows * sizeof(float));

@@ -86,6 +86,17 @@ static int s_spec_from(vl_learner_config_t *c, const char *policy, const vl_tran
               "0, or too many values)");
         return -1;
     }
+    char reason[512];
+    if (strnlen(in->model, sizeof in->model) == sizeof in->model) {
+        snprintf(why, why_size, "spec: model: not a NUL-terminated text of at most %zu bytes",
+                 sizeof in->model - 1);
+        return -1;
+    }
+    snprintf(c->model, sizeof c->model, "%s", in->model);
+    if (vl_learner_config_model(c, NULL, NULL, reason, sizeof reason) != 0) {
+        snprintf(why, why_size, "spec: model: %s", reason);
+        return -1;
+    }
     return 0;
 }
 
@@ -181,6 +192,9 @@ void vl_transport_spec(const vl_transport_t *self, vl_transport_spec_t *spec)
     spec->hidden = self->c.hidden;
     spec->obs_dim = self->c.obs_dim;
     spec->row_bytes = vl_obs_row_bytes(&self->c.obs_spec);
+    char why[256];
+    if (vl_learner_config_model(&self->c, NULL, spec->model, why, sizeof why) != 0)
+        spec->model[0] = '\0'; // checked when the spec was set
 }
 
 /* Sends [topic][body] on the weights stream. Returns 0 or -1. */
@@ -425,8 +439,12 @@ int vl_transport_publish(vl_transport_t *self, uint64_t version,
                  (unsigned long long)version, (unsigned long long)self->last_version);
         return -1;
     }
-    if (check_policy && !self->shape)
-        self->shape = vl_policy_new(self->c.obs_dim, self->c.num_actions, self->c.hidden, 1);
+    vl_model_spec_t *model = NULL;
+    if (check_policy && !self->shape &&
+        vl_learner_config_model(&self->c, &model, NULL, why, why_size) == 0)
+        self->shape = vl_policy_new_spec(model, &self->c.obs_spec, self->c.num_actions, 1, 1, why,
+                                         why_size);
+    vl_model_spec_destroy(&model);
     if (check_policy && !self->shape) {
         snprintf(why, why_size, "no memory");
         return -1;

@@ -112,10 +112,33 @@ typedef struct {
     vl_tensor_t *tensors; // owned
 } vl_weights_t;
 
+/* Sets t's rank and dimensions from dims[ndim]: ndim, rows, cols and (ranks
+   3 and 4) shape. Returns 0, or -1 (t unchanged) when ndim is not 1 ..
+   VL_TENSOR_NDIM_MAX, a dimension is 0 or cols would not fit 32 bits. */
+int vl_tensor_set_shape(vl_tensor_t *t, uint32_t ndim, const uint32_t *dims);
+
+/* Writes every dimension of t into dims[VL_TENSOR_NDIM_MAX] (rank 1: rows;
+   2: rows, cols; 3 and 4: shape) and returns its rank. */
+uint32_t vl_tensor_dims(const vl_tensor_t *t, uint32_t dims[VL_TENSOR_NDIM_MAX]);
+
+/* Returns t's number of floats, rows * cols, whatever its rank. */
+size_t vl_tensor_size(const vl_tensor_t *t);
+
+/* Returns 1 when a and b have the same rank and every dimension equal (a
+   [32, 4, 8, 8] is not a [32, 256]), else 0. */
+int vl_tensor_same_shape(const vl_tensor_t *a, const vl_tensor_t *b);
+
+/* Writes t's shape as "[32, 4, 8, 8]" into buf[size] (truncated to fit).
+   Returns buf. */
+const char *vl_tensor_shape_str(const vl_tensor_t *t, char *buf, size_t size);
+
 /* Returns the FNV-1a 64-bit checksum of n tensors in order: each one's
-   name (with its NUL), {ndim, rows, cols} as u32 and data. Equal weights
-   give equal checksums wherever they are held (`volley replay`'s and `volley
-   up --deterministic`'s last lines). */
+   name (with its NUL), its shape as u32s and its data. The shape of a rank
+   1 or 2 tensor is {ndim, rows, cols} (as before ranks 3 and 4 existed, so
+   recorded runs keep their checksums); of a rank 3 or 4 tensor {ndim,
+   shape[0], .., shape[ndim - 1]}. Equal weights give equal checksums
+   wherever they are held (`volley replay`'s and `volley up
+   --deterministic`'s last lines). */
 uint64_t vl_tensors_checksum(const vl_tensor_t *tensors, uint32_t n);
 
 /* Encodes a policy's tensors at a version into a new buffer, stamped with
@@ -124,8 +147,10 @@ uint64_t vl_tensors_checksum(const vl_tensor_t *tensors, uint32_t n);
 int vl_weights_encode(const char *policy_id, uint64_t version, const vl_tensor_t *tensors,
                       uint32_t n_tensors, uint8_t **out, size_t *out_size);
 
-/* Decodes and validates weights (shapes bounded, sizes consistent, floats
-   finite). Returns VL_OK and sets *out (caller destroys), or the reason. */
+/* Decodes and validates weights: every tensor of rank 1 .. 4 with no
+   dimension 0 and at most lim->max_tensor_elems floats (else VL_ESHAPE,
+   VL_ETOOBIG), raw_size 4 x that many (VL_ESHAPE), floats finite. Returns
+   VL_OK and sets *out (caller destroys), or the reason. */
 vl_reason_t vl_weights_decode(const uint8_t *data, size_t size, const vl_limits_t *lim,
                               vl_weights_t **out);
 

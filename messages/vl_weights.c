@@ -1,8 +1,10 @@
-/*  vl_weights: a policy's weights to and from wire bytes. Every tensor
-    header is checked before anything is allocated; a tensor's data is
-    allocated only for the size its header declared and passed. */
+/*  vl_weights: a policy's weights to and from wire bytes, and the shapes of
+    their tensors (rank 1 to 4). Every tensor header is checked before
+    anything is allocated; a tensor's data is allocated only for the size
+    its header declared and passed. */
 #include <assert.h>
 #include <lz4.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,22 +13,24 @@
 #include "volley.pb-c.h"
 
 /* Checks one tensor's header: name, rank, dims, element count, raw_size and
-   compressed length. A bad name is VL_EPOLICY, the reason for bad ids.
-   Returns VL_OK or the reason. */
+   compressed length. A bad name is VL_EPOLICY, the reason for bad ids. The
+   element count is bounded dimension by dimension, so four 32-bit
+   dimensions never overflow it. Returns VL_OK or the reason. */
 static vl_reason_t s_check_tensor(const Volley__Tensor *t, const vl_limits_t *lim)
 {
     if (!vl_wire_name_ok(t->name, VL_TENSOR_NAME_MAX))
         return VL_EPOLICY;
-    if (t->n_shape < 1 || t->n_shape > 2)
+    if (t->n_shape < 1 || t->n_shape > VL_TENSOR_NDIM_MAX)
         return VL_ESHAPE;
     for (size_t i = 0; i < t->n_shape; i++)
         if (t->shape[i] == 0)
             return VL_ESHAPE;
-    uint64_t elems = t->shape[0];
-    if (t->n_shape == 2)
-        elems *= t->shape[1]; // two 32-bit factors fit in 64 bits
-    if (elems > lim->max_tensor_elems)
-        return VL_ETOOBIG;
+    uint64_t elems = 1;
+    for (size_t i = 0; i < t->n_shape; i++) {
+        elems *= t->shape[i]; // at most 2^32 x 2^32 before the check below
+        if (elems > lim->max_tensor_elems)
+            return VL_ETOOBIG;
+    }
     return vl_wire_check_block(lim, 4 * elems, t->raw_size, t->payload.len);
 }
 
@@ -52,9 +56,8 @@ static vl_reason_t s_check_weights(const Volley__Weights *msg, const vl_limits_t
 static vl_reason_t s_tensor_from_msg(const Volley__Tensor *msg, vl_tensor_t *t)
 {
     memcpy(t->name, msg->name, strlen(msg->name) + 1);
-    t->ndim = (uint32_t)msg->n_shape;
-    t->rows = msg->shape[0];
-    t->cols = msg->n_shape == 2 ? msg->shape[1] : 1;
+    if (vl_tensor_set_shape(t, (uint32_t)msg->n_shape, msg->shape) != 0)
+        return VL_ESHAPE; // s_check_tensor passed it: cannot happen
     t->data = malloc(msg->raw_size);
     if (!t->data)
         return VL_ETOOBIG;
@@ -62,7 +65,7 @@ static vl_reason_t s_tensor_from_msg(const Volley__Tensor *msg, vl_tensor_t *t)
         vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, t->data);
     if (reason != VL_OK)
         return reason;
-    if (!vl_wire_all_finite(t->data, (size_t)t->rows * t->cols))
+    if (!vl_wire_all_finite(t->data, vl_tensor_size(t)))
         return VL_ENONFINITE;
     return VL_OK;
 }
@@ -128,24 +131,35 @@ void vl_weights_destroy(vl_weights_t **self_p)
 /* A Tensor message with room for its shape, so one allocation holds both. */
 typedef struct {
     Volley__Tensor msg;
-    uint32_t shape[2];
+    uint32_t shape[VL_TENSOR_NDIM_MAX];
 } s_tensor_msg_t;
+
+/* Returns 1 if t's rank, rows, cols and shape agree with each other and
+   its name and data are there, else 0. */
+static int s_tensor_ok(const vl_tensor_t *t)
+{
+    uint32_t dims[VL_TENSOR_NDIM_MAX];
+    vl_tensor_t want;
+    if (!vl_wire_name_ok(t->name, VL_TENSOR_NAME_MAX) || !t->data || t->ndim < 1 ||
+        t->ndim > VL_TENSOR_NDIM_MAX)
+        return 0;
+    uint32_t ndim = vl_tensor_dims(t, dims);
+    return vl_tensor_set_shape(&want, ndim, dims) == 0 && want.rows == t->rows &&
+           want.cols == t->cols;
+}
 
 /* Fills m from t, compressing t's data into m->msg.payload (caller frees).
    Returns 0, or -1 on invalid tensor or no memory. */
 static int s_tensor_to_msg(const vl_tensor_t *t, s_tensor_msg_t *m)
 {
-    if (!vl_wire_name_ok(t->name, VL_TENSOR_NAME_MAX) || (t->ndim != 1 && t->ndim != 2) ||
-        t->rows == 0 || t->cols == 0 || (t->ndim == 1 && t->cols != 1) || !t->data)
+    if (!s_tensor_ok(t))
         return -1;
-    uint64_t raw = 4 * (uint64_t)t->rows * t->cols;
+    uint64_t raw = 4 * (uint64_t)vl_tensor_size(t);
     if (raw > LZ4_MAX_INPUT_SIZE)
         return -1;
     volley__tensor__init(&m->msg);
-    m->shape[0] = t->rows;
-    m->shape[1] = t->cols;
     m->msg.name = (char *)t->name;
-    m->msg.n_shape = t->ndim;
+    m->msg.n_shape = vl_tensor_dims(t, m->shape);
     m->msg.shape = m->shape;
     m->msg.raw_size = (uint32_t)raw;
     m->msg.payload.data = vl_wire_compress(t->data, (size_t)raw, &m->msg.payload.len);
@@ -199,10 +213,79 @@ uint64_t vl_tensors_checksum(const vl_tensor_t *tensors, uint32_t n)
     uint64_t h = 0xcbf29ce484222325ULL;
     for (uint32_t i = 0; i < n; i++) {
         const vl_tensor_t *t = &tensors[i];
-        uint32_t shape[3] = {t->ndim, t->rows, t->cols};
+        uint32_t shape[1 + VL_TENSOR_NDIM_MAX] = {t->ndim, t->rows, t->cols};
+        size_t words = 3; // ranks 1 and 2: {ndim, rows, cols}, as recordings were checked
+        if (t->ndim > 2 && t->ndim <= VL_TENSOR_NDIM_MAX) {
+            memcpy(shape + 1, t->shape, t->ndim * sizeof *shape);
+            words = 1 + t->ndim;
+        }
         h = s_fnv(h, t->name, strlen(t->name) + 1);
-        h = s_fnv(h, shape, sizeof shape);
-        h = s_fnv(h, t->data, (size_t)t->rows * t->cols * sizeof(float));
+        h = s_fnv(h, shape, words * sizeof *shape);
+        h = s_fnv(h, t->data, vl_tensor_size(t) * sizeof(float));
     }
     return h;
+}
+
+/* ---- shapes ------------------------------------------------------------------ */
+
+int vl_tensor_set_shape(vl_tensor_t *t, uint32_t ndim, const uint32_t *dims)
+{
+    if (ndim < 1 || ndim > VL_TENSOR_NDIM_MAX || !dims)
+        return -1;
+    uint64_t cols = 1;
+    for (uint32_t d = 0; d < ndim; d++) {
+        if (dims[d] == 0)
+            return -1;
+        if (d > 0 && (cols *= dims[d]) > UINT32_MAX)
+            return -1;
+    }
+    t->ndim = ndim;
+    t->rows = dims[0];
+    t->cols = (uint32_t)cols;
+    memset(t->shape, 0, sizeof t->shape);
+    if (ndim > 2)
+        memcpy(t->shape, dims, ndim * sizeof *dims);
+    return 0;
+}
+
+uint32_t vl_tensor_dims(const vl_tensor_t *t, uint32_t dims[VL_TENSOR_NDIM_MAX])
+{
+    memset(dims, 0, VL_TENSOR_NDIM_MAX * sizeof *dims);
+    if (t->ndim > 2 && t->ndim <= VL_TENSOR_NDIM_MAX) {
+        memcpy(dims, t->shape, t->ndim * sizeof *dims);
+        return t->ndim;
+    }
+    dims[0] = t->rows;
+    if (t->ndim == 2)
+        dims[1] = t->cols;
+    return t->ndim == 2 ? 2 : 1;
+}
+
+size_t vl_tensor_size(const vl_tensor_t *t)
+{
+    return (size_t)t->rows * t->cols;
+}
+
+int vl_tensor_same_shape(const vl_tensor_t *a, const vl_tensor_t *b)
+{
+    uint32_t x[VL_TENSOR_NDIM_MAX], y[VL_TENSOR_NDIM_MAX];
+    return a->ndim == b->ndim && a->rows == b->rows && a->cols == b->cols &&
+           vl_tensor_dims(a, x) == vl_tensor_dims(b, y) && memcmp(x, y, sizeof x) == 0;
+}
+
+const char *vl_tensor_shape_str(const vl_tensor_t *t, char *buf, size_t size)
+{
+    uint32_t dims[VL_TENSOR_NDIM_MAX];
+    uint32_t ndim = vl_tensor_dims(t, dims);
+    size_t at = 0;
+    if (size == 0)
+        return buf;
+    buf[0] = '\0';
+    for (uint32_t d = 0; d < ndim && at < size; d++) {
+        int w = snprintf(buf + at, size - at, "%s%u", d ? ", " : "[", dims[d]);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    if (at < size)
+        snprintf(buf + at, size - at, "]");
+    return buf;
 }

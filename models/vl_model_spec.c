@@ -429,6 +429,23 @@ vl_model_spec_t *vl_model_spec_parse_for(const char *text, const vl_obs_spec_t *
     return spec;
 }
 
+vl_model_spec_t *vl_model_spec_for(const char *text, const vl_obs_spec_t *obs, uint32_t hidden,
+                                   char *err, size_t errlen)
+{
+    char fallback[32];
+    if (!text || !text[0]) {
+        if (strcmp(vl_model_spec_default(obs), "cnn") == 0)
+            snprintf(fallback, sizeof fallback, "cnn");
+        else
+            snprintf(fallback, sizeof fallback, "mlp(%u)", hidden);
+        text = fallback;
+    }
+    vl_model_spec_t *spec = vl_model_spec_parse_for(text, obs, err, errlen);
+    if (spec && vl_model_spec_check(spec, obs, err, errlen) != 0)
+        vl_model_spec_destroy(&spec);
+    return spec;
+}
+
 vl_model_spec_t *vl_model_spec_mlp(uint32_t width)
 {
     if (width == 0 || width > VL_MODEL_WIDTH_MAX)

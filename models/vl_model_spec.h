@@ -94,6 +94,13 @@ vl_model_spec_t *vl_model_spec_parse(const char *text, char *err, size_t errlen)
 vl_model_spec_t *vl_model_spec_parse_for(const char *text, const vl_obs_spec_t *obs, char *err,
                                          size_t errlen);
 
+/* Parses the model a policy over obs runs: text when it is not NULL or "",
+   else the default, cnn when a field of obs is an image, else mlp(hidden);
+   and checks it against obs. Returns a new spec (caller destroys), or NULL
+   after writing one line to err. */
+vl_model_spec_t *vl_model_spec_for(const char *text, const vl_obs_spec_t *obs, uint32_t hidden,
+                                   char *err, size_t errlen);
+
 /* Returns a new spec of `mlp(width)`: linear(width) tanh linear(width) tanh,
    or NULL on a width of 0 or above VL_MODEL_WIDTH_MAX or no memory. Caller
    destroys. */

@@ -28,7 +28,9 @@
     gain sqrt(2) on conv and torso layers, 0.01 on pi, 1 on v; biases 0.
 
     One object is used by one thread at a time; oneDNN may run each call on
-    `threads` threads of its own. */
+    `threads` threads of its own: when threads > 0, each call that builds or
+    runs primitives sets the calling thread's OpenMP thread count (a
+    per-thread setting) to it and restores it after; 0 leaves it as it is. */
 #ifndef VL_NET_H
 #define VL_NET_H
 

@@ -18,10 +18,9 @@
 
 #include "vl_adam.h"
 #include "vl_mlp.h"
+#include "vl_net.h"
 
-#define S_LAYERS      3                       // linear layers per net: two hidden, one output
 #define S_NETS        2                       // policy, value
-#define S_TENSORS     (S_NETS * S_LAYERS * 2) // a weight and a bias per layer
 #define S_HIDDEN_GAIN 1.41421356f             // sqrt(2): keeps the tanh layers' scale
 #define S_PI_GAIN     0.01f                   // a near-uniform initial policy
 #define S_V_GAIN      1.0f                    // values start at the scale of the inputs
@@ -34,8 +33,12 @@ static const char *const s_net_names[S_NETS] = {"pi", "v"};
 struct vl_policy_s {
     uint32_t obs_dim;
     uint32_t num_actions;
-    vl_mlp_t *net[S_NETS];
-    vl_adam_t *adam[S_NETS];
+    uint32_t layers;         // linear layers per tower, output included (towers only)
+    vl_mlp_t *net[S_NETS];   // a spec without convs: two towers...
+    vl_adam_t *adam[S_NETS]; // ...each with its Adam state
+    vl_net_t *conv;          // a spec with convs: one net, shared torso (towers NULL)
+    vl_adam_t *conv_adam;
+    char model[VL_MODEL_TEXT_MAX + 1]; // the spec's canonical text
     float *logits;  // [cap][A]
     float *dlogits; // [cap][A], log-probs until turned into gradients
     float *values;  // [cap]
@@ -53,33 +56,118 @@ typedef struct {
     double clipped; // samples with |ratio - 1| > clip
 } s_sums_t;
 
-/* Creates one net obs_dim -> hidden -> hidden -> out and its Adam state,
-   initialized from rng. Returns 0, or -1 on no memory. */
-static int s_net_new(vl_policy_t *self, int which, uint32_t hidden, uint32_t out, float out_gain,
-                     vl_rng_t *rng)
+/* Creates tower `which`: the spec's linear layers (widths[0 .. n), each
+   followed by acts[j]) then an output layer of out units, and its Adam
+   state, initialized from rng. Returns 0, or -1 on no memory. */
+static int s_tower_new(vl_policy_t *self, int which, const uint32_t *widths, const int *acts,
+                       uint32_t n, uint32_t out, float out_gain, vl_rng_t *rng)
 {
-    uint32_t sizes[S_LAYERS + 1] = {self->obs_dim, hidden, hidden, out};
-    self->net[which] = vl_mlp_new(S_LAYERS, sizes);
+    uint32_t sizes[VL_MLP_MAX_LAYERS + 1] = {self->obs_dim};
+    for (uint32_t j = 0; j < n; j++)
+        sizes[j + 1] = widths[j];
+    sizes[n + 1] = out;
+    self->net[which] = vl_mlp_new(n + 1, sizes);
+    for (uint32_t j = 0; self->net[which] && j < n; j++)
+        vl_mlp_set_activation(self->net[which], j, acts[j]);
     if (!self->net[which] || vl_mlp_init(self->net[which], rng, S_HIDDEN_GAIN, out_gain) != 0)
         return -1;
     self->adam[which] = vl_adam_new(vl_mlp_param_count(self->net[which]));
     return self->adam[which] ? 0 : -1;
 }
 
+/* Builds the two towers of a spec without convs. Returns 0, or -1 after
+   writing why to err. */
+static int s_towers_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t *rng,
+                        char *err, size_t errlen)
+{
+    uint32_t widths[VL_MLP_MAX_LAYERS], n = 0;
+    int acts[VL_MLP_MAX_LAYERS];
+    for (uint32_t i = 0; i < vl_model_spec_count(spec); i++) {
+        const vl_model_layer_t *l = vl_model_spec_layer(spec, i);
+        if (l->kind == VL_LAYER_LSTM) {
+            snprintf(err, errlen, "lstm(%u): not supported by this version's engine", l->out);
+            return -1;
+        }
+        if (l->kind == VL_LAYER_LINEAR && n + 1 >= VL_MLP_MAX_LAYERS) {
+            snprintf(err, errlen, "more than %d linear layers; expected at most %d",
+                     VL_MLP_MAX_LAYERS - 1, VL_MLP_MAX_LAYERS - 1);
+            return -1;
+        }
+        if (l->kind == VL_LAYER_LINEAR) {
+            widths[n] = l->out;
+            acts[n++] = VL_MLP_ACT_NONE;
+        } else if (n > 0) {
+            acts[n - 1] = l->kind == VL_LAYER_RELU ? VL_MLP_ACT_RELU : VL_MLP_ACT_TANH;
+        }
+    }
+    self->layers = n + 1;
+    if (s_tower_new(self, S_PI, widths, acts, n, self->num_actions, S_PI_GAIN, rng) != 0 ||
+        s_tower_new(self, S_V, widths, acts, n, 1, S_V_GAIN, rng) != 0) {
+        snprintf(err, errlen, "no memory for the network");
+        return -1;
+    }
+    return 0;
+}
+
+/* Returns 1 if the spec has a conv layer. */
+static int s_has_conv(const vl_model_spec_t *spec)
+{
+    for (uint32_t i = 0; i < vl_model_spec_count(spec); i++)
+        if (vl_model_spec_layer(spec, i)->kind == VL_LAYER_CONV)
+            return 1;
+    return 0;
+}
+
+vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
+                                uint32_t num_actions, uint64_t seed, int threads, char *err,
+                                size_t errlen)
+{
+    char scratch[8];
+    if (!err)
+        err = scratch, errlen = sizeof scratch;
+    if (num_actions == 0) {
+        snprintf(err, errlen, "no actions");
+        return NULL;
+    }
+    if (vl_model_spec_check(spec, obs, err, errlen) != 0)
+        return NULL;
+    vl_policy_t *self = calloc(1, sizeof *self);
+    if (!self) {
+        snprintf(err, errlen, "no memory for the network");
+        return NULL;
+    }
+    self->num_actions = num_actions;
+    for (uint32_t i = 0; i < obs->n_fields; i++) {
+        uint32_t values = 1;
+        for (uint32_t d = 0; d < obs->fields[i].ndim; d++)
+            values *= obs->fields[i].shape[d];
+        self->obs_dim += values; // bounded: the check bounds every field and the features
+    }
+    vl_model_spec_format(spec, self->model, sizeof self->model);
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
+    if (s_has_conv(spec)) {
+        self->conv = vl_net_new(spec, obs, num_actions, threads, err, errlen);
+        if (!self->conv || vl_net_init(self->conv, &rng) != 0 ||
+            !(self->conv_adam = vl_adam_new(vl_net_param_count(self->conv)))) {
+            if (self->conv)
+                snprintf(err, errlen, "no memory for the network");
+            vl_policy_destroy(&self);
+        }
+    } else if (s_towers_new(self, spec, &rng, err, errlen) != 0) {
+        vl_policy_destroy(&self);
+    }
+    return self;
+}
+
 vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidden, uint64_t seed)
 {
     if (obs_dim == 0 || num_actions == 0 || hidden == 0)
         return NULL;
-    vl_policy_t *self = calloc(1, sizeof *self);
-    if (!self)
-        return NULL;
-    self->obs_dim = obs_dim;
-    self->num_actions = num_actions;
-    vl_rng_t rng;
-    vl_rng_seed(&rng, seed);
-    if (s_net_new(self, S_PI, hidden, num_actions, S_PI_GAIN, &rng) != 0 ||
-        s_net_new(self, S_V, hidden, 1, S_V_GAIN, &rng) != 0)
-        vl_policy_destroy(&self);
+    vl_model_spec_t *spec = vl_model_spec_mlp(hidden);
+    vl_obs_spec_t obs = vl_obs_spec_flat(obs_dim);
+    vl_policy_t *self = spec ? vl_policy_new_spec(spec, &obs, num_actions, seed, 0, NULL, 0) : NULL;
+    vl_model_spec_destroy(&spec);
     return self;
 }
 
@@ -92,6 +180,8 @@ void vl_policy_destroy(vl_policy_t **self_p)
         vl_mlp_destroy(&self->net[k]);
         vl_adam_destroy(&self->adam[k]);
     }
+    vl_net_destroy(&self->conv);
+    vl_adam_destroy(&self->conv_adam);
     free(self->logits);
     free(self->dlogits);
     free(self->values);
@@ -110,8 +200,15 @@ uint32_t vl_policy_num_actions(const vl_policy_t *self)
     return self->num_actions;
 }
 
+const char *vl_policy_model(const vl_policy_t *self)
+{
+    return self->model;
+}
+
 int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits, float *values)
 {
+    if (self->conv)
+        return vl_net_forward(self->conv, n, obs, logits, values);
     if (logits && vl_mlp_forward(self->net[S_PI], n, obs, logits) != 0)
         return -1;
     if (values && vl_mlp_forward(self->net[S_V], n, obs, values) != 0)
@@ -136,8 +233,27 @@ void vl_log_softmax(const float *logits, uint32_t A, float *logp)
 
 void vl_policy_zero_grad(vl_policy_t *self)
 {
-    for (int k = 0; k < S_NETS; k++)
+    if (self->conv)
+        vl_net_zero_grad(self->conv);
+    for (int k = 0; k < S_NETS && !self->conv; k++)
         vl_mlp_zero_grad(self->net[k]);
+}
+
+int vl_policy_backward(vl_policy_t *self, uint32_t n, const float *dlogits, const float *dvalues)
+{
+    if (self->conv)
+        return vl_net_backward(self->conv, n, dlogits, dvalues);
+    if (dlogits)
+        vl_mlp_backward(self->net[S_PI], n, dlogits, NULL);
+    if (dvalues)
+        vl_mlp_backward(self->net[S_V], n, dvalues, NULL);
+    return 0;
+}
+
+void vl_policy_params_changed(vl_policy_t *self)
+{
+    if (self->conv)
+        vl_net_params_changed(self->conv);
 }
 
 /* Grows buf to hold count floats; on failure the old buffer stays. */
@@ -227,20 +343,45 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
         sums.loss += (double)wn * p->vf_coef * 0.5f * err * err;
         sums.sq_err += (double)err * err;
     }
-    vl_mlp_backward(self->net[S_PI], n, self->dlogits, NULL);
-    vl_mlp_backward(self->net[S_V], n, self->dvalues, NULL);
+    if (vl_policy_backward(self, n, self->dlogits, self->dvalues) != 0)
+        return NAN;
     if (stats)
         s_fill_stats(&sums, n, stats);
     return (float)sums.loss;
 }
 
+/* The flat parameter arrays and their optimizers: one for a conv net, one
+   per tower. Returns how many (k < 2), filling params, grads, counts, adams. */
+static int s_arrays(vl_policy_t *self, float **params, float **grads, size_t *counts,
+                    vl_adam_t **adams)
+{
+    if (self->conv) {
+        params[0] = vl_net_params(self->conv);
+        grads[0] = vl_net_grads(self->conv);
+        counts[0] = vl_net_param_count(self->conv);
+        adams[0] = self->conv_adam;
+        return 1;
+    }
+    for (int k = 0; k < S_NETS; k++) {
+        params[k] = vl_mlp_params(self->net[k]);
+        grads[k] = vl_mlp_grads(self->net[k]);
+        counts[k] = vl_mlp_param_count(self->net[k]);
+        adams[k] = self->adam[k];
+    }
+    return S_NETS;
+}
+
 /* Returns the global L2 norm of the accumulated gradient. */
 static double s_grad_norm(vl_policy_t *self)
 {
+    float *params[S_NETS], *grads[S_NETS];
+    size_t counts[S_NETS];
+    vl_adam_t *adams[S_NETS];
+    int arrays = s_arrays(self, params, grads, counts, adams);
     double lanes[8] = {0}, sq = 0.0; // 8 independent sums: vectorises without reassociating
-    for (int k = 0; k < S_NETS; k++) {
-        const float *g = vl_mlp_grads(self->net[k]);
-        size_t count = vl_mlp_param_count(self->net[k]), i = 0;
+    for (int k = 0; k < arrays; k++) {
+        const float *g = grads[k];
+        size_t count = counts[k], i = 0;
         for (; i + 8 <= count; i += 8)
             for (int j = 0; j < 8; j++)
                 lanes[j] += (double)g[i + j] * g[i + j];
@@ -260,32 +401,40 @@ float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm)
     if (!isfinite(norm))
         return (float)norm;
     float scale = max_norm > 0.0f && norm > max_norm ? max_norm / (float)(norm + S_CLIP_EPS) : 1;
-    for (int k = 0; k < S_NETS; k++) {
-        float *g = vl_mlp_grads(self->net[k]);
-        size_t count = vl_mlp_param_count(self->net[k]);
+    float *params[S_NETS], *grads[S_NETS];
+    size_t counts[S_NETS];
+    vl_adam_t *adams[S_NETS];
+    int arrays = s_arrays(self, params, grads, counts, adams);
+    for (int k = 0; k < arrays; k++) {
+        float *g = grads[k];
+        size_t count = counts[k];
         size_t i = 0;
         for (; scale != 1.0f && i + 8 <= count; i += 8)
             for (int j = 0; j < 8; j++)
                 g[i + j] *= scale;
         for (; scale != 1.0f && i < count; i++)
             g[i] *= scale;
-        vl_adam_step(self->adam[k], vl_mlp_params(self->net[k]), g, lr);
+        vl_adam_step(adams[k], params[k], g, lr);
     }
+    vl_policy_params_changed(self);
     return (float)norm;
 }
 
 uint32_t vl_policy_tensor_count(const vl_policy_t *self)
 {
-    (void)self;
-    return S_TENSORS;
+    return self->conv ? vl_net_tensor_count(self->conv) : S_NETS * self->layers * 2;
 }
 
-/* Fills t's name and shape for tensor i and points its data into base, the
-   flat parameter or gradient array of its net. */
+/* Fills t's name and shape for tensor i and points its data into the
+   parameters or the gradients. */
 static void s_tensor(vl_policy_t *self, uint32_t i, int grads, vl_tensor_t *t)
 {
-    assert(i < S_TENSORS);
-    uint32_t which = i / (2 * S_LAYERS), layer = i % (2 * S_LAYERS) / 2, bias = i % 2;
+    assert(i < vl_policy_tensor_count(self));
+    if (self->conv) {
+        vl_net_tensor(self->conv, i, grads, t);
+        return;
+    }
+    uint32_t which = i / (2 * self->layers), layer = i % (2 * self->layers) / 2, bias = i % 2;
     vl_mlp_t *net = self->net[which];
     uint32_t in = vl_mlp_size(net, layer), out = vl_mlp_size(net, layer + 1);
     float *base = grads ? vl_mlp_grads(net) : vl_mlp_params(net);
@@ -316,7 +465,7 @@ static const vl_tensor_t *s_find(const vl_weights_t *w, const vl_tensor_t *want)
         const vl_tensor_t *t = &w->tensors[k];
         if (strncmp(t->name, want->name, sizeof t->name) != 0)
             continue;
-        if (t->ndim != want->ndim || t->rows != want->rows || t->cols != want->cols || !t->data)
+        if (!vl_tensor_same_shape(t, want) || !t->data)
             return NULL;
         return t;
     }
@@ -328,16 +477,18 @@ int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
     if (!w || (w->n_tensors > 0 && !w->tensors))
         return -1;
     vl_tensor_t mine;
-    for (uint32_t i = 0; i < S_TENSORS; i++) {
+    uint32_t count = vl_policy_tensor_count(self);
+    for (uint32_t i = 0; i < count; i++) {
         vl_policy_tensor(self, i, &mine);
         if (!s_find(w, &mine))
             return -1;
     }
-    for (uint32_t i = 0; i < S_TENSORS; i++) {
+    for (uint32_t i = 0; i < count; i++) {
         vl_policy_tensor(self, i, &mine);
         const vl_tensor_t *t = s_find(w, &mine);
         memmove(mine.data, t->data, (size_t)mine.rows * mine.cols * sizeof(float));
     }
+    vl_policy_params_changed(self);
     return 0;
 }
 
@@ -345,7 +496,7 @@ void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, siz
 {
     vl_tensor_t mine;
     snprintf(why, why_size, "they fit");
-    for (uint32_t i = 0; w && i < S_TENSORS; i++) {
+    for (uint32_t i = 0; w && i < vl_policy_tensor_count(self); i++) {
         vl_policy_tensor(self, i, &mine);
         const vl_tensor_t *t = NULL;
         for (uint32_t j = 0; j < w->n_tensors && !t; j++)
@@ -355,9 +506,10 @@ void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, siz
             snprintf(why, why_size, "they have no tensor %s", mine.name);
             return;
         }
-        if (t->rows != mine.rows || t->cols != mine.cols || t->ndim != mine.ndim) {
-            snprintf(why, why_size, "their %s is %ux%u, this network's %ux%u", mine.name, t->rows,
-                     t->cols, mine.rows, mine.cols);
+        if (!vl_tensor_same_shape(t, &mine)) {
+            char a[64], b[64];
+            snprintf(why, why_size, "their %s is %s, this network's %s", mine.name,
+                     vl_tensor_shape_str(t, a, sizeof a), vl_tensor_shape_str(&mine, b, sizeof b));
             return;
         }
     }
@@ -365,6 +517,8 @@ void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, siz
 
 size_t vl_policy_optimizer_size(const vl_policy_t *self)
 {
+    if (self->conv)
+        return vl_adam_state_size(self->conv_adam);
     size_t size = 0;
     for (int k = 0; k < S_NETS; k++)
         size += vl_adam_state_size(self->adam[k]);
@@ -373,6 +527,10 @@ size_t vl_policy_optimizer_size(const vl_policy_t *self)
 
 void vl_policy_save_optimizer(const vl_policy_t *self, void *out)
 {
+    if (self->conv) {
+        vl_adam_save(self->conv_adam, out);
+        return;
+    }
     uint8_t *p = out;
     for (int k = 0; k < S_NETS; k++) {
         vl_adam_save(self->adam[k], p);
@@ -384,6 +542,8 @@ int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
 {
     if (size != vl_policy_optimizer_size(self))
         return -1;
+    if (self->conv)
+        return vl_adam_load(self->conv_adam, in, size);
     const uint8_t *p = in;
     for (int k = 0; k < S_NETS; k++) {
         vl_adam_load(self->adam[k], p, vl_adam_state_size(self->adam[k]));
@@ -394,6 +554,6 @@ int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
 
 void vl_policy_set_portable(vl_policy_t *self)
 {
-    for (int i = 0; i < S_NETS; i++)
+    for (int i = 0; i < S_NETS && !self->conv; i++)
         vl_mlp_set_kernels(self->net[i], VL_MLP_KERNELS_PORTABLE);
 }

@@ -1,14 +1,20 @@
-/*  vl_policy: volley's actor-critic network. Two MLPs with tanh hidden
-    layers: a policy net obs_dim -> hidden -> hidden -> num_actions (logits) and
-    a value net obs_dim -> hidden -> hidden -> 1. Forward for acting, loss and
-    hand-written backward for learning, Adam, and its parameters as named
-    tensors for the wire. One object is used by one thread at a time. */
+/*  vl_policy: volley's actor-critic network, built from a model spec over
+    an observation spec. A spec without conv layers builds two towers, as
+    CleanRL's MLP agent: a policy net obs -> the spec's linear layers ->
+    num_actions (logits) and a value net obs -> the same layers, own weights
+    -> 1 (vl_mlp; tensors pi.J.weight/bias, v.J.weight/bias). A spec with
+    conv layers builds one net whose torso both heads share, as CleanRL's
+    Atari agent (vl_net; tensors conv.K.J, torso.J, pi, v). Forward for
+    acting, loss and backward for learning, Adam, and its parameters as
+    named tensors for the wire. One object is used by one thread at a time. */
 #ifndef VL_POLICY_H
 #define VL_POLICY_H
 
 #include <stdint.h>
 
 #include "../messages/vl_codec.h"
+#include "../messages/vl_obs.h"
+#include "vl_model_spec.h"
 
 typedef struct vl_policy_s vl_policy_t;
 
@@ -26,9 +32,21 @@ typedef struct {
     float clip_frac;   // fraction of samples whose ratio was clipped
 } vl_loss_stats_t;
 
-/* Creates a policy with deterministic initial weights from seed. Returns
-   NULL on sizes of 0 or no memory. Caller destroys. */
+/* Creates the policy spec names over obs with num_actions actions, its
+   initial weights deterministic from seed; a conv net runs on threads
+   threads (0: oneDNN's default). Returns a new policy (caller destroys), or
+   NULL after writing one line to err (may be NULL): a spec that cannot read
+   obs, an lstm, too many layers, no memory. */
+vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
+                                uint32_t num_actions, uint64_t seed, int threads, char *err,
+                                size_t errlen);
+
+/* Creates the mlp(hidden) policy over obs_dim flat floats, as
+   vl_policy_new_spec. Returns NULL on sizes of 0 or no memory. */
 vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidden, uint64_t seed);
+
+/* Returns the canonical text of the policy's model spec; self keeps it. */
+const char *vl_policy_model(const vl_policy_t *self);
 
 /* Frees the policy and nulls the pointer; safe on NULL and twice. */
 void vl_policy_destroy(vl_policy_t **self_p);
@@ -50,6 +68,16 @@ void vl_log_softmax(const float *logits, uint32_t A, float *logp);
 
 /* Sets the accumulated gradient to zero. */
 void vl_policy_zero_grad(vl_policy_t *self);
+
+/* Backward pass for the last vl_policy_forward over the same n (both outputs
+   computed): given dlogits [n][A] and dvalues [n] (either NULL for zero),
+   adds every parameter's gradient into the accumulated one. Returns 0, or
+   -1 on an engine failure. */
+int vl_policy_backward(vl_policy_t *self, uint32_t n, const float *dlogits, const float *dvalues);
+
+/* Says the parameters were written through vl_policy_tensor's data (load,
+   Adam and the optimizer calls say it themselves). */
+void vl_policy_params_changed(vl_policy_t *self);
 
 /* Loss over a minibatch of n samples, its gradient added (+=) to the
    accumulated gradient:
@@ -79,8 +107,10 @@ void vl_policy_set_portable(vl_policy_t *self);
 uint32_t vl_policy_tensor_count(const vl_policy_t *self);
 
 /* Fills t with the i-th parameter tensor: its name ("pi.0.weight" [out][in],
-   "pi.0.bias" [out], ..., "v.2.bias"), shape, and data pointing into the
-   policy's own parameters (valid for the policy's life). i < tensor_count. */
+   "pi.0.bias" [out], ..., "v.2.bias" for towers; "conv.0.0.weight"
+   [out][in][k][k] ... "v.bias" for a conv net), shape, and data pointing
+   into the policy's own parameters (valid for the policy's life). i <
+   tensor_count. */
 void vl_policy_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
 
 /* Fills t like vl_policy_tensor, with data pointing into the accumulated

@@ -25,7 +25,8 @@ FAULTS="seg-garbage seg-truncated seg-multipart seg-version seg-horizon seg-shap
         beat-spec
         pause-unknown pause-policy
         hello-garbage hello-version hello-policy
-        pub-garbage pub-nan-weights pub-mismatch pub-stats-nan pub-one-frame"
+        pub-garbage pub-nan-weights pub-mismatch pub-stats-nan pub-one-frame pub-rank5
+        pub-dims-overflow"
 # For its first 3 s a broker holds segments of a policy nobody serves yet (a restarted broker
 # hears from actors before their learner): the unknown-policy fault must come after that.
 while [ $(( ($(date +%s%N) - STARTED) / 1000000 )) -lt 3500 ]; do sleep 0.1; done
@@ -71,6 +72,8 @@ expect_count hellos "bad policy id" 1
 expect_count publications "malformed protobuf" 2   # garbage body, one frame
 expect_count publications "non-finite float" 2     # weights, stats
 expect_count publications "not what this receiver serves" 1
+expect_count publications "sizes inconsistent" 1         # a tensor of rank 5
+expect_count publications "declared size over limit" 1   # a rank-4 tensor of 2^64 floats
 grep -q "dropping segments: malformed protobuf" "$TMP/broker.log" || fail "first drop not logged with its reason"
 pass "every bad message counted under its reason and kind"
 echo "3 passed, 0 failed"

@@ -260,6 +260,29 @@ static int s_other_fault(s_socks_t *s, const char *fault)
     return 0;
 }
 
+/* Packs weights for policy "default" whose one tensor has the n dims
+   given (a payload of junk: the shape is refused before the block is
+   read) into *buf (caller frees). */
+static void s_bad_shape_weights(const uint32_t *dims, size_t n, uint8_t **buf, size_t *size)
+{
+    static uint8_t junk[8] = {0x10};
+    Volley__Tensor t = VOLLEY__TENSOR__INIT;
+    Volley__Tensor *ts[1] = {&t};
+    Volley__Weights w = VOLLEY__WEIGHTS__INIT;
+    t.name = "conv.0.0.weight";
+    t.shape = (uint32_t *)dims;
+    t.n_shape = n;
+    t.raw_size = 24;
+    t.payload = (ProtobufCBinaryData){sizeof junk, junk};
+    w.schema = VL_SCHEMA_VERSION;
+    w.policy_id = "default";
+    w.version = 1000000;
+    w.n_tensors = 1;
+    w.tensors = ts;
+    if (vl_wire_pack(&w.base, buf, size) != 0)
+        *buf = NULL, *size = 0;
+}
+
 /* Sends a publication fault on the learners' PUB side; -1 if unknown. */
 static int s_publication_fault(void *pub, const char *fault)
 {
@@ -273,6 +296,10 @@ static int s_publication_fault(void *pub, const char *fault)
         memcpy(buf, junk, size = sizeof junk);
     } else if (strcmp(fault, "pub-nan-weights") == 0)
         vl_weights_encode("default", 1000000, &t, 1, &buf, &size);
+    else if (strcmp(fault, "pub-rank5") == 0) // five dims, as many floats as [6]
+        s_bad_shape_weights((const uint32_t[]){1, 1, 1, 2, 3}, 5, &buf, &size);
+    else if (strcmp(fault, "pub-dims-overflow") == 0) // 2^64 floats: 0 in 64-bit arithmetic
+        s_bad_shape_weights((const uint32_t[]){65536, 65536, 65536, 65536}, 4, &buf, &size);
     else if (strcmp(fault, "pub-mismatch") == 0) {
         data[5] = 6;
         vl_weights_encode("other", 1000000, &t, 1, &buf, &size);

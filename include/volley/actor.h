@@ -65,6 +65,8 @@ typedef struct {
     int wait_ms;         // longest such wait
     int external;        // 1: the caller's forward pass (vl_actor_act_external, raw weights)
     int wake_fd;         // -1, or a fd whose readability ends any wait with VL_ACTOR_EINTR
+    const char *model;   // the network, a model spec as the learner's (NULL or "": cnn for
+                         // image observations, else mlp(hidden)); external: still declared
 } vl_actor_params_t;
 
 /* Returns defaults: policy "default", 8 envs, horizon 64, hidden 64, seed 1,
@@ -122,11 +124,22 @@ VL_EXPORT uint64_t vl_actor_weights_version(const vl_actor_t *self);
 /* External mode: returns the number of tensors in the newest weights. */
 VL_EXPORT uint32_t vl_actor_weights_count(const vl_actor_t *self);
 
-/* External mode: gives tensor i of the newest weights: its name, rank (1 or
-   2), shape (rows, cols) and data (rows * cols floats), valid until the next
-   call on this actor. Returns 0, or -1 if there is no tensor i. */
+#define VL_ACTOR_WEIGHTS_NDIM_MAX 4 // dimensions of a weights tensor (a conv weight's 4)
+
+/* External mode: gives tensor i of the newest weights: its name, rank (1 ..
+   VL_ACTOR_WEIGHTS_NDIM_MAX), shape as (rows, cols) (the first dimension
+   and the product of the others) and data (rows * cols floats), valid
+   until the next call on this actor. vl_actor_weights_shape gives every
+   dimension. Returns 0, or -1 if there is no tensor i. */
 VL_EXPORT int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const char **name,
                                       uint32_t *ndim, uint32_t shape[2], const float **data);
+
+/* External mode: writes every dimension of tensor i of the newest weights
+   into shape[VL_ACTOR_WEIGHTS_NDIM_MAX] (0 past its rank), as its
+   publisher gave them (e.g. [32, 4, 8, 8]). Returns its rank, or -1 if
+   there is no tensor i. */
+VL_EXPORT int vl_actor_weights_shape(const vl_actor_t *self, uint32_t i,
+                                     uint32_t shape[VL_ACTOR_WEIGHTS_NDIM_MAX]);
 
 /* Returns the env steps recorded (n_envs per observe). */
 VL_EXPORT uint64_t vl_actor_steps(const vl_actor_t *self);

@@ -27,8 +27,9 @@ extern "C" {
 #endif
 
 #define VL_TRANSPORT_FIELDS_MAX  8  // observation fields
-#define VL_TRANSPORT_NDIM_MAX    4  // dimensions per field
-#define VL_TRANSPORT_TENSORS_MAX 64 // tensors per publication
+#define VL_TRANSPORT_NDIM_MAX    4    // dimensions per field, and per published tensor
+#define VL_TRANSPORT_TENSORS_MAX 64   // tensors per publication
+#define VL_TRANSPORT_MODEL_MAX   1024 // bytes of a model spec's text, NUL included
 
 /* An observation field's encoding (messages/volley.proto's ObsEncoding). */
 enum { VL_TRANSPORT_F32 = 0, VL_TRANSPORT_U8 = 1, VL_TRANSPORT_U2 = 2, VL_TRANSPORT_U1 = 3 };
@@ -40,7 +41,8 @@ typedef struct {
 } vl_transport_field_t;
 
 /* What a policy's segments hold. The caller sets the fields, num_actions,
-   horizon and hidden; obs_dim and row_bytes are filled by the transport. */
+   horizon, hidden and model; obs_dim and row_bytes are filled by the
+   transport. */
 typedef struct {
     uint32_t n_fields; // 1 .. VL_TRANSPORT_FIELDS_MAX
     vl_transport_field_t fields[VL_TRANSPORT_FIELDS_MAX];
@@ -49,6 +51,10 @@ typedef struct {
     uint32_t hidden;      // hidden units of volley's MLP (what C actors build)
     uint32_t obs_dim;     // out: floats per observation (every field's values)
     uint32_t row_bytes;   // out: bytes of one stored observation row (see gather)
+    char model[VL_TRANSPORT_MODEL_MAX]; // the network C actors build: in, a model spec
+                                        // ("": the default for the observations, cnn for an
+                                        // image field, else mlp(hidden)); out, its canonical
+                                        // text (include/volley/model.h builds it)
 } vl_transport_spec_t;
 
 /* The arrays of a taken batch of n segments of T steps (D = obs_dim). */
@@ -85,12 +91,13 @@ typedef struct {
     uint32_t waiting; // committed segments not yet taken
 } vl_transport_counts_t;
 
-/* One float32 tensor to publish, row-major. */
+/* One float32 tensor to publish, row-major (a conv weight [out][in][kh][kw]
+   as PyTorch holds it). */
 typedef struct {
-    const char *name;  // printable, < 32 bytes, unique in the publication
-    uint32_t ndim;     // 1 or 2
-    uint32_t shape[2]; // rows [, cols]
-    const float *data; // shape's product of finite floats
+    const char *name;                      // printable, < 32 bytes, unique in the publication
+    uint32_t ndim;                         // 1 .. VL_TRANSPORT_NDIM_MAX
+    uint32_t shape[VL_TRANSPORT_NDIM_MAX]; // shape[0 .. ndim): every dimension, none 0
+    const float *data;                     // shape's product of finite floats
 } vl_transport_tensor_t;
 
 typedef struct vl_transport_s vl_transport_t;
@@ -149,10 +156,9 @@ VL_EXPORT int vl_transport_reasons(void);
 
 /* Publishes n tensors as weights `version` (>= any version published
    before) to the policy's actors, after checking them as a receiver does
-   (names, shapes, finite floats). With check_policy, they must also be
-   exactly volley's MLP for the spec (the tensors a C actor loads: pi.0.weight
-   [hidden, obs_dim] ... v.2.bias [1]). Returns 0, or -1 after writing why
-   (nothing sent). */
+   (names, ranks 1 .. 4 with every dimension kept, sizes, finite floats). With check_policy, they
+   must also be exactly volley's MLP for the spec (the tensors a C actor loads: pi.0.weight [hidden,
+   obs_dim] ... v.2.bias [1]). Returns 0, or -1 after writing why (nothing sent). */
 VL_EXPORT int vl_transport_publish(vl_transport_t *self, uint64_t version,
                                    const vl_transport_tensor_t *tensors, uint32_t n,
                                    int check_policy, char *why, size_t why_size);

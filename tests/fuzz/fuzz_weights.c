@@ -3,12 +3,13 @@
     Checked on every input: a named reason; *out NULL on any refusal (and
     nothing leaked: libFuzzer's leak check). On VL_OK: policy id and tensor
     names printable, tensor count within the limit, every shape of rank 1
-    (cols 1) or 2 with nonzero dims and at most max_tensor_elems values,
-    every value finite; publish_ns is the one on the wire (as protobuf-c
-    unpacks it); the round trip: vl_weights_encode succeeds and its bytes
-    decode to identical weights but for publish_ns, which the encoder stamps
-    afresh with the wall clock (so it is the re-encoded wire's, and not 0);
-    destroy nulls the pointer and is safe twice. */
+    (cols 1) to 4 with nonzero dims whose product is rows x cols and at most
+    max_tensor_elems values, every value finite; publish_ns is the one on
+    the wire (as protobuf-c unpacks it); the round trip: vl_weights_encode
+    succeeds and its bytes decode to identical weights (every dimension) but
+    for publish_ns, which the encoder stamps afresh with the wall clock (so
+    it is the re-encoded wire's, and not 0); destroy nulls the pointer and
+    is safe twice. */
 #include <stdint.h>
 #include <string.h>
 
@@ -35,10 +36,19 @@ static void s_check_decoded(const vl_weights_t *w, const vl_limits_t *lim)
     for (uint32_t i = 0; i < w->n_tensors; i++) {
         const vl_tensor_t *t = &w->tensors[i];
         FUZZ_CHECK(vl_wire_name_ok(t->name, VL_TENSOR_NAME_MAX));
-        FUZZ_CHECK(t->ndim == 1 || t->ndim == 2);
-        FUZZ_CHECK(t->rows >= 1 && t->cols >= 1 && (t->ndim == 2 || t->cols == 1));
-        FUZZ_CHECK((uint64_t)t->rows * t->cols <= lim->max_tensor_elems);
-        FUZZ_CHECK(t->data && vl_wire_all_finite(t->data, (size_t)t->rows * t->cols));
+        FUZZ_CHECK(t->ndim >= 1 && t->ndim <= VL_TENSOR_NDIM_MAX);
+        FUZZ_CHECK(t->rows >= 1 && t->cols >= 1 && (t->ndim != 1 || t->cols == 1));
+        uint32_t dims[VL_TENSOR_NDIM_MAX];
+        uint64_t product = 1;
+        FUZZ_CHECK(vl_tensor_dims(t, dims) == t->ndim);
+        for (uint32_t d = 0; d < t->ndim; d++) {
+            FUZZ_CHECK(dims[d] >= 1);
+            product *= dims[d]; // each partial product is within the limit, checked below
+            FUZZ_CHECK(product <= lim->max_tensor_elems);
+        }
+        FUZZ_CHECK(dims[0] == t->rows && product == (uint64_t)t->rows * t->cols);
+        FUZZ_CHECK(vl_tensor_size(t) <= lim->max_tensor_elems);
+        FUZZ_CHECK(t->data && vl_wire_all_finite(t->data, vl_tensor_size(t)));
     }
 }
 
@@ -62,8 +72,8 @@ static void s_check_same(const vl_weights_t *a, const vl_weights_t *b)
     for (uint32_t i = 0; i < a->n_tensors; i++) {
         const vl_tensor_t *x = &a->tensors[i], *y = &b->tensors[i];
         FUZZ_CHECK(strcmp(x->name, y->name) == 0);
-        FUZZ_CHECK(x->ndim == y->ndim && x->rows == y->rows && x->cols == y->cols);
-        FUZZ_CHECK(memcmp(x->data, y->data, (size_t)x->rows * x->cols * sizeof(float)) == 0);
+        FUZZ_CHECK(vl_tensor_same_shape(x, y));
+        FUZZ_CHECK(memcmp(x->data, y->data, vl_tensor_size(x) * sizeof(float)) == 0);
     }
 }
 

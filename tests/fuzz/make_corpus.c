@@ -145,32 +145,55 @@ static int s_fix_publish_ns(uint8_t **wire, size_t *size)
     return 0;
 }
 
-/* Writes a weights seed of two tensors, a [4, 3] matrix and its [3] bias. */
-static int s_weights(const char *dir)
+/* Writes weights seed index of n tensors (publish_ns fixed), after checking
+   that it decodes back. Returns 0 or -1. */
+static int s_weights_seed(const char *dir, int index, const vl_tensor_t *tensors, uint32_t n)
 {
-    float w[12], b[3];
-    for (int i = 0; i < 12; i++)
-        w[i] = s_uniform() - 0.5f;
-    for (int i = 0; i < 3; i++)
-        b[i] = 0.1f * (float)i;
-    vl_tensor_t tensors[2] = {
-        {.name = "pi.w0", .rows = 4, .cols = 3, .ndim = 2, .data = w},
-        {.name = "pi.b0", .rows = 3, .cols = 1, .ndim = 1, .data = b},
-    };
     uint8_t *wire = NULL;
     size_t size = 0;
     vl_limits_t lim = vl_limits_default();
     vl_weights_t *back = NULL;
     int rc = -1;
-    if (vl_weights_encode("cartpole", 9, tensors, 2, &wire, &size) == 0 &&
+    if (vl_weights_encode("cartpole", 9, tensors, n, &wire, &size) == 0 &&
         s_fix_publish_ns(&wire, &size) == 0 &&
         vl_weights_decode(wire, size, &lim, &back) == VL_OK && back->publish_ns == S_PUBLISH_NS)
-        rc = s_write(dir, "weights", 1, wire, size);
+        rc = s_write(dir, "weights", index, wire, size);
     else
-        fprintf(stderr, "make_corpus: weights seed does not round-trip\n");
+        fprintf(stderr, "make_corpus: weights seed %d does not round-trip\n", index);
     vl_weights_destroy(&back);
     free(wire);
     return rc;
+}
+
+/* Writes the weights seeds: a [4, 3] matrix and its [3] bias; a conv
+   layer's [4, 2, 3, 3] weight and [4] bias beside a rank-3 [2, 2, 3]. The
+   second's values are a formula, so the generator's draws (and every seed
+   after these) stay as they were before it. */
+static int s_weights(const char *dir)
+{
+    float w[12], b[3], conv[72], cb[4], cube[12];
+    for (int i = 0; i < 12; i++)
+        w[i] = s_uniform() - 0.5f;
+    for (int i = 0; i < 3; i++)
+        b[i] = 0.1f * (float)i;
+    for (int i = 0; i < 72; i++)
+        conv[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    for (int i = 0; i < 4; i++)
+        cb[i] = 0.01f * (float)i;
+    for (int i = 0; i < 12; i++)
+        cube[i] = 0.25f * (float)i;
+    vl_tensor_t mlp[2] = {
+        {.name = "pi.w0", .rows = 4, .cols = 3, .ndim = 2, .data = w},
+        {.name = "pi.b0", .rows = 3, .cols = 1, .ndim = 1, .data = b},
+    };
+    vl_tensor_t cnn[3] = {{.name = "conv.0.0.weight", .data = conv},
+                          {.name = "conv.0.0.bias", .data = cb},
+                          {.name = "cube", .data = cube}};
+    if (vl_tensor_set_shape(&cnn[0], 4, (uint32_t[]){4, 2, 3, 3}) != 0 ||
+        vl_tensor_set_shape(&cnn[1], 1, (uint32_t[]){4}) != 0 ||
+        vl_tensor_set_shape(&cnn[2], 3, (uint32_t[]){2, 2, 3}) != 0)
+        return -1;
+    return s_weights_seed(dir, 1, mlp, 2) == 0 && s_weights_seed(dir, 2, cnn, 3) == 0 ? 0 : -1;
 }
 
 /* Writes a hello seed. */

@@ -73,9 +73,12 @@ def test_spec_in_the_header_and_beside_it(kept):
     spec = volley.load_export_spec(out)
     assert spec == json.loads(out.with_suffix(".json").read_text())
     arch = spec["architecture"]
-    assert (arch["type"], arch["activation"], arch["obs_dim"], arch["hidden"],
-            arch["num_actions"]) == ("mlp", "tanh", 4, 64, 2)
+    assert (arch["type"], arch["model"], arch["obs_dim"], arch["hidden"],
+            arch["num_actions"]) == ("mlp", "linear(64) tanh linear(64) tanh", 4, 64, 2)
     assert len(arch["tensors"]) == 12 and spec["policy"] == "default" and spec["version"] > 0
+    tensors = volley.load_safetensors(out)
+    assert arch["shapes"] == {k: list(v.shape) for k, v in tensors.items()}
+    assert arch["shapes"]["pi.0.weight"] == [64, 4] and arch["shapes"]["v.2.bias"] == [1]
     assert spec["env"]["name"] == "cartpole"  # from the run's config.ini
     assert spec["env"]["observation_fields"] == [
         {"encoding": "f32", "shape": [4], **{k: v for k, v in
@@ -169,6 +172,19 @@ def test_a_valid_handmade_file_loads(tmp_path):
     data = struct.pack("<3f", 1.5, -2.0, 3.25)
     t = volley.load_safetensors(_write(tmp_path / "ok.safetensors", GOOD, data))
     assert t["a"].tolist() == [1.5, -2.0] and t["b"].tolist() == [[3.25]]
+
+
+def test_a_rank4_tensor_loads_with_its_shape(tmp_path):
+    conv = np.arange(32 * 4 * 8 * 8, dtype="<f4").reshape(32, 4, 8, 8)
+    header = {"conv.0.0.weight": {"dtype": "F32", "shape": [32, 4, 8, 8],
+                                  "data_offsets": [0, conv.nbytes]},
+              "cube": {"dtype": "F32", "shape": [2, 3, 1], "data_offsets": [conv.nbytes,
+                                                                           conv.nbytes + 24]}}
+    cube = np.arange(6, dtype="<f4").reshape(2, 3, 1)
+    t = volley.load_safetensors(_write(tmp_path / "cnn.safetensors", header,
+                                       conv.tobytes() + cube.tobytes()))
+    assert t["conv.0.0.weight"].shape == (32, 4, 8, 8) and t["cube"].shape == (2, 3, 1)
+    assert np.array_equal(t["conv.0.0.weight"], conv) and np.array_equal(t["cube"], cube)
 
 
 def test_a_truncated_export_is_refused(kept, tmp_path):

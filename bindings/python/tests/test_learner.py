@@ -2,6 +2,7 @@
 broker and unmodified C actors (`volley actor`) over loopback sockets."""
 import math
 import os
+import re
 import subprocess
 import time
 
@@ -52,7 +53,8 @@ def test_segments_from_c_actors_have_the_wire_structure(procs):
     broker = start(procs)
     with volley.Learner(broker, capacity=32, timeout=30) as learner:
         assert learner.spec == {"fields": [((D,), "f32")], "obs_dim": D, "num_actions": A,
-                                "horizon": T, "hidden": H, "row_bytes": 4 * D}
+                                "horizon": T, "hidden": H, "row_bytes": 4 * D,
+                                "model": f"linear({H}) tanh linear({H}) tanh"}
         learner.publish(mlp_weights(), 0)  # C actors wait for a first version
         b = take(learner, 8, procs)
         n = len(b)
@@ -210,17 +212,19 @@ def test_bad_publications_are_refused_with_the_reason(procs):
         learner.publish(good, 3)
         cases = {
             "no tensor pi.0.weight": {k: v for k, v in good.items() if k != "pi.0.weight"},
-            "their pi.0.weight is 64x5, this network's 64x4":
+            "their pi.0.weight is [64, 5], this network's [64, 4]":
                 {**good, "pi.0.weight": np.zeros((H, D + 1), np.float32)},
+            "their pi.0.weight is [64, 4, 1], this network's [64, 4]":
+                {**good, "pi.0.weight": np.zeros((H, D, 1), np.float32)},
             "pi.1.bias: value 2 is nan":
                 {**good, "pi.1.bias": np.r_[0, 0, np.nan, np.zeros(H - 3)]},
             "v.0.weight: value 0 is inf": {**good, "v.0.weight": np.full((H, D), np.inf)},
-            "rank 3": {**good, "pi.0.weight": np.zeros((H, D, 1), np.float32)},
+            "rank 5": {**good, "pi.0.weight": np.zeros((H, D, 1, 1, 1), np.float32)},
             "the others would be ignored": {**good, "extra": np.zeros(3, np.float32)},
             "expected 1 .. 31 printable bytes": {**good, "x" * 40: np.zeros(3, np.float32)},
         }
         for reason, weights in cases.items():
-            with pytest.raises(ValueError, match=reason.replace(".", r"\.")):
+            with pytest.raises(ValueError, match=re.escape(reason)):
                 learner.publish(weights, 4)
         with pytest.raises(ValueError, match="version 2: below 3"):
             learner.publish(good, 2)
@@ -235,6 +239,48 @@ def test_bad_publications_are_refused_with_the_reason(procs):
         assert learner.take(1, timeout=0.1) is None  # no actor: nothing comes
     with pytest.raises(ValueError, match="closed"):
         learner.take(1)
+
+
+READ_BACK = """
+import json, sys, volley
+from volley.envs.cartpole import CartPoleEnv
+with volley.Actor(broker=sys.argv[1], spec=CartPoleEnv(), num_envs=1, actor_id=98,
+                  policy_fn=lambda o, w: ([0], [0.0])) as actor:
+    actor.sync()
+    w = actor.weights()
+    print(json.dumps({"version": w.version, "shapes": {k: list(v.shape) for k, v in w.items()},
+                      "values": {k: v.ravel().tolist() for k, v in w.items()}}))
+"""
+
+
+def test_rank4_weights_reach_actors_with_every_dimension(procs):
+    """A conv weight [32, 4, 8, 8] and a rank-3 tensor, published by a Python
+    learner through a real broker, reach an external-mode actor in another
+    process with their shapes and values (not flattened to [32, 256])."""
+    import json
+    from procs import free_port
+    port = free_port()
+    procs.broker(port)
+    spec = {"obs_dim": D, "num_actions": A, "horizon": T, "hidden": H}
+    rng = np.random.default_rng(4)
+    sent = {"conv.0.0.weight": rng.standard_normal((32, 4, 8, 8)).astype(np.float32),
+            "conv.0.0.bias": rng.standard_normal(32).astype(np.float32),
+            "cube": rng.standard_normal((2, 3, 5)).astype(np.float32),
+            "torso.0.weight": rng.standard_normal((16, 256)).astype(np.float32)}
+    with volley.Learner(f"127.0.0.1:{port}", spec=spec, capacity=8, timeout=30) as learner:
+        learner.publish(sent, 6, check_policy=False)
+        probe = procs.python("probe", "-c", READ_BACK, f"127.0.0.1:{port}")
+        for _ in range(300):  # the learner stays up (its connection holds the policy)
+            if probe.poll() is not None:
+                break
+            time.sleep(0.1)
+            learner.publish(sent, 6, check_policy=False)
+        assert probe.wait(30) == 0, procs.dump()
+    got = json.loads(next(x for x in procs.text(probe).splitlines() if x.startswith("{")))
+    assert got["version"] == 6, got["version"]
+    assert got["shapes"] == {k: list(v.shape) for k, v in sent.items()}, got["shapes"]
+    for k, v in sent.items():
+        np.testing.assert_array_equal(np.asarray(got["values"][k], np.float32), v.ravel())
 
 
 def test_no_spec_in_time_names_why(procs):

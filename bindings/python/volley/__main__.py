@@ -61,6 +61,10 @@ def actor_main(argv):
     ap.add_argument("--envs", type=int, default=8, help="environments stepped together (8)")
     ap.add_argument("--horizon", type=int, default=64, help="steps per segment, as the learner's")
     ap.add_argument("--hidden", type=int, default=64, help="hidden units, as the learner's")
+    ap.add_argument("--model", default=None, metavar="SPEC",
+                    help="the network, as the learner's: a model spec such as 'cnn' or "
+                         "'linear(128) relu' (default: cnn for image observations, else "
+                         "mlp(--hidden))")
     ap.add_argument("--seed", type=int, default=1, help="envs and sampling, mixed with the id")
     ap.add_argument("--actor-id", "--id", type=int, default=0, help="actor id (0: the pid)")
     ap.add_argument("--max-ahead", type=int, default=1,
@@ -85,7 +89,7 @@ def actor_main(argv):
         n = va.run_actor(envs, broker=a.broker, policy=a.policy, horizon=a.horizon,
                          hidden=a.hidden, actor_id=a.actor_id or os.getpid(), seed=a.seed,
                          max_steps=a.steps or None, max_ahead=a.max_ahead, wait_ms=a.wait_ms,
-                         name=_spec_name(a.env), obs_check=a.obs_check)
+                         name=_spec_name(a.env), obs_check=a.obs_check, model=a.model)
         print(f"volley actor: {n} env steps", file=sys.stderr)
         return 0
     except (KeyboardInterrupt, _Stop, va.ActorInterrupted):

@@ -79,12 +79,14 @@ class _Params(ctypes.Structure):
     _fields_ = [("broker", c_char_p), ("policy", c_char_p), ("env", POINTER(_Env)),
                 ("n_envs", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
                 ("actor_id", c_uint32), ("seed", c_uint64), ("max_ahead", c_uint32),
-                ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int)]
+                ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int),
+                ("model", c_char_p)]
 
 OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: vl_actor_set_obs_check's 0, 1, 2
 
 
 _P = c_void_p
+_WEIGHTS_NDIM_MAX = 4  # include/volley/actor.h: VL_ACTOR_WEIGHTS_NDIM_MAX
 _lib.bind({
     "vl_actor_params_default": (_Params, []),
     "vl_actor_open": (_P, [POINTER(_Params), c_char_p, c_size_t]),
@@ -99,6 +101,7 @@ _lib.bind({
     "vl_actor_weights_count": (c_uint32, [_P]),
     "vl_actor_weights_tensor": (c_int, [_P, c_uint32, POINTER(c_char_p), POINTER(c_uint32),
                                         c_uint32 * 2, POINTER(POINTER(c_float))]),
+    "vl_actor_weights_shape": (c_int, [_P, c_uint32, c_uint32 * _WEIGHTS_NDIM_MAX]),
     "vl_actor_steps": (c_uint64, [_P]),
     "vl_actor_segments_sent": (c_uint64, [_P]),
 })
@@ -347,8 +350,9 @@ class Actor:
 
     broker: HOST[:PORT]; policy: the policy id, or a callable (external forward
     pass, as policy_fn); spec: a Spec, (observation_space, action_space), or an
-    env (or vector env) to read them from; num_envs N; horizon T, hidden (as the
-    learner's); actor_id (default: the pid); seed; max_ahead / wait_ms (pacing);
+    env (or vector env) to read them from; num_envs N; horizon T, hidden and
+    model (a model spec such as "cnn" or "linear(128) relu"; None: the default
+    for the observations), as the learner's; actor_id (default: the pid); seed; max_ahead / wait_ms (pacing);
     obs_check: an observation value outside its element's declared range
     raises ValueError naming the element, its value and the range ("error"),
     is sent after one warning ("warn"), or is not checked ("off"); NaN and
@@ -361,7 +365,7 @@ class Actor:
                  actor_id: Optional[int] = None, seed: int = 1,
                  policy_fn: Optional[PolicyFn] = None, max_ahead: int = 1, wait_ms: int = 500,
                  observation_space: Any = None, action_space: Any = None,
-                 obs_check: str = "error") -> None:
+                 obs_check: str = "error", model: Optional[str] = None) -> None:
         if callable(policy):
             policy_fn, policy = policy, "default"
         self.spec = _as_spec(spec, observation_space, action_space)
@@ -376,6 +380,8 @@ class Actor:
         self._policy = self.policy.encode()
         p.broker, p.policy, p.env = self._broker, self._policy, ctypes.pointer(self._table)
         p.n_envs, p.horizon, p.hidden = N, int(horizon), int(hidden)
+        self._model = str(model).encode() if model else None
+        p.model = self._model
         p.actor_id = int(actor_id if actor_id is not None else os.getpid()) & 0x7fffffff
         p.seed, p.max_ahead, p.wait_ms = int(seed), int(max_ahead), int(wait_ms)
         p.external, p.wake_fd = int(policy_fn is not None), self._wake.r
@@ -482,7 +488,8 @@ class Actor:
         return _lib.lib.vl_actor_weights_version(self._handle())
 
     def weights(self) -> "Weights":
-        """The newest weights as a Weights dict of float32 arrays (external mode)."""
+        """The newest weights as a Weights dict of float32 arrays (external mode),
+        each in the shape it was published with (ranks 1 to 4)."""
         h = self._handle()
         v = _lib.lib.vl_actor_weights_version(h)
         if self._weights.version == v and self._weights:
@@ -490,14 +497,18 @@ class Actor:
         w = Weights()
         name, ndim = c_char_p(), c_uint32()
         shape, data = (c_uint32 * 2)(), POINTER(c_float)()
+        dims = (c_uint32 * _WEIGHTS_NDIM_MAX)()
         for i in range(_lib.lib.vl_actor_weights_count(h)):
             if _lib.lib.vl_actor_weights_tensor(h, i, ctypes.byref(name), ctypes.byref(ndim),
                                                 shape, ctypes.byref(data)) != 0:
                 break
+            rank = _lib.lib.vl_actor_weights_shape(h, i, dims)
             rows, cols = shape[0], shape[1]
+            if rank != ndim.value or int(np.prod(dims[:rank])) != rows * cols:
+                raise VolleyError(f"weights tensor {i}: rank {rank} {list(dims[:rank])}, "
+                                  f"expected rank {ndim.value} of {rows} x {cols} floats")
             a = np.ctypeslib.as_array(data, shape=(rows * cols,)).copy()
-            w[name.value.decode(errors="replace")] = a.reshape((rows,) if ndim.value == 1
-                                                               else (rows, cols))
+            w[name.value.decode(errors="replace")] = a.reshape(tuple(dims[:rank]))
         w.version = v
         self._weights = w
         return w
@@ -661,7 +672,7 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
               policy_fn: Optional[PolicyFn] = None, max_steps: Optional[int] = None,
               max_ahead: int = 1, wait_ms: int = 500,
               on_step: Optional[Callable[..., Any]] = None, name: Optional[str] = None,
-              obs_check: str = "error") -> int:
+              obs_check: str = "error", model: Optional[str] = None) -> int:
     """Drives Gymnasium-style envs with a volley Actor until interrupted (or
     max_steps env steps). envs: a list of env factories (each called once;
     reset(seed=...) -> (obs, info), step(a) -> (obs, reward, terminated,
@@ -669,7 +680,7 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
     env. name: the env's name in the spec (default: the env's spec id or class
     name; the learner's run records it). Returns the env steps taken; raises
     what an env raises (segments already sent are complete). obs_check: as
-    Actor's."""
+    Actor's; model: as Actor's."""
     if _is_vector(envs):
         spec = _as_spec(envs)
         n = int(envs.num_envs)
@@ -685,7 +696,8 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
     aid = actor_id if actor_id is not None else os.getpid()
     with Actor(broker=broker, policy=policy, spec=spec, num_envs=n, horizon=horizon,
                hidden=hidden, actor_id=aid, seed=seed, policy_fn=policy_fn,
-               max_ahead=max_ahead, wait_ms=wait_ms, obs_check=obs_check) as actor:
+               max_ahead=max_ahead, wait_ms=wait_ms, obs_check=obs_check,
+               model=model) as actor:
         loop = _VectorEnv(envs, spec, seed) if _is_vector(envs) else \
             _EnvList(envs, spec, _seeds(seed, aid, n))
         steps = 0

@@ -34,6 +34,9 @@ _FIELDS_MAX, _NDIM_MAX, _TENSORS_MAX = 8, 4, 64
 _ENCODINGS = ("f32", "u8", "u2", "u1")
 
 
+_MODEL_MAX = 1024  # include/volley/learner.h: VL_TRANSPORT_MODEL_MAX
+
+
 class _field(ctypes.Structure):
     """include/volley/learner.h: vl_transport_field_t."""
     _fields_ = [("encoding", c_uint32), ("ndim", c_uint32), ("shape", c_uint32 * _NDIM_MAX)]
@@ -43,7 +46,7 @@ class _spec(ctypes.Structure):
     """include/volley/learner.h: vl_transport_spec_t."""
     _fields_ = [("n_fields", c_uint32), ("fields", _field * _FIELDS_MAX),
                 ("num_actions", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
-                ("obs_dim", c_uint32), ("row_bytes", c_uint32)]
+                ("obs_dim", c_uint32), ("row_bytes", c_uint32), ("model", ctypes.c_char * _MODEL_MAX)]
 
 
 class _counts(ctypes.Structure):
@@ -55,7 +58,7 @@ class _counts(ctypes.Structure):
 
 class _tensor(ctypes.Structure):
     """include/volley/learner.h: vl_transport_tensor_t."""
-    _fields_ = [("name", c_char_p), ("ndim", c_uint32), ("shape", c_uint32 * 2),
+    _fields_ = [("name", c_char_p), ("ndim", c_uint32), ("shape", c_uint32 * _NDIM_MAX),
                 ("data", c_void_p)]
 
 
@@ -142,7 +145,8 @@ class Batch:
 
 def _spec_in(spec):
     """A spec dict as vl_transport_spec_t: {"obs_dim": D} (one f32 field) or
-    {"fields": [(shape, encoding), ...]}, plus num_actions, horizon, hidden."""
+    {"fields": [(shape, encoding), ...]}, plus num_actions, horizon, hidden and
+    model (a model spec; "" or absent: the default for the observations)."""
     if not isinstance(spec, dict):
         raise TypeError(f"spec: expected a dict, got {type(spec).__name__}")
     fields = spec.get("fields")
@@ -170,6 +174,10 @@ def _spec_in(spec):
             raise ValueError(f"spec: '{key}' missing")
     s.num_actions, s.horizon = int(spec["num_actions"]), int(spec["horizon"])
     s.hidden = int(spec.get("hidden", 64))
+    model = str(spec.get("model") or "").encode()
+    if len(model) >= _MODEL_MAX or not model.isascii():
+        raise ValueError(f"spec: model: expected an ASCII model spec under {_MODEL_MAX} bytes")
+    s.model = model
     return s
 
 
@@ -177,7 +185,8 @@ def _spec_out(s):
     fields = [(tuple(s.fields[i].shape[:s.fields[i].ndim]), _ENCODINGS[s.fields[i].encoding])
               for i in range(s.n_fields)]
     return {"fields": fields, "obs_dim": s.obs_dim, "num_actions": s.num_actions,
-            "horizon": s.horizon, "hidden": s.hidden, "row_bytes": s.row_bytes}
+            "horizon": s.horizon, "hidden": s.hidden, "row_bytes": s.row_bytes,
+            "model": s.model.decode()}
 
 
 def _as_array(name, value):
@@ -188,9 +197,12 @@ def _as_array(name, value):
         a = np.ascontiguousarray(value, dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise TypeError(f"publish: tensor {name}: expected an array of floats ({e})") from None
-    if a.ndim not in (1, 2):
+    if not 1 <= a.ndim <= _NDIM_MAX:
         raise ValueError(f"publish: tensor {name}: rank {a.ndim} (shape {a.shape}); weights on "
-                         "the wire are rank 1 or 2")
+                         f"the wire are rank 1 .. {_NDIM_MAX}")
+    if not all(0 < d < 2**32 for d in a.shape):
+        raise ValueError(f"publish: tensor {name}: shape {a.shape}: expected every dim in "
+                         "1 .. 2^32 - 1")
     return a
 
 
@@ -275,7 +287,8 @@ class Learner:
     def publish(self, weights: Mapping[str, Any], version: int,
                 check_policy: bool = True) -> None:
         """Sends weights as `version` (an int >= any published before) to the
-        policy's actors. weights maps names to arrays of rank 1 or 2: NumPy,
+        policy's actors. weights maps names to arrays of rank 1 to 4 (a conv
+        weight [out, in, kh, kw] goes as it is, every dimension kept): NumPy,
         nested lists, or torch tensors (a state_dict). With check_policy the
         tensors must be volley's MLP for the spec (pi.0.weight [hidden,
         obs_dim] ... v.2.bias [1]), what C actors load; pass False for a
@@ -296,7 +309,7 @@ class Learner:
         for t, name, (_, a) in zip(ts, names, items):
             t.name, t.ndim, t.data = name, a.ndim, a.ctypes.data
             for k, d in enumerate(a.shape):
-                t.shape[k] = min(d, 2**32 - 1)
+                t.shape[k] = d
         why = _lib.why_buffer()
         if _lib.lib.vl_transport_publish(ptr, version, ts, len(items), int(bool(check_policy)),
                                          why, len(why)) != 0:
