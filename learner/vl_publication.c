@@ -86,26 +86,12 @@ static int s_check_all(const vl_transport_tensor_t *in, uint32_t n, vl_tensor_t 
 static int s_mismatch(vl_policy_t *mlp, const vl_tensor_t *tensors, uint32_t n, char *why,
                       size_t size)
 {
-    char theirs[64], mine_text[64];
-    for (uint32_t i = 0; i < vl_policy_tensor_count(mlp); i++) {
-        vl_tensor_t mine;
-        vl_policy_tensor(mlp, i, &mine);
-        const vl_tensor_t *t = NULL;
-        for (uint32_t j = 0; j < n && !t; j++)
-            if (strcmp(tensors[j].name, mine.name) == 0)
-                t = &tensors[j];
-        if (!t) {
-            snprintf(why, size, "they have no tensor %s", mine.name);
-            return -1;
-        }
-        if (!vl_tensor_same_shape(t, &mine)) {
-            snprintf(why, size, "their %s is %s, this network's %s", mine.name,
-                     vl_tensor_shape_str(t, theirs, sizeof theirs),
-                     vl_tensor_shape_str(&mine, mine_text, sizeof mine_text));
-            return -1;
-        }
-    }
-    return 0;
+    vl_tensor_t mine[VL_TRANSPORT_TENSORS_MAX];
+    uint32_t k = vl_policy_tensor_count(mlp);
+    for (uint32_t i = 0; i < k && i < VL_TRANSPORT_TENSORS_MAX; i++)
+        vl_policy_tensor(mlp, i, &mine[i]);
+    return vl_tensors_mismatch(mine, k < VL_TRANSPORT_TENSORS_MAX ? k : VL_TRANSPORT_TENSORS_MAX,
+                               tensors, n, why, size);
 }
 
 /* Checks that tensors are mlp's, all of them and nothing else. Returns 0,
