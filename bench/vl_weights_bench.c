@@ -225,8 +225,11 @@ static int s_net_new(const s_case_t *c, uint64_t seed, s_net_t *net)
     vl_rng_seed(&rng, seed);
     for (size_t k = 0; k < total; k++)
         net->params[k] = (float)(vl_rng_uniform(&rng) - 0.5) * 0.1f;
-    for (uint32_t i = 0, at = 0; i < S_CNN_TENSORS; at += (uint32_t)vl_tensor_size(&net->t[i++]))
-        net->t[i].data = net->params + at;
+    float *at = net->params;
+    for (uint32_t i = 0; i < S_CNN_TENSORS; i++) {
+        net->t[i].data = at;
+        at += vl_tensor_size(&net->t[i]);
+    }
     net->n = S_CNN_TENSORS;
     return 0;
 }
