@@ -277,8 +277,8 @@ class Model:
         return self._ptr
 
     def __repr__(self):
-        return (f"Model({self.spec_text!r}, fields={self.fields}, "
-                f"num_actions={self.num_actions})")
+        text, fields = getattr(self, "spec_text", None), getattr(self, "fields", None)
+        return f"Model({text!r}, fields={fields}, num_actions={getattr(self, 'num_actions', None)})"
 
     def __del__(self):
         if getattr(self, "_ptr", None):

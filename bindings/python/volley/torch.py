@@ -288,8 +288,8 @@ def load_weights(module: nn.Module, mapping: Mapping[str, Any], strict: bool = T
         raise ValueError(f"load_weights: missing {', '.join(missing)}")
     with torch.no_grad():
         for name, value in mapping.items():
-            t = value if isinstance(value, torch.Tensor) else torch.from_numpy(
-                np.ascontiguousarray(value))
+            # np.array copies: a read-only view (volley.Model.tensors) makes no torch tensor
+            t = value if isinstance(value, torch.Tensor) else torch.from_numpy(np.array(value))
             own[name].copy_(t)
 
 
