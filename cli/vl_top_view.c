@@ -253,7 +253,7 @@ static void s_render_specs(const Volley__Status *s, FILE *out)
     vl_limits_t lim = vl_limits_default();
     for (size_t i = 0; i < s->n_specs; i++) {
         vl_spec_t spec;
-        char line[256];
+        char line[1400];
         if (vl_spec_from_msg(s->specs[i], &lim, &spec) != VL_OK)
             continue; // vl_status_decode checked it; a caller's own Status may not be
         vl_spec_str(&spec, line, sizeof line);

@@ -144,7 +144,7 @@ static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, int *re
         if (n > 0 && strcmp(verb, VL_VERB_SPEC) == 0 &&
             vl_spec_decode(reply, (size_t)n, &lim, &spec) == VL_OK &&
             strcmp(spec.policy_id, c->policy) == 0) {
-            char line[256];
+            char line[1400];
             if (vl_learner_config_set_spec(c, &spec) != 0) {
                 s_refused(why, why_size, "the broker's spec cannot be served", "invalid fields");
                 return 2;

@@ -51,6 +51,26 @@ void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *
     msg->horizon = spec->horizon;
     msg->hidden = spec->hidden;
     msg->env = (char *)spec->env;
+    msg->model = (char *)spec->model;
+}
+
+int vl_spec_model_ok(const char *text)
+{
+    size_t n = strnlen(text, VL_SPEC_MODEL_MAX);
+    if (n == VL_SPEC_MODEL_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (text[i] < 0x20 || text[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+void vl_spec_model(const vl_spec_t *spec, char *out, size_t out_size)
+{
+    if (spec->model[0])
+        snprintf(out, out_size, "%s", spec->model);
+    else
+        snprintf(out, out_size, "linear(%u) tanh linear(%u) tanh", spec->hidden, spec->hidden);
 }
 
 /* Returns VL_OK if the sizes are ones a receiver could serve under lim. */
@@ -73,7 +93,8 @@ int vl_spec_encode(const vl_spec_t *spec, uint8_t **out, size_t *out_size)
     vl_limits_t lim = vl_limits_default();
     if (!spec || !out || !out_size || !vl_policy_id_ok(spec->policy_id) ||
         s_check_sizes(spec, &lim) != VL_OK ||
-        (spec->env[0] && !vl_wire_name_ok(spec->env, VL_POLICY_ID_MAX)))
+        (spec->env[0] && !vl_wire_name_ok(spec->env, VL_POLICY_ID_MAX)) ||
+        !vl_spec_model_ok(spec->model))
         return -1;
     Volley__Spec msg;
     Volley__ObsField fields[VL_OBS_FIELDS_MAX];
@@ -100,6 +121,10 @@ vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl
         return r;
     if (msg->env && msg->env[0] && !vl_wire_name_ok(msg->env, VL_POLICY_ID_MAX))
         return VL_EPOLICY;
+    if (msg->model && !vl_spec_model_ok(msg->model))
+        return VL_ESHAPE;
+    if (msg->model)
+        memcpy(tmp.model, msg->model, strlen(msg->model) + 1);
     memcpy(tmp.policy_id, msg->policy_id, strlen(msg->policy_id) + 1);
     if (msg->env && msg->env[0])
         memcpy(tmp.env, msg->env, strlen(msg->env) + 1);
@@ -139,8 +164,10 @@ void vl_spec_str(const vl_spec_t *spec, char *out, size_t out_size)
 {
     char obs[128];
     vl_spec_obs_str(&spec->obs_spec, obs, sizeof obs);
-    snprintf(out, out_size, "obs %s actions %u horizon %u hidden %u env %s", obs, spec->num_actions,
-             spec->horizon, spec->hidden, spec->env[0] ? spec->env : "?");
+    char model[VL_SPEC_MODEL_MAX];
+    vl_spec_model(spec, model, sizeof model);
+    snprintf(out, out_size, "obs %s actions %u horizon %u model %s env %s", obs, spec->num_actions,
+             spec->horizon, model, spec->env[0] ? spec->env : "?");
 }
 
 /* Writes "FIELD: policy 'P' has A, WHO B" for one differing number. */
@@ -167,8 +194,14 @@ int vl_spec_diff(const vl_spec_t *policy, const vl_spec_t *sender, const char *w
                          why_size);
     if (policy->horizon != sender->horizon)
         return s_differs("horizon", policy, policy->horizon, who, sender->horizon, why, why_size);
-    if (policy->hidden != sender->hidden)
-        return s_differs("hidden", policy, policy->hidden, who, sender->hidden, why, why_size);
+    char a[VL_SPEC_MODEL_MAX], b[VL_SPEC_MODEL_MAX];
+    vl_spec_model(policy, a, sizeof a);
+    vl_spec_model(sender, b, sizeof b);
+    if (strcmp(a, b) != 0) {
+        snprintf(why, why_size, "model: policy '%s' has '%s', %s '%s'", policy->policy_id, a, who,
+                 b);
+        return 1;
+    }
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /*  vl_spec: what a policy's segments look like (volley.proto's Spec):
-    observation fields, actions, horizon and the MLP's hidden size. Actors
+    observation fields, actions, horizon and the network that acts (a model
+    spec's canonical text, and the MLP's hidden size older peers read). Actors
     declare it in their beats, a learner with the environment declares it,
     a learner without one asks the broker for it. Comparisons say which
     field differs, with both values, so a refusal names its cause. */
@@ -12,8 +13,9 @@
 #include "vl_codec.h"
 #include "volley.pb-c.h"
 
-#define VL_SPEC_REASON_MAX 160 // bytes of a reason text, NUL included
+#define VL_SPEC_REASON_MAX 480 // bytes of a reason text, NUL included
 #define VL_SPEC_HIDDEN_MAX 65536
+#define VL_SPEC_MODEL_MAX  1024 // bytes of a model spec's canonical text, NUL included
 
 typedef struct {
     char policy_id[VL_POLICY_ID_MAX];
@@ -22,7 +24,13 @@ typedef struct {
     uint32_t horizon;
     uint32_t hidden;            // hidden units per layer of volley's MLP
     char env[VL_POLICY_ID_MAX]; // the environment's name, for people ("" if unknown)
+    char model[VL_SPEC_MODEL_MAX]; // canonical model spec; "" = mlp of `hidden` (see below)
 } vl_spec_t;
+
+/* Writes the model spec's canonical text spec stands for into out: its
+   model, or for "" (a peer from before model specs) volley's MLP of its
+   hidden size, "linear(H) tanh linear(H) tanh". */
+void vl_spec_model(const vl_spec_t *spec, char *out, size_t out_size);
 
 /* Encodes a Spec into a new buffer (caller frees). Returns 0, or -1 on an
    invalid spec or no memory. */
@@ -63,6 +71,11 @@ int vl_spec_diff(const vl_spec_t *policy, const vl_spec_t *sender, const char *w
    fits, else 1 after writing why, e.g. "horizon 32, policy 'default' has 64". */
 int vl_spec_check_segment(const vl_spec_t *spec, const vl_segment_t *seg, char *why,
                           size_t why_size);
+
+/* Returns 1 if text is a model spec text a Spec may carry: printable
+   ASCII, shorter than VL_SPEC_MODEL_MAX (its grammar is the models' to
+   check), else 0. */
+int vl_spec_model_ok(const char *text);
 
 /* Writes one line describing the observation fields, e.g. "f32[4]" or
    "u2[16x16] u1[32] f32[2]". */

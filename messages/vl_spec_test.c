@@ -39,9 +39,30 @@ static void test_spec_round_trip(void)
     VL_CHECK(s_round_trip(&s, &out) == VL_OK);
     VL_CHECK(vl_spec_diff(&s, &out, "this actor", (char[8]){0}, 8) == 0);
     VL_CHECK(strcmp(out.env, "cartpole") == 0 && strcmp(out.policy_id, "default") == 0);
-    char line[160];
+    char line[1400];
     vl_spec_str(&out, line, sizeof line);
-    VL_CHECK(strcmp(line, "obs f32[4] u2[16x16] actions 2 horizon 64 hidden 64 env cartpole") == 0);
+    VL_CHECK(strcmp(line, "obs f32[4] u2[16x16] actions 2 horizon 64 model linear(64) tanh "
+                          "linear(64) tanh env cartpole") == 0);
+}
+
+/* The model travels as text; "" is the MLP of `hidden` units that peers from
+   before model specs run, so an old actor and a new learner of that MLP agree. */
+static void test_spec_model(void)
+{
+    vl_spec_t s = s_cartpole(), out, mlp = s_cartpole();
+    snprintf(s.model, sizeof s.model, "conv(16,4,2) relu linear(256) relu");
+    VL_CHECK(s_round_trip(&s, &out) == VL_OK);
+    VL_CHECK(strcmp(out.model, s.model) == 0);
+    char why[VL_SPEC_REASON_MAX];
+    VL_CHECK(vl_spec_diff(&s, &mlp, "this actor", why, sizeof why) == 1);
+    VL_CHECK(strstr(why, "model: policy 'default' has 'conv(16,4,2) relu linear(256) relu', this "
+                         "actor 'linear(64) tanh linear(64) tanh'") == why);
+    snprintf(s.model, sizeof s.model, "linear(64) tanh linear(64) tanh");
+    VL_CHECK(vl_spec_diff(&s, &mlp, "this actor", why, sizeof why) == 0);
+    s.model[3] = '\n'; // a control character is not a spec any peer wrote
+    uint8_t *buf = NULL;
+    size_t size = 0;
+    VL_CHECK(vl_spec_encode(&s, &buf, &size) == -1);
 }
 
 static void test_spec_refused(void)
@@ -84,7 +105,8 @@ static void test_spec_diff_names_the_field(void)
     b.hidden = 16;
     strcpy(b.env, "other name"); // the env name is for people: never compared
     VL_CHECK(vl_spec_diff(&a, &b, "this actor", why, sizeof why) == 1);
-    VL_CHECK(strcmp(why, "hidden: policy 'default' has 64, this actor 16") == 0);
+    VL_CHECK(strcmp(why, "model: policy 'default' has 'linear(64) tanh linear(64) tanh', this "
+                         "actor 'linear(16) tanh linear(16) tanh'") == 0);
 }
 
 static void test_spec_check_segment(void)
@@ -106,6 +128,7 @@ static void test_spec_check_segment(void)
 int main(void)
 {
     VL_RUN(test_spec_round_trip);
+    VL_RUN(test_spec_model);
     VL_RUN(test_spec_refused);
     VL_RUN(test_spec_diff_names_the_field);
     VL_RUN(test_spec_check_segment);

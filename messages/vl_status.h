@@ -37,7 +37,7 @@
 #define VL_STATUS_MAX_UPTIME 3.2e9
 
 /* Longest drop kind or reason text, NUL included. */
-#define VL_STATUS_TEXT_MAX 192 // > VL_SPEC_REASON_MAX: a reason names a field and two values
+#define VL_STATUS_TEXT_MAX 512 // > VL_SPEC_REASON_MAX: a reason names a field and two values
 
 /* An actor's heartbeat; fields as in volley.proto's Beat. */
 typedef struct {

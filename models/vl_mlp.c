@@ -34,6 +34,7 @@ struct vl_mlp_s {
     float *delta[2];                // backward ping-pong, [cap][max_width]
     uint32_t cap;                   // samples the scratch buffers hold
     uint32_t n_cached;              // samples of the last forward
+    uint8_t act[VL_MLP_MAX_LAYERS]; // VL_MLP_ACT_* after each layer
     int kernels;                    // VL_MLP_KERNELS_*, chosen at vl_mlp_new
     int sparse;                     // layer 0 ran on the nonzero inputs only
     uint32_t *nz_idx;               // nonzero inputs of sample i at [i][sizes[0]]
@@ -596,6 +597,7 @@ vl_mlp_t *vl_mlp_new(uint32_t n_layers, const uint32_t *sizes)
             self->max_width = sizes[i];
     }
     for (uint32_t l = 0; l < n_layers; l++) {
+        self->act[l] = l + 1 < n_layers ? VL_MLP_ACT_TANH : VL_MLP_ACT_NONE;
         self->offset[l] = self->n_params;
         self->n_params += (size_t)sizes[l + 1] * (sizes[l] + 1);
     }
@@ -797,6 +799,20 @@ static void s_scan_sparse(vl_mlp_t *self, uint32_t n, const float *x)
 }
 #endif
 
+/* y[k] = max(y[k], 0) for k < n (NaN stays NaN, as torch's relu). */
+static void s_relu_inplace(size_t n, float *y)
+{
+    for (size_t k = 0; k < n; k++)
+        y[k] = y[k] < 0.0f ? 0.0f : y[k];
+}
+
+/* g[k] = 0 where the relu's output h[k] was 0, over count floats. */
+static void s_relu_backward(size_t count, const float *restrict h, float *restrict g)
+{
+    for (size_t k = 0; k < count; k++)
+        g[k] = h[k] > 0.0f ? g[k] : 0.0f;
+}
+
 int vl_mlp_forward(vl_mlp_t *self, uint32_t n, const float *x, float *y)
 {
     if (s_reserve(self, n) != 0)
@@ -813,20 +829,23 @@ int vl_mlp_forward(vl_mlp_t *self, uint32_t n, const float *x, float *y)
         const float *w = self->params + self->offset[l];
         float *wt = self->wt + self->offset[l];
         float *yl = l == last ? y : self->acts[l + 1];
+        int tanh_after = self->act[l] == VL_MLP_ACT_TANH;
         switch (self->kernels) {
         case VL_MLP_KERNELS_PLAIN:
-            s_layer_forward_plain(w, in, out, l != last, n, self->acts[l], yl);
+            s_layer_forward_plain(w, in, out, tanh_after, n, self->acts[l], yl);
             break;
 #if S_HAVE_AVX2
         case VL_MLP_KERNELS_AVX2:
-            s_layer_forward_avx2(self, l, l != last, n, self->acts[l], yl);
+            s_layer_forward_avx2(self, l, tanh_after, n, self->acts[l], yl);
             break;
 #endif
         default:
             if (out >= S_LANES)
                 s_transpose(w, in, out, wt);
-            s_layer_forward(w, wt, in, out, l != last, n, self->acts[l], yl);
+            s_layer_forward(w, wt, in, out, tanh_after, n, self->acts[l], yl);
         }
+        if (self->act[l] == VL_MLP_ACT_RELU)
+            s_relu_inplace((size_t)n * out, yl);
     }
     self->n_cached = n;
     return 0;
@@ -936,18 +955,19 @@ void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
         float *gx = l > 0 ? self->delta[l % 2] : dx;
         float *dw = self->grads + self->offset[l];
         const float *w = self->params + self->offset[l];
+        int tanh_before = l > 0 && self->act[l - 1] == VL_MLP_ACT_TANH;
         switch (self->kernels) {
         case VL_MLP_KERNELS_PLAIN:
             s_weight_grad_plain(dw, in, out, n, self->acts[l], g);
             if (gx)
                 s_input_grad_plain(w, in, out, n, g, gx);
-            if (l > 0)
+            if (tanh_before)
                 s_tanh_backward((size_t)n * in, self->acts[l], gx);
             break;
 #if S_HAVE_AVX2
         case VL_MLP_KERNELS_AVX2:
             s_layer_backward_avx2(self, l, n, g, gx);
-            if (l > 0)
+            if (tanh_before)
                 s_tanh_backward_avx2((size_t)n * in, self->acts[l], gx);
             break;
 #endif
@@ -955,11 +975,21 @@ void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
             s_weight_grad(dw, in, out, n, self->acts[l], g);
             if (gx)
                 s_input_grad(w, in, out, n, g, gx);
-            if (l > 0)
+            if (tanh_before)
                 s_tanh_backward((size_t)n * in, self->acts[l], gx);
         }
+        if (l > 0 && self->act[l - 1] == VL_MLP_ACT_RELU)
+            s_relu_backward((size_t)n * in, self->acts[l], gx);
         g = gx;
     }
+}
+
+int vl_mlp_set_activation(vl_mlp_t *self, uint32_t l, int act)
+{
+    if (l + 1 >= self->n_layers || act < VL_MLP_ACT_NONE || act > VL_MLP_ACT_RELU)
+        return -1; // the output layer stays linear: the backward starts from its output
+    self->act[l] = (uint8_t)act;
+    return 0;
 }
 
 int vl_mlp_set_kernels(vl_mlp_t *self, int kernels)

@@ -1,5 +1,6 @@
-/*  vl_mlp: a fully connected net with tanh hidden layers and a linear output
-    layer, batch forward and hand-written backward. All parameters live in one
+/*  vl_mlp: a fully connected net, by default with tanh hidden layers and a
+    linear output layer (any layer's activation can be set: none, tanh or
+    relu), batch forward and hand-written backward. All parameters live in one
     flat float array and all gradients in another of the same layout, so an
     optimizer works on flat arrays. Layout, layer after layer: weight
     [out][in] row-major, then bias [out]. One object is used by one thread at
@@ -63,6 +64,14 @@ void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx);
 
 /* Sets the gradient array to zero. */
 void vl_mlp_zero_grad(vl_mlp_t *self);
+
+/* What follows a layer. */
+enum { VL_MLP_ACT_NONE, VL_MLP_ACT_TANH, VL_MLP_ACT_RELU };
+
+/* Sets the activation after hidden layer l (vl_mlp_new: tanh; the last,
+   output layer has none and keeps none). Returns 0, or -1 for a bad act or
+   an l that is not a hidden layer. */
+int vl_mlp_set_activation(vl_mlp_t *self, uint32_t l, int act);
 
 /* Kernel sets, for tests and benchmarks; vl_mlp_new picks the fastest the
    CPU runs. PLAIN: simple reference loops. PORTABLE: C that compilers

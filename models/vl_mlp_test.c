@@ -112,9 +112,12 @@ static double s_central_difference(vl_mlp_t *net, uint32_t n, const float *x, co
 /* Returns the worst error of the backward's gradients, of every parameter
    and every input, against central differences, for a 3-layer net of the
    given sizes with random weights (biases too) over n random inputs. */
-static double s_gradient_error(const uint32_t *sizes, uint32_t n, uint64_t seed)
+static double s_gradient_error_acts(const uint32_t *sizes, uint32_t n, uint64_t seed,
+                                    const int *acts)
 {
     vl_mlp_t *net = vl_mlp_new(3, sizes);
+    for (uint32_t l = 0; net && acts && l < 2; l++)
+        vl_mlp_set_activation(net, l, acts[l]);
     uint32_t in = sizes[0], out = sizes[3];
     float *x = malloc(n * in * sizeof *x), *dx = malloc(n * in * sizeof *dx);
     float *c = malloc(n * out * sizeof *c), *y = malloc(n * out * sizeof *y);
@@ -142,6 +145,27 @@ static double s_gradient_error(const uint32_t *sizes, uint32_t n, uint64_t seed)
     free(y);
     vl_mlp_destroy(&net);
     return worst;
+}
+
+/* As s_gradient_error_acts with the default activations. */
+static double s_gradient_error(const uint32_t *sizes, uint32_t n, uint64_t seed)
+{
+    return s_gradient_error_acts(sizes, n, seed, NULL);
+}
+
+/* relu and no activation take their own paths forward and backward, on
+   every kernel set (a relu's kink is met with probability 0 here). */
+static void test_relu_and_none_match_finite_differences(void)
+{
+    const uint32_t wide[] = {5, 13, 9, 3};
+    const int relu[3] = {VL_MLP_ACT_RELU, VL_MLP_ACT_RELU, VL_MLP_ACT_NONE};
+    const int mixed[3] = {VL_MLP_ACT_NONE, VL_MLP_ACT_TANH, VL_MLP_ACT_NONE};
+    VL_CHECK_NEAR(s_gradient_error_acts(wide, 19, 13, relu), 0.0, 1e-2);
+    VL_CHECK_NEAR(s_gradient_error_acts(wide, 19, 14, mixed), 0.0, 1e-2);
+    vl_mlp_t *net = vl_mlp_new(3, wide);
+    VL_CHECK(net && vl_mlp_set_activation(net, 2, VL_MLP_ACT_RELU) == -1); // the output layer
+    VL_CHECK(vl_mlp_set_activation(net, 0, 7) == -1);
+    vl_mlp_destroy(&net);
 }
 
 static void test_gradients_match_finite_differences(void)
@@ -442,6 +466,7 @@ int main(void)
     VL_RUN(test_forward_matches_a_plain_computation);
     VL_RUN(test_gradients_match_finite_differences);
     VL_RUN(test_wide_gradients_match_finite_differences);
+    VL_RUN(test_relu_and_none_match_finite_differences);
     VL_RUN(test_backward_adds_into_gradients);
     VL_RUN(test_init_is_orthogonal_with_gains);
     VL_RUN(test_init_is_deterministic_from_seed);

@@ -83,12 +83,23 @@ static const vl_model_layer_t s_cnn[] = {
     {VL_LAYER_LINEAR, 512, 0, 0, 0}, {VL_LAYER_RELU, 0, 0, 0, 0},
 };
 
+/* The cnn preset on frames under 36 pixels a side: the same shape scaled
+   down (half the channels, 3x3 kernels, stride 2 then 1, 256 units), which
+   takes a 16x16 frame to 7x7 and 5x5 and needs at least 7x7. */
+static const vl_model_layer_t s_cnn_small[] = {
+    {VL_LAYER_CONV, 16, 3, 2, 0},    {VL_LAYER_RELU, 0, 0, 0, 0}, {VL_LAYER_CONV, 32, 3, 1, 0},
+    {VL_LAYER_RELU, 0, 0, 0, 0},     {VL_LAYER_LINEAR, 256, 0, 0, 0},
+    {VL_LAYER_RELU, 0, 0, 0, 0},
+};
+#define S_CNN_SMALL_BELOW 36 // frame side under which cnn is s_cnn_small
+
 /* The parser's state: the text, where it is, and where errors go. */
 typedef struct {
     const char *text;
     size_t pos;
     char *err;
     size_t errlen;
+    int small_frames; // an image field has a side under S_CNN_SMALL_BELOW
 } s_parser_t;
 
 /* Copies text[from, to) into out for a message: at most S_TOKEN_MAX bytes
@@ -305,7 +316,7 @@ static int s_append(vl_model_spec_t *spec, const vl_model_layer_t *l, const char
 /* Expands item (with its n numbers) into layers appended to spec. Returns 0,
    or -1 after writing why. */
 static int s_expand(vl_model_spec_t *spec, const s_item_t *item, const uint32_t *args, int n,
-                    const char *token, size_t col, char *err, size_t errlen)
+                    const char *token, size_t col, int small_frames, char *err, size_t errlen)
 {
     if (item->kind >= 0) {
         vl_model_layer_t l = {.kind = (uint32_t)item->kind};
@@ -316,8 +327,11 @@ static int s_expand(vl_model_spec_t *spec, const s_item_t *item, const uint32_t 
         return s_append(spec, &l, token, col, err, errlen);
     }
     if (strcmp(item->name, "cnn") == 0) {
-        for (size_t i = 0; i < sizeof s_cnn / sizeof s_cnn[0]; i++)
-            if (s_append(spec, &s_cnn[i], token, col, err, errlen) != 0)
+        const vl_model_layer_t *cnn = small_frames ? s_cnn_small : s_cnn;
+        size_t count = small_frames ? sizeof s_cnn_small / sizeof s_cnn_small[0]
+                                    : sizeof s_cnn / sizeof s_cnn[0];
+        for (size_t i = 0; i < count; i++)
+            if (s_append(spec, &cnn[i], token, col, err, errlen) != 0)
                 return -1;
         return 0;
     }
@@ -359,10 +373,27 @@ static int s_item(s_parser_t *p, vl_model_spec_t *spec)
     if (n < 0)
         return -1;
     s_quote(p->text, start, n > 0 ? p->pos : name_end, token);
-    return s_expand(spec, item, args, n, token, start + 1, p->err, p->errlen);
+    return s_expand(spec, item, args, n, token, start + 1, p->small_frames, p->err, p->errlen);
+}
+
+/* Returns 1 if an image field of obs has a side under S_CNN_SMALL_BELOW. */
+static int s_small_frames(const vl_obs_spec_t *obs)
+{
+    for (uint32_t i = 0; obs && i < obs->n_fields && i < VL_OBS_FIELDS_MAX; i++) {
+        const vl_obs_field_t *f = &obs->fields[i];
+        if (f->ndim == 3 && (f->shape[1] < S_CNN_SMALL_BELOW || f->shape[2] < S_CNN_SMALL_BELOW))
+            return 1;
+    }
+    return 0;
 }
 
 vl_model_spec_t *vl_model_spec_parse(const char *text, char *err, size_t errlen)
+{
+    return vl_model_spec_parse_for(text, NULL, err, errlen);
+}
+
+vl_model_spec_t *vl_model_spec_parse_for(const char *text, const vl_obs_spec_t *obs, char *err,
+                                         size_t errlen)
 {
     if (!text) {
         vl_why(err, errlen,
@@ -382,7 +413,7 @@ vl_model_spec_t *vl_model_spec_parse(const char *text, char *err, size_t errlen)
         vl_why(err, errlen, "no memory for a model spec");
         return NULL;
     }
-    s_parser_t p = {.text = text, .err = err, .errlen = errlen};
+    s_parser_t p = {.text = text, .err = err, .errlen = errlen, .small_frames = s_small_frames(obs)};
     for (s_skip_space(&p); text[p.pos]; s_skip_space(&p))
         if (s_item(&p, spec) != 0) {
             free(spec);

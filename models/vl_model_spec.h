@@ -15,8 +15,11 @@
       with separate weights, once before the logits and once before the value;
     - cnn = conv(32,8,4) relu conv(64,4,2) relu conv(64,3,1) relu linear(512)
       relu: the Nature-DQN torso, 84x84 frames to 20x20, 9x9, 7x7; it needs
-      frames of at least 36x36 (smaller ones are refused by the check, which
-      names the conv whose kernel no longer fits).
+      frames of at least 36x36. Parsed for observations with a smaller frame
+      (vl_model_spec_parse_for), cnn is that torso scaled down: conv(16,3,2)
+      relu conv(32,3,1) relu linear(256) relu, 16x16 frames to 7x7 and 5x5
+      (at least 7x7). A frame too small for the torso is refused by the
+      check, which names the conv whose kernel no longer fits.
 
     Order: conv layers first, then linear layers, then at most one lstm,
     which is last; an activation follows a conv or linear layer. Each image
@@ -84,6 +87,12 @@ typedef struct {
    what was expected, e.g. "linear(6x4) at column 1: '6x4' is not a number;
    expected linear(n), n 1..4096". */
 vl_model_spec_t *vl_model_spec_parse(const char *text, char *err, size_t errlen);
+
+/* As vl_model_spec_parse, for observations obs (NULL: none known): the cnn
+   preset becomes its scaled-down torso when an image field of obs has a
+   side under 36. */
+vl_model_spec_t *vl_model_spec_parse_for(const char *text, const vl_obs_spec_t *obs, char *err,
+                                         size_t errlen);
 
 /* Returns a new spec of `mlp(width)`: linear(width) tanh linear(width) tanh,
    or NULL on a width of 0 or above VL_MODEL_WIDTH_MAX or no memory. Caller

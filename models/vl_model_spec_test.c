@@ -227,6 +227,28 @@ static void test_cnn_on_nature_frames_gives_3136_features(void)
     VL_CHECK(sh.params == 8224 + 32832 + 36928 + 1606144);
 }
 
+/* catch's 16x16 screen is too small for the Nature torso: parsed for it,
+   cnn is the scaled-down torso, which fits; parsed for 84x84 frames (or none)
+   it stays the Nature torso. */
+static void test_cnn_scales_down_for_small_frames(void)
+{
+    vl_obs_spec_t small = s_obs(VL_OBS_U2, 3, 1, 16, 16), nature = s_obs(VL_OBS_U8, 3, 4, 84, 84);
+    char err[256] = "", buf[VL_MODEL_TEXT_MAX + 1];
+    vl_model_spec_t *spec = vl_model_spec_parse_for("cnn", &small, err, sizeof err);
+    VL_CHECK(spec);
+    vl_model_spec_format(spec, buf, sizeof buf);
+    VL_CHECK(strcmp(buf, "conv(16,3,2) relu conv(32,3,1) relu linear(256) relu") == 0);
+    vl_model_shapes_t sh;
+    VL_CHECK(vl_model_spec_shapes(spec, &small, &sh, err, sizeof err) == 0);
+    VL_CHECK(sh.conv_out[0][0][1] == 7 && sh.conv_out[0][1][1] == 5 && sh.features == 800);
+    vl_model_spec_destroy(&spec);
+    spec = vl_model_spec_parse_for("cnn", &nature, err, sizeof err);
+    VL_CHECK(spec);
+    vl_model_spec_format(spec, buf, sizeof buf);
+    VL_CHECK(strncmp(buf, "conv(32,8,4) relu", 17) == 0);
+    vl_model_spec_destroy(&spec);
+}
+
 static void test_images_and_vectors_concatenate(void)
 {
     vl_obs_spec_t obs = {.n_fields = 3};
@@ -373,6 +395,7 @@ int main(void)
     VL_RUN(test_parser_refusals_name_the_token);
     VL_RUN(test_order_refusals_name_the_token);
     VL_RUN(test_cnn_on_nature_frames_gives_3136_features);
+    VL_RUN(test_cnn_scales_down_for_small_frames);
     VL_RUN(test_images_and_vectors_concatenate);
     VL_RUN(test_mlp_reads_any_field_as_values);
     VL_RUN(test_check_refusals_name_the_layer_and_sizes);
