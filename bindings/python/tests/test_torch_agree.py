@@ -11,7 +11,8 @@ of its terms, not of itself, so an element that cancels to near zero is
 judged against the tensor's scale (PyTorch's own float32 against float64 on
 the cnn preset is already 1.2e-5 off at a floor of a tenth of that, 1.2e-6
 at this one). A failure also prints each side's error against a float64
-PyTorch run of the same weights, to say which side is off."""
+PyTorch run of the same weights: both near it and apart from each other is
+more than rounding. Each case prints its worst errors (pytest -s shows them)."""
 import copy
 import os
 import subprocess
@@ -29,9 +30,9 @@ torch = need("torch")
 import volley.torch as vt  # noqa: E402  (after torch is known to be there)
 
 OUT_TOL, GRAD_TOL = 1e-5, 1e-4
-# A small-frame cnn for catch's 16x16 screen (the cnn preset needs 36x36 or more):
-# 16x16 -> 8x8 -> 4x4, 512 features.
+# A hand-written small-frame net with padding: 16x16 -> 8x8 -> 4x4, 512 features.
 SMALL_CNN = "conv(16,3,2,1) relu conv(32,3,2,1) relu linear(256) relu"
+CATCH = [((1, 16, 16), "u2")]  # catch's screen
 _HIGH = {"u8": 255, "u2": 3, "u1": 1}
 
 
@@ -112,6 +113,9 @@ def check_agree(spec, fields, num_actions, n=5, seed=3):
         ok, line = verdict(f"grad {name}", grads[name], t32[2][name], t64[2][name], GRAD_TOL)
         bad += [] if ok else [line]
     assert not bad, "\n".join(bad)
+    worst_out = max(rel_err(logits, t32[0]), rel_err(values, t32[1]))
+    worst_grad = max(rel_err(grads[k], t32[2][k]) for k in grads)
+    print(f"{spec} on {model.fields}: outputs {worst_out:.2g}, gradients {worst_grad:.2g}")
     assert np.abs(logits).max() > 0 and all(np.abs(g).max() > 0 for g in grads.values()), \
         "a degenerate case: zero outputs or a zero gradient agree with anything"
     return model, net
@@ -168,15 +172,19 @@ def test_cnn_preset_on_84x84_frames():
 
 
 def test_small_frame_cnn_on_catch_screen():
-    model, _ = check_agree(SMALL_CNN, [((1, 16, 16), "u2")], 3, n=6)
-    assert model.shapes["torso.0.weight"] == (256, 32 * 4 * 4)
+    # cnn on a frame under 36x36 is the Nature torso scaled down: 16x16 -> 7x7 -> 5x5
+    model, net = check_agree("cnn", CATCH, 3, n=6)
+    assert model.spec_text == net.spec_text == \
+        "conv(16,3,2) relu conv(32,3,1) relu linear(256) relu"
+    assert model.shapes["torso.0.weight"] == (256, 32 * 5 * 5)
+    check_agree(SMALL_CNN, CATCH, 3, n=6)
 
 
 # ---- weights cross unchanged -----------------------------------------------
 
 
 def test_torch_state_dict_loads_into_c(tmp_path):
-    fields = [((1, 16, 16), "u2")]
+    fields = CATCH
     net = vt.build(SMALL_CNN, fields, 3, seed=None)  # PyTorch's init: not C's
     torch.save(net.state_dict(), tmp_path / "net.pt")
     saved = torch.load(tmp_path / "net.pt")
