@@ -231,6 +231,31 @@ def test_build_starts_from_the_c_models_initial_weights():
         assert np.array_equal(v.numpy(), c[k]), k
 
 
+def _expected_gain(name, last_pi, last_v):
+    if name.startswith(last_pi):
+        return 0.01
+    return 1.0 if name.startswith(last_v) else 2 ** 0.5
+
+
+@pytest.mark.parametrize("spec,fields,last_pi,last_v", [
+    ("cnn", CATCH, "pi.", "v."),
+    ("conv(6,3,2,1) relu linear(32)", [((3, 12, 10), "u8"), ((5,), "f32"), ((1, 9, 9), "u2")],
+     "pi.", "v."),
+    ("mlp", [((4,), "f32")], "pi.2.", "v.2.")])
+def test_c_initial_weights_are_orthogonal_with_the_contracts_gains(spec, fields, last_pi, last_v):
+    """The weights volley.torch.build starts from: each weight (a conv's as [out, in*kh*kw])
+    is gain * an orthogonal matrix, gain sqrt(2) hidden, 0.01 on the logits, 1 on the value;
+    biases 0."""
+    for name, w in volley.Model(spec, fields, 6, seed=3).tensors().items():
+        if name.endswith(".bias"):
+            assert not w.any(), name
+            continue
+        w = w.reshape(w.shape[0], -1).astype(np.float64)
+        gram = w @ w.T if w.shape[0] <= w.shape[1] else w.T @ w
+        gain = _expected_gain(name, last_pi, last_v)
+        assert np.abs(gram / gain ** 2 - np.eye(len(gram))).max() < 1e-5, name
+
+
 # ---- the spec is read by C ---------------------------------------------------
 
 
