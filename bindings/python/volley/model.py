@@ -20,6 +20,7 @@ first) hold their raw values (0..255 for u8): the network scales them.
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections import OrderedDict
 from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 from collections.abc import Sequence
@@ -152,6 +153,9 @@ class Model:
         if not ptr:
             raise VolleyError(f"model {spec!r}: {why.value.decode()}")
         self._ptr = ptr
+        # The C model is one thread's at a time, and ctypes lets go of the GIL in each
+        # call: calls that use or change its state take turns under this lock.
+        self._lock = threading.Lock()
         buf = ctypes.create_string_buffer(_TEXT_MAX + 1)
         if _lib.lib.vl_model_text(ptr, buf, len(buf)) < 0:
             raise VolleyError(f"model {spec!r}: its canonical text does not fit in "
@@ -229,11 +233,12 @@ class Model:
         missing = [n for n in self._names if n not in arrays]
         if strict and missing:
             raise ValueError(f"set_tensors: missing {', '.join(missing)}")
-        for i, name in enumerate(self._names):
-            if name in arrays:
-                _, shape, p = self._tensor(i, 0)
-                ctypes.memmove(p, arrays[name].ctypes.data, arrays[name].nbytes)
-        _lib.lib.vl_model_params_changed(self._ptr)
+        with self._lock:
+            for i, name in enumerate(self._names):
+                if name in arrays:
+                    _, shape, p = self._tensor(i, 0)
+                    ctypes.memmove(p, arrays[name].ctypes.data, arrays[name].nbytes)
+            _lib.lib.vl_model_params_changed(self._ptr)
 
     def forward(self, obs: ArrayLike) -> Tuple[np.ndarray, np.ndarray]:
         """logits float32 [n, num_actions] and values float32 [n] of obs
@@ -246,11 +251,13 @@ class Model:
             raise ValueError(f"obs: {n} observations: expected 1 .. 2^32 - 1")
         logits = np.empty((n, self.num_actions), np.float32)
         values = np.empty(n, np.float32)
-        if _lib.lib.vl_model_forward(ptr, n, obs.ctypes.data, logits.ctypes.data,
-                                     values.ctypes.data) != 0:
+        with self._lock:
+            rc = _lib.lib.vl_model_forward(ptr, n, obs.ctypes.data, logits.ctypes.data,
+                                           values.ctypes.data)
+            self._n = n if rc == 0 else None
+        if rc != 0:
             raise VolleyError(f"model {self.spec_text}: forward over {n} observations failed "
                               "(see the log)")
-        self._n = n
         return logits, values
 
     def backward(self, dlogits: Optional[ArrayLike], dvalues: Optional[ArrayLike]) -> None:
@@ -258,18 +265,22 @@ class Model:
         respect to the last forward's outputs are dlogits [n, num_actions]
         and dvalues [n] (None: zero) into grads()."""
         ptr = self._live()
-        if self._n is None:
-            raise ValueError("backward: no forward before it")
-        n = self._n
-        dl = None if dlogits is None else _as_f32("dlogits", dlogits, (n, self.num_actions))
-        dv = None if dvalues is None else _as_f32("dvalues", dvalues, (n,))
-        if _lib.lib.vl_model_backward(ptr, n, None if dl is None else dl.ctypes.data,
-                                      None if dv is None else dv.ctypes.data) != 0:
+        with self._lock:
+            n = self._n
+            if n is None:
+                raise ValueError("backward: no forward before it")
+            dl = None if dlogits is None else _as_f32("dlogits", dlogits, (n, self.num_actions))
+            dv = None if dvalues is None else _as_f32("dvalues", dvalues, (n,))
+            rc = _lib.lib.vl_model_backward(ptr, n, None if dl is None else dl.ctypes.data,
+                                            None if dv is None else dv.ctypes.data)
+        if rc != 0:
             raise VolleyError(f"model {self.spec_text}: backward over {n} failed (see the log)")
 
     def zero_grad(self) -> None:
         """Sets the accumulated gradients to zero."""
-        _lib.lib.vl_model_zero_grad(self._live())
+        ptr = self._live()
+        with self._lock:
+            _lib.lib.vl_model_zero_grad(ptr)
 
     def _live(self):
         if not self._ptr:
