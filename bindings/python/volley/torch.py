@@ -213,7 +213,10 @@ class VolleyNet(nn.Module):
         return out[0] if len(out) == 1 else torch.cat(out, dim=1)
 
     def forward(self, obs):
-        """(logits [n, num_actions], values [n]) of obs [n, obs_dim]."""
+        """(logits [n, num_actions], values [n]) of obs [n, obs_dim] (a tensor,
+        or anything torch.as_tensor takes)."""
+        if not torch.is_tensor(obs):
+            obs = torch.as_tensor(obs, dtype=torch.float32)
         if obs.dim() != 2 or obs.shape[1] != self.obs_dim:
             raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(obs.shape)}")
         if not self.has_conv:
@@ -222,6 +225,17 @@ class VolleyNet(nn.Module):
         for lin, act in zip(self.torso, self.linear_acts):
             x = _act(act, lin(x))
         return self.pi(x), self.v(x).squeeze(-1)
+
+    def log_probs(self, obs):
+        """log pi(a|obs) [n, num_actions]."""
+        return torch.log_softmax(self.forward(obs)[0], dim=-1)
+
+    def act(self, obs, greedy=False):
+        """Actions [n]: sampled from the policy, or its most probable."""
+        logits = self.forward(torch.as_tensor(obs, dtype=torch.float32))[0]
+        if greedy:
+            return logits.argmax(-1)
+        return torch.distributions.Categorical(logits=logits).sample()
 
     def extra_repr(self):
         return f"spec={self.spec_text!r}, fields={self.fields}"
