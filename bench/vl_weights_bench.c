@@ -1,7 +1,11 @@
 /*  vl_weights_bench: how long new weights take from publish to applied in 4
     actors, learner PUB -> volley broker (XSUB, check, last-value cache, XPUB)
     -> actor SUB -> decode -> vl_policy_load, beside a raw PUB -> SUB of the
-    same frame sizes, measured in the same run.
+    same frame sizes, measured in the same run. Three networks: the actors'
+    default MLP, a large MLP, and the cnn preset's conv net over Atari frames
+    (conv weights of rank 4, [out][in][kh][kw]), which an actor loads by
+    checking every tensor's name and full shape and copying its floats, as
+    an external-mode actor or a conv engine takes them.
 
     This is latency, not throughput: one publication every S_PERIOD_S, N of
     them per path after a warm-up (publishing until every subscriber has seen
@@ -55,6 +59,7 @@
 #include "common/vl_log.h"
 #include "common/vl_opts.h"
 #include "common/vl_proc.h"
+#include "common/vl_rng.h"
 #include "messages/vl_codec.h"
 #include "models/vl_policy.h"
 
@@ -74,6 +79,10 @@
 #define S_LARGE_HIDDEN  256         // ... and hidden units (about 1 MB of weights)
 #define S_STAMP_BYTES   16          // raw path: send stamp and version at the body's start
 #define S_TARGET        2.0         // broker applied p50 / raw p50, at most
+#define S_CASES         3           // default MLP, large MLP, the cnn preset
+#define S_CNN_PERIOD_S                                                                             \
+    0.1 // the cnn's 6.8 MB: a learner's pace, not a flood the broker
+        // queues (at 20 ms it measures the backlog, not a hop)
 
 /* ---- cases and results ------------------------------------------------------- */
 
@@ -83,7 +92,40 @@ typedef enum { S_RAW, S_BROKER } s_path_t;
 typedef struct {
     char name[48];
     uint32_t obs_dim, num_actions, hidden;
+    int conv;      // the cnn preset's tensors (s_cnn) instead of volley's MLP of the sizes above
+    double period; // seconds between publications; 0: the plan's
 } s_case_t;
+
+/* The cnn preset ("conv(32,8,4) relu conv(64,4,2) relu conv(64,3,1) relu
+   linear(512) relu") over a 4 x 84 x 84 frame, 6 actions: its tensors as
+   models/vl_net.h names and lays them out. */
+static const struct {
+    const char *name;
+    uint32_t ndim, dims[4];
+} s_cnn[] = {
+    {"conv.0.0.weight", 4, {32, 4, 8, 8}},
+    {"conv.0.0.bias", 1, {32}},
+    {"conv.0.1.weight", 4, {64, 32, 4, 4}},
+    {"conv.0.1.bias", 1, {64}},
+    {"conv.0.2.weight", 4, {64, 64, 3, 3}},
+    {"conv.0.2.bias", 1, {64}},
+    {"torso.0.weight", 2, {512, 3136}},
+    {"torso.0.bias", 1, {512}},
+    {"pi.weight", 2, {6, 512}},
+    {"pi.bias", 1, {6}},
+    {"v.weight", 2, {1, 512}},
+    {"v.bias", 1, {1}},
+};
+#define S_CNN_TENSORS (sizeof s_cnn / sizeof s_cnn[0])
+
+/* A network's tensors as a learner or an actor holds them: volley's MLP, or
+   the cnn preset's tensors in one array of floats. */
+typedef struct {
+    vl_policy_t *policy; // MLP cases
+    float *params;       // conv case: every tensor's floats, in order
+    vl_tensor_t t[S_MAX_TENSORS];
+    uint32_t n;
+} s_net_t;
 
 /* One path's samples, pooled over the actors. */
 typedef struct {
@@ -137,8 +179,9 @@ static void s_sleep_until(double t)
         s_sleep(d);
 }
 
-/* Fills the two cases: the network an actor builds by default, and a large one. */
-static void s_cases(s_case_t cases[2])
+/* Fills the cases: the network an actor builds by default, a large one, and
+   the cnn preset's. */
+static void s_cases(s_case_t cases[S_CASES])
 {
     vl_actor_config_t d = vl_actor_config_default();
     cases[0] = (s_case_t){
@@ -147,6 +190,86 @@ static void s_cases(s_case_t cases[2])
     cases[1] = (s_case_t){
         .obs_dim = S_LARGE_OBS, .num_actions = d.env->num_actions, .hidden = S_LARGE_HIDDEN};
     snprintf(cases[1].name, sizeof cases[1].name, "large");
+    cases[2] = (s_case_t){.obs_dim = 4 * 84 * 84,
+                          .num_actions = 6,
+                          .hidden = 512,
+                          .conv = 1,
+                          .period = S_CNN_PERIOD_S};
+    snprintf(cases[2].name, sizeof cases[2].name, "cnn (Atari, rank 4)");
+}
+
+/* ---- networks -------------------------------------------------------------- */
+
+/* Builds c's network into net, its parameters drawn from seed. Returns 0,
+   or -1 on no memory. */
+static int s_net_new(const s_case_t *c, uint64_t seed, s_net_t *net)
+{
+    memset(net, 0, sizeof *net);
+    if (!c->conv) {
+        net->policy = vl_policy_new(c->obs_dim, c->num_actions, c->hidden, seed);
+        net->n = net->policy ? vl_policy_tensor_count(net->policy) : 0;
+        for (uint32_t i = 0; i < net->n && i < S_MAX_TENSORS; i++)
+            vl_policy_tensor(net->policy, i, &net->t[i]);
+        return net->policy && net->n <= S_MAX_TENSORS ? 0 : -1;
+    }
+    size_t total = 0;
+    for (uint32_t i = 0; i < S_CNN_TENSORS; i++) {
+        snprintf(net->t[i].name, sizeof net->t[i].name, "%s", s_cnn[i].name);
+        if (vl_tensor_set_shape(&net->t[i], s_cnn[i].ndim, s_cnn[i].dims) != 0)
+            return -1;
+        total += vl_tensor_size(&net->t[i]);
+    }
+    if (!(net->params = malloc(total * sizeof(float))))
+        return -1;
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
+    for (size_t k = 0; k < total; k++)
+        net->params[k] = (float)(vl_rng_uniform(&rng) - 0.5) * 0.1f;
+    float *at = net->params;
+    for (uint32_t i = 0; i < S_CNN_TENSORS; i++) {
+        net->t[i].data = at;
+        at += vl_tensor_size(&net->t[i]);
+    }
+    net->n = S_CNN_TENSORS;
+    return 0;
+}
+
+/* Frees what s_net_new made. */
+static void s_net_free(s_net_t *net)
+{
+    vl_policy_destroy(&net->policy);
+    free(net->params);
+    net->params = NULL;
+}
+
+/* Loads w into net: vl_policy_load for volley's MLP; for the conv net every
+   tensor by name with its full shape (a [32, 256] is not a [32, 4, 8, 8]),
+   its floats copied. Returns 0, or -1 when they do not fit (nothing
+   copied). */
+static int s_net_load(s_net_t *net, const vl_weights_t *w)
+{
+    if (net->policy)
+        return vl_policy_load(net->policy, w);
+    if (w->n_tensors != net->n)
+        return -1;
+    for (uint32_t i = 0; i < net->n; i++)
+        if (strcmp(w->tensors[i].name, net->t[i].name) != 0 ||
+            !vl_tensor_same_shape(&w->tensors[i], &net->t[i]))
+            return -1;
+    for (uint32_t i = 0; i < net->n; i++)
+        memcpy(net->t[i].data, w->tensors[i].data, vl_tensor_size(&net->t[i]) * sizeof(float));
+    return 0;
+}
+
+/* Returns the first parameter net holds now (where the publisher puts the
+   version). */
+static float s_net_first(s_net_t *net)
+{
+    if (!net->policy)
+        return net->t[0].data[0];
+    vl_tensor_t t;
+    vl_policy_tensor(net->policy, 0, &t);
+    return t.data[0];
 }
 
 /* ---- the broker child ---------------------------------------------------- */
@@ -230,8 +353,8 @@ static void *s_pub_open(void *ctx, s_path_t path, int port, char *sub_ep, size_t
 
 typedef struct {
     s_path_t path;
-    void *ctx, *sock;    // its own context, SUB subscribed to S_POLICY
-    vl_policy_t *policy; // broker path: the network loaded from each message
+    void *ctx, *sock; // its own context, SUB subscribed to S_POLICY
+    s_net_t net;      // broker path: the network loaded from each message
     vl_limits_t limits;
     size_t size;      // raw path: every body is this long
     uint32_t n;       // measured publications
@@ -278,9 +401,7 @@ static void s_record(s_actor_t *a, uint64_t version, double recv_us, double appl
    version in the first parameter. */
 static void s_check_loaded(s_actor_t *a, uint64_t version)
 {
-    vl_tensor_t t;
-    vl_policy_tensor(a->policy, 0, &t);
-    if (t.data[0] != (float)version)
+    if (s_net_first(&a->net) != (float)version)
         s_bad(a, "the loaded network does not hold the version received", NULL);
 }
 
@@ -298,7 +419,7 @@ static void s_apply(s_actor_t *a, const uint8_t *data, size_t size, int64_t t_re
         s_bad(a, "weights of another policy", w->policy_id);
     } else if (a->current && w->version == a->current) {
         a->dups += w->version >= S_FIRST_VERSION; // the actor skips it too
-    } else if (vl_policy_load(a->policy, w) == 0) {
+    } else if (s_net_load(&a->net, w) == 0) {
         int64_t t_applied = vl_wall_ns();
         a->current = w->version;
         s_record(a, w->version, (double)(t_recv - w->publish_ns) / 1e3,
@@ -373,13 +494,10 @@ static void s_actor_open(s_actor_t *a, s_path_t path, const s_case_t *c, const c
     a->ctx = zmq_ctx_new();
     a->sock = s_socket(a->ctx, ZMQ_SUB, sub_ep, 0);
     zmq_setsockopt(a->sock, ZMQ_SUBSCRIBE, S_POLICY, strlen(S_POLICY));
-    if (path == S_BROKER) {
-        vl_actor_config_t d = vl_actor_config_default();
-        a->policy = vl_policy_new(c->obs_dim, c->num_actions, c->hidden, d.seed);
-    }
+    int net_ok = path != S_BROKER || s_net_new(c, vl_actor_config_default().seed, &a->net) == 0;
     a->recv_us = malloc(n * sizeof *a->recv_us);
     a->apply_us = malloc(n * sizeof *a->apply_us);
-    if ((path == S_BROKER && !a->policy) || !a->recv_us || !a->apply_us)
+    if (!net_ok || !a->recv_us || !a->apply_us)
         s_die(c->name, "no memory for an actor");
     for (uint32_t i = 0; i < n; i++)
         a->recv_us[i] = a->apply_us[i] = NAN;
@@ -390,7 +508,7 @@ static void s_actor_close(s_actor_t *a)
 {
     zmq_close(a->sock);
     zmq_ctx_term(a->ctx);
-    vl_policy_destroy(&a->policy);
+    s_net_free(&a->net);
     free(a->recv_us);
     free(a->apply_us);
 }
@@ -417,11 +535,11 @@ static int s_all_got(s_actor_t *actors, uint32_t n)
 
 typedef struct {
     s_path_t path;
-    void *sock;       // PUB
-    void *hello;      // broker path: a DEALER on the learners' port saying hello, as a learner
-    double hello_at;  // when it last did (the broker believes weights only from the policy's
-                      // learner, and forgets one silent for 5 s)
-    vl_policy_t *src; // the network published; its first parameter carries the version
+    void *sock;      // PUB
+    void *hello;     // broker path: a DEALER on the learners' port saying hello, as a learner
+    double hello_at; // when it last did (the broker believes weights only from the policy's
+                     // learner, and forgets one silent for 5 s)
+    s_net_t src;     // the network published; its first parameter carries the version
     s_actor_t *actors;
     uint32_t n;
     double period;
@@ -444,15 +562,11 @@ static int s_publish(s_publisher_t *p, uint64_t version, double *encode_us)
         free(hello);
         p->hello_at = s_now();
     }
-    vl_tensor_t t[S_MAX_TENSORS];
-    uint32_t k = vl_policy_tensor_count(p->src);
-    for (uint32_t i = 0; i < k && i < S_MAX_TENSORS; i++)
-        vl_policy_tensor(p->src, i, &t[i]);
-    t[0].data[0] = (float)version;
+    p->src.t[0].data[0] = (float)version;
     int64_t t0 = vl_wall_ns();
     uint8_t *buf;
     size_t size;
-    if (k > S_MAX_TENSORS || vl_weights_encode(S_POLICY, version, t, k, &buf, &size) != 0)
+    if (vl_weights_encode(S_POLICY, version, p->src.t, p->src.n, &buf, &size) != 0)
         return -1;
     *encode_us = (double)(vl_wall_ns() - t0) / 1e3;
     if (p->path == S_RAW) {
@@ -529,13 +643,16 @@ static void s_measure(const s_case_t *c, s_path_t path, int port, size_t size,
         s_die(c->name, "no memory");
     void *pub_ctx = zmq_ctx_new();
     char sub_ep[128];
-    s_publisher_t p = {.path = path, .n = n, .period = plan->run_s, .encode_us = out->encode_us};
+    s_publisher_t p = {.path = path,
+                       .n = n,
+                       .period = c->period > 0 ? c->period : plan->run_s,
+                       .encode_us = out->encode_us};
     p.sock = s_pub_open(pub_ctx, path, port, sub_ep, sizeof sub_ep);
     char learners_ep[64];
     snprintf(learners_ep, sizeof learners_ep, "tcp://127.0.0.1:%d", port + VL_PORT_LEARNERS);
     p.hello = path == S_RAW ? NULL : s_socket(pub_ctx, ZMQ_DEALER, learners_ep, 0);
     p.hello_at = -1e9;
-    p.src = vl_policy_new(c->obs_dim, c->num_actions, c->hidden, 7);
+    int src_ok = s_net_new(c, 7, &p.src) == 0;
     s_actor_t actors[S_ACTORS];
     p.actors = actors;
     for (int i = 0; i < S_ACTORS; i++)
@@ -544,7 +661,7 @@ static void s_measure(const s_case_t *c, s_path_t path, int port, size_t size,
     for (int i = 0; i < S_ACTORS; i++)
         if (pthread_create(&actors[i].tid, NULL, s_actor_main, &actors[i]) != 0)
             s_die(c->name, "cannot start an actor thread");
-    if (!p.src || pthread_create(&pt, NULL, s_publisher_main, &p) != 0)
+    if (!src_ok || pthread_create(&pt, NULL, s_publisher_main, &p) != 0)
         s_die(c->name, "cannot start the publisher");
     pthread_join(pt, NULL);
     for (double until = s_now() + S_DRAIN_S; s_now() < until && !s_all_got(actors, n);)
@@ -559,7 +676,7 @@ static void s_measure(const s_case_t *c, s_path_t path, int port, size_t size,
     out->warmups = p.warmups;
     for (int i = 0; i < S_ACTORS; i++)
         s_actor_close(&actors[i]);
-    vl_policy_destroy(&p.src);
+    s_net_free(&p.src);
     zmq_close(p.sock);
     if (p.hello)
         zmq_close(p.hello);
@@ -569,18 +686,14 @@ static void s_measure(const s_case_t *c, s_path_t path, int port, size_t size,
 /* Returns the body size of the case's weights message. Exits on failure. */
 static size_t s_wire_size(const s_case_t *c)
 {
-    vl_policy_t *src = vl_policy_new(c->obs_dim, c->num_actions, c->hidden, 7);
-    vl_tensor_t t[S_MAX_TENSORS];
-    uint32_t k = src ? vl_policy_tensor_count(src) : 0;
-    for (uint32_t i = 0; i < k && i < S_MAX_TENSORS; i++)
-        vl_policy_tensor(src, i, &t[i]);
+    s_net_t src;
     uint8_t *buf;
     size_t size;
-    if (!src || k > S_MAX_TENSORS ||
-        vl_weights_encode(S_POLICY, S_FIRST_VERSION, t, k, &buf, &size) != 0)
+    if (s_net_new(c, 7, &src) != 0 ||
+        vl_weights_encode(S_POLICY, S_FIRST_VERSION, src.t, src.n, &buf, &size) != 0)
         s_die(c->name, "cannot encode the weights");
     free(buf);
-    vl_policy_destroy(&src);
+    s_net_free(&src);
     if (size < S_STAMP_BYTES)
         s_die(c->name, "weights too small to carry the raw stamp");
     return size;
@@ -693,15 +806,22 @@ static void s_print_notes(const s_case_t *c, const s_run_t runs[2])
     s_stats_t enc = s_stats(b->encode_us, b->n), load = s_stats(dl, all);
     double raw = s_p50_less_encode(runs[S_RAW].recv_us, &runs[S_RAW]);
     double applied = s_p50_less_encode(b->apply_us, b);
-    printf("  %s (obs %u, %u actions, hidden %u):\n"
+    char arch[96];
+    if (c->conv)
+        snprintf(arch, sizeof arch, "%zu tensors, %s [%u, %u, %u, %u] first", S_CNN_TENSORS,
+                 s_cnn[0].name, s_cnn[0].dims[0], s_cnn[0].dims[1], s_cnn[0].dims[2],
+                 s_cnn[0].dims[3]);
+    else
+        snprintf(arch, sizeof arch, "obs %u, %u actions, hidden %u", c->obs_dim, c->num_actions,
+                 c->hidden);
+    printf("  %s (%s):\n"
            "    encode p50 %.1f us (inside both paths' figures); decode + load p50 %.1f us, "
            "p99 %.1f us\n"
            "    less each publication's encode: raw p50 %.1f us, broker applied p50 %.1f us, "
            "%.2fx\n"
            "    warm-up publications: raw %llu, broker %llu\n",
-           c->name, c->obs_dim, c->num_actions, c->hidden, enc.p50, load.p50, load.p99, raw,
-           applied, applied / raw, (unsigned long long)runs[S_RAW].warmups,
-           (unsigned long long)b->warmups);
+           c->name, arch, enc.p50, load.p50, load.p99, raw, applied, applied / raw,
+           (unsigned long long)runs[S_RAW].warmups, (unsigned long long)b->warmups);
     free(dl);
 }
 
@@ -711,12 +831,15 @@ static void s_usage(FILE *out)
             "usage: vl_weights_bench [--volley PATH] [--quick] [--help]\n"
             "  Benchmarks weights latency, publish -> applied in %d actors, through a\n"
             "  volley broker, beside a raw PUB -> SUB of the same sizes: the actors'\n"
-            "  default network and a large one (obs %d, hidden %d, about 1 MB).\n"
+            "  default network, a large one (obs %d, hidden %d, about 1 MB) and the cnn\n"
+            "  preset's over Atari frames (rank-4 conv weights, about 6.8 MB).\n"
             "  --volley PATH  the volley executable to run the broker from\n"
             "                 (default: volley beside this benchmark)\n"
-            "  --quick        %d publications per path instead of %d (%.0f ms apart)\n"
+            "  --quick        %d publications per path instead of %d (%.0f ms apart, the\n"
+            "                 cnn's %.0f ms)\n"
             "  --help         this text\n",
-            S_ACTORS, S_LARGE_OBS, S_LARGE_HIDDEN, S_QUICK_PUBS, S_PUBS, S_PERIOD_S * 1e3);
+            S_ACTORS, S_LARGE_OBS, S_LARGE_HIDDEN, S_QUICK_PUBS, S_PUBS, S_PERIOD_S * 1e3,
+            S_CNN_PERIOD_S * 1e3);
 }
 
 /* Removes "--volley PATH" from argv. Returns PATH, the default (volley beside
@@ -775,20 +898,21 @@ int main(int argc, char **argv)
     vl_proc_catch_signals(); // Ctrl-C winds down through s_die, which stops the broker
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("vl_weights_bench: weights latency, publish (stamped before encode) -> %d actors,\n"
-           "  learner PUB -> volley broker -> actor SUB -> decode -> vl_policy_load, beside a\n"
-           "  raw PUB -> SUB of the same frame sizes (receive only), tcp 127.0.0.1, same run;\n"
-           "  %d publications per path, %.0f ms apart, after a warm-up; one ZeroMQ context per\n"
+           "  learner PUB -> volley broker -> actor SUB -> decode -> load (vl_policy_load; the\n"
+           "  cnn: names and full shapes checked, floats copied), beside a raw PUB -> SUB of the\n"
+           "  same frame sizes (receive only), tcp 127.0.0.1, same run; %d publications per\n"
+           "  path, %.0f ms apart (the cnn's %.0f ms), after a warm-up; one ZeroMQ context per\n"
            "  actor and for the publisher; %ld cores online%s\n",
-           S_ACTORS, plan.runs, plan.run_s * 1e3, cores,
+           S_ACTORS, plan.runs, plan.run_s * 1e3, S_CNN_PERIOD_S * 1e3, cores,
            cores <= 2 ? ":\n  the broker, 4 actors, the publisher and their I/O threads compete"
                       : "");
     double load0 = s_load();
-    s_case_t cases[2];
+    s_case_t cases[S_CASES];
     s_cases(cases);
-    s_run_t runs[2][2];
-    size_t sizes[2];
+    s_run_t runs[S_CASES][2];
+    size_t sizes[S_CASES];
     int from = 20000 + (int)(getpid() % 20000);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < S_CASES; k++) {
         sizes[k] = s_wire_size(&cases[k]);
         s_run_case(volley, &cases[k], sizes[k], &plan, &from, runs[k]);
     }
@@ -797,18 +921,18 @@ int main(int argc, char **argv)
            load0, s_load());
     printf("\n  %-18s %9s  %-26s %9s %9s %9s %8s  %-12s %4s\n", "network", "bytes", "path",
            "p50 us", "p99 us", "max us", "samples", "lost/actor", "dups");
-    double ratio[2];
-    for (int k = 0; k < 2; k++)
+    double ratio[S_CASES];
+    for (int k = 0; k < S_CASES; k++)
         ratio[k] = s_print_case(&cases[k], sizes[k], runs[k]);
     printf("\n");
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < S_CASES; k++)
         s_print_notes(&cases[k], runs[k]);
     printf("\n");
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < S_CASES; k++)
         printf("  %s, %zu B: broker applied p50 / raw p50 = %.2fx, target <= %.1fx: %s\n",
                cases[k].name, sizes[k], ratio[k], S_TARGET,
                ratio[k] <= S_TARGET ? "met" : "missed");
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < S_CASES; k++)
         for (int p = 0; p < 2; p++)
             s_run_free(&runs[k][p]);
     return 0;

@@ -16,8 +16,8 @@
 #include "../messages/vl_obs.h"
 
 #define S_ALIGN       8 // safetensors pads its header so the data starts 8-aligned
-#define S_FORMAT      "volley.mlp"
-#define S_FORMAT_VERS 1
+#define S_FORMAT      "volley.policy"
+#define S_FORMAT_VERS 2 // 2: any model spec (architecture.model, observation_fields)
 
 /* Writes s as a JSON string (quoted, escaped) to f. */
 static void s_json_str(FILE *f, const char *s)
@@ -61,6 +61,25 @@ static void s_json_fields(FILE *f, const vl_env_ops_t *env)
             s_json_float(f, env->high[i]);
         }
         fputs("}", f);
+    }
+    fputs("]", f);
+}
+
+/* Writes the observation fields the network reads, as a JSON array of
+   {"encoding", "shape"}: its spec's, or one f32 field of obs_dim values
+   for a checkpoint from before specs were kept. */
+static void s_json_net_fields(FILE *f, const vl_kept_t *kept)
+{
+    vl_obs_spec_t flat = vl_obs_spec_flat(kept->obs_dim);
+    const vl_obs_spec_t *obs = kept->has_spec ? &kept->spec.obs_spec : &flat;
+    fputs("[", f);
+    for (uint32_t i = 0; i < obs->n_fields; i++) {
+        const vl_obs_field_t *fl = &obs->fields[i];
+        fprintf(f, "%s{\"encoding\": \"%s\", \"shape\": [", i ? ", " : "",
+                vl_obs_encoding_str(fl->encoding));
+        for (uint32_t d = 0; d < fl->ndim; d++)
+            fprintf(f, "%s%u", d ? ", " : "", fl->shape[d]);
+        fputs("]}", f);
     }
     fputs("]", f);
 }
@@ -118,6 +137,8 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
     fprintf(f, ", \"version\": %llu,\n \"architecture\": {\"type\": \"%s\", \"model\": ",
             (unsigned long long)kept->weights->version, conv ? "cnn" : "mlp");
     s_json_str(f, model);
+    fputs(", \"observation_fields\": ", f);
+    s_json_net_fields(f, kept);
     fprintf(f,
             ", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, "
             "\"weight_layout\": \"PyTorch's: linear [out, in] (y = x W^T + b), conv [out, in, kh, "
@@ -326,13 +347,13 @@ static void s_usage(FILE *out)
             "usage: volley export CHECKPOINT|RUN --to FILE.safetensors [--policy NAME]\n"
             "                     [--env NAME|PATH.so|MOD:FN]\n"
             "\n"
-            "Writes a trained policy for other tools: FILE.safetensors holds its 12 tensors\n"
-            "(float32, [out, in]: a layer is x W^T + b, PyTorch's nn.Linear) and FILE.json\n"
-            "(also in the header's __metadata__ as \"volley\") its architecture (mlp, tanh,\n"
-            "obs_dim, hidden, num_actions, tensor names) and spec (policy, version, env,\n"
-            "observation fields). In Python: volley.load_safetensors(FILE) gives NumPy\n"
-            "arrays, volley.load_torch_policy(FILE) a torch.nn.Module. Never overwrites a\n"
-            "file.\n"
+            "Writes a trained policy for other tools: FILE.safetensors holds its tensors\n"
+            "(float32 in PyTorch's layouts: linear [out, in], y = x W^T + b; conv\n"
+            "[out, in, kh, kw]) and FILE.json (also in the header's __metadata__ as\n"
+            "\"volley\") its architecture (model spec, observation fields, obs_dim,\n"
+            "num_actions, tensor names) and spec (policy, version, env). In Python:\n"
+            "volley.load_safetensors(FILE) gives NumPy arrays, volley.load_torch_policy(FILE)\n"
+            "the torch.nn.Module volley.torch builds for the model. Never overwrites a file.\n"
             "\n"
             "  CHECKPOINT         a learner's checkpoint file (DIR/NAME.ckpt)\n"
             "  RUN                a run directory: RUN/checkpoints/NAME.ckpt (or RUN/NAME.ckpt)\n"

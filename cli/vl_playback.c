@@ -54,6 +54,7 @@ static void s_usage(FILE *out)
     vl_opt_print_role(out, "policy whose segments train the learner");
     vl_opt_print_curve(out);
     vl_env_print_help(out, "cartpole; the recording's spec must match it");
+    vl_opt_print_model(out);
     vl_learner_config_t defaults = vl_learner_config_default();
     vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"
@@ -219,6 +220,14 @@ int vl_playback_main(int argc, char **argv)
     if (!env)
         return 2;
     vl_learner_config_set_env(&c, env);
+    char why[512];
+    if (role.model && strlen(role.model) < sizeof c.model)
+        snprintf(c.model, sizeof c.model, "%s", role.model);
+    if (vl_learner_config_model(&c, NULL, NULL, why, sizeof why) != 0) {
+        fprintf(stderr, "volley replay: --model: %s\n", why);
+        return 2;
+    }
+    vl_learner_config_settle(&c, role.given);
     if (vl_learner_config_check("replay", &c) != 0)
         return 2;
     c.policy = role.policy;

@@ -687,8 +687,15 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         s_kv(out, s_nums[i].name, value);
     }
     vl_learner_config_t learner = vl_learner_config_default();
-    for (int i = 0; i + 1 < c->n_pass; i += 2)
-        vl_opt_set("up", s_learner_opt(c->pass[i]), &learner, c->pass[i + 1]);
+    uint64_t given = 0;
+    for (int i = 0; i + 1 < c->n_pass; i += 2) {
+        const vl_num_opt_t *o = s_learner_opt(c->pass[i]);
+        vl_opt_set("up", o, &learner, c->pass[i + 1]);
+        given |= o && o - vl_learner_opts < 64 ? 1ull << (o - vl_learner_opts) : 0;
+    }
+    vl_learner_config_set_env(&learner, c->env); // the learner's defaults follow the model
+    snprintf(learner.model, sizeof learner.model, "%s", c->model_text);
+    vl_learner_config_settle(&learner, given);
     for (int i = 0; i < vl_learner_n_opts; i++) {
         const vl_num_opt_t *o = &vl_learner_opts[i];
         int passed = 0;

@@ -394,8 +394,10 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
     int opt, bad = 0;
     opterr = 0; // a refused flag gets one line from vl_opt_refused, not getopt's and the usage
     while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt >= 0 && opt < n)
+        if (opt >= 0 && opt < n) {
             bad = vl_opt_set(cmd, &nums[opt], config, optarg);
+            role->given |= opt < 64 ? 1ull << opt : 0;
+        }
         else if (opt == O_BROKER)
             role->broker = optarg;
         else if (opt == O_POLICY)

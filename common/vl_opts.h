@@ -5,6 +5,7 @@
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define VL_DEFAULT_PORT 7600
@@ -98,6 +99,7 @@ typedef struct {
     const char *env;        // --env NAME|PATH, for the caller to look up
     const char *env_arg;    // --env-arg TEXT, for the env's create
     const char *model;      // --model SPEC, for the caller to parse
+    uint64_t given;         // bit i: numeric flag i (i < 64) was on the command line
     int log_level;          // a vl_log_level_t: --quiet warns, --verbose debugs
     int learner;            // set by the caller: accept --checkpoint DIR and --resume
     const char *checkpoint; // --checkpoint DIR

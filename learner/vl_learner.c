@@ -111,6 +111,16 @@ int vl_learner_config_model(const vl_learner_config_t *c, vl_model_spec_t **spec
     return 0;
 }
 
+void vl_learner_config_settle(vl_learner_config_t *c, uint64_t given)
+{
+    char canon[VL_SPEC_MODEL_MAX], why[256];
+    for (int i = 0; i < vl_learner_n_opts && i < 64; i++)
+        if (strcmp(vl_learner_opts[i].name, "lr") == 0 && (given >> i & 1))
+            return;
+    if (vl_learner_config_model(c, NULL, canon, why, sizeof why) == 0 && strstr(canon, "conv("))
+        c->lr = VL_LEARNER_CONV_LR;
+}
+
 vl_learner_config_t vl_learner_config_default(void)
 {
     vl_learner_config_t c = {.broker = "127.0.0.1",

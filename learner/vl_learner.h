@@ -84,6 +84,15 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
 int vl_learner_config_model(const vl_learner_config_t *c, vl_model_spec_t **spec, char *canon,
                             char *why, size_t why_size);
 
+#define VL_LEARNER_CONV_LR 3e-4f // --lr's default for models with conv layers
+
+/* Settles the defaults that follow the model: a model with conv layers
+   trains with lr VL_LEARNER_CONV_LR unless --lr was given (bit i of given:
+   vl_learner_opts[i] was on the command line), as CleanRL's Atari PPO
+   (2.5e-4) against its MLP PPO; 1e-3 made catch-pixels' CNN settle on a
+   policy that misses balls. */
+void vl_learner_config_settle(vl_learner_config_t *c, uint64_t given);
+
 /* Fills the spec this learner trains (its fields, actions, horizon, hidden,
    policy and env name). */
 void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec);

@@ -37,7 +37,7 @@ const vl_num_opt_t vl_learner_opts[] = {
           "progress reports this often (0: after every update)"),
     S_OPT("keep", VL_OPT_U32, keep, 1, 1024,
           "checkpoints kept: the newest N as <policy>-v<version>.ckpt (1: only <policy>.ckpt)"),
-    S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate"),
+    S_OPT("lr", VL_OPT_FLOAT, lr, 0, 1, "Adam learning rate (models with conv layers: 0.0003)"),
     S_OPT("lr-anneal-steps", VL_OPT_U64, lr_anneal_steps, 0, 1L << 50,
           "lr falls linearly to 0 at this many env steps (0: constant)"),
     S_OPT("max-steps", VL_OPT_U64, max_steps, 0, 1L << 50,
@@ -218,6 +218,7 @@ static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_
     int settled = env ? 0 : vl_learner_spec_settle(&c);
     if (settled == 0 && !env && s_check_model(&c, role.model) != 0)
         settled = 2;
+    vl_learner_config_settle(&c, role.given); // the model is known now
     if (settled == 0 && !env && c.checkpoint_dir && vl_keeper_check(&c, 1, why, sizeof why)) {
         fprintf(stderr, "volley learner: %s\n", why); // the broker's spec against the checkpoint's
         vl_sock_client_curve_end(&curve);

@@ -132,6 +132,13 @@ int vl_tensor_same_shape(const vl_tensor_t *a, const vl_tensor_t *b);
    Returns buf. */
 const char *vl_tensor_shape_str(const vl_tensor_t *t, char *buf, size_t size);
 
+/* Checks that got holds every one of the n tensors want by name, each with
+   want's full shape (extra tensors are not looked at). Returns 0, or -1
+   after writing the first difference into why[size]: "they have no tensor
+   NAME" or "their NAME is [64, 4, 1], this network's [64, 4]". */
+int vl_tensors_mismatch(const vl_tensor_t *want, uint32_t n, const vl_tensor_t *got, uint32_t n_got,
+                        char *why, size_t size);
+
 /* Returns the FNV-1a 64-bit checksum of n tensors in order: each one's
    name (with its NUL), its shape as u32s and its data. The shape of a rank
    1 or 2 tensor is {ndim, rows, cols} (as before ranks 3 and 4 existed, so

@@ -289,3 +289,26 @@ const char *vl_tensor_shape_str(const vl_tensor_t *t, char *buf, size_t size)
         snprintf(buf + at, size - at, "]");
     return buf;
 }
+
+int vl_tensors_mismatch(const vl_tensor_t *want, uint32_t n, const vl_tensor_t *got, uint32_t n_got,
+                        char *why, size_t size)
+{
+    char theirs[64], mine[64];
+    for (uint32_t i = 0; i < n; i++) {
+        const vl_tensor_t *t = NULL;
+        for (uint32_t j = 0; j < n_got && !t; j++)
+            if (strncmp(got[j].name, want[i].name, sizeof got[j].name) == 0)
+                t = &got[j];
+        if (!t) {
+            snprintf(why, size, "they have no tensor %s", want[i].name);
+            return -1;
+        }
+        if (!vl_tensor_same_shape(t, &want[i])) {
+            snprintf(why, size, "their %s is %s, this network's %s", want[i].name,
+                     vl_tensor_shape_str(t, theirs, sizeof theirs),
+                     vl_tensor_shape_str(&want[i], mine, sizeof mine));
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -352,6 +352,12 @@ static void test_weights_rank4_round_trip(void)
     VL_CHECK(!vl_tensor_same_shape(&flat, &t[0]) && !vl_tensor_same_shape(&t[0], &flat));
     VL_CHECK(vl_tensors_checksum(&flat, 1) != vl_tensors_checksum(&t[0], 1));
     VL_CHECK(strcmp(vl_tensor_shape_str(&flat, text, sizeof text), "[32, 256]") == 0);
+    char why[128];
+    VL_CHECK(vl_tensors_mismatch(t, 2, w->tensors, 2, why, sizeof why) == 0);
+    VL_CHECK(vl_tensors_mismatch(&flat, 1, w->tensors, 2, why, sizeof why) == -1);
+    VL_CHECK(strcmp(why, "their conv.0.0.weight is [32, 4, 8, 8], this network's [32, 256]") == 0);
+    VL_CHECK(vl_tensors_mismatch(t, 2, w->tensors, 1, why, sizeof why) == -1);
+    VL_CHECK(strcmp(why, "they have no tensor c3") == 0);
     vl_weights_destroy(&w);
     VL_CHECK(vl_tensor_set_shape(&flat, 5, (uint32_t[]){1, 1, 1, 1, 1}) == -1);
     VL_CHECK(vl_tensor_set_shape(&flat, 3, (uint32_t[]){1, 0, 1}) == -1);

@@ -156,9 +156,10 @@ VL_EXPORT int vl_transport_reasons(void);
 
 /* Publishes n tensors as weights `version` (>= any version published
    before) to the policy's actors, after checking them as a receiver does
-   (names, ranks 1 .. 4 with every dimension kept, sizes, finite floats). With check_policy, they
-   must also be exactly volley's MLP for the spec (the tensors a C actor loads: pi.0.weight [hidden,
-   obs_dim] ... v.2.bias [1]). Returns 0, or -1 after writing why (nothing sent). */
+   (names, ranks 1 .. 4 with every dimension kept, sizes, finite floats).
+   With check_policy, they must also be exactly volley's MLP for the spec
+   (the tensors a C actor loads: pi.0.weight [hidden, obs_dim] ... v.2.bias
+   [1]). Returns 0, or -1 after writing why (nothing sent). */
 VL_EXPORT int vl_transport_publish(vl_transport_t *self, uint64_t version,
                                    const vl_transport_tensor_t *tensors, uint32_t n,
                                    int check_policy, char *why, size_t why_size);

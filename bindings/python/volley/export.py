@@ -2,7 +2,7 @@
 
     volley.load_safetensors(path)        {name: np.ndarray}, every header field checked
     volley.load_export_spec(path)        the architecture and spec JSON (a dict)
-    volley.TorchPolicy(obs, actions, h)  volley's MLP as a torch.nn.Module
+    volley.TorchPolicy(obs, actions, h)  volley's MLP as a torch.nn.Module (volley.torch)
     volley.load_torch_policy(path)       that module with the exported weights
     volley.policy_forward(ckpt, obs)     the C policy's log-probs and values (libvolley)
 
@@ -31,7 +31,6 @@ _DTYPES = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4",
            "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1",
            "BOOL": "?"}
 _MAX_HEADER = 100 * 1024 * 1024  # as the safetensors library bounds it
-_LAYERS = 3
 
 
 class SafetensorsError(ValueError):
@@ -140,91 +139,39 @@ def load_export_spec(path):
         return json.load(f)
 
 
-def _arch(tensors, path):
-    """obs_dim, num_actions, hidden read off the tensors, every shape checked."""
+def _net_of(spec, path):
+    """(model spec, observation fields, num_actions) an export names: its
+    architecture's (format 2), or volley's MLP read off the tensors of an
+    export from before models (format 1)."""
+    arch = spec.get("architecture", {})
     try:
-        hidden, obs_dim = tensors["pi.0.weight"].shape
-        num_actions = tensors["pi.2.weight"].shape[0]
-    except (KeyError, ValueError):
-        raise ValueError(f"{path}: not volley's MLP (no 2-d pi.0.weight, pi.2.weight)")
-    for net, out in (("pi", num_actions), ("v", 1)):
-        for layer in range(_LAYERS):
-            rows = hidden if layer < _LAYERS - 1 else out
-            cols = obs_dim if layer == 0 else hidden
-            for name, shape in ((f"{net}.{layer}.weight", (rows, cols)),
-                                (f"{net}.{layer}.bias", (rows,))):
-                if name not in tensors or tensors[name].shape != shape:
-                    got = tensors[name].shape if name in tensors else "missing"
-                    raise ValueError(f"{path}: {name} is {got}, volley's MLP needs {shape}")
-    return obs_dim, num_actions, hidden
+        num_actions = int(arch["num_actions"])
+        if "model" in arch:
+            fields = [(tuple(f["shape"]), f["encoding"]) for f in arch["observation_fields"]]
+            return arch["model"], fields, num_actions
+        return f"mlp({int(arch['hidden'])})", [((int(arch["obs_dim"]),), "f32")], num_actions
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{path}: its architecture does not say the network ({e!r})") from None
 
 
-_torch_class = None
-
-
-def _torch_policy_class():
-    global _torch_class
-    if _torch_class is not None:
-        return _torch_class
-    import torch
-    from torch import nn
-
-    class _TorchPolicy(nn.Module):
-        """volley's actor-critic MLP (models/vl_policy.c) in PyTorch."""
-
-        def __init__(self, obs_dim, num_actions, hidden=64):
-            super().__init__()
-            self.obs_dim, self.num_actions, self.hidden = obs_dim, num_actions, hidden
-            sizes = [obs_dim, hidden, hidden]
-            self.pi = nn.ModuleList([nn.Linear(a, b) for a, b in
-                                     zip(sizes, sizes[1:] + [num_actions])])
-            self.v = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, sizes[1:] + [1])])
-
-        @staticmethod
-        def _mlp(layers, x):
-            for i, layer in enumerate(layers):
-                x = layer(x)
-                if i < len(layers) - 1:
-                    x = torch.tanh(x)
-            return x
-
-        def forward(self, obs):
-            """(logits [n, num_actions], values [n]) for observations [n, obs_dim]."""
-            obs = torch.as_tensor(obs, dtype=torch.float32)
-            return self._mlp(self.pi, obs), self._mlp(self.v, obs).squeeze(-1)
-
-        def log_probs(self, obs):
-            """log pi(a|obs) [n, num_actions]."""
-            return torch.log_softmax(self.forward(obs)[0], dim=-1)
-
-        def act(self, obs, greedy=False):
-            """Actions [n]: sampled from the policy, or its most probable."""
-            logits = self.forward(obs)[0]
-            if greedy:
-                return logits.argmax(-1)
-            return torch.distributions.Categorical(logits=logits).sample()
-
-    _torch_class = _TorchPolicy
-    return _torch_class
-
-
-class TorchPolicy:
-    """volley's MLP as a torch.nn.Module: TorchPolicy(obs_dim, num_actions,
-    hidden=64) returns a module whose state_dict keys are volley's tensor
-    names (pi.0.weight ... v.2.bias); forward(obs) -> (logits, values),
-    log_probs(obs), act(obs, greedy=False). Imports torch when called."""
-
-    def __new__(cls, obs_dim, num_actions, hidden=64):
-        return _torch_policy_class()(obs_dim, num_actions, hidden)
+def TorchPolicy(obs_dim, num_actions, hidden=64):
+    """volley's MLP (the mlp(hidden) model) as a torch.nn.Module whose
+    state_dict keys are volley's tensor names (pi.0.weight ... v.2.bias);
+    forward(obs) -> (logits, values), log_probs(obs), act(obs, greedy=False).
+    volley.torch.build makes any model's. Imports torch when called."""
+    from . import torch as vtorch
+    return vtorch.build(f"mlp({int(hidden)})", [((int(obs_dim),), "f32")], int(num_actions),
+                        seed=None)
 
 
 def load_torch_policy(path, device="cpu"):
-    """A TorchPolicy holding the weights of a `volley export` file (in eval mode)."""
-    import torch
-    tensors = load_safetensors(path)
-    obs_dim, num_actions, hidden = _arch(tensors, os.fspath(path))
-    module = TorchPolicy(obs_dim, num_actions, hidden)
-    module.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in tensors.items()})
+    """The torch.nn.Module of a `volley export` file's model (volley.torch),
+    holding its weights, in eval mode."""
+    from . import torch as vtorch
+    path = os.fspath(path)
+    model, fields, num_actions = _net_of(load_export_spec(path), path)
+    module = vtorch.build(model, fields, num_actions, seed=None)
+    vtorch.load_weights(module, load_safetensors(path))
     return module.to(device).eval()
 
 

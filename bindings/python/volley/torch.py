@@ -1,0 +1,314 @@
+"""volley.torch: volley's network as a PyTorch module, the same as the C engine's.
+
+    module = volley.torch.build("cnn", [((4, 84, 84), "u8")], num_actions=6)
+    logits, values = module(obs)          # obs float [n, obs_dim], raw field values
+    module.state_dict()                   # the C model's tensors: names, shapes, order
+
+A model spec is read once, in C: build and parse ask libvolley's
+vl_model_new for the spec's canonical text (presets expanded, checked
+against the observation) and read that machine-written text here, so the
+grammar, the presets and the refusals are the C parser's.
+
+The module computes what include/volley/model.h's engine computes:
+  - a spec with conv layers (models/vl_net.h): each image field (three
+    dimensions, channels first) scaled to [0, 1] by its encoding's largest
+    value (u8 1/255, u2 1/3, u1 and f32 1) through its own copy of the conv
+    layers (each with the activation the spec puts after it), flattened in
+    (channel, row, column) order; other fields as their values; all
+    concatenated in the fields' order; the linear layers ("torso"); heads
+    pi (logits) and v (value). Tensors conv.K.J.*, torso.J.*, pi.*, v.*.
+  - a spec without conv layers: two towers over every field's values
+    (unscaled), pi and v, each the spec's linear layers with their
+    activations and an output layer. Tensors pi.0.* .. pi.L.*, v.0.* .. v.L.*.
+Initial weights are the C model's for a seed (copied from a volley.Model),
+so both engines start from the same network.
+
+Importing volley does not import torch; importing volley.torch does.
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from typing import Any, List, Mapping, NamedTuple, Optional
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._lib import VolleyError
+from .model import Model, model_fields, _num_actions
+
+__all__ = ["Layer", "parse", "canonical", "build", "VolleyNet", "load_weights",
+           "state_dict_from", "numpy_weights"]
+
+# The largest value of each encoding: an image field is divided by it.
+_SCALE = {"f32": 1.0, "u8": 1.0 / 255.0, "u2": 1.0 / 3.0, "u1": 1.0}
+_ACTS = {"relu": torch.relu, "tanh": torch.tanh}
+
+
+class Layer(NamedTuple):
+    """One layer of a canonical spec: kind "conv", "linear", "lstm", "relu" or
+    "tanh"; out channels or units (0 for an activation); conv's kernel side,
+    stride and zero padding (0 otherwise)."""
+    kind: str
+    out: int = 0
+    kernel: int = 0
+    stride: int = 0
+    pad: int = 0
+
+
+_TOKEN = re.compile(r"^(conv|linear|lstm)\((\d+(?:,\d+)*)\)$|^(relu|tanh)$")
+_ARGS = {"conv": (3, 4), "linear": (1, 1), "lstm": (1, 1)}
+
+
+def _read_canonical(text: str) -> List[Layer]:
+    """The layers of a canonical spec text (vl_model_text's: one space between
+    layers, no space inside one). ValueError on anything else: it is
+    machine-written, so a surprise means the library and this package differ."""
+    layers = []
+    for tok in text.split(" "):
+        m = _TOKEN.match(tok)
+        if not m:
+            raise ValueError(f"canonical spec {text!r}: token {tok!r} is not a layer this "
+                             "package knows (libvolley newer than volley.torch?)")
+        if m.group(3):
+            layers.append(Layer(m.group(3)))
+            continue
+        kind, args = m.group(1), [int(a) for a in m.group(2).split(",")]
+        lo, hi = _ARGS[kind]
+        if not lo <= len(args) <= hi:
+            raise ValueError(f"canonical spec {text!r}: {tok!r} has {len(args)} numbers")
+        layers.append(Layer(kind, *args) if kind == "conv" else Layer(kind, args[0]))
+    return layers
+
+
+# Observations parse() tries when it is given none: a vector, then frames.
+_PROBES = ([((1,), "f32")], [((1, 84, 84), "u8")], [((1, 512, 512), "u8")])
+
+
+def canonical(spec: str, fields: Any = None, num_actions: Optional[int] = None) -> str:
+    """spec's canonical text from libvolley (presets expanded), checked
+    against fields (see volley.Model; None: the first of a vector and two
+    frame sizes that the spec can read). VolleyError with C's reason when
+    the spec is refused."""
+    if fields is not None:
+        try:
+            n_actions = _num_actions(fields, num_actions)
+        except ValueError:
+            n_actions = 2  # the text does not depend on it
+        return Model(spec, fields, n_actions, seed=0).spec_text
+    last = None
+    for probe in _PROBES:
+        try:
+            return Model(spec, probe, num_actions or 2, seed=0).spec_text
+        except VolleyError as e:
+            last = e
+    raise VolleyError(f"{last} (give fields= the observation the spec will read)")
+
+
+def parse(spec: str, fields: Any = None, num_actions: Optional[int] = None) -> List[Layer]:
+    """spec's layers, presets expanded, as libvolley reads them (see
+    canonical for fields)."""
+    return _read_canonical(canonical(spec, fields, num_actions))
+
+
+def _activations(layers: List[Layer], kinds) -> List[Optional[str]]:
+    """For each layer of the given kinds, in order, the activation the spec puts
+    right after it (None when none)."""
+    out = []
+    for i, layer in enumerate(layers):
+        if layer.kind in kinds:
+            nxt = layers[i + 1].kind if i + 1 < len(layers) else None
+            out.append(nxt if nxt in _ACTS else None)
+    return out
+
+
+def _act(name: Optional[str], x):
+    return x if name is None else _ACTS[name](x)
+
+
+def _conv_out(layers: List[Layer], shape):
+    """(channels, rows, cols) after the conv layers on a [c, h, w] field."""
+    c, h, w = shape
+    for layer in layers:
+        if layer.kind == "conv":
+            c = layer.out
+            h = (h + 2 * layer.pad - layer.kernel) // layer.stride + 1
+            w = (w + 2 * layer.pad - layer.kernel) // layer.stride + 1
+    return c, h, w
+
+
+class VolleyNet(nn.Module):
+    """volley's actor-critic network for a canonical layer list over fields
+    [(shape, encoding)] with num_actions logits (see the module's
+    docstring); forward(obs [n, obs_dim]) -> (logits [n, A], values [n]).
+    build() is the usual way to make one."""
+
+    def __init__(self, layers: List[Layer], fields, num_actions: int,
+                 spec_text: str = "") -> None:
+        super().__init__()
+        if any(layer.kind == "lstm" for layer in layers):
+            raise ValueError("lstm: not supported by volley.torch yet (nor by the C engine)")
+        self.layers, self.fields, self.num_actions = list(layers), list(fields), num_actions
+        self.spec_text = spec_text or " ".join(_layer_text(la) for la in layers)
+        self.sizes = [int(np.prod(shape)) for shape, _ in self.fields]
+        self.obs_dim = sum(self.sizes)
+        self.has_conv = any(layer.kind == "conv" for layer in layers)
+        widths = [layer.out for layer in layers if layer.kind == "linear"]
+        self.linear_acts = _activations(layers, ("linear",))
+        if self.has_conv:
+            self._build_convnet(widths)
+        else:
+            self._build_towers(widths)
+
+    def _build_convnet(self, widths):
+        convs = [layer for layer in self.layers if layer.kind == "conv"]
+        self.conv_acts = _activations(self.layers, ("conv",))
+        self.images = [i for i, (shape, _) in enumerate(self.fields) if len(shape) == 3]
+        if not self.images:
+            raise ValueError(f"{self.spec_text}: conv layers need an image field (3 "
+                             "dimensions, channels first)")
+        self.conv = nn.ModuleList()
+        features = 0
+        for i, (shape, _) in enumerate(self.fields):
+            if i not in self.images:
+                features += self.sizes[i]
+                continue
+            chain, c = nn.ModuleList(), shape[0]
+            for layer in convs:
+                chain.append(nn.Conv2d(c, layer.out, layer.kernel, layer.stride, layer.pad))
+                c = layer.out
+            self.conv.append(chain)
+            features += int(np.prod(_conv_out(self.layers, shape)))
+        self.torso = nn.ModuleList()
+        for w in widths:
+            self.torso.append(nn.Linear(features, w))
+            features = w
+        self.pi = nn.Linear(features, self.num_actions)
+        self.v = nn.Linear(features, 1)
+
+    def _build_towers(self, widths):
+        dims = [self.obs_dim] + widths
+        self.pi = nn.ModuleList([nn.Linear(a, b) for a, b in zip(dims, dims[1:])] +
+                                [nn.Linear(dims[-1], self.num_actions)])
+        self.v = nn.ModuleList([nn.Linear(a, b) for a, b in zip(dims, dims[1:])] +
+                               [nn.Linear(dims[-1], 1)])
+
+    def _tower(self, tower, x):
+        for lin, act in zip(tower[:-1], self.linear_acts):
+            x = _act(act, lin(x))
+        return tower[-1](x)
+
+    def _features(self, obs):
+        parts, image = torch.split(obs, self.sizes, dim=1), 0
+        out = []
+        for i, x in enumerate(parts):
+            if i in self.images:
+                shape, enc = self.fields[i]
+                x = x.reshape(x.shape[0], *shape) * _SCALE[enc]
+                for conv, act in zip(self.conv[image], self.conv_acts):
+                    x = _act(act, conv(x))
+                x, image = x.flatten(1), image + 1
+            out.append(x)
+        return out[0] if len(out) == 1 else torch.cat(out, dim=1)
+
+    def forward(self, obs):
+        """(logits [n, num_actions], values [n]) of obs [n, obs_dim] (a tensor,
+        or anything torch.as_tensor takes)."""
+        if not torch.is_tensor(obs):
+            obs = torch.as_tensor(obs, dtype=torch.float32)
+        if obs.dim() != 2 or obs.shape[1] != self.obs_dim:
+            raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(obs.shape)}")
+        if not self.has_conv:
+            return self._tower(self.pi, obs), self._tower(self.v, obs).squeeze(-1)
+        x = self._features(obs)
+        for lin, act in zip(self.torso, self.linear_acts):
+            x = _act(act, lin(x))
+        return self.pi(x), self.v(x).squeeze(-1)
+
+    def log_probs(self, obs):
+        """log pi(a|obs) [n, num_actions]."""
+        return torch.log_softmax(self.forward(obs)[0], dim=-1)
+
+    def act(self, obs, greedy=False):
+        """Actions [n]: sampled from the policy, or its most probable."""
+        logits = self.forward(torch.as_tensor(obs, dtype=torch.float32))[0]
+        if greedy:
+            return logits.argmax(-1)
+        return torch.distributions.Categorical(logits=logits).sample()
+
+    def extra_repr(self):
+        return f"spec={self.spec_text!r}, fields={self.fields}"
+
+
+def _layer_text(layer: Layer) -> str:
+    if layer.kind == "conv":
+        args = [layer.out, layer.kernel, layer.stride] + ([layer.pad] if layer.pad else [])
+        return "conv(" + ",".join(map(str, args)) + ")"
+    return f"{layer.kind}({layer.out})" if layer.out else layer.kind
+
+
+def build(spec: str, fields: Any, num_actions: Optional[int] = None,
+          seed: Optional[int] = 0) -> VolleyNet:
+    """The module for spec (text or preset) over fields (any form volley.Model
+    takes: [(shape, encoding)], a volley.Spec, a spec dict, an obs_dim) with
+    num_actions logits (None: the one fields carry). Its initial weights are
+    the C model's for seed (None: PyTorch's own init). VolleyError with C's
+    reason when the spec is refused; VolleyError when this module's tensors
+    are not the C model's (a package and a libvolley that differ)."""
+    fs, n_actions = model_fields(fields), _num_actions(fields, num_actions)
+    c_model = Model(spec, fs, n_actions, seed=seed or 0)
+    module = VolleyNet(_read_canonical(c_model.spec_text), fs, n_actions, c_model.spec_text)
+    ours = [(k, tuple(v.shape)) for k, v in module.state_dict().items()]
+    theirs = list(c_model.shapes.items())
+    if ours != theirs:
+        diff = next(((a, b) for a, b in zip(ours, theirs) if a != b), None)
+        raise VolleyError(f"volley.torch and libvolley differ on {c_model.spec_text!r}: "
+                          f"module {diff[0] if diff else len(ours)} vs C "
+                          f"{diff[1] if diff else len(theirs)} tensors")
+    if seed is not None:
+        load_weights(module, c_model.tensors())
+    return module
+
+
+def state_dict_from(mapping: Mapping[str, Any], dtype=torch.float32) -> "OrderedDict":
+    """name -> torch tensor (copies, dtype) of a mapping of names to arrays
+    (what a Learner publishes, a checkpoint or an export holds)."""
+    out = OrderedDict()
+    for name, value in mapping.items():
+        if isinstance(value, torch.Tensor):
+            out[name] = value.detach().to(dtype=dtype, copy=True)
+        else:
+            out[name] = torch.tensor(np.asarray(value), dtype=dtype)
+    return out
+
+
+def load_weights(module: nn.Module, mapping: Mapping[str, Any], strict: bool = True) -> None:
+    """Copies mapping's arrays into module's parameters by name, into each
+    parameter's dtype and device. Every name must be the module's with its
+    shape, and with strict every tensor of the module must be given;
+    ValueError naming the first that is not (nothing is written then)."""
+    own = module.state_dict()
+    for name, value in mapping.items():
+        if name not in own:
+            raise ValueError(f"load_weights: {name!r} is not a tensor of the module; it has "
+                             f"{', '.join(own)}")
+        shape = tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+        if tuple(shape) != tuple(own[name].shape):
+            raise ValueError(f"load_weights: {name}: shape {list(shape)}, the module's is "
+                             f"{list(own[name].shape)}")
+    missing = [k for k in own if k not in mapping]
+    if strict and missing:
+        raise ValueError(f"load_weights: missing {', '.join(missing)}")
+    with torch.no_grad():
+        for name, value in mapping.items():
+            # np.array copies: a read-only view (volley.Model.tensors) makes no torch tensor
+            t = value if isinstance(value, torch.Tensor) else torch.from_numpy(np.array(value))
+            own[name].copy_(t)
+
+
+def numpy_weights(module: nn.Module) -> "OrderedDict[str, np.ndarray]":
+    """module's state_dict as float32 NumPy copies: what volley.Model.set_tensors
+    and Learner.publish take."""
+    return OrderedDict((k, v.detach().cpu().to(torch.float32).numpy().copy())
+                       for k, v in module.state_dict().items())
