@@ -52,48 +52,12 @@ CASES = [  # name, fields, actions, model, n, T, epochs
     ("catch-pixels", [((1, 16, 16), "u2")], 3, "cnn", 16, 64, 4),
     ("atari-cnn", [((4, 84, 84), "u8")], 6, "cnn", 4, 64, 1),
 ]
-_SCALE = {"u8": 1 / 255, "u2": 1 / 3, "u1": 1.0, "f32": 1.0}
-_CNN = "conv(32,8,4) relu conv(64,4,2) relu conv(64,3,1) relu linear(512) relu"
-_CNN_SMALL = "conv(16,3,2) relu conv(32,3,1) relu linear(256) relu"  # frames under 36x36
-
-
-class ConvNet(nn.Module):
-    """models/vl_net.h's network for one image field, for when volley.torch is
-    not installed: the field scaled by its encoding, the convs, flattened,
-    the linear torso, then pi and v."""
-
-    def __init__(self, spec, field, num_actions):
-        super().__init__()
-        (c, h, w), enc = field
-        self.shape, self.scale = (c, h, w), _SCALE[enc]
-        convs, torso, x, width = [], [], torch.zeros(1, c, h, w), None
-        for tok in spec.replace("cnn", _CNN if min(h, w) >= 36 else _CNN_SMALL).split():
-            if tok.startswith("conv("):
-                out, k, s = (int(v) for v in tok[5:-1].split(","))
-                convs += [nn.Conv2d(x.shape[1], out, k, s), nn.ReLU()]
-                x = convs[-2](x)
-            elif tok.startswith("linear("):
-                width = int(tok[7:-1])
-                torso += [nn.Linear(torso[-2].out_features if torso else x.numel(), width),
-                          nn.ReLU()]
-        self.conv, self.torso = nn.Sequential(*convs), nn.Sequential(*torso)
-        self.pi, self.v = nn.Linear(width, num_actions), nn.Linear(width, 1)
-
-    def forward(self, obs):
-        x = self.conv(obs.reshape(-1, *self.shape) * self.scale).flatten(1)
-        x = self.torso(x)
-        return self.pi(x), self.v(x)[:, 0]
 
 
 def make_model(case, seed):
+    """The case's network, built by volley.torch (the C model's initial weights for seed)."""
     name, fields, A, spec, n, T, epochs = case
-    torch.manual_seed(seed)
-    if spec == "mlp":
-        return build_model("mlp", fields, A, 64)
-    try:
-        return build_model(spec, fields, A)
-    except ValueError:  # volley.torch not installed: the same network, written here
-        return ConvNet(spec, fields[0], A)
+    return build_model(spec, fields, A, seed=seed)
 
 
 def make_batch(case, seed):
@@ -229,7 +193,7 @@ def main():
     worst = -math.inf
     for case in CASES:
         name, fields, A, spec, n, T, epochs = case
-        h = Hyper(epochs=epochs)
+        h = Hyper(epochs=epochs, lr=3e-4 if spec == "cnn" else 1e-3)
         b = make_batch(case, 7)
         diff = check_vtrace(case, b, h)
         if not diff < 1e-4:

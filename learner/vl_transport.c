@@ -442,8 +442,8 @@ int vl_transport_publish(vl_transport_t *self, uint64_t version,
     vl_model_spec_t *model = NULL;
     if (check_policy && !self->shape &&
         vl_learner_config_model(&self->c, &model, NULL, why, why_size) == 0)
-        self->shape = vl_policy_new_spec(model, &self->c.obs_spec, self->c.num_actions, 1, 1, why,
-                                         why_size);
+        self->shape =
+            vl_policy_new_spec(model, &self->c.obs_spec, self->c.num_actions, 1, 1, why, why_size);
     vl_model_spec_destroy(&model);
     if (check_policy && !self->shape) {
         snprintf(why, why_size, "no memory");
@@ -490,21 +490,38 @@ int vl_transport_publish_stats(vl_transport_t *self, uint64_t version, uint64_t 
     return rc;
 }
 
-/* Writes the config section's text into out[S_CONFIG_MAX]. Returns its
+/* Writes the config section's text into out[S_CONFIG_MAX]: the spec's
+   lines (as the C learner's checkpoints have them), then extra. Returns its
    length, or -1 when it does not fit. */
-static int s_checkpoint_config(const vl_transport_t *self, const char *env, const char *extra,
+static int s_checkpoint_config(const vl_transport_t *self, const vl_spec_t *spec, const char *extra,
                                char *out)
 {
     char obs[256];
-    vl_spec_obs_str(&self->c.obs_spec, obs, sizeof obs);
-    int n =
-        snprintf(out, S_CONFIG_MAX,
-                 "# the configuration this checkpoint was trained with\n"
-                 "policy = %s\nenv = %s\nobs = %s\nactions = %u\nhidden = %u\nhorizon = %u\n"
-                 "version = %llu\n%s",
-                 self->policy, env && *env ? env : "?", obs, self->c.num_actions, self->c.hidden,
-                 self->c.horizon, (unsigned long long)self->last_version, extra ? extra : "");
+    vl_spec_obs_str(&spec->obs_spec, obs, sizeof obs);
+    int n = snprintf(out, S_CONFIG_MAX,
+                     "# the configuration this checkpoint was trained with\n"
+                     "policy = %s\nenv = %s\nobs = %s\nactions = %u\nhidden = %u\nmodel = %s\n"
+                     "horizon = %u\nversion = %llu\n%s",
+                     self->policy, spec->env[0] ? spec->env : "?", obs, spec->num_actions,
+                     spec->hidden, spec->model[0] ? spec->model : "?", spec->horizon,
+                     (unsigned long long)self->last_version, extra ? extra : "");
     return n > 0 && n < S_CONFIG_MAX ? n : -1;
+}
+
+/* Fills spec with the policy's spec, env named when it is a wire name.
+   Returns 0, or -1 after writing why. */
+static int s_checkpoint_spec(const vl_transport_t *self, const char *env, vl_spec_t *spec,
+                             char *why, size_t why_size)
+{
+    vl_learner_config_spec(&self->c, spec);
+    if (env && *env && !vl_wire_name_ok(env, sizeof spec->env)) {
+        snprintf(why, why_size, "env '%.64s': expected a name of 1 .. %zu printable characters",
+                 env, sizeof spec->env - 1);
+        return -1;
+    }
+    if (env && *env)
+        snprintf(spec->env, sizeof spec->env, "%s", env);
+    return 0;
 }
 
 int vl_transport_checkpoint(const vl_transport_t *self, const char *path, const char *env,
@@ -522,21 +539,29 @@ int vl_transport_checkpoint(const vl_transport_t *self, const char *path, const 
               "nothing published yet: a checkpoint holds the weights published last");
         return -1;
     }
-    char *config = malloc(S_CONFIG_MAX);
-    int n = config ? s_checkpoint_config(self, env, extra, config) : -1;
-    if (n < 0) {
-        snprintf(why, why_size, "the config (env and extra lines) is over %d bytes", S_CONFIG_MAX);
-        free(config);
+    vl_spec_t spec;
+    if (s_checkpoint_spec(self, env, &spec, why, why_size) != 0)
         return -1;
+    uint8_t *spec_bytes = NULL;
+    size_t spec_size = 0;
+    char *config = malloc(S_CONFIG_MAX);
+    int n = config ? s_checkpoint_config(self, &spec, extra, config) : -1;
+    int rc = -1;
+    if (n < 0)
+        snprintf(why, why_size, "the config (env and extra lines) is over %d bytes", S_CONFIG_MAX);
+    else if (vl_spec_encode(&spec, &spec_bytes, &spec_size) != 0)
+        s_why(why, why_size, "the policy's spec does not encode (no memory)");
+    else {
+        vl_section_t sections[] = {{"weights", self->last, self->last_size},
+                                   {"config", config, (size_t)n},
+                                   {"spec", spec_bytes, spec_size}};
+        rc = vl_checkpoint_write(path, sections, 3);
+        if (rc != 0)
+            snprintf(why, why_size,
+                     "%s: cannot write it (the log says why: directory, permissions, disk space)",
+                     path);
     }
-    vl_section_t sections[] = {{"weights", self->last, self->last_size},
-                               {"config", config, (size_t)n}};
-    int rc = vl_checkpoint_write(path, sections, 2);
-    if (rc != 0)
-        snprintf(why, why_size,
-                 "%s: cannot write it (the log says why: directory, permissions, "
-                 "disk space)",
-                 path);
+    free(spec_bytes);
     free(config);
     return rc;
 }

@@ -26,7 +26,7 @@
 extern "C" {
 #endif
 
-#define VL_TRANSPORT_FIELDS_MAX  8  // observation fields
+#define VL_TRANSPORT_FIELDS_MAX  8    // observation fields
 #define VL_TRANSPORT_NDIM_MAX    4    // dimensions per field, and per published tensor
 #define VL_TRANSPORT_TENSORS_MAX 64   // tensors per publication
 #define VL_TRANSPORT_MODEL_MAX   1024 // bytes of a model spec's text, NUL included
@@ -46,11 +46,11 @@ typedef struct {
 typedef struct {
     uint32_t n_fields; // 1 .. VL_TRANSPORT_FIELDS_MAX
     vl_transport_field_t fields[VL_TRANSPORT_FIELDS_MAX];
-    uint32_t num_actions; // discrete actions
-    uint32_t horizon;     // T: steps per segment
-    uint32_t hidden;      // hidden units of volley's MLP (what C actors build)
-    uint32_t obs_dim;     // out: floats per observation (every field's values)
-    uint32_t row_bytes;   // out: bytes of one stored observation row (see gather)
+    uint32_t num_actions;               // discrete actions
+    uint32_t horizon;                   // T: steps per segment
+    uint32_t hidden;                    // hidden units of volley's MLP (what C actors build)
+    uint32_t obs_dim;                   // out: floats per observation (every field's values)
+    uint32_t row_bytes;                 // out: bytes of one stored observation row (see gather)
     char model[VL_TRANSPORT_MODEL_MAX]; // the network C actors build: in, a model spec
                                         // ("": the default for the observations, cnn for an
                                         // image field, else mlp(hidden)); out, its canonical
@@ -173,12 +173,13 @@ VL_EXPORT int vl_transport_publish_stats(vl_transport_t *self, uint64_t version,
 
 /* Writes the weights published last as a learner checkpoint at path, the
    file `volley eval` and `volley export` read: a "weights" section (that
-   publication as sent) and a "config" section, INI lines naming the policy,
-   env (NULL: "?"), observation fields, actions, hidden, horizon and
-   version, then the caller's extra lines (NULL: none; e.g. "model = cnn\n").
-   Atomic: a temp file renamed over path. Returns 0, or -1 after writing why
-   (nothing published yet, the config too long, a file that cannot be
-   written). */
+   publication as sent), a "spec" section (the policy's spec, its model and
+   env (NULL: none) included) and a "config" section, INI lines naming the
+   policy, env, observation fields, actions, hidden, model, horizon and
+   version, then the caller's extra lines (NULL: none). Atomic: a temp file
+   renamed over path. Returns 0, or -1 after writing why (nothing published
+   yet, an env that is not a wire name, the config too long, a file that
+   cannot be written). */
 VL_EXPORT int vl_transport_checkpoint(const vl_transport_t *self, const char *path, const char *env,
                                       const char *extra, char *why, size_t why_size);
 

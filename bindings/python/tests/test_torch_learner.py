@@ -5,8 +5,9 @@ carry policy versions > 0). The bound is 240 s of wall clock, only so that
 a broken run ends: it solves in 30 to 60 s on 2 busy cores. (catch-pixels
 with today's MLP actors solves in about 30 s on some runs and stalls near a
 return of 0 on others, too unreliable for a test.) Also `python3 -m volley
-learner --torch`: its --help, its refusals, a short run on catch-pixels that
-stops at --max-steps, and the update alone on a made-up batch."""
+learner --torch`: its --help, its refusals, a short run on catch-pixels (the
+cnn preset on both sides) that stops at --max-steps, and the update alone on
+a made-up batch."""
 import os
 import subprocess
 import sys
@@ -19,7 +20,8 @@ from procs import REPO, VOLLEY, free_port
 
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
 
-from volley.torch_learner import Hyper, TorchLearner, env_spec  # noqa: E402
+from volley.torch import TorchLearner  # noqa: E402
+from volley.torch_learner import Hyper, env_spec  # noqa: E402
 
 SOLVE_BOUND_S = 240
 
@@ -36,7 +38,8 @@ def test_env_spec_is_the_env_tables():
 def test_defaults_are_the_c_learners():
     h = Hyper()
     assert (h.batch, h.epochs, h.minibatch, h.max_lag) == (16, 4, 256, 4)
-    assert (h.lr, h.gamma, h.lam, h.clip) == (1e-3, 0.99, 0.95, 0.2)
+    assert h.lr is None  # 1e-3, or 3e-4 for conv layers, once the model is known
+    assert (h.gamma, h.lam, h.clip) == (0.99, 0.95, 0.2)
     assert (h.ent_coef, h.vf_coef, h.max_grad_norm, h.rho_bar, h.c_bar) == (
         0.01, 0.5, 0.5, 1.0, 1.0)
     with pytest.raises(ValueError, match="gamma: expected 0 .. 1, got 2"):
@@ -116,16 +119,16 @@ def test_command_stops_at_max_steps(procs):
     broker = f"127.0.0.1:{port}"
     procs.broker(port)
     procs.volley("actor", "actor", "--broker", broker, "--id", 1, "--env", "catch-pixels",
-                 "--quiet")
+                 "--quiet")  # its default model: the cnn preset, scaled down for 16x16 frames
     learner = procs.python("learner", "-m", "volley", "learner", "--torch", "--broker", broker,
-                           "--env", "catch-pixels", "--model", "mlp", "--max-steps", 4096,
-                           "--max-seconds", 120)
+                           "--env", "catch-pixels", "--max-steps", 4096, "--max-seconds", 120)
     rc = learner.wait(180)
     out = procs.text(learner)
     assert rc == 0, procs.dump()
     last = out.strip().splitlines()[-1]
     assert last.startswith("done: ") and int(last.split()[1]) >= 4096, out
-    assert "model mlp on cpu" in out
+    assert "model conv(16,3,2) relu conv(32,3,1) relu linear(256) relu on cpu" in out, out
+    assert "version 0 " not in out.strip().splitlines()[-2], out  # it trained the CNN
 
 
 def test_update_on_a_recorded_batch_is_finite_and_moves_the_weights():
@@ -146,7 +149,7 @@ def test_update_on_a_recorded_batch_is_finite_and_moves_the_weights():
     tl = TorchLearner.__new__(TorchLearner)  # the update alone: no transport
     from volley.torch_learner import build_model
     tl.hyper, tl.device = Hyper(minibatch=8), torch.device("cpu")
-    tl.model = build_model("mlp", [((D,), "f32")], 2, 64)
+    tl.model = build_model("mlp", [((D,), "f32")], 2, seed=1)
     tl.opt = torch.optim.Adam(tl.model.parameters(), lr=1e-3, eps=1e-5)
     tl._gen = torch.Generator().manual_seed(1)
     before = {k: v.clone() for k, v in tl.model.state_dict().items()}

@@ -312,3 +312,6 @@ def numpy_weights(module: nn.Module) -> "OrderedDict[str, np.ndarray]":
     and Learner.publish take."""
     return OrderedDict((k, v.detach().cpu().to(torch.float32).numpy().copy())
                        for k, v in module.state_dict().items())
+
+
+from .torch_learner import TorchLearner  # noqa: E402,F401  (the learner built on this module)

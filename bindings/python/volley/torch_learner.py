@@ -1,4 +1,4 @@
-"""volley.torch.TorchLearner: a PyTorch learner for volley's actors.
+"""volley.torch.TorchLearner (defined here): a PyTorch learner for volley's actors.
 
 volley does the transport and the hot kernels (volley.Learner receives the
 policy's segments through the broker into its C buffer, volley.vtrace
@@ -11,9 +11,9 @@ clip) and publishes the state_dict as the next weights version, which
 unmodified C actors (`volley actor`) act with when the model's tensors are
 the ones they load.
 
-    from volley.torch_learner import TorchLearner
-    tl = TorchLearner("127.0.0.1:7600", env="cartpole", model="mlp")
-    tl.run(until_return=475)          # prints progress, then `solved: ...`
+    from volley.torch import TorchLearner
+    tl = TorchLearner("127.0.0.1:7600", env="catch-pixels", model="cnn")
+    tl.run()                          # prints progress, then `solved: ...`
 
 Hyperparameters default to the C learner's (learner/vl_learner.c); the
 device is CUDA when available, else the CPU. Importing volley does not
@@ -22,7 +22,6 @@ import torch: this module does.
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 import time
 from pathlib import Path
@@ -49,7 +48,7 @@ class Hyper:
     epochs: int = 4             # PPO passes over each batch
     minibatch: int = 256        # samples per Adam step
     max_lag: int = 4            # segments acted more versions ago than this are dropped
-    lr: float = 1e-3            # Adam
+    lr: Optional[float] = None  # Adam; None: 1e-3, 3e-4 for a model with conv layers
     gamma: float = 0.99         # discount
     lam: float = 0.95           # V-trace lambda
     clip: float = 0.2           # PPO ratio clip
@@ -64,7 +63,9 @@ class Hyper:
         for name in ("batch", "epochs", "minibatch"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("lr", "rho_bar", "c_bar"):
+        if self.lr is not None and not self.lr > 0:
+            raise ValueError(f"lr: expected > 0, got {self.lr}")
+        for name in ("rho_bar", "c_bar"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}: expected > 0, got {getattr(self, name)}")
         for name in ("gamma", "lam"):
@@ -100,54 +101,16 @@ def default_model_text(fields) -> str:
     return "cnn" if any(len(shape) == 3 for shape, _ in fields) else "mlp"
 
 
-class _MLP(nn.Module):
-    """volley's MLP policy (models/vl_policy.c): a policy tower D -> H -> H -> A
-    and a value tower D -> H -> H -> 1, tanh between layers; state_dict names
-    pi.0.weight ... v.2.bias, the tensors C actors load."""
-
-    def __init__(self, obs_dim, num_actions, hidden):
-        super().__init__()
-        self.pi = self._tower(obs_dim, hidden, num_actions, 0.01)
-        self.v = self._tower(obs_dim, hidden, 1, 1.0)
-
-    @staticmethod
-    def _tower(d, h, out, out_gain):
-        layers = nn.ModuleList([nn.Linear(d, h), nn.Linear(h, h), nn.Linear(h, out)])
-        for layer, gain in zip(layers, (math.sqrt(2), math.sqrt(2), out_gain)):
-            nn.init.orthogonal_(layer.weight, gain)
-            nn.init.zeros_(layer.bias)
-        return layers
-
-    @staticmethod
-    def _run(layers, x):
-        for layer in layers[:-1]:
-            x = torch.tanh(layer(x))
-        return layers[-1](x)
-
-    def forward(self, x):
-        return self._run(self.pi, x), self._run(self.v, x).squeeze(-1)
-
-
-def build_model(model: Any, fields, num_actions: int, hidden: int = 64) -> nn.Module:
+def build_model(model: Any, fields, num_actions: int, seed: Optional[int] = 0) -> nn.Module:
     """model as an nn.Module: a module is returned as it is; a spec text or
-    preset is built by volley.torch.build (the C model's tensors, names and
-    layout). Where volley.torch is not installed, `mlp` (of `hidden` units)
-    is still built: volley's two-tower MLP, what C actors act with."""
+    preset is built by volley.torch.build (the C model's tensors, names,
+    layout and, for seed, initial weights)."""
     if isinstance(model, nn.Module):
         return model
     if not isinstance(model, str) or not model.strip():
         raise TypeError(f"model: expected an nn.Module or a model spec text, got {model!r}")
-    try:
-        from .torch import build
-    except ImportError:
-        build = None
-    if build is not None:
-        return build(model, fields, num_actions)
-    if model.strip() in ("mlp", f"mlp({hidden})"):
-        obs_dim = sum(int(np.prod(shape)) for shape, _ in fields)
-        return _MLP(obs_dim, num_actions, hidden)
-    raise ValueError(f"model '{model}': building a spec other than 'mlp' needs volley.torch "
-                     "(bindings/python/volley/torch.py), which this installation lacks")
+    from .torch import build
+    return build(model, fields, num_actions, seed=seed)
 
 
 def default_device() -> torch.device:
@@ -178,9 +141,9 @@ class TorchLearner:
     seconds). model: an nn.Module whose forward(obs [n, obs_dim] float) gives
     (logits [n, A], values [n]), or a spec text / preset built with
     volley.torch.build (None: `cnn` for image fields, else `mlp`). device
-    None: CUDA when available, else the CPU. check_policy: publish only
-    tensors C actors load today (volley's MLP for the spec); False for a
-    model whose actors take its own tensors; None: True for `mlp`. hyper: a
+    None: CUDA when available, else the CPU. check_policy (default True):
+    publish only the tensors of the spec's model, what C actors load; False
+    for a model whose actors take its own tensors. hyper: a
     Hyper, or its fields as keyword arguments. Raises VolleyError when the
     broker refuses the spec, ValueError or TypeError for a model that
     cannot be built (the transport closed again).
@@ -189,7 +152,7 @@ class TorchLearner:
     def __init__(self, broker: str = "127.0.0.1:7600", policy: str = "default",
                  model: Any = None, env: Optional[str] = None, spec: Optional[dict] = None,
                  device: Any = None, hyper: Optional[Hyper] = None, seed: int = 1,
-                 horizon: int = 64, hidden: int = 64, check_policy: Optional[bool] = None,
+                 horizon: int = 64, hidden: int = 64, check_policy: bool = True,
                  timeout: float = 30.0, **hyper_fields) -> None:
         self.hyper = dataclasses.replace(hyper or Hyper(), **hyper_fields)
         self.hyper.check()
@@ -199,6 +162,8 @@ class TorchLearner:
         if env is not None:
             spec = env_spec(env, horizon, hidden)
             self.solved_return = spec["solved_return"]
+        if spec is not None and isinstance(model, str):
+            spec = dict(spec, model=model)  # the network C actors build, declared to the broker
         torch.manual_seed(seed)
         self.device = torch.device(device) if device is not None else default_device()
         self.learner = Learner(broker, policy, capacity=max(4 * self.hyper.batch, 64),
@@ -206,18 +171,22 @@ class TorchLearner:
         s = self.learner.spec
         self.spec, self.env = s, env
         self.model_text = model if isinstance(model, str) else None
-        if model is None:
-            self.model_text = model = default_model_text(s["fields"])
+        if model is None or isinstance(model, str):
+            # the policy's network in its canonical text, as the transport settled it (the
+            # broker's spec when it was fetched; the default for the fields when none was said)
+            self.model_text = model = (s.get("model") or model
+                                       or default_model_text(s["fields"]))
         try:
-            self.model = build_model(model, s["fields"], s["num_actions"], s["hidden"])
+            self.model = build_model(model, s["fields"], s["num_actions"], seed)
         except Exception:
             self.learner.close()
             raise
         self.model.to(self.device)
+        if self.hyper.lr is None:  # as the C learner: conv layers train at a lower rate
+            self.hyper.lr = 3e-4 if any(isinstance(m, nn.Conv2d) for m in self.model.modules()) \
+                else 1e-3
         self.opt = torch.optim.Adam(self.model.parameters(), lr=self.hyper.lr, eps=1e-5)
-        if check_policy is None:
-            check_policy = (self.model_text or "").strip() in ("mlp", f"mlp({s['hidden']})")
-        self.check_policy = check_policy
+        self.check_policy = bool(check_policy)
         self.version, self.trained, self.losses = 0, 0, np.zeros(3)
         self._gen = torch.Generator().manual_seed(seed)
         self.checkpoint_path, self.published = None, False
@@ -318,11 +287,13 @@ class TorchLearner:
 
     def save_checkpoint(self) -> None:
         """Writes the weights published last to the checkpoint keep_checkpoints
-        set up, its config section naming env, model, spec and mean return."""
+        set up, its spec (env and model) and config section (the spec, the
+        torch module's class, the mean return)."""
         if self.checkpoint_path is None:
             raise ValueError("save_checkpoint: call keep_checkpoints(DIR) first")
         c = self.learner.counters
-        extra = (f"model = {self._model_name()}\nlearner = torch\ntrained = {self.trained}\n"
+        module = f"{type(self.model).__module__}.{type(self.model).__name__}"
+        extra = (f"learner = torch\nmodule = {module}\ntrained = {self.trained}\n"
                  f"env_steps = {c['env_steps']}\nmean_return = {c['mean_return']:.9g}\n"
                  f"return_window = {c['window']}\n")
         self.learner.checkpoint(self.checkpoint_path, env=self.env, extra=extra)
@@ -468,8 +439,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1, help="model init and minibatch order (1)")
     ap.add_argument("--horizon", type=int, default=64, help="steps per segment, with --env (64)")
     ap.add_argument("--hidden", type=int, default=64,
-                    help="hidden units of volley's MLP, with --env (64)")
+                    help="width of the mlp preset, with --env (64)")
     for f in dataclasses.fields(Hyper):
+        if f.name == "lr":
+            ap.add_argument("--lr", type=float, help="Adam's learning rate (default 1e-3, 3e-4 "
+                                                     "for a model with conv layers)")
+            continue
         ap.add_argument("--" + f.name.replace("_", "-"), type=type(f.default), default=f.default,
                         help=f"(default {f.default})")
     a = ap.parse_args(argv)
