@@ -114,14 +114,15 @@ def test_command_help_and_refusals():
     assert r.returncode == 2 and "--gamma: expected 0 .. 1" in r.stderr
 
 
-def test_command_stops_at_max_steps(procs):
+def test_command_stops_at_max_steps(procs, tmp_path):
     port = free_port()
     broker = f"127.0.0.1:{port}"
     procs.broker(port)
     procs.volley("actor", "actor", "--broker", broker, "--id", 1, "--env", "catch-pixels",
                  "--quiet")  # its default model: the cnn preset, scaled down for 16x16 frames
     learner = procs.python("learner", "-m", "volley", "learner", "--torch", "--broker", broker,
-                           "--env", "catch-pixels", "--max-steps", 4096, "--max-seconds", 120)
+                           "--env", "catch-pixels", "--max-steps", 4096, "--max-seconds", 120,
+                           "--checkpoint", tmp_path / "run")
     rc = learner.wait(180)
     out = procs.text(learner)
     assert rc == 0, procs.dump()
@@ -129,6 +130,18 @@ def test_command_stops_at_max_steps(procs):
     assert last.startswith("done: ") and int(last.split()[1]) >= 4096, out
     assert "model conv(16,3,2) relu conv(32,3,1) relu linear(256) relu on cpu" in out, out
     assert "version 0 " not in out.strip().splitlines()[-2], out  # it trained the CNN
+    # its checkpoint names env and model: the C tools rebuild the CNN without being told
+    ev = subprocess.run([VOLLEY, "eval", str(tmp_path / "run"), "--episodes", "1"],
+                        capture_output=True, text=True, timeout=120)
+    assert ev.returncode == 0 and "eval: catch-pixels, policy default version" in ev.stdout, (
+        ev.stdout + ev.stderr)
+    ex = subprocess.run([VOLLEY, "export", str(tmp_path / "run"), "--to",
+                         str(tmp_path / "p.safetensors")], capture_output=True, text=True,
+                        timeout=60)
+    assert ex.returncode == 0, ex.stderr
+    shapes = {k: v.shape for k, v in volley.load_safetensors(str(tmp_path / "p.safetensors"))
+              .items()}
+    assert shapes["conv.0.0.weight"] == (16, 1, 3, 3) and shapes["pi.weight"] == (3, 256)
 
 
 def test_update_on_a_recorded_batch_is_finite_and_moves_the_weights():
