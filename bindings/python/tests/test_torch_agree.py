@@ -166,6 +166,12 @@ def test_two_image_fields_and_a_vector_field():
     assert model.shapes["conv.1.0.weight"] == (6, 1, 3, 3)
 
 
+def test_every_encoding_and_a_four_dimensional_field():
+    # an f32 image is taken as it is (scale 1); a 4-d field is not an image: its values
+    check_agree("conv(3,2,1) relu linear(8) relu",
+                [((2, 5, 5), "f32"), ((2, 2, 2, 2), "f32"), ((1, 4, 4), "u1")], 3)
+
+
 def test_cnn_preset_on_84x84_frames():
     model, _ = check_agree("cnn", [((4, 84, 84), "u8")], 6, n=4)
     assert model.shapes["torso.0.weight"] == (512, 64 * 7 * 7)
