@@ -354,6 +354,21 @@ static void s_set_destroy(s_set_t **set_p)
     *set_p = NULL;
 }
 
+/* Logs a failed oneDNN step in one line; returns -1 on failure, else 0. */
+static int s_ok(dnnl_status_t st, const char *what)
+{
+    if (st == dnnl_success)
+        return 0;
+    vl_error("vl_net: %s failed: %s", what, dnnl_status2str(st));
+    return -1;
+}
+
+/* Creates *prim from pd. Returns 0, or -1 (logged). */
+static int s_prim(dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd)
+{
+    return s_ok(dnnl_primitive_create(prim, pd), "dnnl_primitive_create");
+}
+
 /* Creates *mem of md on handle (NULL: oneDNN allocates it). */
 static int s_mem(vl_net_t *self, dnnl_memory_t *mem, const dnnl_memory_desc_t *md, void *handle)
 {
@@ -389,8 +404,7 @@ static int s_reorder(vl_net_t *self, const dnnl_memory_desc_t *from, const dnnl_
         dnnl_post_ops_destroy(po);
     if (attr)
         dnnl_primitive_attr_destroy(attr);
-    S_CHECK(st);
-    return 0;
+    return s_ok(st, "a reorder's creation");
 }
 
 /* Returns the md of mem. */
@@ -478,11 +492,11 @@ static int s_act_build(vl_net_t *self, const s_geom_t *g, s_prim_t *p)
     if (st == dnnl_success)
         st = dnnl_primitive_desc_create(&bpd, &ed, NULL, self->engine, fpd);
     dnnl_primitive_desc_destroy(fpd);
-    S_CHECK(st);
+    if (s_ok(st, "an eltwise primitive's creation") != 0)
+        return -1;
     st = dnnl_primitive_create(&p->act_bwd, bpd);
     dnnl_primitive_desc_destroy(bpd);
-    S_CHECK(st);
-    return 0;
+    return s_ok(st, "an eltwise backward's creation");
 }
 
 /* Creates g's weight and bias memories (the chosen layout w_md, and
@@ -533,14 +547,14 @@ static int s_layer_build(vl_net_t *self, const s_geom_t *g, s_prim_t *p, dnnl_me
         src = *src0;
     }
     p->src = src;
-    if (dnnl_primitive_create(&p->fwd, fpd) != dnnl_success ||
+    if (s_prim(&p->fwd, fpd) != 0 ||
         s_mem(self, &p->y, dnnl_primitive_desc_query_md(fpd, dnnl_query_dst_md, 0), NULL) != 0 ||
         s_mem(self, &p->dy, s_md(p->y), NULL) != 0 || s_act_build(self, g, p) != 0)
         goto done;
     // Backward weights in whatever layouts oneDNN likes best (with the forward's
     // own, a first conv on few channels gets only the reference implementation).
     if (s_pd(self, g, 1, &src_any, &w_any, &b_md, &dst_any, fpd, &wpd) != 0 ||
-        dnnl_primitive_create(&p->bwd_w, wpd) != dnnl_success ||
+        s_prim(&p->bwd_w, wpd) != 0 ||
         s_bw_mem(self, wpd, dnnl_query_src_md, src, &p->src_bw, &p->src_bw_in) != 0 ||
         s_bw_mem(self, wpd, dnnl_query_diff_dst_md, p->dy, &p->dy_bw, &p->dy_bw_in) != 0 ||
         s_weights_build(self, g, p, dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0),
@@ -548,14 +562,14 @@ static int s_layer_build(vl_net_t *self, const s_geom_t *g, s_prim_t *p, dnnl_me
         goto done;
     if (bwd_data) {
         if (s_pd(self, g, 2, src_md, &w_any, NULL, s_md(p->y), fpd, &dpd) != 0 ||
-            dnnl_primitive_create(&p->bwd_d, dpd) != dnnl_success ||
+            s_prim(&p->bwd_d, dpd) != 0 ||
             s_bw_mem(self, dpd, dnnl_query_weights_md, p->w, &p->w_bwd, &p->w_bwd_in) != 0)
             goto done;
     }
     rc = 0;
 done:
     if (rc != 0)
-        vl_error("vl_net: cannot build %s layer %ldx%ldx%ld -> %ld at batch %u",
+        vl_error("vl_net: the %s layer %ldx%ldx%ld -> %ld cannot be built at batch %u",
                  g->conv ? "conv" : "linear", (long)g->cin, (long)g->hin, (long)g->win,
                  (long)g->cout, n);
     if (fpd)
