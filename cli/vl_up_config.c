@@ -693,8 +693,9 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         int passed = 0;
         for (int k = 0; k + 1 < c->n_pass; k += 2)
             passed |= strcmp(c->pass[k], o->name) == 0;
-        // capacity: up sizes the buffer from actors, envs and batch unless told
-        if (!s_learner_opt(o->name) || (strcmp(o->name, "capacity") == 0 && !passed))
+        // capacity, threads: up sizes them from actors, envs, batch and cores unless told
+        if (!s_learner_opt(o->name) ||
+            ((strcmp(o->name, "capacity") == 0 || strcmp(o->name, "threads") == 0) && !passed))
             continue;
         vl_opt_format(o, &learner, value, sizeof value);
         s_kv(out, o->name, value);
