@@ -8,10 +8,15 @@ the CPU, for each thread count and batch:
     fwdbwd  zero_grad, forward, backward from a fixed output grad (a learner's;
             the frames need no grad)
     conv1   the first layer and its relu alone, on float frames, no grad
+With --actions A the network gets volley's heads on its torso (vl_net.h:
+logits = pi(h) [A], value = v(h) [1], both linear), fwdbwd starts from fixed
+gradients of both outputs, and a fourth figure is timed:
+    update  fwdbwd then an Adam step (torch.optim.Adam, eps 1e-5, as
+            models/vl_adam.h), a learner's whole update
 Each figure is the best of --runs runs of at least --run-s seconds of wall
 clock, in ms per call. Prints one line per (threads, batch):
     torch threads=<t> batch=<n> fwd_ms=<x> fwdbwd_ms=<x> conv1_ms=<x>
-and first a line `torch version=<v> onednn=<0|1> blas=<library>`. Exit 2 on a bad argument.
+(with --actions, followed by update_ms=<x>) and first a line `torch version=<v> onednn=<0|1> blas=<library>`. Exit 2 on a bad argument.
 """
 import argparse
 import os
@@ -51,6 +56,22 @@ def build(spec, shape):
     return nn.Sequential(*layers)
 
 
+class ActorCritic(nn.Module):
+    """A torso with volley's two heads: logits pi(h) and value v(h)."""
+
+    def __init__(self, torso, shape, actions):
+        super().__init__()
+        self.torso = torso
+        with torch.no_grad():
+            width = torso(torch.zeros(1, *shape)).shape[1]
+        self.pi = nn.Linear(width, actions)
+        self.v = nn.Linear(width, 1)
+
+    def forward(self, x):
+        h = self.torso(x)
+        return self.pi(h), self.v(h)
+
+
 def blas_library():
     """Returns the BLAS library this process has mapped (Debian's torch runs its
     Linear layers on whatever libblas.so.3 the alternatives system points at)."""
@@ -82,13 +103,18 @@ def best_ms(fn, runs, run_s):
 
 
 def bench(net, shape, batch, runs, run_s):
-    """Returns (fwd_ms, fwdbwd_ms, conv1_ms) at one batch size."""
+    """Returns (fwd_ms, fwdbwd_ms, conv1_ms[, update_ms]) at one batch size;
+    update_ms when net has heads (ActorCritic)."""
     g = torch.Generator().manual_seed(1)
     frames = torch.randint(0, 256, (batch, *shape), dtype=torch.uint8, generator=g)
     x = frames.float() / 255
+    heads = isinstance(net, ActorCritic)
     with torch.no_grad():
-        dy = torch.rand(net(x).shape, generator=g) * 2 - 1
-    conv1 = net[:2] if len(net) > 1 and isinstance(net[1], nn.ReLU) else net[:1]
+        outs = net(x) if heads else (net(x),)
+        dys = [torch.rand(o.shape, generator=g) * 2 - 1 for o in outs]
+    torso = net.torso if heads else net
+    conv1 = torso[:2] if len(torso) > 1 and isinstance(torso[1], nn.ReLU) else torso[:1]
+    opt = torch.optim.Adam(net.parameters(), lr=2.5e-4, eps=1e-5)
 
     def fwd():
         with torch.no_grad():
@@ -96,14 +122,19 @@ def bench(net, shape, batch, runs, run_s):
 
     def fwdbwd():
         net.zero_grad(set_to_none=True)
-        net(frames.float() / 255).backward(dy)
+        y = net(frames.float() / 255)
+        torch.autograd.backward(list(y) if heads else [y], dys)
+
+    def update():
+        fwdbwd()
+        opt.step()
 
     def c1():
         with torch.no_grad():
             conv1(x)
 
-    return (best_ms(fwd, runs, run_s), best_ms(fwdbwd, runs, run_s),
-            best_ms(c1, runs, run_s))
+    times = (best_ms(fwd, runs, run_s), best_ms(fwdbwd, runs, run_s), best_ms(c1, runs, run_s))
+    return times + (best_ms(update, runs, run_s),) if heads else times
 
 
 def main():
@@ -114,6 +145,8 @@ def main():
     ap.add_argument("--batches", default="256,16", help="batch sizes (default 256,16)")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--run-s", type=float, default=0.3)
+    ap.add_argument("--actions", type=int, default=0,
+                    help="add volley's heads (A logits and a value) and time an Adam update")
     a = ap.parse_args()
     try:
         shape = tuple(int(v) for v in a.shape.split(","))
@@ -121,18 +154,22 @@ def main():
         batches = [int(v) for v in a.batches.split(",")]
     except ValueError:
         ap.error("--shape, --threads and --batches take comma-separated integers")
-    if len(shape) != 3 or min(shape + tuple(threads) + tuple(batches)) < 1 or a.runs < 1:
+    if len(shape) != 3 or min(shape + tuple(threads) + tuple(batches)) < 1 or a.runs < 1 or \
+            a.actions < 0:
         ap.error("--shape takes C,H,W; counts must be at least 1")
     torch.manual_seed(1)
     net = build(a.spec, shape)
+    if a.actions:
+        net = ActorCritic(net, shape, a.actions)
     print(f"torch version={torch.__version__} onednn={int(torch.backends.mkldnn.is_available())} "
           f"blas={blas_library()}", flush=True)
     for t in threads:
         torch.set_num_threads(t)
         for n in batches:
-            f, fb, c1 = bench(net, shape, n, a.runs, a.run_s)
-            print(f"torch threads={t} batch={n} fwd_ms={f:.3f} fwdbwd_ms={fb:.3f} "
-                  f"conv1_ms={c1:.3f}", flush=True)
+            times = bench(net, shape, n, a.runs, a.run_s)
+            update = f" update_ms={times[3]:.3f}" if a.actions else ""
+            print(f"torch threads={t} batch={n} fwd_ms={times[0]:.3f} fwdbwd_ms={times[1]:.3f} "
+                  f"conv1_ms={times[2]:.3f}{update}", flush=True)
 
 
 if __name__ == "__main__":

@@ -480,8 +480,7 @@ static int s_measure(const s_opts_t *o, vl_conv_net_t *net, int ti, int ci, cons
                     malloc((size_t)c->batch * vl_conv_out_size(&net->layer[0]) * sizeof(float))};
     if (!pl.x || !pl.y)
         goto out;
-    for (size_t j = 0; j < nx; j++)
-        ((float *)pl.x)[j] = net->frames[j] * (1.0f / 255.0f);
+    vl_conv_scale_frames(net, (float *)pl.x);
     for (int k = 0; k < S_ENGINES; k++)
         if (s_result_map(net, &r[k], &bytes[k]) != 0 ||
             s_engine_child(o, net, s_engines[k], threads, c->backward, ti == 0 && ci == 0, &r[k]) !=

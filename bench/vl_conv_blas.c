@@ -114,9 +114,7 @@ static void s_layer_forward(vl_conv_engine_t *e, int i, const float *in)
 static void s_forward(vl_conv_engine_t *e)
 {
     const vl_conv_net_t *net = e->net;
-    size_t nx = (size_t)e->n * vl_conv_in_size(&net->layer[0]);
-    for (size_t j = 0; j < nx; j++)
-        e->x[j] = net->frames[j] * (1.0f / 255.0f);
+    vl_conv_scale_frames(net, e->x);
     for (int i = 0; i < net->n_layers; i++)
         s_layer_forward(e, i, i == 0 ? e->x : e->act[i - 1]);
 }
@@ -247,9 +245,7 @@ static vl_conv_engine_t *s_create(const vl_conv_net_t *net, int threads)
         s_destroy(&e);
         return NULL;
     }
-    size_t nx = n * vl_conv_in_size(&net->layer[0]);
-    for (size_t j = 0; j < nx; j++)
-        e->x[j] = net->frames[j] * (1.0f / 255.0f);
+    vl_conv_scale_frames(net, e->x);
     return e;
 }
 

@@ -272,9 +272,7 @@ static void s_layer_forward(vl_conv_engine_t *e, int i)
 
 static void s_forward(vl_conv_engine_t *e)
 {
-    size_t nx = (size_t)e->n * vl_conv_in_size(&e->net->layer[0]);
-    for (size_t j = 0; j < nx; j++)
-        e->x[j] = e->net->frames[j] * (1.0f / 255.0f);
+    vl_conv_scale_frames(e->net, e->x);
     if (e->in_reorder)
         s_reorder_run(e, e->in_reorder, e->x_user, e->src0);
     for (int i = 0; i < e->net->n_layers; i++)
@@ -437,9 +435,7 @@ static vl_conv_engine_t *s_create(const vl_conv_net_t *net, int threads)
             s_destroy(&e);
             return NULL;
         }
-    size_t nx = n * vl_conv_in_size(&net->layer[0]);
-    for (size_t j = 0; j < nx; j++)
-        e->x[j] = net->frames[j] * (1.0f / 255.0f);
+    vl_conv_scale_frames(net, e->x);
     return e;
 }
 

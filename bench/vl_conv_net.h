@@ -53,6 +53,15 @@ static inline size_t vl_conv_w_size(const vl_conv_layer_t *l)
     return l->conv ? (size_t)l->cout * l->cin * l->k * l->k : (size_t)l->cout * l->cin;
 }
 
+/* Writes the net's frames scaled to [0, 1] (u8 / 255) into x
+   [batch][c][h][w]: the first layer's input, as every engine starts. */
+static inline void vl_conv_scale_frames(const vl_conv_net_t *net, float *x)
+{
+    size_t nx = (size_t)net->batch * vl_conv_in_size(&net->layer[0]);
+    for (size_t j = 0; j < nx; j++)
+        x[j] = net->frames[j] * (1.0f / 255.0f);
+}
+
 /* An engine: an opaque state built for one net and thread count. */
 typedef struct vl_conv_engine_s vl_conv_engine_t;
 

@@ -495,13 +495,6 @@ static int s_parse_until(const char *text, vl_until_t *out)
     return 0;
 }
 
-/* Writes env's observation fields as "u2[1x16x16]" into buf; returns buf. */
-static const char *s_obs_text(const vl_env_ops_t *env, char *buf, size_t size)
-{
-    vl_spec_obs_str(&env->obs_spec, buf, size);
-    return buf;
-}
-
 /* Checks what the flags cannot check one by one; settles --until's default.
    Returns 0, or -1 after printing why. */
 static int s_check(vl_up_config_t *c)
@@ -516,8 +509,7 @@ static int s_check(vl_up_config_t *c)
     }
     snprintf(lc.model, sizeof lc.model, "%s", c->model ? c->model : "");
     if (vl_learner_config_model(&lc, NULL, c->model_text, why, sizeof why) != 0) {
-        fprintf(stderr, "volley up: --model: %s (env %s, observation fields %s)\n", why,
-                c->env->name, s_obs_text(c->env, lc.model, sizeof lc.model));
+        fprintf(stderr, "volley up: --model: %s (env %s)\n", why, c->env->name);
         return -1;
     }
     if (c->until == VL_UNTIL_DEFAULT)
@@ -678,7 +670,7 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     s_kv(out, "env", c->env->path ? c->env->path : c->env->name);
     s_kv(out, "env-arg", c->env_arg);
     s_kv(out, "obs-check", c->obs_check);
-    s_kv(out, "model", c->model);
+    s_kv(out, "model", c->model_text); // resolved: a rerun builds the same network
     s_kv(out, "until", until[c->until]);
     for (int i = 0; i < S_NNUMS; i++) {
         if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)
@@ -701,8 +693,9 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         int passed = 0;
         for (int k = 0; k + 1 < c->n_pass; k += 2)
             passed |= strcmp(c->pass[k], o->name) == 0;
-        // capacity: up sizes the buffer from actors, envs and batch unless told
-        if (!s_learner_opt(o->name) || (strcmp(o->name, "capacity") == 0 && !passed))
+        // capacity, threads: up sizes them from actors, envs, batch and cores unless told
+        if (!s_learner_opt(o->name) ||
+            ((strcmp(o->name, "capacity") == 0 || strcmp(o->name, "threads") == 0) && !passed))
             continue;
         vl_opt_format(o, &learner, value, sizeof value);
         s_kv(out, o->name, value);

@@ -42,6 +42,7 @@ typedef struct {
     float lr, gamma, lambda, clip, ent_coef, vf_coef, max_grad_norm;
     float rho_bar, c_bar; // V-trace clips (pg clip = rho_bar)
     uint64_t seed;
+    uint32_t threads;           // the model engine's threads for a conv model (0: every core)
     const char *checkpoint_dir; // NULL: no checkpoints; else DIR/<policy>.ckpt
     uint32_t checkpoint_every;  // seconds between checkpoints
     uint32_t report_ms;         // progress reports this often (0: after every update, before

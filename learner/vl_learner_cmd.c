@@ -17,6 +17,8 @@
 
 const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("seed", VL_OPT_U64, seed, 0, 1L << 62, "initial weights, minibatch order"),
+    S_OPT("threads", VL_OPT_U32, threads, 0, 1024,
+          "threads of a conv model's forward and backward (0: every core)"),
     S_OPT("horizon", VL_OPT_U32, horizon, 1, 4096, "steps per segment (no --env: the spec's)"),
     S_OPT("hidden", VL_OPT_U32, hidden, 1, 4096, "hidden units per layer (no --env: the spec's)"),
     S_OPT("batch", VL_OPT_U32, batch_segments, 1, 65536, "segments per update, at most"),

@@ -47,7 +47,8 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t 
     char why[512];
     vl_model_spec_t *spec = NULL;
     if (vl_learner_config_model(c, &spec, NULL, why, sizeof why) != 0 ||
-        !(self->policy = vl_policy_new_spec(spec, &c->obs_spec, A, c->seed, 0, why, sizeof why)))
+        !(self->policy = vl_policy_new_spec(spec, &c->obs_spec, A, c->seed, (int)c->threads, why,
+                                            sizeof why)))
         vl_error("model: %s", why);
     vl_model_spec_destroy(&spec);
     self->obs = malloc(rows * D * sizeof(float));

@@ -8,6 +8,7 @@
 #include "vl_net.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -601,6 +602,23 @@ static void test_init_is_orthogonal_and_deterministic(void)
     VL_CHECK_NEAR(sqrt(pin), 0.01, 1e-6);
 }
 
+static void test_threads_are_set_per_call_and_restored(void)
+{
+    vl_obs_spec_t obs = s_mixed_obs();
+    char err[256];
+    vl_model_spec_t *spec = vl_model_spec_parse(S_MIXED_SPEC, err, sizeof err);
+    VL_CHECK(spec);
+    vl_net_t *net = vl_net_new(spec, &obs, 4, 3, err, sizeof err);
+    vl_model_spec_destroy(&spec);
+    VL_CHECK(net);
+    omp_set_num_threads(5);
+    float x[2 * 446] = {0}, dl[2 * 4] = {1, 2, 3, 4, 5, 6, 7, 8};
+    int ok = vl_net_forward(net, 2, x, NULL, NULL) == 0 && omp_get_max_threads() == 5 &&
+             vl_net_backward(net, 2, dl, NULL) == 0 && omp_get_max_threads() == 5;
+    vl_net_destroy(&net);
+    VL_CHECK(ok);
+}
+
 int main(void)
 {
     VL_RUN(test_cnn_preset_agrees_with_reference);
@@ -611,5 +629,6 @@ int main(void)
     VL_RUN(test_backward_adds_into_the_gradients);
     VL_RUN(test_unsupported_specs_are_refused_with_a_line);
     VL_RUN(test_init_is_orthogonal_and_deterministic);
+    VL_RUN(test_threads_are_set_per_call_and_restored);
     return VL_DONE();
 }

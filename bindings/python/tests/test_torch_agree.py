@@ -166,6 +166,12 @@ def test_two_image_fields_and_a_vector_field():
     assert model.shapes["conv.1.0.weight"] == (6, 1, 3, 3)
 
 
+def test_every_encoding_and_a_four_dimensional_field():
+    # an f32 image is taken as it is (scale 1); a 4-d field is not an image: its values
+    check_agree("conv(3,2,1) relu linear(8) relu",
+                [((2, 5, 5), "f32"), ((2, 2, 2, 2), "f32"), ((1, 4, 4), "u1")], 3)
+
+
 def test_cnn_preset_on_84x84_frames():
     model, _ = check_agree("cnn", [((4, 84, 84), "u8")], 6, n=4)
     assert model.shapes["torso.0.weight"] == (512, 64 * 7 * 7)
@@ -180,6 +186,30 @@ def test_small_frame_cnn_on_catch_screen():
     check_agree(SMALL_CNN, CATCH, 3, n=6)
 
 
+def test_batch_sizes_change_and_one_head_alone():
+    """The engine keeps state per batch size: n = 4, 1, 7, 4 each agree row for row; a
+    backward given only dvalues (dlogits None: zero) moves no logits-only gradient."""
+    model = volley.Model("cnn", CATCH, 3, seed=2)
+    net = vt.build("cnn", CATCH, 3, seed=2)
+    for n in (4, 1, 7, 4):
+        obs = make_obs(CATCH, n, n)
+        logits, values = model.forward(obs)
+        with torch.no_grad():
+            t_logits, t_values = net(torch.from_numpy(obs))
+        assert rel_err(logits, t_logits.numpy()) <= OUT_TOL, n
+        assert rel_err(values, t_values.numpy()) <= OUT_TOL, n
+    dvalues = np.random.default_rng(1).standard_normal(4).astype(np.float32)
+    model.zero_grad()
+    model.backward(None, dvalues)
+    grads = model.grads()
+    assert not grads["pi.weight"].any() and not grads["pi.bias"].any()
+    net.zero_grad()
+    (net(torch.from_numpy(obs))[1] * torch.from_numpy(dvalues)).sum().backward()
+    for name, p in net.named_parameters():
+        if p.grad is not None:
+            assert rel_err(grads[name], p.grad.numpy()) <= GRAD_TOL, name
+
+
 # ---- weights cross unchanged -----------------------------------------------
 
 
@@ -189,7 +219,8 @@ def test_torch_state_dict_loads_into_c(tmp_path):
     torch.save(net.state_dict(), tmp_path / "net.pt")
     saved = torch.load(tmp_path / "net.pt")
     model = volley.Model(SMALL_CNN, fields, 3, seed=11)
-    model.set_tensors(saved)
+    model.forward(make_obs(fields, 4, 4))  # the engine now holds its own copies of C's init
+    model.set_tensors(saved)  # ... which set_tensors must replace
     for k, v in saved.items():
         assert np.array_equal(model.tensors()[k], v.numpy()), k
     obs = make_obs(fields, 4, 5)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# catch-pixels learned from pixels alone: `volley up --env catch-pixels` with the default model
+# (the cnn preset, its small-frame torso) from a fresh start reaches the solved mean return
+# (>= 9 of 10 balls over 100 episodes) within 2,000,000 env steps (it takes 130,000 to 590,000),
+# and `volley eval --greedy` of the run then scores >= 9 over 100 episodes.
+# Usage: pixels_test.sh path/to/volley
+. "$(dirname "$0")/lib.sh"
+cd "$TMP" || fail "no temp dir"
+"$VOLLEY" up --env catch-pixels --max-steps 2000000 --name px > up.log 2>&1 ||
+    fail "volley up --env catch-pixels did not solve it: $(tail -3 up.log)"
+grep -q "^solved: " up.log || fail "no solved line: $(tail -3 up.log)"
+pass "$(tail -1 up.log)"
+"$VOLLEY" eval runs/px --episodes 100 --greedy > eval.log 2>&1 || fail "eval: $(cat eval.log)"
+score=$(sed -n 's/^return \([-0-9.]*\) .*/\1/p' eval.log)
+awk -v s="$score" 'BEGIN { exit !(s >= 9) }' || fail "greedy eval scored $score, under 9"
+pass "greedy eval of the run: $(tail -1 eval.log)"
