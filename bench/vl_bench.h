@@ -1,5 +1,5 @@
-/*  vl_bench: what volley's benchmarks share: --quick and --help, and a
-    checksum to verify output before a figure is printed. */
+/*  vl_bench: what volley's benchmarks share: --quick and --help, a checksum
+    to verify output before a figure is printed, and best-of-runs timing. */
 #ifndef VL_BENCH_H
 #define VL_BENCH_H
 
@@ -18,6 +18,33 @@ typedef struct {
     int runs;
     double run_s;
 } vl_bench_plan_t;
+
+/* Returns CLOCK_MONOTONIC in seconds. */
+static inline double vl_bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Returns the best ms per call of fn(arg) over runs timed runs of at least
+   run_s seconds each, after one warm-up call. */
+static inline double vl_bench_best_ms(int runs, double run_s, void (*fn)(void *), void *arg)
+{
+    fn(arg);
+    double best = INFINITY;
+    for (int r = 0; r < runs; r++) {
+        int calls = 0;
+        double t0 = vl_bench_now(), dt;
+        do {
+            fn(arg);
+            calls++;
+            dt = vl_bench_now() - t0;
+        } while (dt < run_s);
+        best = fmin(best, dt * 1e3 / calls);
+    }
+    return best;
+}
 
 /* Parses the flags every benchmark takes: --quick (the quick plan, for
    tests) and --help. Sets *plan. Returns 0 to run, 1 after printing usage

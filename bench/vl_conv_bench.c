@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "models/vl_model_spec.h"
+#include "vl_bench.h"
 #include "vl_conv_net.h"
 
 #define S_RUNS        5   // runs per figure; the best counts
@@ -80,12 +81,6 @@ static void s_usage(FILE *f)
             S_QUICK_BATCH);
 }
 
-static double s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---- the network ---------------------------------------------------------- */
 
@@ -212,19 +207,7 @@ typedef void(s_call_fn)(void *arg);
 /* Returns the best ms per call of fn over the plan's runs (after a warm-up call). */
 static double s_best_ms(const s_opts_t *o, s_call_fn *fn, void *arg)
 {
-    fn(arg);
-    double best = INFINITY;
-    for (int r = 0; r < o->runs; r++) {
-        int calls = 0;
-        double t0 = s_now(), dt;
-        do {
-            fn(arg);
-            calls++;
-            dt = s_now() - t0;
-        } while (dt < o->run_s);
-        best = fmin(best, dt * 1e3 / calls);
-    }
-    return best;
+    return vl_bench_best_ms(o->runs, o->run_s, fn, arg);
 }
 
 typedef struct {

@@ -22,6 +22,7 @@
 #include "models/vl_adam.h"
 #include "models/vl_model_spec.h"
 #include "models/vl_net.h"
+#include "vl_bench.h"
 
 #define S_RUNS          5   // runs per figure; the best counts
 #define S_RUN_S         1.0 // seconds per run at least
@@ -102,46 +103,30 @@ static int s_parse(int argc, char **argv, s_opts_t *o)
     return 0;
 }
 
-static double s_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Returns the best ms per call of fn over the plan's runs (one warm-up
    call first: it builds the batch size's primitives). */
-static double s_best_ms(const s_opts_t *o, void (*fn)(s_work_t *), s_work_t *w)
+static double s_best_ms(const s_opts_t *o, void (*fn)(void *), s_work_t *w)
 {
-    fn(w);
-    double best = INFINITY;
-    for (int r = 0; r < o->runs; r++) {
-        int calls = 0;
-        double t0 = s_now(), dt;
-        do {
-            fn(w);
-            calls++;
-            dt = s_now() - t0;
-        } while (dt < o->run_s);
-        best = fmin(best, dt * 1e3 / calls);
-    }
-    return best;
+    return vl_bench_best_ms(o->runs, o->run_s, fn, w);
 }
 
-static void s_fwd(s_work_t *w)
+static void s_fwd(void *arg)
 {
+    s_work_t *w = arg;
     w->failed |= vl_net_forward(w->net, w->n, w->obs, w->logits, w->values) != 0;
 }
 
-static void s_fwdbwd(s_work_t *w)
+static void s_fwdbwd(void *arg)
 {
+    s_work_t *w = arg;
     vl_net_zero_grad(w->net);
     s_fwd(w);
     w->failed |= vl_net_backward(w->net, w->n, w->dlogits, w->dvalues) != 0;
 }
 
-static void s_update(s_work_t *w)
+static void s_update(void *arg)
 {
+    s_work_t *w = arg;
     s_fwdbwd(w);
     vl_adam_step(w->adam, vl_net_params(w->net), vl_net_grads(w->net), S_LR);
     vl_net_params_changed(w->net);
