@@ -494,25 +494,14 @@ int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
 
 void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, size_t why_size)
 {
-    vl_tensor_t mine;
-    snprintf(why, why_size, "they fit");
-    for (uint32_t i = 0; w && i < vl_policy_tensor_count(self); i++) {
-        vl_policy_tensor(self, i, &mine);
-        const vl_tensor_t *t = NULL;
-        for (uint32_t j = 0; j < w->n_tensors && !t; j++)
-            if (strcmp(w->tensors[j].name, mine.name) == 0)
-                t = &w->tensors[j];
-        if (!t) {
-            snprintf(why, why_size, "they have no tensor %s", mine.name);
-            return;
-        }
-        if (!vl_tensor_same_shape(t, &mine)) {
-            char a[64], b[64];
-            snprintf(why, why_size, "their %s is %s, this network's %s", mine.name,
-                     vl_tensor_shape_str(t, a, sizeof a), vl_tensor_shape_str(&mine, b, sizeof b));
-            return;
-        }
-    }
+    uint32_t n = vl_policy_tensor_count(self);
+    vl_tensor_t *mine = malloc(n * sizeof *mine);
+    snprintf(why, why_size, mine ? "they fit" : "no memory to compare them");
+    for (uint32_t i = 0; mine && i < n; i++)
+        vl_policy_tensor(self, i, &mine[i]);
+    if (mine && w)
+        vl_tensors_mismatch(mine, n, w->tensors, w->n_tensors, why, why_size);
+    free(mine);
 }
 
 size_t vl_policy_optimizer_size(const vl_policy_t *self)
