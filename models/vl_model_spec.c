@@ -567,6 +567,15 @@ static uint64_t s_convs(const vl_model_spec_t *self, const vl_obs_spec_t *obs, u
                    (unsigned long long)w, field, fs, VL_MODEL_FEATURES_MAX);
             return 0;
         }
+        shapes->activations += c * h * w;
+        if (shapes->activations > VL_MODEL_ACTIVATIONS_MAX) {
+            vl_why(err, errlen,
+                   "%s (layer %u): the conv outputs reach %llu values per observation on field "
+                   "%u (%s); at most %u",
+                   layer, l + 1, (unsigned long long)shapes->activations, field, fs,
+                   VL_MODEL_ACTIVATIONS_MAX);
+            return 0;
+        }
         shapes->conv_out[image][j][0] = (uint32_t)c;
         shapes->conv_out[image][j][1] = (uint32_t)h;
         shapes->conv_out[image][j][2] = (uint32_t)w;
