@@ -20,6 +20,11 @@ grep -q "volley up: --model: unknown layer 'dense' at column 12" up-bad.log ||
 [ $? -eq 2 ] && grep -q "needs an image field" up-conv.log ||
     fail "a conv on a vector observation was not refused: $(cat up-conv.log)"
 [ ! -d runs ] || fail "a refused --model left a run directory"
+long=$(printf 'linear(8) %.0s' $(seq 120)) # 1200 bytes: over a spec's 1023
+"$VOLLEY" replay none.rec --model "$long" > replay-long.log 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "^volley replay: --model: 1200 bytes; expected a model spec of at most 1023$" \
+    replay-long.log || fail "replay took an overlong --model (exit $rc): $(cat replay-long.log)"
 pass "bad specs refused in one line: $(head -1 up-bad.log)"
 
 # 2. the cnn preset on pixels, end to end
