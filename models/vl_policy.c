@@ -118,6 +118,23 @@ static int s_has_conv(const vl_model_spec_t *spec)
     return 0;
 }
 
+/* Its weights are published and checkpointed as one Weights message, which
+   a receiver refuses beyond the wire's tensor limit. Returns self, or NULL
+   (self destroyed) after writing why to err. */
+static vl_policy_t *s_refuse_unpublishable(vl_policy_t *self, char *err, size_t errlen)
+{
+    vl_limits_t lim = vl_limits_default();
+    uint32_t n = vl_policy_tensor_count(self);
+    if (n <= lim.max_tensors)
+        return self;
+    snprintf(err, errlen,
+             "the network has %u tensors; a Weights message carries at most %u (fewer layers or "
+             "image fields)",
+             n, lim.max_tensors);
+    vl_policy_destroy(&self);
+    return NULL;
+}
+
 vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
                                 uint32_t num_actions, uint64_t seed, int threads, char *err,
                                 size_t errlen)
@@ -157,7 +174,7 @@ vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t
     } else if (s_towers_new(self, spec, &rng, err, errlen) != 0) {
         vl_policy_destroy(&self);
     }
-    return self;
+    return self ? s_refuse_unpublishable(self, err, errlen) : NULL;
 }
 
 vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidden, uint64_t seed)
