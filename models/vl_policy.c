@@ -25,6 +25,7 @@
 #define S_PI_GAIN     0.01f                   // a near-uniform initial policy
 #define S_V_GAIN      1.0f                    // values start at the scale of the inputs
 #define S_CLIP_EPS    1e-6f                   // torch's clip_grad_norm_ guard
+#define S_TENSORS_MAX 64 // a Weights message's most (vl_limits_default): a network's most
 
 enum { S_PI, S_V };
 
@@ -511,25 +512,14 @@ int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
 
 void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, size_t why_size)
 {
-    vl_tensor_t mine;
+    vl_tensor_t mine[S_TENSORS_MAX]; // vl_policy_new_spec refuses a network of more
+    uint32_t n = vl_policy_tensor_count(self);
     snprintf(why, why_size, "they fit");
-    for (uint32_t i = 0; w && i < vl_policy_tensor_count(self); i++) {
-        vl_policy_tensor(self, i, &mine);
-        const vl_tensor_t *t = NULL;
-        for (uint32_t j = 0; j < w->n_tensors && !t; j++)
-            if (strcmp(w->tensors[j].name, mine.name) == 0)
-                t = &w->tensors[j];
-        if (!t) {
-            snprintf(why, why_size, "they have no tensor %s", mine.name);
-            return;
-        }
-        if (!vl_tensor_same_shape(t, &mine)) {
-            char a[64], b[64];
-            snprintf(why, why_size, "their %s is %s, this network's %s", mine.name,
-                     vl_tensor_shape_str(t, a, sizeof a), vl_tensor_shape_str(&mine, b, sizeof b));
-            return;
-        }
-    }
+    for (uint32_t i = 0; i < n && i < S_TENSORS_MAX; i++)
+        vl_policy_tensor(self, i, &mine[i]);
+    if (w)
+        vl_tensors_mismatch(mine, n < S_TENSORS_MAX ? n : S_TENSORS_MAX, w->tensors, w->n_tensors,
+                            why, why_size);
 }
 
 size_t vl_policy_optimizer_size(const vl_policy_t *self)
