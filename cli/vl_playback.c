@@ -221,14 +221,7 @@ int vl_playback_main(int argc, char **argv)
         return 2;
     vl_learner_config_set_env(&c, env);
     char why[512];
-    if (role.model && strlen(role.model) >= sizeof c.model) {
-        fprintf(stderr, "volley replay: --model: %zu bytes; expected a model spec of at most %zu\n",
-                strlen(role.model), sizeof c.model - 1);
-        return 2;
-    }
-    if (role.model)
-        snprintf(c.model, sizeof c.model, "%s", role.model);
-    if (vl_learner_config_model(&c, NULL, NULL, why, sizeof why) != 0) {
+    if (vl_learner_config_set_model(&c, role.model, 1, NULL, why, sizeof why) != 0) {
         fprintf(stderr, "volley replay: --model: %s\n", why);
         return 2;
     }
