@@ -681,8 +681,21 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
                (unsigned long long)shapes->params, shapes->features, VL_MODEL_PARAMS_MAX);
         return -1;
     }
-    // Weights travel as one message whose receivers refuse a larger tensor.
-    uint32_t most = vl_limits_default().max_tensor_elems;
+    // Weights travel as one message, whose receivers refuse more tensors or a larger one.
+    vl_limits_t lim = vl_limits_default();
+    uint32_t linears = 0;
+    for (uint32_t l = 0; l < self->n_layers; l++)
+        linears += self->layers[l].kind == VL_LAYER_LINEAR;
+    shapes->tensors = shapes->n_convs ? 2 * (shapes->n_convs * shapes->n_images + linears) + 4
+                                      : 4 * (linears + 1); // one torso; or two towers
+    if (shapes->tensors > lim.max_tensors) {
+        vl_why(err, errlen,
+               "the network has %u tensors; a weights message carries at most %u (fewer layers "
+               "or image fields)",
+               shapes->tensors, lim.max_tensors);
+        return -1;
+    }
+    uint32_t most = lim.max_tensor_elems;
     if (shapes->largest > most) {
         char layer[40];
         s_layer_str(&self->layers[shapes->largest_layer], layer, sizeof layer);

@@ -87,6 +87,7 @@ typedef struct {
     uint64_t activations; // floats of every conv output of every image field, per observation
     uint64_t largest;       // floats of the largest layer weight tensor
     uint32_t largest_layer; // and its layer's index in the spec
+    uint32_t tensors;       // the network's: conv.K.J, torso.J, pi, v; or two towers' pi.J, v.J
 } vl_model_shapes_t;
 
 /* Parses text (a spec or preset, see above). Returns a new spec (caller
@@ -138,8 +139,9 @@ const char *vl_model_spec_default(const vl_obs_spec_t *obs);
 /* Computes the spec's shapes on obs into *shapes. Returns 0, or -1 after
    writing one line to err: a conv with no image field, a kernel larger than
    its (padded) input, or an output, the conv outputs' sum, features,
-   parameter count or a layer's weight (a weights message's largest
-   tensor) above its bound; *shapes is then unspecified. */
+   parameter count, a layer's weight (a weights message's largest
+   tensor) or the network's tensors (a weights message's most) above its
+   bound; *shapes is then unspecified. */
 int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
                          vl_model_shapes_t *shapes, char *err, size_t errlen);
 

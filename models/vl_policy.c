@@ -129,7 +129,7 @@ static vl_policy_t *s_refuse_unpublishable(vl_policy_t *self, char *err, size_t 
     if (n <= lim.max_tensors)
         return self;
     snprintf(err, errlen,
-             "the network has %u tensors; a Weights message carries at most %u (fewer layers or "
+             "the network has %u tensors; a weights message carries at most %u (fewer layers or "
              "image fields)",
              n, lim.max_tensors);
     vl_policy_destroy(&self);

@@ -160,10 +160,10 @@ static void test_policy_new_refuses_more_tensors_than_a_weights_message(void)
     VL_CHECK(spec);
     vl_policy_t *policy = vl_policy_new_spec(spec, &obs, 2, 1, 1, err, sizeof err);
     VL_CHECK(policy == NULL);
-    if (strcmp(err, "the network has 66 tensors; a Weights message carries at most 64 (fewer "
+    if (strcmp(err, "the network has 66 tensors; a weights message carries at most 64 (fewer "
                     "layers or image fields)") != 0)
         fprintf(stderr, "refused with '%s'\n", err);
-    VL_CHECK(strcmp(err, "the network has 66 tensors; a Weights message carries at most 64 (fewer "
+    VL_CHECK(strcmp(err, "the network has 66 tensors; a weights message carries at most 64 (fewer "
                          "layers or image fields)") == 0);
     vl_policy_destroy(&policy);
     vl_model_spec_destroy(&spec);

@@ -20,6 +20,12 @@ grep -q "volley up: --model: unknown layer 'dense' at column 12" up-bad.log ||
 [ $? -eq 2 ] && grep -q "needs an image field" up-conv.log ||
     fail "a conv on a vector observation was not refused: $(cat up-conv.log)"
 [ ! -d runs ] || fail "a refused --model left a run directory"
+convs=$(printf 'conv(2,1,1) %.0s' $(seq 31)) # 66 tensors: more than a weights message's 64
+"$VOLLEY" up --env catch-pixels --model "$convs" > up-convs.log 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "volley up: --model: the network has 66 tensors; a weights message carries at most 64" \
+    up-convs.log || fail "a network of 66 tensors was not refused before the run (exit $rc): $(tail -2 up-convs.log)"
+[ ! -d runs ] || fail "a refused --model left a run directory"
 long=$(printf 'linear(8) %.0s' $(seq 120)) # 1200 bytes: over a spec's 1023
 "$VOLLEY" replay none.rec --model "$long" > replay-long.log 2>&1
 rc=$?
