@@ -203,12 +203,9 @@ static const vl_env_ops_t *s_resolve_env(const s_args_t *a, const vl_kept_t *kep
                 "volley eval: which env? %s does not say and no built-in takes %u observations "
                 "and %u actions: --env NAME|PATH.so\n",
                 kept->checkpoint, kept->obs_dim, kept->num_actions);
-    if (env && (env->obs_dim != kept->obs_dim || env->num_actions != kept->num_actions)) {
-        fprintf(stderr,
-                "volley eval: the policy in %s takes %u observations and %u actions; env %s "
-                "gives %u and %u\n",
-                kept->checkpoint, kept->obs_dim, kept->num_actions, env->name, env->obs_dim,
-                env->num_actions);
+    char why[512];
+    if (env && vl_kept_fits(kept, env, why, sizeof why) != 0) {
+        fprintf(stderr, "volley eval: %s\n", why);
         return NULL;
     }
     return env;

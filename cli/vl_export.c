@@ -428,11 +428,8 @@ int vl_export_main(int argc, char **argv)
         snprintf(kept->env, sizeof kept->env, "%s", python);
     if (!env && !none && !python)
         goto done; // vl_kept_env said why
-    if (env && (env->obs_dim != kept->obs_dim || env->num_actions != kept->num_actions)) {
-        fprintf(stderr,
-                "volley export: the policy takes %u observations and %u actions, env %s gives "
-                "%u and %u\n",
-                kept->obs_dim, kept->num_actions, env->name, env->obs_dim, env->num_actions);
+    if (env && vl_kept_fits(kept, env, why, sizeof why) != 0) {
+        fprintf(stderr, "volley export: %s\n", why); // the JSON would name another env's fields
         goto done;
     }
     if (vl_export_write(kept, env, a.to, why, sizeof why) != 0) {

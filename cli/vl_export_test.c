@@ -267,6 +267,31 @@ static void test_export_gives_every_dimension(void)
     vl_policy_destroy(&p);
 }
 
+/* A checkpoint that keeps its spec plays only an env of its observation
+   fields; one from before specs were kept, any env of its sizes. */
+static void test_kept_fits_the_env_by_fields(void)
+{
+    char ckpt[512], why[1024];
+    s_path(ckpt, sizeof ckpt, "fits.ckpt");
+    vl_policy_t *p = s_write_ckpt(ckpt, 3, OBS);
+    vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
+    VL_CHECK(k);
+    vl_env_ops_t env = {.name = "bytes", .obs_dim = OBS, .num_actions = ACTS,
+                        .obs_spec = {.n_fields = 1}};
+    env.obs_spec.fields[0] = (vl_obs_field_t){.encoding = VL_OBS_U8, .ndim = 1, .shape = {OBS}};
+    VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == 0); // no spec kept: its sizes alone
+    k->has_spec = 1;
+    k->spec.obs_spec = vl_obs_spec_flat(OBS);
+    VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == -1);
+    VL_CHECK(strstr(why, "reads observations f32[4]; env bytes gives u8[4]"));
+    env.obs_spec = vl_obs_spec_flat(OBS);
+    VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == 0);
+    env.num_actions = ACTS + 1;
+    VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == -1 && strstr(why, "env bytes gives 4 and 4"));
+    vl_kept_destroy(&k);
+    vl_policy_destroy(&p);
+}
+
 static void test_eval_stats(void)
 {
     vl_eval_stats_t st = {0};
@@ -291,6 +316,7 @@ int main(void)
     VL_RUN(test_safetensors_layout);
     VL_RUN(test_export_never_overwrites_json);
     VL_RUN(test_export_gives_every_dimension);
+    VL_RUN(test_kept_fits_the_env_by_fields);
     VL_RUN(test_eval_stats);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", s_dir);

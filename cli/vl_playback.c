@@ -221,13 +221,16 @@ int vl_playback_main(int argc, char **argv)
         return 2;
     vl_learner_config_set_env(&c, env);
     char why[512];
-    if (role.model && strlen(role.model) < sizeof c.model)
-        snprintf(c.model, sizeof c.model, "%s", role.model);
-    if (vl_learner_config_model(&c, NULL, NULL, why, sizeof why) != 0) {
+    if (vl_learner_config_set_model(&c, role.model, 1, NULL, why, sizeof why) != 0) {
         fprintf(stderr, "volley replay: --model: %s\n", why);
         return 2;
     }
     vl_learner_config_settle(&c, role.given);
+    // One thread unless told: a conv model's sums depend on how many threads split them, so
+    // the default of every core would give another checksum on another machine.
+    for (int i = 0; i < vl_learner_n_opts && i < 64; i++)
+        if (strcmp(vl_learner_opts[i].name, "threads") == 0 && !(role.given >> i & 1))
+            c.threads = 1;
     if (vl_learner_config_check("replay", &c) != 0)
         return 2;
     c.policy = role.policy;

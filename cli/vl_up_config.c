@@ -503,12 +503,7 @@ static int s_check(vl_up_config_t *c)
     vl_learner_config_set_env(&lc, c->env);
     lc.hidden = (uint32_t)c->hidden;
     char why[512];
-    if (c->model && strlen(c->model) >= sizeof lc.model) {
-        fprintf(stderr, "volley up: --model: longer than %zu bytes\n", sizeof lc.model - 1);
-        return -1;
-    }
-    snprintf(lc.model, sizeof lc.model, "%s", c->model ? c->model : "");
-    if (vl_learner_config_model(&lc, NULL, c->model_text, why, sizeof why) != 0) {
+    if (vl_learner_config_set_model(&lc, c->model, 1, c->model_text, why, sizeof why) != 0) {
         fprintf(stderr, "volley up: --model: %s (env %s)\n", why, c->env->name);
         return -1;
     }

@@ -365,6 +365,26 @@ int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, cha
     return rc;
 }
 
+int vl_kept_fits(const vl_kept_t *kept, const vl_env_ops_t *env, char *why, size_t why_size)
+{
+    char mine[128], theirs[128];
+    if (env->obs_dim != kept->obs_dim || env->num_actions != kept->num_actions) {
+        snprintf(why, why_size,
+                 "the policy in %s takes %u observations and %u actions; env %s gives %u and %u",
+                 kept->checkpoint, kept->obs_dim, kept->num_actions, env->name, env->obs_dim,
+                 env->num_actions);
+        return -1;
+    }
+    if (kept->has_spec && !vl_obs_spec_equal(&kept->spec.obs_spec, &env->obs_spec)) {
+        vl_spec_obs_str(&kept->spec.obs_spec, mine, sizeof mine);
+        vl_spec_obs_str(&env->obs_spec, theirs, sizeof theirs);
+        snprintf(why, why_size, "the policy in %s reads observations %s; env %s gives %s",
+                 kept->checkpoint, mine, env->name, theirs);
+        return -1;
+    }
+    return 0;
+}
+
 const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kept_t *kept,
                                 int *none)
 {

@@ -32,6 +32,12 @@ struct vl_kept_s {
     vl_spec_t spec;                    // its fields, actions and model rebuild the network
 };
 
+/* Checks that env gives what the kept policy reads: its observation size
+   and actions, and when the checkpoint keeps its spec, the same observation
+   fields (a conv net reads an image field's shape and encoding, not only
+   its size). Returns 0, or -1 after writing one line to why naming both. */
+int vl_kept_fits(const vl_kept_t *kept, const vl_env_ops_t *env, char *why, size_t why_size);
+
 /* Returns the env to run a kept policy on: --env's (given, loaded as
    named), else the built-in its run's config.ini names. A plugin named
    only by a run's config.ini is not loaded (running a .so is the user's

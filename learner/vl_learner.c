@@ -111,6 +111,19 @@ int vl_learner_config_model(const vl_learner_config_t *c, vl_model_spec_t **spec
     return 0;
 }
 
+int vl_learner_config_set_model(vl_learner_config_t *c, const char *text, int check, char *canon,
+                                char *why, size_t why_size)
+{
+    if (text && strlen(text) >= sizeof c->model) {
+        snprintf(why, why_size, "%zu bytes; expected a model spec of at most %zu", strlen(text),
+                 sizeof c->model - 1);
+        return -1;
+    }
+    if (text)
+        snprintf(c->model, sizeof c->model, "%s", text);
+    return check ? vl_learner_config_model(c, NULL, canon, why, why_size) : 0;
+}
+
 void vl_learner_config_settle(vl_learner_config_t *c, uint64_t given)
 {
     char canon[VL_SPEC_MODEL_MAX], why[256];

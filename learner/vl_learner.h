@@ -85,6 +85,14 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
 int vl_learner_config_model(const vl_learner_config_t *c, vl_model_spec_t **spec, char *canon,
                             char *why, size_t why_size);
 
+/* Takes a --model text (NULL: keep c's) into c and, when check is not 0,
+   parses it for c's observations, writing its canonical text into
+   canon[VL_SPEC_MODEL_MAX] (may be NULL). Returns 0, or -1 after writing one
+   line to why: a text longer than a model spec may be, or why it does not
+   parse or fit. */
+int vl_learner_config_set_model(vl_learner_config_t *c, const char *text, int check, char *canon,
+                                char *why, size_t why_size);
+
 #define VL_LEARNER_CONV_LR 3e-4f // --lr's default for models with conv layers
 
 /* Settles the defaults that follow the model: a model with conv layers

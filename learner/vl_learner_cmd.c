@@ -158,14 +158,7 @@ static int s_write_run_config(vl_rundir_t *dir, const vl_learner_config_t *c)
 static int s_set_model(vl_learner_config_t *c, const char *text, int obs_known)
 {
     char why[512];
-    if (!text)
-        return 0;
-    if (strlen(text) >= sizeof c->model) {
-        fprintf(stderr, "volley learner: --model: longer than %zu bytes\n", sizeof c->model - 1);
-        return -1;
-    }
-    snprintf(c->model, sizeof c->model, "%s", text);
-    if (obs_known && vl_learner_config_model(c, NULL, NULL, why, sizeof why) != 0) {
+    if (vl_learner_config_set_model(c, text, text && obs_known, NULL, why, sizeof why) != 0) {
         fprintf(stderr, "volley learner: --model: %s\n", why);
         return -1;
     }

@@ -145,8 +145,15 @@ static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, int *re
             vl_spec_decode(reply, (size_t)n, &lim, &spec) == VL_OK &&
             strcmp(spec.policy_id, c->policy) == 0) {
             char line[1400];
+            char model[512];
             if (vl_learner_config_set_spec(c, &spec) != 0) {
                 s_refused(why, why_size, "the broker's spec cannot be served", "invalid fields");
+                return 2;
+            }
+            if (vl_learner_config_model(c, NULL, NULL, model, sizeof model) != 0) {
+                char what[600];
+                snprintf(what, sizeof what, "model: %s", model);
+                s_refused(why, why_size, "the broker's spec cannot be served", what);
                 return 2;
             }
             vl_spec_str(&spec, line, sizeof line);

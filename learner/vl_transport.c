@@ -439,15 +439,14 @@ int vl_transport_publish(vl_transport_t *self, uint64_t version,
                  (unsigned long long)version, (unsigned long long)self->last_version);
         return -1;
     }
-    vl_model_spec_t *model = NULL;
-    if (check_policy && !self->shape &&
-        vl_learner_config_model(&self->c, &model, NULL, why, why_size) == 0)
-        self->shape =
-            vl_policy_new_spec(model, &self->c.obs_spec, self->c.num_actions, 1, 1, why, why_size);
-    vl_model_spec_destroy(&model);
     if (check_policy && !self->shape) {
-        snprintf(why, why_size, "no memory");
-        return -1;
+        vl_model_spec_t *model = NULL;
+        if (vl_learner_config_model(&self->c, &model, NULL, why, why_size) == 0)
+            self->shape = vl_policy_new_spec(model, &self->c.obs_spec, self->c.num_actions, 1, 1,
+                                             why, why_size);
+        vl_model_spec_destroy(&model);
+        if (!self->shape)
+            return -1; // why says what the spec's network could not be built for
     }
     if (vl_publication_check(tensors, n, check_policy ? self->shape : NULL, checked, why,
                              why_size) != 0 ||

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../common/vl_log.h"
+#include "../messages/vl_wire.h"
 
 #define S_ARGS_MAX  4  // numbers in one item: conv's out, k, stride, pad
 #define S_TOKEN_MAX 40 // bytes of a token quoted in a message
@@ -536,6 +537,16 @@ static uint64_t s_field_values(const vl_obs_field_t *f)
 /* Runs image field `field` (shape {c, h, w}) through the spec's conv layers,
    writing each output shape into shapes as image number `image`. Returns the
    flattened output size, or 0 after writing why. */
+/* Notes that layer l has a weight tensor of `values` floats, keeping the
+   largest. */
+static void s_weight(vl_model_shapes_t *shapes, uint32_t l, uint64_t values)
+{
+    if (values > shapes->largest) {
+        shapes->largest = values;
+        shapes->largest_layer = l;
+    }
+}
+
 static uint64_t s_convs(const vl_model_spec_t *self, const vl_obs_spec_t *obs, uint32_t field,
                         uint32_t image, vl_model_shapes_t *shapes, char *err, size_t errlen)
 {
@@ -559,12 +570,22 @@ static uint64_t s_convs(const vl_model_spec_t *self, const vl_obs_spec_t *obs, u
             return 0;
         }
         shapes->params += (uint64_t)cv->out * c * cv->kernel * cv->kernel + cv->out;
+        s_weight(shapes, l, (uint64_t)cv->out * c * cv->kernel * cv->kernel);
         c = cv->out, h = (ph - cv->kernel) / cv->stride + 1, w = (pw - cv->kernel) / cv->stride + 1;
         if (h * w > VL_MODEL_FEATURES_MAX || c * h * w > VL_MODEL_FEATURES_MAX) {
             vl_why(err, errlen,
                    "%s (layer %u): output %llux%llux%llu on field %u (%s) is above %u values",
                    layer, l + 1, (unsigned long long)c, (unsigned long long)h,
                    (unsigned long long)w, field, fs, VL_MODEL_FEATURES_MAX);
+            return 0;
+        }
+        shapes->activations += c * h * w;
+        if (shapes->activations > VL_MODEL_ACTIVATIONS_MAX) {
+            vl_why(err, errlen,
+                   "%s (layer %u): the conv outputs reach %llu values per observation on field "
+                   "%u (%s); at most %u",
+                   layer, l + 1, (unsigned long long)shapes->activations, field, fs,
+                   VL_MODEL_ACTIVATIONS_MAX);
             return 0;
         }
         shapes->conv_out[image][j][0] = (uint32_t)c;
@@ -582,9 +603,10 @@ static void s_dense(const vl_model_spec_t *self, uint64_t in, vl_model_shapes_t 
     for (uint32_t l = 0; l < self->n_layers; l++) {
         uint64_t n = self->layers[l].out;
         if (self->layers[l].kind == VL_LAYER_LINEAR)
-            shapes->params += n * in + n, in = n;
+            shapes->params += n * in + n, s_weight(shapes, l, n * in), in = n;
         else if (self->layers[l].kind == VL_LAYER_LSTM)
-            shapes->params += 4 * n * in + 4 * n * n + 8 * n, in = n;
+            shapes->params += 4 * n * in + 4 * n * n + 8 * n,
+                s_weight(shapes, l, 4 * n * (in > n ? in : n)), in = n;
     }
     shapes->out = (uint32_t)in;
 }
@@ -657,6 +679,31 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
     if (shapes->params > VL_MODEL_PARAMS_MAX) {
         vl_why(err, errlen, "the layers have %llu parameters on these %u features; at most %u",
                (unsigned long long)shapes->params, shapes->features, VL_MODEL_PARAMS_MAX);
+        return -1;
+    }
+    // Weights travel as one message, whose receivers refuse more tensors or a larger one.
+    vl_limits_t lim = vl_limits_default();
+    uint32_t linears = 0;
+    for (uint32_t l = 0; l < self->n_layers; l++)
+        linears += self->layers[l].kind == VL_LAYER_LINEAR;
+    shapes->tensors = shapes->n_convs ? 2 * (shapes->n_convs * shapes->n_images + linears) + 4
+                                      : 4 * (linears + 1); // one torso; or two towers
+    if (shapes->tensors > lim.max_tensors) {
+        vl_why(err, errlen,
+               "the network has %u tensors; a weights message carries at most %u (fewer layers "
+               "or image fields)",
+               shapes->tensors, lim.max_tensors);
+        return -1;
+    }
+    uint32_t most = lim.max_tensor_elems;
+    if (shapes->largest > most) {
+        char layer[40];
+        s_layer_str(&self->layers[shapes->largest_layer], layer, sizeof layer);
+        vl_why(err, errlen,
+               "%s (layer %u): its weight has %llu values on these %u features; a weights "
+               "message carries at most %u per tensor",
+               layer, shapes->largest_layer + 1, (unsigned long long)shapes->largest,
+               shapes->features, most);
         return -1;
     }
     return 0;

@@ -47,6 +47,10 @@
 #define VL_MODEL_TEXT_MAX     4096       // bytes of a spec's text, NUL excluded
 #define VL_MODEL_FEATURES_MAX (1u << 24) // values of one conv output or of the features
 #define VL_MODEL_PARAMS_MAX   (1u << 27) // floats of the layers' parameters: 512 MiB
+// Floats every conv layer of every image field writes for one observation, summed: what
+// a forward pass holds per sample (64 MiB) and a peer's spec could otherwise multiply by
+// its layers and image fields (32 x 8 outputs of VL_MODEL_FEATURES_MAX each).
+#define VL_MODEL_ACTIVATIONS_MAX (1u << 24)
 #define VL_MODEL_MLP_WIDTH    64         // mlp's width, as volley's --hidden default
 
 typedef enum {
@@ -80,6 +84,10 @@ typedef struct {
     uint32_t features;                          // concatenated: what the first linear/lstm reads
     uint32_t out;    // width of the last layer's output (features if there is none)
     uint64_t params; // floats of the layers' weights and biases (heads excluded)
+    uint64_t activations; // floats of every conv output of every image field, per observation
+    uint64_t largest;       // floats of the largest layer weight tensor
+    uint32_t largest_layer; // and its layer's index in the spec
+    uint32_t tensors;       // the network's: conv.K.J, torso.J, pi, v; or two towers' pi.J, v.J
 } vl_model_shapes_t;
 
 /* Parses text (a spec or preset, see above). Returns a new spec (caller
@@ -130,7 +138,9 @@ const char *vl_model_spec_default(const vl_obs_spec_t *obs);
 
 /* Computes the spec's shapes on obs into *shapes. Returns 0, or -1 after
    writing one line to err: a conv with no image field, a kernel larger than
-   its (padded) input, or an output, features or parameter count above its
+   its (padded) input, or an output, the conv outputs' sum, features,
+   parameter count, a layer's weight (a weights message's largest
+   tensor) or the network's tensors (a weights message's most) above its
    bound; *shapes is then unspecified. */
 int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
                          vl_model_shapes_t *shapes, char *err, size_t errlen);

@@ -320,6 +320,14 @@ static void test_check_refusals_name_the_layer_and_sizes(void)
     VL_CHECK(s_check_refused("conv(4096,1,1)", &frame,
                              "conv(4096,1,1) (layer 1): output 4096x4096x4096 on field 0 "
                              "(u8[1x4096x4096]) is above 16777216 values"));
+    vl_obs_spec_t mid = s_obs(VL_OBS_U8, 3, 1, 64, 64); // each output 1024x126x126 fits
+    VL_CHECK(s_check_refused("conv(1024,1,1,31) conv(1024,1,1)", &mid,
+                             "conv(1024,1,1) (layer 2): the conv outputs reach 32514048 values "
+                             "per observation on field 0 (u8[1x64x64]); at most 16777216"));
+    VL_CHECK(s_check_refused("conv(2,1,1) linear(4096)", &mid,
+                             "linear(4096) (layer 2): its weight has 33554432 values on these "
+                             "8192 features; a weights message carries at most 16777216 per "
+                             "tensor"));
     vl_obs_spec_t none = {.n_fields = 0};
     VL_CHECK(s_check_refused("mlp", &none, "observation has 0 fields; expected 1..8"));
 }

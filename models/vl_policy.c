@@ -25,6 +25,7 @@
 #define S_PI_GAIN     0.01f                   // a near-uniform initial policy
 #define S_V_GAIN      1.0f                    // values start at the scale of the inputs
 #define S_CLIP_EPS    1e-6f                   // torch's clip_grad_norm_ guard
+#define S_TENSORS_MAX 64 // a Weights message's most (vl_limits_default): a network's most
 
 enum { S_PI, S_V };
 
@@ -118,6 +119,23 @@ static int s_has_conv(const vl_model_spec_t *spec)
     return 0;
 }
 
+/* Its weights are published and checkpointed as one Weights message, which
+   a receiver refuses beyond the wire's tensor limit. Returns self, or NULL
+   (self destroyed) after writing why to err. */
+static vl_policy_t *s_refuse_unpublishable(vl_policy_t *self, char *err, size_t errlen)
+{
+    vl_limits_t lim = vl_limits_default();
+    uint32_t n = vl_policy_tensor_count(self);
+    if (n <= lim.max_tensors)
+        return self;
+    snprintf(err, errlen,
+             "the network has %u tensors; a weights message carries at most %u (fewer layers or "
+             "image fields)",
+             n, lim.max_tensors);
+    vl_policy_destroy(&self);
+    return NULL;
+}
+
 vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
                                 uint32_t num_actions, uint64_t seed, int threads, char *err,
                                 size_t errlen)
@@ -157,7 +175,7 @@ vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t
     } else if (s_towers_new(self, spec, &rng, err, errlen) != 0) {
         vl_policy_destroy(&self);
     }
-    return self;
+    return self ? s_refuse_unpublishable(self, err, errlen) : NULL;
 }
 
 vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidden, uint64_t seed)
@@ -494,14 +512,14 @@ int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
 
 void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, size_t why_size)
 {
+    vl_tensor_t mine[S_TENSORS_MAX]; // vl_policy_new_spec refuses a network of more
     uint32_t n = vl_policy_tensor_count(self);
-    vl_tensor_t *mine = malloc(n * sizeof *mine);
-    snprintf(why, why_size, mine ? "they fit" : "no memory to compare them");
-    for (uint32_t i = 0; mine && i < n; i++)
+    snprintf(why, why_size, "they fit");
+    for (uint32_t i = 0; i < n && i < S_TENSORS_MAX; i++)
         vl_policy_tensor(self, i, &mine[i]);
-    if (mine && w)
-        vl_tensors_mismatch(mine, n, w->tensors, w->n_tensors, why, why_size);
-    free(mine);
+    if (w)
+        vl_tensors_mismatch(mine, n < S_TENSORS_MAX ? n : S_TENSORS_MAX, w->tensors, w->n_tensors,
+                            why, why_size);
 }
 
 size_t vl_policy_optimizer_size(const vl_policy_t *self)

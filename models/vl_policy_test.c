@@ -147,6 +147,28 @@ static void test_policy_new_refuses_zero_sizes(void)
     VL_CHECK(policy == NULL);
 }
 
+/* A network must fit one Weights message (its tensors are published and
+   checkpointed as one): 31 convs over one frame are 66 tensors. */
+static void test_policy_new_refuses_more_tensors_than_a_weights_message(void)
+{
+    char text[512] = "", err[256] = "";
+    for (int i = 0; i < 31; i++)
+        strcat(text, "conv(2,1,1) ");
+    vl_obs_spec_t obs = {.n_fields = 1};
+    obs.fields[0] = (vl_obs_field_t){.encoding = VL_OBS_U8, .ndim = 3, .shape = {1, 8, 8}};
+    vl_model_spec_t *spec = vl_model_spec_parse(text, err, sizeof err);
+    VL_CHECK(spec);
+    vl_policy_t *policy = vl_policy_new_spec(spec, &obs, 2, 1, 1, err, sizeof err);
+    VL_CHECK(policy == NULL);
+    if (strcmp(err, "the network has 66 tensors; a weights message carries at most 64 (fewer "
+                    "layers or image fields)") != 0)
+        fprintf(stderr, "refused with '%s'\n", err);
+    VL_CHECK(strcmp(err, "the network has 66 tensors; a weights message carries at most 64 (fewer "
+                         "layers or image fields)") == 0);
+    vl_policy_destroy(&policy);
+    vl_model_spec_destroy(&spec);
+}
+
 static void test_policy_init_is_deterministic_from_seed(void)
 {
     static float a[S_MAX_PARAMS], b[S_MAX_PARAMS], c[S_MAX_PARAMS];
@@ -520,6 +542,7 @@ int main(void)
     VL_RUN(test_adam_first_step_is_lr_sized);
     VL_RUN(test_adam_fits_a_linear_regression);
     VL_RUN(test_policy_new_refuses_zero_sizes);
+    VL_RUN(test_policy_new_refuses_more_tensors_than_a_weights_message);
     VL_RUN(test_policy_init_is_deterministic_from_seed);
     VL_RUN(test_tensors_are_named_and_shaped);
     VL_RUN(test_policy_loss_gradient_matches_finite_differences);

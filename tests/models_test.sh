@@ -20,11 +20,30 @@ grep -q "volley up: --model: unknown layer 'dense' at column 12" up-bad.log ||
 [ $? -eq 2 ] && grep -q "needs an image field" up-conv.log ||
     fail "a conv on a vector observation was not refused: $(cat up-conv.log)"
 [ ! -d runs ] || fail "a refused --model left a run directory"
+convs=$(printf 'conv(2,1,1) %.0s' $(seq 31)) # 66 tensors: more than a weights message's 64
+"$VOLLEY" up --env catch-pixels --model "$convs" > up-convs.log 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "volley up: --model: the network has 66 tensors; a weights message carries at most 64" \
+    up-convs.log || fail "a network of 66 tensors was not refused before the run (exit $rc): $(tail -2 up-convs.log)"
+[ ! -d runs ] || fail "a refused --model left a run directory"
+long=$(printf 'linear(8) %.0s' $(seq 120)) # 1200 bytes: over a spec's 1023
+"$VOLLEY" replay none.rec --model "$long" > replay-long.log 2>&1
+rc=$?
+[ $rc -eq 2 ] && grep -q "^volley replay: --model: 1200 bytes; expected a model spec of at most 1023$" \
+    replay-long.log || fail "replay took an overlong --model (exit $rc): $(cat replay-long.log)"
 pass "bad specs refused in one line: $(head -1 up-bad.log)"
 
 # 2. the cnn preset on pixels, end to end
-"$VOLLEY" up --env catch-pixels --until steps --max-steps 30000 --name px > up.log 2>&1 ||
-    fail "volley up --env catch-pixels failed: $(tail -5 up.log)"
+# with a recording: its replay trains the cnn on one thread unless told, so the checksum is
+# the same on any number of cores
+"$VOLLEY" up --env catch-pixels --until steps --max-steps 30000 --name px --record px.vlrec \
+    > up.log 2>&1 || fail "volley up --env catch-pixels failed: $(tail -5 up.log)"
+"$VOLLEY" replay runs/px/px.vlrec --env catch-pixels --quiet > replay-px.log 2>&1 ||
+    fail "replay of the cnn run: $(tail -3 replay-px.log)"
+"$VOLLEY" replay runs/px/px.vlrec --env catch-pixels --quiet --threads 1 > replay-px1.log 2>&1 ||
+    fail "replay of the cnn run at --threads 1: $(tail -3 replay-px1.log)"
+[ "$(tail -1 replay-px.log)" = "$(tail -1 replay-px1.log)" ] ||
+    fail "the cnn replay's checksum follows the cores: $(tail -1 replay-px.log) by default, $(tail -1 replay-px1.log) at --threads 1"
 grep -q "^done: 30" up.log || fail "no done line: $(tail -3 up.log)"
 grep -q "^model = conv(16,3,2) relu conv(32,3,1) relu linear(256) relu$" runs/px/config.ini ||
     fail "the learner's run config does not name the cnn: $(grep model runs/px/config.ini)"

@@ -97,4 +97,12 @@ grep -q "segments received 1 = routed 0 + dropped 1 + queued 0   (adds up)" "$TM
 grep -q "refusing segments of actor 0: non-finite float" "$TMP/learner2.log" ||
     fail "the learner did not log the refusal with its actor"
 pass "a segment the learner refused counts as dropped (received 1 = routed 0 + dropped 1)"
-echo "6 passed, 0 failed"
+# 5. a spec at the broker whose model is no model spec: a learner without --env refuses it
+"$INJECT" 127.0.0.1:$P2 beat-model > /dev/null || fail "vl_inject beat-model failed"
+"$VOLLEY" learner --policy badmodel --broker 127.0.0.1:$P2 > "$TMP/learner-badmodel.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "a learner of an unbuildable broker spec exited $rc, not 2: $(tail -2 "$TMP/learner-badmodel.log")"
+grep -q "the broker's spec cannot be served: model: linear(3x) at column 1: '3x' is not a number" \
+    "$TMP/learner-badmodel.log" || fail "the refusal does not name the model: $(cat "$TMP/learner-badmodel.log")"
+pass "a broker spec naming no buildable model is refused by its learner in one line"
+echo "7 passed, 0 failed"

@@ -213,6 +213,19 @@ static int s_control_fault(void *control, const char *fault)
         beat.spec = &msg;
         zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), ZMQ_SNDMORE);
         s_send_msg(control, &beat.base);
+    } else if (strcmp(fault, "beat-model") == 0) { // policy "badmodel": a model that is no spec
+        beat.apply_ms = 0;
+        beat.actor_id = 998;
+        beat.policy_id = "badmodel";
+        vl_spec_t spec = {.policy_id = "badmodel", .num_actions = 2, .horizon = T, .hidden = 64,
+                          .model = "linear(3x) tanh"};
+        spec.obs_spec = vl_obs_spec_flat(D);
+        Volley__Spec msg;
+        Volley__ObsField fields[VL_OBS_FIELDS_MAX], *ptrs[VL_OBS_FIELDS_MAX];
+        vl_spec_to_msg(&spec, &msg, fields, ptrs);
+        beat.spec = &msg;
+        zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), ZMQ_SNDMORE);
+        s_send_msg(control, &beat.base);
     } else if (strcmp(fault, "beat-nan") != 0)
         return -1;
     if (arg) {

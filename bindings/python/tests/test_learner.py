@@ -241,6 +241,17 @@ def test_bad_publications_are_refused_with_the_reason(procs):
         learner.take(1)
 
 
+def test_a_spec_of_an_unbuildable_model_names_why(procs):
+    from procs import free_port
+    port = free_port()
+    procs.broker(port)
+    convs = "conv(2,1,1) " * 31  # 62 conv tensors + 4 heads: over a Weights message's 64
+    spec = {"fields": [((1, 8, 8), "u8")], "num_actions": A, "horizon": T, "model": convs}
+    with pytest.raises(Exception, match="model: the network has 66 tensors; a weights message "
+                                        "carries at most 64"):
+        volley.Learner(f"127.0.0.1:{port}", spec=spec, capacity=8, timeout=30)
+
+
 READ_BACK = """
 import json, sys, volley
 from volley.envs.cartpole import CartPoleEnv
