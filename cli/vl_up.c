@@ -236,8 +236,9 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     }
     // The cores the actors (one forward thread each) leave to a conv model's learner: OpenMP
     // threads that share a core with an actor spin at their barriers and run many times slower.
+    // A deterministic run takes one: oneDNN's sums depend on the thread count.
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    s_add_long(&a, "--threads", cores > c->actors + 1 ? cores - c->actors : 1);
+    s_add_long(&a, "--threads", cores > c->actors + 1 && !c->deterministic ? cores - c->actors : 1);
     s_add_passed(&a, c); // last: the user's --capacity (or --threads) wins over ours
     if ((pids[n] = s_spawn(r, "learner", "learner", &a)) <= 0)
         return n;
