@@ -346,10 +346,11 @@ static void s_report(const vl_kept_t *kept, const vl_env_ops_t *env, const vl_ev
     double rm, rs, lm, ls;
     vl_eval_mean_std(st->n, st->ret_sum, st->ret_sq, &rm, &rs);
     vl_eval_mean_std(st->n, st->len_sum, st->len_sq, &lm, &ls);
-    printf("eval: %s, policy %s version %llu (obs %u, hidden %u, actions %u), %u episodes, "
+    char model[VL_SPEC_MODEL_MAX];
+    printf("eval: %s, policy %s version %llu (obs %u, model %s, actions %u), %u episodes, "
            "%s actions, seed %ld\n",
            env->name, kept->weights->policy_id, (unsigned long long)kept->weights->version,
-           kept->obs_dim, kept->hidden, kept->num_actions, st->n, a->greedy ? "greedy" : "sampled",
+           kept->obs_dim, vl_kept_model(kept, model, sizeof model), kept->num_actions, st->n, a->greedy ? "greedy" : "sampled",
            a->seed);
     printf("return %.2f ± %.2f (min %.2f, max %.2f)  length %.1f ± %.1f (min %u, max %u)\n", rm, rs,
            st->ret_min, st->ret_max, lm, ls, st->len_min, st->len_max);

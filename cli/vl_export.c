@@ -128,11 +128,7 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
             S_FORMAT_VERS);
     s_json_str(f, kept->weights->policy_id);
     char model[VL_SPEC_MODEL_MAX];
-    if (kept->has_spec)
-        vl_spec_model(&kept->spec, model, sizeof model);
-    else
-        snprintf(model, sizeof model, "linear(%u) tanh linear(%u) tanh", kept->hidden,
-                 kept->hidden);
+    vl_kept_model(kept, model, sizeof model);
     int conv = strstr(model, "conv(") != NULL;
     fprintf(f, ", \"version\": %llu,\n \"architecture\": {\"type\": \"%s\", \"model\": ",
             (unsigned long long)kept->weights->version, conv ? "cnn" : "mlp");
@@ -439,13 +435,15 @@ int vl_export_main(int argc, char **argv)
     }
     char json_path[VL_KEPT_PATH_MAX];
     vl_export_json_path(a.to, json_path, sizeof json_path);
-    printf("exported %s (policy %s, version %llu, %s, obs %u, hidden %u, actions %u) to %s and "
+    char model[VL_SPEC_MODEL_MAX];
+    printf("exported %s (policy %s, version %llu, %s, obs %u, model %s, actions %u) to %s and "
            "%s\n",
            kept->checkpoint, kept->weights->policy_id, (unsigned long long)kept->weights->version,
            env      ? env->name
            : python ? python
                     : "env unknown",
-           kept->obs_dim, kept->hidden, kept->num_actions, a.to, json_path);
+           kept->obs_dim, vl_kept_model(kept, model, sizeof model), kept->num_actions, a.to,
+           json_path);
     rc = 0;
 done:
     vl_kept_destroy(&kept);

@@ -297,6 +297,15 @@ void vl_kept_destroy(vl_kept_t **self_p)
     *self_p = NULL;
 }
 
+const char *vl_kept_model(const vl_kept_t *self, char *out, size_t size)
+{
+    if (self->has_spec)
+        vl_spec_model(&self->spec, out, size);
+    else
+        snprintf(out, size, "linear(%u) tanh linear(%u) tanh", self->hidden, self->hidden);
+    return out;
+}
+
 vl_policy_t *vl_kept_policy(const vl_kept_t *self)
 {
     char why[256];

@@ -62,6 +62,11 @@ const char *vl_kept_python_env(const char *given, const vl_kept_t *kept);
 int vl_kept_arch(const vl_weights_t *w, uint32_t *obs_dim, uint32_t *num_actions, uint32_t *hidden,
                  char *why, size_t why_size);
 
+/* Writes the canonical text of the kept network's model spec into
+   out[size]: its spec's, or volley's MLP of its hidden size for a
+   checkpoint from before specs were kept. Returns out. */
+const char *vl_kept_model(const vl_kept_t *self, char *out, size_t size);
+
 /* Returns a new policy holding the kept weights (caller destroys), or NULL
    on no memory. */
 vl_policy_t *vl_kept_policy(const vl_kept_t *self);
