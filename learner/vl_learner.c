@@ -417,6 +417,12 @@ static int s_train_once(vl_learner_t *self)
     const vl_segment_t *segs[B];
     float w[B], sums[B];
     int w_used = 0, rc = 0;
+    if (self->c.max_steps) {
+        vl_inlet_counts_t counts;
+        vl_inlet_counts(self->inlet, &counts);
+        if (counts.env_steps >= self->c.max_steps)
+            vl_replay_set_last(self->replay);
+    }
     int n = vl_replay_next(self->replay, self->version, 200, segs, lags, w, &w_used);
     if (n > 0) {
         s_count_lags(self, lags, n);

@@ -20,6 +20,7 @@ struct vl_replay_s {
     int n_chosen;
     double max_priority; // new segments get it, so each is seen soon
     int batch;           // on-policy: segments an update waits for, learned from the actors
+    int last;            // no more segments will come (the step budget is spent)
     uint64_t updates, stale;
 };
 
@@ -73,11 +74,14 @@ static uint64_t s_lag(const vl_replay_t *self, int slot, uint64_t version)
 static int s_take(vl_replay_t *self, int timeout_ms)
 {
     int full = (int)self->c.batch_segments, idle = (int)self->c.batch_wait_ms;
+    int waiting = vl_buffer_waiting(self->buf);
+    if (self->last && waiting > 0) // a full batch would never come: train on what waits
+        return vl_buffer_take(self->buf, waiting < full ? waiting : full, 0, self->taken);
     if (idle == 0 || timeout_ms == 0)
         return vl_buffer_take(self->buf, full, timeout_ms, self->taken);
     int64_t deadline = vl_now_ns() + (int64_t)timeout_ms * 1000000;
     for (int before = -1;;) {
-        int waiting = vl_buffer_waiting(self->buf);
+        waiting = vl_buffer_waiting(self->buf);
         if (waiting > self->batch) // more came than we waited for: wait for more next time
             self->batch = waiting < full ? waiting : full;
         int n = vl_buffer_take(self->buf, self->batch, idle, self->taken);
@@ -195,4 +199,9 @@ void vl_replay_done(vl_replay_t *self, const float *adv_sums)
 uint64_t vl_replay_stale(const vl_replay_t *self)
 {
     return self->stale;
+}
+
+void vl_replay_set_last(vl_replay_t *self)
+{
+    self->last = 1;
 }

@@ -34,6 +34,10 @@ void vl_replay_destroy(vl_replay_t **self_p);
 int vl_replay_next(vl_replay_t *self, uint64_t version, int timeout_ms, const vl_segment_t **segs,
                    uint32_t *lags, float *w, int *w_used);
 
+/* Says no more segments will come (the step budget is spent): on-policy,
+   vl_replay_next then takes what waits rather than wait for a full batch. */
+void vl_replay_set_last(vl_replay_t *self);
+
 /* Ends the update vl_replay_next prepared: adv_sums[i] is segment i's new
    sum of |advantage| (its priority in ring mode). */
 void vl_replay_done(vl_replay_t *self, const float *adv_sums);

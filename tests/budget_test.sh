@@ -24,6 +24,17 @@ for budget in 3000 20000; do
     pass "--until steps --max-steps $budget (horizon 32, 3 actors x 8 envs): $last"
 done
 
+# In lockstep the learner waits for full batches; the round the budget cuts short must still
+# be trained on, or the run never reaches its budget (it hung at 19968 of 20000).
+timeout 120 "$VOLLEY" up --deterministic --until steps --max-steps 20000 --port 0 > up.log 2> up.err
+rc=$?
+[ $rc -eq 0 ] || fail "volley up --deterministic --until steps --max-steps 20000 exited $rc (124: hung)"
+last=$(tail -n 1 up.log)
+steps=$(steps_in "$last")
+[ "${steps:-0}" -ge 20000 ] && [ "$steps" -lt 20064 ] ||
+    fail "--deterministic --max-steps 20000 stopped at ${steps:-?} steps, not in [20000, 20064)"
+pass "--deterministic --until steps --max-steps 20000: $last"
+
 "$VOLLEY" up --max-steps 5000 --port 0 > up.log 2> up.err
 rc=$?
 [ $rc -eq 1 ] || fail "an unsolved cartpole run with --max-steps 5000 exited $rc, not 1: $(tail -3 up.err)"
