@@ -46,7 +46,7 @@
 #define VL_MODEL_PAD_MAX      31         // conv zero padding per side
 #define VL_MODEL_TEXT_MAX     4096       // bytes of a spec's text, NUL excluded
 #define VL_MODEL_FEATURES_MAX (1u << 24) // values of one conv output or of the features
-#define VL_MODEL_PARAMS_MAX   (1u << 27) // floats of the layers' parameters: 512 MiB
+#define VL_MODEL_PARAMS_MAX   (1u << 25) // floats of the layers' parameters: 128 MiB (x4 in a learner)
 // Floats every conv layer of every image field writes for one observation, summed: what
 // a forward pass holds per sample (64 MiB) and a peer's spec could otherwise multiply by
 // its layers and image fields (32 x 8 outputs of VL_MODEL_FEATURES_MAX each).

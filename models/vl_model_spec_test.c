@@ -312,7 +312,7 @@ static void test_check_refusals_name_the_layer_and_sizes(void)
     vl_obs_spec_t wide = s_obs(VL_OBS_F32, 1, 1u << 20, 0, 0);
     VL_CHECK(s_check_refused("linear(4096) linear(4096)", &wide,
                              "the layers have 4311752704 parameters on these 1048576 features; "
-                             "at most 134217728"));
+                             "at most 33554432"));
     vl_obs_spec_t huge = s_obs(VL_OBS_U8, 3, 4096, 4096, 4096);
     VL_CHECK(s_check_refused("conv(1,1,1)", &huge,
                              "field 0 (u8[4096x4096x4096]) has more than 16777216 values"));
@@ -324,9 +324,9 @@ static void test_check_refusals_name_the_layer_and_sizes(void)
     VL_CHECK(s_check_refused("conv(1024,1,1,31) conv(1024,1,1)", &mid,
                              "conv(1024,1,1) (layer 2): the conv outputs reach 32514048 values "
                              "per observation on field 0 (u8[1x64x64]); at most 16777216"));
-    VL_CHECK(s_check_refused("conv(2,1,1) linear(4096)", &mid,
-                             "linear(4096) (layer 2): its weight has 33554432 values on these "
-                             "8192 features; a weights message carries at most 16777216 per "
+    VL_CHECK(s_check_refused("conv(1,1,1,1) linear(4096)", &mid, // 66x66 features
+                             "linear(4096) (layer 2): its weight has 17842176 values on these "
+                             "4356 features; a weights message carries at most 16777216 per "
                              "tensor"));
     vl_obs_spec_t none = {.n_fields = 0};
     VL_CHECK(s_check_refused("mlp", &none, "observation has 0 fields; expected 1..8"));
