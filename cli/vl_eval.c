@@ -223,7 +223,7 @@ static void s_run_free(s_run_t *r)
 
 /* Sets up n envs for episodes in all, seeded from seed. Returns 0, or -1
    after saying why (r is freed then). */
-static int s_run_new(s_run_t *r, const vl_env_ops_t *env, const vl_kept_t *kept, uint32_t n,
+static int s_run_new(s_run_t *r, const vl_env_ops_t *env, vl_kept_t *kept, uint32_t n,
                      uint32_t episodes, const char *env_arg, uint64_t seed)
 {
     size_t od = env->obs_dim, na = env->num_actions;

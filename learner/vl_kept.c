@@ -220,8 +220,8 @@ static int s_locate(vl_kept_t *self, const char *path, const char *policy, char 
 }
 
 /* Builds the network the checkpoint's spec names and checks that the kept
-   weights are exactly its tensors. Returns the network (caller destroys),
-   or NULL with why. */
+   weights are exactly its tensors (loading them). Returns the network
+   (caller destroys), or NULL with why. */
 static vl_policy_t *s_spec_policy(const vl_kept_t *self, char *why, size_t why_size)
 {
     char model[VL_SPEC_MODEL_MAX];
@@ -243,7 +243,8 @@ static vl_policy_t *s_spec_policy(const vl_kept_t *self, char *why, size_t why_s
 }
 
 /* Reads the sizes off the checkpoint's spec, its weights checked against
-   the network it names. Returns 0, or -1 with why. */
+   the network it names, which self then holds (building a conv net twice
+   would cost its initial weights twice). Returns 0, or -1 with why. */
 static int s_spec_arch(vl_kept_t *self, char *why, size_t why_size)
 {
     vl_policy_t *p = s_spec_policy(self, why, why_size);
@@ -252,7 +253,7 @@ static int s_spec_arch(vl_kept_t *self, char *why, size_t why_size)
     self->obs_dim = vl_policy_obs_dim(p);
     self->num_actions = self->spec.num_actions;
     self->hidden = self->spec.hidden;
-    vl_policy_destroy(&p);
+    self->policy = p; // checked with the weights in: what vl_kept_policy hands over
     return 0;
 }
 
@@ -306,9 +307,14 @@ const char *vl_kept_model(const vl_kept_t *self, char *out, size_t size)
     return out;
 }
 
-vl_policy_t *vl_kept_policy(const vl_kept_t *self)
+vl_policy_t *vl_kept_policy(vl_kept_t *self)
 {
     char why[256];
+    vl_policy_t *held = self->policy;
+    if (held) {
+        self->policy = NULL;
+        return held;
+    }
     if (self->has_spec)
         return s_spec_policy(self, why, sizeof why);
     vl_policy_t *p = vl_policy_new(self->obs_dim, self->num_actions, self->hidden, 0);

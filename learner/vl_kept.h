@@ -27,7 +27,8 @@ struct vl_kept_s {
     uint32_t obs_dim;                  // floats per observation (pi.0.weight's columns)
     uint32_t num_actions;              // logits (pi.2.weight's rows)
     uint32_t hidden;                   // units per hidden layer (pi.0.weight's rows)
-    vl_policy_t *policy;               // owned, made by the first vl_kept_logits
+    vl_policy_t *policy;               // owned: the network load checked, or the first
+                                       // vl_kept_logits made (vl_kept_policy hands it over)
     int has_spec;                      // the checkpoint carries its policy's spec:
     vl_spec_t spec;                    // its fields, actions and model rebuild the network
 };
@@ -67,8 +68,9 @@ int vl_kept_arch(const vl_weights_t *w, uint32_t *obs_dim, uint32_t *num_actions
    checkpoint from before specs were kept. Returns out. */
 const char *vl_kept_model(const vl_kept_t *self, char *out, size_t size);
 
-/* Returns a new policy holding the kept weights (caller destroys), or NULL
-   on no memory. */
-vl_policy_t *vl_kept_policy(const vl_kept_t *self);
+/* Returns a policy holding the kept weights (caller destroys): the one
+   vl_kept_load checked them against, handed over once, else a new one.
+   NULL on no memory. */
+vl_policy_t *vl_kept_policy(vl_kept_t *self);
 
 #endif
