@@ -126,12 +126,15 @@ int vl_learner_config_set_model(vl_learner_config_t *c, const char *text, int ch
 
 void vl_learner_config_settle(vl_learner_config_t *c, uint64_t given)
 {
-    char canon[VL_SPEC_MODEL_MAX], why[256];
+    char why[256];
+    vl_model_spec_t *spec = NULL;
     for (int i = 0; i < vl_learner_n_opts && i < 64; i++)
         if (strcmp(vl_learner_opts[i].name, "lr") == 0 && (given >> i & 1))
             return;
-    if (vl_learner_config_model(c, NULL, canon, why, sizeof why) == 0 && strstr(canon, "conv("))
+    if (vl_learner_config_model(c, &spec, NULL, why, sizeof why) == 0 &&
+        vl_model_spec_has_conv(spec))
         c->lr = VL_LEARNER_CONV_LR;
+    vl_model_spec_destroy(&spec);
 }
 
 vl_learner_config_t vl_learner_config_default(void)

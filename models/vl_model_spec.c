@@ -493,6 +493,14 @@ int vl_model_spec_equal(const vl_model_spec_t *a, const vl_model_spec_t *b)
     return 1;
 }
 
+int vl_model_spec_has_conv(const vl_model_spec_t *self)
+{
+    for (uint32_t i = 0; i < self->n_layers; i++)
+        if (self->layers[i].kind == VL_LAYER_CONV)
+            return 1;
+    return 0;
+}
+
 uint32_t vl_model_spec_count(const vl_model_spec_t *self)
 {
     return self->n_layers;

@@ -126,6 +126,9 @@ int vl_model_spec_format(const vl_model_spec_t *self, char *buf, size_t size);
 /* Returns 1 if two specs have the same layers, else 0. */
 int vl_model_spec_equal(const vl_model_spec_t *a, const vl_model_spec_t *b);
 
+/* Returns 1 if the spec has a conv layer, else 0. */
+int vl_model_spec_has_conv(const vl_model_spec_t *self);
+
 /* Returns the number of layers (presets expanded), at least 1. */
 uint32_t vl_model_spec_count(const vl_model_spec_t *self);
 

@@ -110,15 +110,6 @@ static int s_towers_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t
     return 0;
 }
 
-/* Returns 1 if the spec has a conv layer. */
-static int s_has_conv(const vl_model_spec_t *spec)
-{
-    for (uint32_t i = 0; i < vl_model_spec_count(spec); i++)
-        if (vl_model_spec_layer(spec, i)->kind == VL_LAYER_CONV)
-            return 1;
-    return 0;
-}
-
 /* Its weights are published and checkpointed as one Weights message, which
    a receiver refuses beyond the wire's tensor limit. Returns self, or NULL
    (self destroyed) after writing why to err. */
@@ -164,7 +155,7 @@ vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t
     vl_model_spec_format(spec, self->model, sizeof self->model);
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
-    if (s_has_conv(spec)) {
+    if (vl_model_spec_has_conv(spec)) {
         self->conv = vl_net_new(spec, obs, num_actions, threads, err, errlen);
         if (!self->conv || vl_net_init(self->conv, &rng) != 0 ||
             !(self->conv_adam = vl_adam_new(vl_net_param_count(self->conv)))) {
