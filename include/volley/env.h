@@ -45,6 +45,19 @@ extern "C" {
 
 #define VL_ENV_FIELDS_MAX 8 // fields per observation
 #define VL_ENV_NDIM_MAX   4 // dimensions per field
+#define VL_ENV_ACTION_DIMS_MAX 16 // values per action
+
+/* The kinds of action space (Gymnasium's Discrete, MultiDiscrete and Box). */
+enum { VL_ENV_DISCRETE = 0, VL_ENV_MULTI_DISCRETE = 1, VL_ENV_BOX = 2 };
+
+/* An action space. */
+typedef struct {
+    uint32_t kind;                      // VL_ENV_DISCRETE, VL_ENV_MULTI_DISCRETE or VL_ENV_BOX
+    uint32_t dims;                      // values per action: 1 for DISCRETE, 1 .. 16 otherwise
+    uint32_t n[VL_ENV_ACTION_DIMS_MAX]; // discrete kinds: choices of dimension d, >= 2
+    float low[VL_ENV_ACTION_DIMS_MAX];  // BOX: bounds of dimension d, finite, low < high
+    float high[VL_ENV_ACTION_DIMS_MAX];
+} vl_env_action_t;
 
 /* How an observation field travels (messages/volley.proto's Encoding). */
 enum { VL_ENV_F32 = 0, VL_ENV_U8 = 1, VL_ENV_U2 = 2, VL_ENV_U1 = 3 };
