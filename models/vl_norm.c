@@ -234,21 +234,24 @@ static uint32_t s_slot(uint64_t stream)
     return (uint32_t)(z & (VL_NORM_STREAMS - 1));
 }
 
-/* Runs G from g over T steps; returns the mean of the T values of G if
-   mean is NULL, else the sum of their squared deviations from *mean.
-   Sets *g_end to G after the last step (after its reset, if any). */
-static double s_walk(const vl_norm_t *self, double g, uint32_t T, const float *rewards,
-                     const float *dones, const double *mean, double *g_end)
+/* Runs G = gamma G + r[t] over T steps from *g, leaving in *g the G after
+   the last step (0 if that step ended an episode), and sets the mean and
+   variance of the T values G took (Welford's one pass). */
+static void s_run_returns(double gamma, double *g, uint32_t T, const float *rewards,
+                          const float *dones, double *mean, double *var)
 {
-    double acc = 0.0;
+    double G = *g, m = 0.0, m2 = 0.0;
     for (uint32_t t = 0; t < T; t++) {
-        g = self->gamma * g + rewards[t];
-        acc += mean ? (g - *mean) * (g - *mean) : g;
+        G = gamma * G + rewards[t];
+        double d = G - m;
+        m += d / (t + 1);
+        m2 += d * (G - m);
         if (dones[t] != 0.0f)
-            g = 0.0;
+            G = 0.0;
     }
-    *g_end = g;
-    return mean ? acc : acc / T;
+    *g = G;
+    *mean = m;
+    *var = m2 / T;
 }
 
 /* A call holding a non-finite reward changes nothing, for the same reason
@@ -258,12 +261,10 @@ void vl_norm_update_returns(vl_norm_t *self, uint64_t stream, uint32_t T, const 
 {
     if (T == 0 || !vl_wire_all_finite(rewards, T))
         return;
-    double *g = &self->returns[s_slot(stream)], g_end;
-    double mean = s_walk(self, *g, T, rewards, dones, NULL, &g_end);
-    double m2 = s_walk(self, *g, T, rewards, dones, &mean, &g_end);
-    s_merge(self->ret_count, T, mean, m2 / T, &self->ret_mean, &self->ret_var);
+    double mean, var;
+    s_run_returns(self->gamma, &self->returns[s_slot(stream)], T, rewards, dones, &mean, &var);
+    s_merge(self->ret_count, T, mean, var, &self->ret_mean, &self->ret_var);
     self->ret_count += T;
-    *g = g_end;
     s_publish(self);
 }
 
