@@ -63,6 +63,19 @@ def done(s, t):
     return 1.0 if (s == 0 and t in (2, 6)) or (s == 1 and t == 4) else 0.0
 
 
+def check_pooled(rms, batches):
+    """Chan's merges must give the moments of everything seen pooled with
+    the starting pseudo-sample (count 1e-4, mean 0, var 1): a check of the
+    formula above independent of how it is written."""
+    x = np.concatenate([np.asarray(b, np.float64) for b in batches])
+    count = 1e-4 + x.shape[0]
+    mean = x.sum(axis=0) / count
+    var = (1e-4 * 1.0 + (x**2).sum(axis=0)) / count - mean**2
+    assert np.isclose(rms.count, count)
+    assert np.allclose(rms.mean, mean, rtol=1e-12, atol=1e-12)
+    assert np.allclose(rms.var, var, rtol=1e-10, atol=1e-12)
+
+
 def c_array(name, values):
     body = ", ".join("%.17g" % v for v in values)
     return "static const double %s[%d] = {%s};" % (name, len(values), body)
@@ -70,11 +83,13 @@ def c_array(name, values):
 
 def observations():
     rms = RunningMeanStd(shape=(len(F32),))
-    k = 0
+    k, seen = 0, []
     for n in BATCHES:
-        batch = [[obs_value(k + i, j) for j in F32] for i in range(n)]
-        rms.update(np.array(batch, np.float32))
+        batch = np.array([[obs_value(k + i, j) for j in F32] for i in range(n)], np.float32)
+        rms.update(batch)
+        seen.append(batch)
         k += n
+    check_pooled(rms, seen)
     probe = np.array([probe_value(j) for j in F32], np.float32)
     normed = np.clip((probe - rms.mean) / np.sqrt(rms.var + EPS), -CLIP, CLIP).astype(np.float32)
     print("#define S_REF_OBS_COUNT %.17g" % rms.count)
@@ -87,12 +102,14 @@ def returns():
     """VecNormalize over two environments stepped together: each step updates
     the return statistics with the batch of both streams' G."""
     rms = RunningMeanStd()
-    g = np.zeros(2)
+    g, seen = np.zeros(2), []
     for t in range(T):
         r = np.array([reward(0, t), reward(1, t)], np.float32)
         g = g * GAMMA + r
         rms.update(g)
+        seen.append(g.copy())
         g[[done(0, t) != 0, done(1, t) != 0]] = 0
+    check_pooled(rms, seen)
     print("#define S_REF_RET_COUNT %.17g" % rms.count)
     print("#define S_REF_RET_MEAN %.17g" % rms.mean)
     print("#define S_REF_RET_VAR %.17g" % rms.var)
