@@ -41,7 +41,7 @@ typedef struct {
     uint32_t n, obs_dim, actions, width; // envs, floats per obs, head outputs, action values
     float *obs, *final_obs, *rewards, *logits;
     uint8_t *terminated, *truncated;
-    int32_t *act;
+    float *act; // [n][width]
     uint32_t *quota; // episodes env i still has to finish
     double *ret;     // env i's return so far this episode
     uint32_t *len;   // and length

@@ -28,8 +28,8 @@ static int s_obs(const vl_transport_field_t *fields, uint32_t n_fields, vl_obs_s
     obs->n_fields = n_fields;
     for (uint32_t i = 0; i < n_fields; i++) {
         if (fields[i].ndim == 0 || fields[i].ndim > VL_OBS_NDIM_MAX) {
-            snprintf(why, why_size, "field %u has %u dimensions; expected 1..%d", i,
-                     fields[i].ndim, VL_OBS_NDIM_MAX);
+            snprintf(why, why_size, "field %u has %u dimensions; expected 1..%d", i, fields[i].ndim,
+                     VL_OBS_NDIM_MAX);
             return -1;
         }
         obs->fields[i].encoding = fields[i].encoding;
@@ -39,8 +39,9 @@ static int s_obs(const vl_transport_field_t *fields, uint32_t n_fields, vl_obs_s
     vl_limits_t lim = vl_limits_default();
     uint32_t dim, wire;
     if (vl_obs_spec_check(obs, &lim, &dim, &wire) != VL_OK) {
-        snprintf(why, why_size, "observation fields out of range (an encoding 0..3, dims >= 1, "
-                                "at most %u values)",
+        snprintf(why, why_size,
+                 "observation fields out of range (an encoding 0..3, dims >= 1, "
+                 "at most %u values)",
                  lim.max_obs_dim);
         return -1;
     }
@@ -48,7 +49,7 @@ static int s_obs(const vl_transport_field_t *fields, uint32_t n_fields, vl_obs_s
 }
 
 vl_model_t *vl_model_new(const char *spec, const vl_transport_field_t *fields, uint32_t n_fields,
-                         uint32_t num_actions, uint64_t seed, char *why, size_t why_size)
+                         const vl_env_action_t *action, uint64_t seed, char *why, size_t why_size)
 {
     char scratch[8];
     if (!why)
@@ -58,8 +59,7 @@ vl_model_t *vl_model_new(const char *spec, const vl_transport_field_t *fields, u
         return NULL;
     vl_model_spec_t *ms = vl_model_spec_parse_for(spec, &obs, why, why_size);
     vl_model_t *self = ms ? calloc(1, sizeof *self) : NULL;
-    if (self && !(self->policy = vl_policy_new_spec(ms, &obs, num_actions, seed, 0, why,
-                                                    why_size))) {
+    if (self && !(self->policy = vl_policy_new_spec(ms, &obs, action, seed, 0, why, why_size))) {
         free(self);
         self = NULL;
     } else if (ms && !self) {

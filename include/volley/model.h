@@ -24,13 +24,15 @@ extern "C" {
 
 typedef struct vl_model_s vl_model_t;
 
-/* Builds the network spec names for n_fields observation fields and
-   num_actions actions, its initial weights drawn from seed. Returns a new
+/* Builds the network spec names for n_fields observation fields acting in
+   the space action (volley/env.h: its head outputs are the logits of every
+   discrete dimension, or a box's means with a tensor pi.logstd [dims]), its
+   initial weights drawn from seed. Returns a new
    model (caller destroys), or NULL with a one-line reason in why (a bad
    spec names its token and what was expected). */
 VL_EXPORT vl_model_t *vl_model_new(const char *spec, const vl_transport_field_t *fields,
-                                   uint32_t n_fields, uint32_t num_actions, uint64_t seed,
-                                   char *why, size_t why_size);
+                                   uint32_t n_fields, const vl_env_action_t *action,
+                                   uint64_t seed, char *why, size_t why_size);
 
 /* Frees the model and nulls the pointer; safe on NULL and twice. */
 VL_EXPORT void vl_model_destroy(vl_model_t **self_p);
@@ -56,13 +58,13 @@ VL_EXPORT float *vl_model_tensor(vl_model_t *self, uint32_t i, int grads, char *
 /* Says the parameters were written through vl_model_tensor. */
 VL_EXPORT void vl_model_params_changed(vl_model_t *self);
 
-/* Forward pass over n observations obs [n][obs_dim]: writes logits
-   [n][num_actions] and values [n] (either may be NULL). Returns 0, or -1. */
+/* Forward pass over n observations obs [n][obs_dim]: writes the head's
+   outputs [n][outputs] and values [n] (either may be NULL). Returns 0, or -1. */
 VL_EXPORT int vl_model_forward(vl_model_t *self, uint32_t n, const float *obs, float *logits,
                                float *values);
 
 /* Backward pass for the last vl_model_forward over the same n: given the
-   loss's gradients dlogits [n][num_actions] and dvalues [n] (either NULL
+   loss's gradients dlogits [n][outputs] and dvalues [n] (either NULL
    for zero), adds every parameter's gradient into the accumulated one.
    Returns 0, or -1. */
 VL_EXPORT int vl_model_backward(vl_model_t *self, uint32_t n, const float *dlogits,
