@@ -13,6 +13,16 @@
       style: no per-env call, no copy).
     Fill exactly one form; leave the other's pointers NULL.
 
+    Actions (version 2) follow the table's action space: DISCRETE, one
+    choice 0 .. n[0]-1; MULTI_DISCRETE, `dims` independent choices, each 0 ..
+    n[d]-1 (several buttons); BOX, `dims` real values, each within [low[d],
+    high[d]] (a torque, a joint velocity). Every kind reaches step as floats,
+    `dims` of them (a discrete choice as a whole number: (int)action[0]); a
+    BOX action is already clipped to its bounds.
+
+    Version 1 tables (one `num_actions`, step taking an int32) keep loading:
+    vl_env_v1_t below is their layout, read when abi_version is 1.
+
     Observations are floats: the fields' values concatenated in declared
     order, row-major within a field (`dim` floats, dim = the sum over fields
     of the product of their shapes). Integer encodings say how a field
@@ -38,7 +48,7 @@ extern "C" {
 /* The ABI this header describes. A plugin built against another version is
    refused, naming both. `abi_version` is the first member of vl_env_t in
    every version, so the loader can always read it. */
-#define VL_ENV_ABI_VERSION 1
+#define VL_ENV_ABI_VERSION 2
 
 /* The name of the symbol a plugin exports. */
 #define VL_ENV_SYMBOL "volley_env"
@@ -77,8 +87,8 @@ typedef struct vl_env_s {
     const char *summary;  // one line for --help (may be NULL)
     uint32_t n_fields;    // 1 .. VL_ENV_FIELDS_MAX
     vl_env_field_t fields[VL_ENV_FIELDS_MAX];
-    uint32_t num_actions;  // discrete actions 0 .. num_actions - 1, >= 2
-    int has_solved_return; // 1: solved_return means something
+    vl_env_action_t action; // the action space
+    int has_solved_return;  // 1: solved_return means something
     float solved_return;   // mean return over 100 episodes that counts as solved
 
     /* ---- per-env form ---------------------------------------------------- */
@@ -91,12 +101,12 @@ typedef struct vl_env_s {
     void (*seed)(void *env, uint64_t seed);
     /* Starts an episode; writes the first observation (dim floats). */
     void (*reset)(void *env, float *obs);
-    /* Applies action (in range: the caller checks) and writes the next
-       observation; returns the reward. Sets *terminated when the episode
+    /* Applies action (dims floats, in its space: the caller checks) and
+       writes the next observation; returns the reward. Sets *terminated when the episode
        ended by the task's own rule (no future reward), *truncated when a
        time limit cut it (the future still had value). After either, obs is
        the episode's final observation and the caller resets. */
-    float (*step)(void *env, int32_t action, float *obs, int *terminated, int *truncated);
+    float (*step)(void *env, const float *action, float *obs, int *terminated, int *truncated);
 
     /* ---- vectorized form -------------------------------------------------- */
     /* Returns n new environments as one object, or NULL on failure. */
@@ -108,14 +118,38 @@ typedef struct vl_env_s {
     /* Starts an episode in every environment; writes obs [n][dim].
        Returns 0, or -1 on failure. */
     int (*vec_reset)(void *envs, float *obs);
-    /* Applies actions [n] and writes obs [n][dim], rewards [n], terminated
+    /* Applies actions [n][dims] and writes obs [n][dim], rewards [n], terminated
        [n] and truncated [n] (0 or 1). An environment whose episode ended
        resets itself: obs[i] is then the new episode's first observation and
        final_obs[i] ([n][dim]) the ended episode's last one (read only where
        terminated[i] or truncated[i] is set). Returns 0, or -1 on failure. */
-    int (*vec_step)(void *envs, const int32_t *actions, float *obs, float *rewards,
+    int (*vec_step)(void *envs, const float *actions, float *obs, float *rewards,
                     uint8_t *terminated, uint8_t *truncated, float *final_obs);
 } vl_env_t;
+
+/* The version 1 table: discrete actions alone, passed as int32. A plugin
+   exporting one (abi_version 1) loads as a DISCRETE space of num_actions. */
+typedef struct {
+    uint32_t abi_version; // 1
+    const char *name;
+    const char *summary;
+    uint32_t n_fields;
+    vl_env_field_t fields[VL_ENV_FIELDS_MAX];
+    uint32_t num_actions; // discrete actions 0 .. num_actions - 1, >= 2
+    int has_solved_return;
+    float solved_return;
+    void *(*create)(const char *arg);
+    void (*destroy)(void *env);
+    void (*seed)(void *env, uint64_t seed);
+    void (*reset)(void *env, float *obs);
+    float (*step)(void *env, int32_t action, float *obs, int *terminated, int *truncated);
+    void *(*vec_create)(uint32_t n, const char *arg);
+    void (*vec_destroy)(void *envs);
+    void (*vec_seed)(void *envs, const uint64_t *seeds);
+    int (*vec_reset)(void *envs, float *obs);
+    int (*vec_step)(void *envs, const int32_t *actions, float *obs, float *rewards,
+                    uint8_t *terminated, uint8_t *truncated, float *final_obs);
+} vl_env_v1_t;
 
 #ifdef __cplusplus
 }
