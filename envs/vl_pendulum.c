@@ -140,7 +140,8 @@ void vl_pendulum_get_state(const void *state, double s[2])
 const vl_env_t vl_pendulum_env = {
     .abi_version = VL_ENV_ABI_VERSION,
     .name = "pendulum",
-    .summary = "Pendulum-v1 as Gymnasium defines it, a torque in [-2, 2] (solved: mean return >= -250)",
+    .summary =
+        "Pendulum-v1 as Gymnasium defines it, a torque in [-2, 2] (solved: mean return >= -250)",
     .n_fields = 1,
     .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {3}, .low = -8.0f, .high = 8.0f}},
     .action = {.kind = VL_ENV_BOX, .dims = 1, .low = {-2.0f}, .high = {2.0f}},
