@@ -19,6 +19,7 @@
 #include "../common/vl_sock.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
+#include "../models/vl_dist.h"
 #include "../models/vl_policy.h"
 
 #define S_MAX_WEIGHTS_BYTES (256 << 20)
@@ -94,18 +95,17 @@ static int s_alloc(vl_actor_t *self)
     self->rewards = calloc(N, sizeof(float));
     self->term = calloc(N, 1);
     self->trunc = calloc(N, 1);
-    self->actions = calloc(N, sizeof(int32_t));
+    self->actions = calloc((size_t)N * self->W, sizeof(float));
     self->logps = calloc(N, sizeof(float));
     self->logits = calloc((size_t)N * self->A, sizeof(float));
-    self->logp_row = calloc(self->A, sizeof(float));
     self->ep_return = calloc(N, sizeof(float));
     self->ep_len = calloc(N, sizeof(uint32_t));
     self->segs = calloc(N, sizeof *self->segs);
-    self->arrays_size = vl_segment_arrays_size(self->c.horizon, &self->ops.obs_spec);
+    self->arrays_size = vl_segment_arrays_size(self->c.horizon, &self->ops.obs_spec, self->W);
     self->arrays = self->arrays_size == SIZE_MAX ? NULL : calloc(N, self->arrays_size);
     int ok = self->obs && self->final_obs && self->rewards && self->term && self->trunc &&
-             self->actions && self->logps && self->logits && self->logp_row && self->ep_return &&
-             self->ep_len && self->segs && self->arrays;
+             self->actions && self->logps && self->logits && self->ep_return && self->ep_len &&
+             self->segs && self->arrays;
     for (uint32_t i = 0; ok && i < N; i++) {
         vl_segment_t *s = &self->segs[i];
         s->actor_id = self->c.actor_id;
@@ -113,7 +113,7 @@ static int s_alloc(vl_actor_t *self)
         snprintf(s->policy_id, sizeof s->policy_id, "%s", self->c.policy);
         s->horizon = self->c.horizon;
         ok = vl_segment_set_spec(s, &self->ops.obs_spec) == 0 && s->obs_dim == D;
-        s->num_actions = self->A;
+        s->action = self->ops.action;
         vl_segment_bind(s, self->arrays + (size_t)i * self->arrays_size);
     }
     return ok ? 0 : -1;
@@ -127,7 +127,7 @@ static void s_fill_spec(vl_actor_t *self)
     memset(sp, 0, sizeof *sp);
     snprintf(sp->policy_id, sizeof sp->policy_id, "%s", self->c.policy);
     sp->obs_spec = self->ops.obs_spec;
-    sp->num_actions = self->A;
+    sp->action = self->ops.action;
     sp->horizon = self->c.horizon;
     sp->hidden = self->c.hidden;
     snprintf(sp->model, sizeof sp->model, "%s", self->model);
@@ -204,7 +204,8 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
     self->ops.name = self->env_name; // the caller's table may go away
     self->N = p->n_envs;
     self->D = ops->obs_dim;
-    self->A = ops->num_actions;
+    self->A = vl_action_outputs(&ops->action);
+    self->W = ops->action.dims;
     self->limits = vl_limits_default();
     if (vl_obs_rules_init(&self->obs_rules, ops, VL_OBS_CHECK_ERROR, NULL, NULL, why, size) != 0) {
         vl_actor_destroy(&self);
@@ -223,7 +224,7 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
     s_fill_spec(self);
     vl_rng_seed(&self->rng, s_stream_seed(p, 0));
     // One thread for the forward pass: a box runs several actors beside the learner.
-    if (!p->external && !(self->policy = vl_policy_new_spec(model, &ops->obs_spec, self->A,
+    if (!p->external && !(self->policy = vl_policy_new_spec(model, &ops->obs_spec, &ops->action,
                                                             p->seed, 1, why, size))) {
         vl_model_spec_destroy(&model);
         vl_actor_destroy(&self);
@@ -507,27 +508,13 @@ static int s_poll_weights(vl_actor_t *self, int timeout_ms)
     return self->have_weights && (!had || self->version != before);
 }
 
-/* Samples an action from one env's logits; returns it and sets *logp. */
-static int32_t s_sample(vl_actor_t *self, const float *logits, float *logp)
-{
-    vl_log_softmax(logits, self->A, self->logp_row);
-    double u = vl_rng_uniform(&self->rng), acc = 0;
-    uint32_t a = 0;
-    for (; a + 1 < self->A; a++) {
-        acc += exp(self->logp_row[a]);
-        if (u < acc)
-            break;
-    }
-    *logp = self->logp_row[a];
-    return (int32_t)a;
-}
-
 /* Records env i's step t of its segment from the outcome arrays. */
 static void s_record(vl_actor_t *self, uint32_t i, uint32_t t)
 {
     vl_segment_t *s = &self->segs[i];
     int ended = self->term[i] || self->trunc[i];
-    s->actions[t] = self->actions[i];
+    memcpy(s->actions + (size_t)t * self->W, self->actions + (size_t)i * self->W,
+           self->W * sizeof(float));
     s->logp[t] = self->logps[i];
     s->rewards[t] = self->rewards[i];
     s->dones[t] = ended ? 1.0f : 0.0f;
@@ -590,12 +577,11 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
 static void s_say_waiting(const vl_actor_t *self)
 {
     char endpoint[300];
-    if (!self->beats_out && vl_opt_endpoint("actor", self->c.broker, 0, endpoint,
-                                            sizeof endpoint) == 0)
+    if (!self->beats_out &&
+        vl_opt_endpoint("actor", self->c.broker, 0, endpoint, sizeof endpoint) == 0)
         vl_info("no broker at %s yet (broker unreachable)", endpoint);
     else if (!self->have_weights)
-        vl_info("broker up, no learner serves policy '%s' yet (no weights of it)",
-                self->c.policy);
+        vl_info("broker up, no learner serves policy '%s' yet (no weights of it)", self->c.policy);
 }
 
 /* Blocks until the first weights arrive and a beat has carried our spec to
@@ -703,8 +689,10 @@ int vl_actor_act_policy(vl_actor_t *self, char *why, size_t size)
         return rc;
     if (vl_policy_forward(self->policy, self->N, self->obs, self->logits, NULL) != 0)
         return vl_actor_fail(VL_ACTOR_EFAIL, why, size, "the policy's forward pass failed");
+    const float *logstd = vl_policy_logstd(self->policy);
     for (uint32_t i = 0; i < self->N; i++)
-        self->actions[i] = s_sample(self, self->logits + (size_t)i * self->A, &self->logps[i]);
+        vl_dist_sample(&self->ops.action, self->logits + (size_t)i * self->A, logstd, &self->rng,
+                       self->actions + (size_t)i * self->W, &self->logps[i]);
     return VL_ACTOR_OK;
 }
 
@@ -758,7 +746,6 @@ void vl_actor_destroy(vl_actor_t **self_p)
     free(self->actions);
     free(self->logps);
     free(self->logits);
-    free(self->logp_row);
     free(self->ep_return);
     free(self->ep_len);
     free(self->segs);

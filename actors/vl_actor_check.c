@@ -152,16 +152,22 @@ int vl_actor_check_outcomes(uint32_t n, const float *rewards, const uint8_t *ter
     return 0;
 }
 
-int vl_actor_check_actions(uint32_t n, uint32_t num_actions, const int32_t *actions,
+int vl_actor_check_actions(uint32_t n, const vl_action_spec_t *space, const float *actions,
                            const float *logps, char *why, size_t why_size)
 {
-    for (uint32_t i = 0; i < n; i++) {
-        if (actions[i] < 0 || (uint32_t)actions[i] >= num_actions)
-            return vl_why(why, why_size, "actions[%u] = %d, must be 0..%u", i, actions[i],
-                          num_actions - 1);
-        if (!(logps[i] >= -FLT_MAX && logps[i] <= S_LOGP_SLACK))
-            return vl_why(why, why_size, "logps[%u] = %g, must be a finite log-probability <= 0", i,
-                          logps[i]);
+    long bad = vl_action_find_bad(space, actions, n);
+    if (bad >= 0) {
+        uint32_t d = (uint32_t)(bad % space->dims), i = (uint32_t)(bad / space->dims);
+        if (space->kind == VL_ENV_BOX)
+            return vl_why(why, why_size, "actions[%u][%u] = %g, must be finite", i, d,
+                          actions[bad]);
+        return vl_why(why, why_size, "actions[%u][%u] = %g, must be a whole number 0..%u", i, d,
+                      actions[bad], space->n[d] - 1);
     }
+    int box = vl_action_is_box(space);
+    for (uint32_t i = 0; i < n; i++)
+        if (!(logps[i] >= -FLT_MAX && (box ? logps[i] <= FLT_MAX : logps[i] <= S_LOGP_SLACK)))
+            return vl_why(why, why_size, "logps[%u] = %g, must be a finite log-probability%s", i,
+                          logps[i], box ? "" : " <= 0");
     return 0;
 }

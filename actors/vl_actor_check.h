@@ -43,10 +43,11 @@ int vl_actor_check_obs(const vl_env_ops_t *ops, vl_obs_rules_t *rules, const cha
 int vl_actor_check_outcomes(uint32_t n, const float *rewards, const uint8_t *terminated,
                             const uint8_t *truncated, char *why, size_t why_size);
 
-/* Checks actions [n] in 0 .. num_actions - 1 and logps [n] finite and <= 0
-   (a little above 0 from rounding is allowed). Returns 0, or -1 with the
+/* Checks actions [n][dims] in their space (vl_action_find_bad) and logps [n]
+   finite, and <= 0 for discrete kinds (a little above 0 from rounding is
+   allowed; a box's density may exceed 1). Returns 0, or -1 with the
    reason. */
-int vl_actor_check_actions(uint32_t n, uint32_t num_actions, const int32_t *actions,
+int vl_actor_check_actions(uint32_t n, const vl_action_spec_t *space, const float *actions,
                            const float *logps, char *why, size_t why_size);
 
 #endif

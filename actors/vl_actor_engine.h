@@ -26,7 +26,8 @@ struct vl_actor_s {
     char env_name[VL_ACTOR_NAME_MAX];
     char model[VL_SPEC_MODEL_MAX]; // the model spec's canonical text
     vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
-    uint32_t N, D, A; // envs, observation size, actions
+    uint32_t N, D, A; // envs, observation size, head outputs (vl_action_outputs)
+    uint32_t W;       // values per action (the space's dims)
     vl_spec_t spec;   // what our segments look like, declared in every beat
     /* each observation value's declared range, and what --obs-check does */
     vl_obs_rules_t obs_rules;
@@ -49,10 +50,9 @@ struct vl_actor_s {
     float *final_obs;           // [N][D] where an episode just ended
     float *rewards;             // [N]
     uint8_t *term, *trunc;      // [N]
-    int32_t *actions;           // [N]
+    float *actions;             // [N][W] as sampled (a box's unclipped)
     float *logps;               // [N]
-    float *logits;              // [N][A]
-    float *logp_row;            // [A]
+    float *logits;              // [N][A] the head's outputs
     float *ep_return;           // [N] running episode return
     uint32_t *ep_len;           // [N]
     vl_segment_t *segs;         // [N], arrays bound into `arrays`

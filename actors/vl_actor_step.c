@@ -31,8 +31,8 @@ static int s_take_obs(vl_actor_t *self, int external, const float *obs, size_t n
     return VL_ACTOR_OK;
 }
 
-int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, int32_t *actions,
-                 float *logps, char *why, size_t why_size)
+int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, float *actions, float *logps,
+                 char *why, size_t why_size)
 {
     if (!actions || !logps)
         return vl_actor_fail(VL_ACTOR_EINVAL, why, why_size, "actions and logps must be given");
@@ -41,25 +41,25 @@ int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, int32_t *a
         rc = vl_actor_act_policy(self, why, why_size);
     if (rc != VL_ACTOR_OK)
         return rc;
-    memcpy(actions, self->actions, self->N * sizeof(int32_t));
+    memcpy(actions, self->actions, (size_t)self->N * self->W * sizeof(float));
     memcpy(logps, self->logps, self->N * sizeof(float));
     self->acted = 1;
     return VL_ACTOR_OK;
 }
 
-int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values,
-                          const int32_t *actions, const float *logps, char *why, size_t why_size)
+int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values, const float *actions,
+                          const float *logps, char *why, size_t why_size)
 {
     if (!actions || !logps)
         return vl_actor_fail(VL_ACTOR_EINVAL, why, why_size, "actions and logps must be given");
-    if (vl_actor_check_actions(self->N, self->A, actions, logps, why, why_size) != 0)
+    if (vl_actor_check_actions(self->N, &self->ops.action, actions, logps, why, why_size) != 0)
         return VL_ACTOR_EINVAL;
     int rc = s_take_obs(self, 1, obs, n_values, why, why_size);
     if (rc == VL_ACTOR_OK)
         rc = vl_actor_begin_step(self, why, why_size);
     if (rc != VL_ACTOR_OK)
         return rc;
-    memcpy(self->actions, actions, self->N * sizeof(int32_t));
+    memcpy(self->actions, actions, (size_t)self->N * self->W * sizeof(float));
     memcpy(self->logps, logps, self->N * sizeof(float));
     self->acted = 1;
     return VL_ACTOR_OK;

@@ -151,6 +151,7 @@ typedef struct {
     Volley__Spec *spec_ptrs[VLB_MAX_SPECS];
     Volley__ObsField fields[VLB_MAX_SPECS][VL_OBS_FIELDS_MAX];
     Volley__ObsField *field_ptrs[VLB_MAX_SPECS][VL_OBS_FIELDS_MAX];
+    Volley__ActionSpace actions[VLB_MAX_SPECS];
 } s_status_rows_t;
 
 /* Fills the drop rows of st from the counters (non-zero ones only). */
@@ -186,7 +187,7 @@ static void s_spec_rows(const vl_broker_t *self, Volley__Status *st, s_status_ro
     uint32_t n = vl_specs_count(self->specs);
     for (uint32_t i = 0; i < n && i < VLB_MAX_SPECS; i++) {
         vl_spec_to_msg(vl_specs_at(self->specs, i), &rows->specs[i], rows->fields[i],
-                       rows->field_ptrs[i]);
+                       rows->field_ptrs[i], &rows->actions[i]);
         rows->spec_ptrs[i] = &rows->specs[i];
     }
     st->n_specs = n < VLB_MAX_SPECS ? n : VLB_MAX_SPECS;

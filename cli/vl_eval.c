@@ -15,6 +15,7 @@
 #include "../common/vl_rng.h"
 #include "../envs/vl_env.h"
 #include "../learner/vl_kept.h"
+#include "../models/vl_dist.h"
 #include "vl_plot.h"
 #include "vl_render.h"
 
@@ -37,7 +38,7 @@ typedef struct {
     const vl_env_ops_t *env;
     vl_policy_t *policy;
     vl_envs_t *envs;
-    uint32_t n, obs_dim, actions;
+    uint32_t n, obs_dim, actions, width; // envs, floats per obs, head outputs, action values
     float *obs, *final_obs, *rewards, *logits;
     uint8_t *terminated, *truncated;
     int32_t *act;
@@ -181,7 +182,7 @@ static const vl_env_ops_t *s_env_by_shape(const vl_kept_t *kept)
     const vl_env_ops_t *found = NULL;
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++) {
         const vl_env_ops_t *e = vl_env_find(builtins[i]);
-        if (e && e->obs_dim == kept->obs_dim && e->num_actions == kept->num_actions) {
+        if (e && e->obs_dim == kept->obs_dim && vl_action_equal(&e->action, &kept->action)) {
             if (found)
                 return NULL;
             found = e;
@@ -201,7 +202,7 @@ static const vl_env_ops_t *s_resolve_env(const s_args_t *a, const vl_kept_t *kep
     if (!env && none)
         fprintf(stderr,
                 "volley eval: which env? %s does not say and no built-in takes %u observations "
-                "and %u actions: --env NAME|PATH.so\n",
+                "and %u action outputs: --env NAME|PATH.so\n",
                 kept->checkpoint, kept->obs_dim, kept->num_actions);
     char why[512];
     if (env && vl_kept_fits(kept, env, why, sizeof why) != 0) {
@@ -226,11 +227,12 @@ static void s_run_free(s_run_t *r)
 static int s_run_new(s_run_t *r, const vl_env_ops_t *env, vl_kept_t *kept, uint32_t n,
                      uint32_t episodes, const char *env_arg, uint64_t seed)
 {
-    size_t od = env->obs_dim, na = env->num_actions;
-    *r = (s_run_t){.env = env, .n = n, .obs_dim = env->obs_dim, .actions = env->num_actions};
+    size_t od = env->obs_dim, na = vl_action_outputs(&env->action), w = env->action.dims;
+    *r = (s_run_t){
+        .env = env, .n = n, .obs_dim = env->obs_dim, .actions = (uint32_t)na, .width = (uint32_t)w};
     r->obs = malloc(n * od * sizeof(float)), r->final_obs = malloc(n * od * sizeof(float));
     r->rewards = malloc(n * sizeof(float)), r->logits = malloc(n * na * sizeof(float));
-    r->terminated = malloc(n), r->truncated = malloc(n), r->act = calloc(n, sizeof(int32_t));
+    r->terminated = malloc(n), r->truncated = malloc(n), r->act = calloc(n * w, sizeof(float));
     r->quota = malloc(n * sizeof(uint32_t)), r->ret = calloc(n, sizeof(double));
     r->len = calloc(n, sizeof(uint32_t));
     uint64_t *seeds = malloc(n * sizeof(uint64_t));
@@ -253,26 +255,16 @@ static int s_run_new(s_run_t *r, const vl_env_ops_t *env, vl_kept_t *kept, uint3
     return -1;
 }
 
-/* Returns the action to take from logits [A]: the most probable (greedy),
-   else one sampled from their softmax. */
-static int32_t s_pick(s_run_t *r, const float *logits, int greedy)
+/* Writes the action to take from the head's outputs z into act [width]:
+   the most probable (greedy: each dimension's argmax, a box's mean), else
+   one sampled as actors do. */
+static void s_pick(s_run_t *r, const float *z, int greedy, float *act)
 {
-    uint32_t best = 0;
-    for (uint32_t k = 1; k < r->actions; k++)
-        if (logits[k] > logits[best])
-            best = k;
+    float logp;
     if (greedy)
-        return (int32_t)best;
-    double z = 0, u = vl_rng_uniform(&r->rng);
-    for (uint32_t k = 0; k < r->actions; k++)
-        z += exp((double)logits[k] - logits[best]);
-    double acc = 0;
-    for (uint32_t k = 0; k < r->actions; k++) {
-        acc += exp((double)logits[k] - logits[best]) / z;
-        if (u < acc)
-            return (int32_t)k;
-    }
-    return (int32_t)(r->actions - 1);
+        vl_dist_greedy(&r->env->action, z, act);
+    else
+        vl_dist_sample(&r->env->action, z, vl_policy_logstd(r->policy), &r->rng, act, &logp);
 }
 
 /* Waits one frame's time. */
@@ -289,8 +281,8 @@ static void s_frame_wait(float fps)
 static void s_draw(const s_run_t *r, const vl_eval_stats_t *st, const s_args_t *a, int ended)
 {
     char status[256];
-    const char *word = vl_render_action(r->env, r->act[0]);
-    snprintf(status, sizeof status, "%s  episode %u/%ld  step %u  return %g  action %d%s%s%s%s",
+    const char *word = r->width == 1 ? vl_render_action(r->env, (int32_t)r->act[0]) : "";
+    snprintf(status, sizeof status, "%s  episode %u/%ld  step %u  return %g  action %g%s%s%s%s",
              r->env->name, st->n + 1 - (ended != 0), a->episodes, r->len[0], r->ret[0], r->act[0],
              word[0] ? " (" : "", word, word[0] ? ")" : "", ended ? "  (episode over)" : "");
     vl_render_frame(stdout, r->env, ended ? r->final_obs : r->obs, status);
@@ -328,7 +320,7 @@ static int s_play(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
             return -1;
         }
         for (uint32_t i = 0; i < r->n; i++)
-            r->act[i] = s_pick(r, r->logits + (size_t)i * r->actions, a->greedy);
+            s_pick(r, r->logits + (size_t)i * r->actions, a->greedy, r->act + (size_t)i * r->width);
         if (a->render) // the observation and the action taken on it
             s_draw(r, st, a, 0);
         if (vl_envs_step(r->envs, r->act, r->obs, r->rewards, r->terminated, r->truncated,
@@ -346,12 +338,13 @@ static void s_report(const vl_kept_t *kept, const vl_env_ops_t *env, const vl_ev
     double rm, rs, lm, ls;
     vl_eval_mean_std(st->n, st->ret_sum, st->ret_sq, &rm, &rs);
     vl_eval_mean_std(st->n, st->len_sum, st->len_sq, &lm, &ls);
-    char model[VL_SPEC_MODEL_MAX];
-    printf("eval: %s, policy %s version %llu (obs %u, model %s, actions %u), %u episodes, "
+    char model[VL_SPEC_MODEL_MAX], actions[VL_ACTION_TEXT_MAX];
+    printf("eval: %s, policy %s version %llu (obs %u, model %s, actions %s), %u episodes, "
            "%s actions, seed %ld\n",
            env->name, kept->weights->policy_id, (unsigned long long)kept->weights->version,
-           kept->obs_dim, vl_kept_model(kept, model, sizeof model), kept->num_actions, st->n, a->greedy ? "greedy" : "sampled",
-           a->seed);
+           kept->obs_dim, vl_kept_model(kept, model, sizeof model),
+           vl_action_str(&kept->action, actions, sizeof actions), st->n,
+           a->greedy ? "greedy" : "sampled", a->seed);
     printf("return %.2f ± %.2f (min %.2f, max %.2f)  length %.1f ± %.1f (min %u, max %u)\n", rm, rs,
            st->ret_min, st->ret_max, lm, ls, st->len_min, st->len_max);
 }

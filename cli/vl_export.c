@@ -17,7 +17,7 @@
 
 #define S_ALIGN       8 // safetensors pads its header so the data starts 8-aligned
 #define S_FORMAT      "volley.policy"
-#define S_FORMAT_VERS 2 // 2: any model spec (architecture.model, observation_fields)
+#define S_FORMAT_VERS 3 // 3: action spaces and statistics; 2: any model spec
 
 /* Writes s as a JSON string (quoted, escaped) to f. */
 static void s_json_str(FILE *f, const char *s)
@@ -84,6 +84,29 @@ static void s_json_net_fields(FILE *f, const vl_kept_t *kept)
     fputs("]", f);
 }
 
+/* Writes an action space as JSON: {"kind": "discrete"|"multi_discrete"|"box",
+   "n": [...]} or {"kind": "box", "low": [...], "high": [...]}. */
+static void s_json_action(FILE *f, const vl_action_spec_t *a)
+{
+    static const char *const kinds[] = {"discrete", "multi_discrete", "box"};
+    int box = vl_action_is_box(a);
+    fprintf(f, "{\"kind\": \"%s\", \"dims\": %u", kinds[a->kind], a->dims);
+    fputs(box ? ", \"low\": [" : ", \"n\": [", f);
+    for (uint32_t d = 0; d < a->dims; d++) {
+        fputs(d ? ", " : "", f);
+        if (box)
+            s_json_float(f, a->low[d]);
+        else
+            fprintf(f, "%u", a->n[d]);
+    }
+    fputs("]", f);
+    for (uint32_t d = 0; box && d < a->dims; d++) {
+        fputs(d ? ", " : ", \"high\": [", f);
+        s_json_float(f, a->high[d]);
+    }
+    fputs(box ? "]}" : "}", f);
+}
+
 /* Writes the env part of the spec: null when unknown. */
 static void s_json_env(FILE *f, const vl_kept_t *kept, const vl_env_ops_t *env)
 {
@@ -106,7 +129,8 @@ static void s_json_env(FILE *f, const vl_kept_t *kept, const vl_env_ops_t *env)
     if (env) {
         fputs(", \"observation_fields\": ", f);
         s_json_fields(f, env);
-        fprintf(f, ", \"num_actions\": %u", env->num_actions);
+        fprintf(f, ", \"num_actions\": %u, \"action_space\": ", vl_action_outputs(&env->action));
+        s_json_action(f, &env->action);
         if (env->has_solved_return) {
             fputs(", \"solved_return\": ", f);
             s_json_float(f, env->solved_return);
@@ -135,11 +159,18 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
     s_json_str(f, model);
     fputs(", \"observation_fields\": ", f);
     s_json_net_fields(f, kept);
-    fprintf(f,
-            ", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, "
-            "\"weight_layout\": \"PyTorch's: linear [out, in] (y = x W^T + b), conv [out, in, kh, "
-            "kw]\", \"outputs\": {\"pi\": \"logits\", \"v\": \"value\"}, \"tensors\": [",
+    int box = vl_action_is_box(&kept->action);
+    fprintf(f, ", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, \"action_space\": ",
             kept->obs_dim, kept->hidden, kept->num_actions);
+    s_json_action(f, &kept->action);
+    fprintf(f,
+            ", \"obs_norm\": %s, \"weight_layout\": \"PyTorch's: linear [out, in] (y = x W^T + b), "
+            "conv [out, in, kh, kw]\", \"outputs\": {\"pi\": \"%s\", \"v\": \"value\"}, "
+            "\"tensors\": [",
+            vl_norm_present(kept->weights, kept->obs_dim) ? "true" : "false",
+            box                     ? "mean (std = exp(pi.logstd))"
+            : kept->action.dims > 1 ? "logits, each dimension's in turn"
+                                    : "logits");
     for (uint32_t i = 0; i < kept->weights->n_tensors; i++) {
         fputs(i ? ", " : "", f);
         s_json_str(f, kept->weights->tensors[i].name);
@@ -436,7 +467,7 @@ int vl_export_main(int argc, char **argv)
     char json_path[VL_KEPT_PATH_MAX];
     vl_export_json_path(a.to, json_path, sizeof json_path);
     char model[VL_SPEC_MODEL_MAX];
-    printf("exported %s (policy %s, version %llu, %s, obs %u, model %s, actions %u) to %s and "
+    printf("exported %s (policy %s, version %llu, %s, obs %u, model %s, outputs %u) to %s and "
            "%s\n",
            kept->checkpoint, kept->weights->policy_id, (unsigned long long)kept->weights->version,
            env      ? env->name

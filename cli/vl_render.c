@@ -21,7 +21,8 @@
 static int s_is_cartpole(const vl_env_ops_t *env)
 {
     return env->table == &vl_cartpole_env ||
-           (strcmp(env->name, "cartpole") == 0 && env->obs_dim == 4 && env->num_actions == 2);
+           (strcmp(env->name, "cartpole") == 0 && env->obs_dim == 4 &&
+            env->action.kind == VL_ENV_DISCRETE && env->action.n[0] == 2);
 }
 
 /* Returns 1 if env is Catch (the built-in or a plugin of its shape). */

@@ -454,7 +454,8 @@ void vl_top_render_kv(const Volley__Status *s, int64_t wall_ns, FILE *out)
         s_kv_start(out, ts, "spec");
         s_kv_s(out, "policy", spec.policy_id);
         s_kv_s(out, "obs", obs);
-        s_kv_u(out, "actions", spec.num_actions);
+        char actions[VL_ACTION_TEXT_MAX];
+        s_kv_s(out, "actions", vl_action_str(&spec.action, actions, sizeof actions));
         s_kv_u(out, "horizon", spec.horizon);
         s_kv_u(out, "hidden", spec.hidden);
         s_kv_s(out, "env", spec.env[0] ? spec.env : "?");

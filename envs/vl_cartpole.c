@@ -107,8 +107,10 @@ static void s_integrate(double s[4], int32_t action)
 
 /* Reward 1 on every step, the terminating one included; 0 on steps taken
    after termination without a reset (Gymnasium warns and pays 0 there). */
-static float s_step(void *state, int32_t action, float *obs, int *terminated, int *truncated)
+static float s_step(void *state, const float *actions, float *obs, int *terminated,
+                    int *truncated)
 {
+    int32_t action = (int32_t)actions[0];
     cartpole_t *self = state;
     float reward = self->terminated ? 0.0f : 1.0f;
     s_integrate(self->s, action);
@@ -143,7 +145,7 @@ const vl_env_t vl_cartpole_env = {
     .summary = "CartPole-v1 as Gymnasium defines it (solved: mean return >= 475)",
     .n_fields = 1,
     .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {4}}},
-    .num_actions = 2,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {2}},
     .has_solved_return = 1,
     .solved_return = 475.0f,
     .create = s_create,

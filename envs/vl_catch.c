@@ -146,8 +146,10 @@ static void s_move_paddle(catch_t *self, int32_t action)
    row pays +1 if it lands on the paddle, -1 if not, and the next ball
    appears on top, unless that was the last ball: then the episode ends and
    the screen shows no ball. Steps after the end pay 0 and end again. */
-static float s_step(void *state, int32_t action, float *obs, int *terminated, int *truncated)
+static float s_step(void *state, const float *actions, float *obs, int *terminated,
+                    int *truncated)
 {
+    int32_t action = (int32_t)actions[0];
     catch_t *self = state;
     float reward = 0;
     if (self->ball_row >= 0) {
@@ -177,7 +179,7 @@ const vl_env_t vl_catch_env = {
     .fields = {{.encoding = VL_ENV_U2, .ndim = 2, .shape = {VL_CATCH_ROWS, VL_CATCH_COLS}},
                {.encoding = VL_ENV_U1, .ndim = 1, .shape = {VL_CATCH_FLAGS}},
                {.encoding = VL_ENV_F32, .ndim = 1, .shape = {2}, .low = 0.0f, .high = 1.0f}},
-    .num_actions = 3,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {3}},
     .has_solved_return = 1,
     .solved_return = 9.0f,
     .create = s_create,
@@ -194,7 +196,7 @@ const vl_env_t vl_catch_pixels_env = {
                "(solved: mean return >= 9)",
     .n_fields = 1,
     .fields = {{.encoding = VL_ENV_U2, .ndim = 3, .shape = {1, VL_CATCH_ROWS, VL_CATCH_COLS}}},
-    .num_actions = 3,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {3}},
     .has_solved_return = 1,
     .solved_return = 9.0f,
     .create = s_create_pixels,

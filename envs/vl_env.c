@@ -100,14 +100,17 @@ static const char *s_missing(const int there[5], const char *const names[5])
     return NULL;
 }
 
-/* Checks that exactly one form is given, completely; sets ops->vectorized. */
+/* Checks that exactly one form is given, completely; sets ops->vectorized.
+   A version 1 table's functions are its own (ops->v1). */
 static int s_check_form(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_t size)
 {
     static const char *const per_names[5] = {"create", "destroy", "seed", "reset", "step"};
     static const char *const vec_names[5] = {"vec_create", "vec_destroy", "vec_seed", "vec_reset",
                                              "vec_step"};
-    int per[5] = {!!t->create, !!t->destroy, !!t->seed, !!t->reset, !!t->step};
-    int vec[5] = {!!t->vec_create, !!t->vec_destroy, !!t->vec_seed, !!t->vec_reset, !!t->vec_step};
+    const vl_env_v1_t *v1 = ops->v1;
+    int per[5] = {!!t->create, !!t->destroy, !!t->seed, !!t->reset, v1 ? !!v1->step : !!t->step};
+    int vec[5] = {!!t->vec_create, !!t->vec_destroy, !!t->vec_seed, !!t->vec_reset,
+                  v1 ? !!v1->vec_step : !!t->vec_step};
     int has_per = 0, has_vec = 0;
     for (int i = 0; i < 5; i++) {
         has_per |= per[i];
@@ -129,10 +132,38 @@ int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why
 {
     vl_env_ops_t o;
     if (vl_env_check_spec(table, &o, why, why_size) != 0 ||
-        s_check_form(table, &o, why, why_size) != 0)
+        s_check_form(o.table, &o, why, why_size) != 0)
         return -1;
     *ops = o;
     return 0;
+}
+
+/* Returns a version 2 table holding a version 1 table's spec and its
+   functions of unchanged type (step and vec_step stay NULL: they are called
+   through the version 1 table), or NULL on no memory. Lives for the process,
+   as the plugin it describes. */
+static vl_env_t *s_from_v1(const vl_env_v1_t *v1)
+{
+    vl_env_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->abi_version = VL_ENV_ABI_VERSION;
+    t->name = v1->name;
+    t->summary = v1->summary;
+    t->n_fields = v1->n_fields;
+    memcpy(t->fields, v1->fields, sizeof t->fields);
+    t->action = vl_action_discrete(v1->num_actions);
+    t->has_solved_return = v1->has_solved_return;
+    t->solved_return = v1->solved_return;
+    t->create = v1->create;
+    t->destroy = v1->destroy;
+    t->seed = v1->seed;
+    t->reset = v1->reset;
+    t->vec_create = v1->vec_create;
+    t->vec_destroy = v1->vec_destroy;
+    t->vec_seed = v1->vec_seed;
+    t->vec_reset = v1->vec_reset;
+    return t;
 }
 
 int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
@@ -141,19 +172,24 @@ int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_
     vl_limits_t lim = vl_limits_default();
     if (!table)
         return vl_why(why, why_size, "no table");
-    if (table->abi_version != VL_ENV_ABI_VERSION)
-        return vl_why(why, why_size, "built for env ABI version %u, this volley has %d",
+    if (table->abi_version != VL_ENV_ABI_VERSION && table->abi_version != 1)
+        return vl_why(why, why_size, "built for env ABI version %u, this volley reads 1 and %d",
                       table->abi_version, VL_ENV_ABI_VERSION);
+    if (table->abi_version == 1) {
+        o.v1 = (const vl_env_v1_t *)table;
+        if (!(table = o.table = s_from_v1(o.v1)))
+            return vl_why(why, why_size, "no memory for the table");
+    }
+    char reason[200];
     if (s_check_text(table, why, why_size) != 0 || s_check_fields(table, &o, why, why_size) != 0)
         return -1;
-    if (table->num_actions < 2 || table->num_actions > lim.max_actions)
-        return vl_why(why, why_size, "num_actions %u, must be 2..%u", table->num_actions,
-                      lim.max_actions);
+    if (vl_action_check(&table->action, &lim, reason, sizeof reason) != 0)
+        return vl_why(why, why_size, "%s", reason);
     if (table->has_solved_return && !isfinite(table->solved_return))
         return vl_why(why, why_size, "solved_return is not finite");
     o.name = table->name;
     o.summary = table->summary && table->summary[0] ? table->summary : "(no summary)";
-    o.num_actions = table->num_actions;
+    o.action = table->action;
     o.has_solved_return = table->has_solved_return != 0;
     o.solved_return = o.has_solved_return ? table->solved_return : 0;
     *ops = o;
@@ -374,6 +410,8 @@ struct vl_envs_s {
     uint32_t n_fields;
     s_field_t fields[VL_ENV_FIELDS_MAX];
     vl_obs_check_t obs_check; // what an f32 value outside its declared range does
+    float *clipped;           // [n][dims]: box actions within their bounds
+    int32_t *choices;         // [n]: a version 1 table's actions
 };
 
 /* Returns the largest value of an integer encoding. */
@@ -636,6 +674,13 @@ vl_envs_t *vl_envs_new(const vl_env_ops_t *env, uint32_t n, const char *arg, con
     }
     *self = (vl_envs_t){.env = env, .t = env->table, .n = n, .dim = env->obs_dim};
     s_layout(self);
+    self->clipped = calloc((size_t)n * env->action.dims, sizeof(float));
+    self->choices = calloc(n, sizeof(int32_t));
+    if (!self->clipped || !self->choices) {
+        vl_error("env '%s': out of memory for %u envs", env->name, n);
+        vl_envs_destroy(&self);
+        return NULL;
+    }
     int rc =
         env->vectorized ? s_start_vec(self, arg, seeds, obs) : s_start_each(self, arg, seeds, obs);
     if (rc != 0)
@@ -656,21 +701,26 @@ void vl_envs_destroy(vl_envs_t **self_p)
             self->t->destroy(self->states[i]);
     s_left();
     free(self->states);
+    free(self->clipped);
+    free(self->choices);
     free(self);
     *self_p = NULL;
 }
 
 /* Steps the per-env form: one call an env, and the reset the vectorized
    form does itself, after keeping the last observation in final_obs. */
-static int s_step_each(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+static int s_step_each(vl_envs_t *self, const float *actions, float *obs, float *rewards,
                        uint8_t *terminated, uint8_t *truncated, float *final_obs)
 {
     const vl_env_t *t = self->t;
+    const vl_env_v1_t *v1 = self->env->v1;
+    uint32_t dims = self->env->action.dims;
     for (uint32_t i = 0; i < self->n; i++) {
         float *o = obs + (size_t)i * self->dim;
         int term = 0, trunc = 0;
         s_enter(self->env);
-        float reward = t->step(self->states[i], actions[i], o, &term, &trunc);
+        float reward = v1 ? v1->step(self->states[i], (int32_t)actions[i], o, &term, &trunc)
+                          : t->step(self->states[i], actions + (size_t)i * dims, o, &term, &trunc);
         s_left();
         if (s_check_outcome(self, "step", i, reward, term, trunc) != 0 ||
             s_check_obs(self, "step", i, o) != 0)
@@ -739,11 +789,16 @@ static int s_final_ok(const vl_envs_t *self, const uint8_t *terminated, const ui
 
 /* Steps the vectorized form in one call, then checks what it wrote: one
    branch-free pass over each array, a second one to name the culprit. */
-static int s_step_vec(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+static int s_step_vec(vl_envs_t *self, const float *actions, float *obs, float *rewards,
                       uint8_t *terminated, uint8_t *truncated, float *final_obs)
 {
+    const vl_env_v1_t *v1 = self->env->v1;
+    for (uint32_t i = 0; v1 && i < self->n; i++)
+        self->choices[i] = (int32_t)actions[i];
     s_enter(self->env);
-    int rc = self->t->vec_step(self->vec, actions, obs, rewards, terminated, truncated, final_obs);
+    int rc =
+        v1 ? v1->vec_step(self->vec, self->choices, obs, rewards, terminated, truncated, final_obs)
+           : self->t->vec_step(self->vec, actions, obs, rewards, terminated, truncated, final_obs);
     s_left();
     if (rc != 0) {
         vl_error("env '%s': vec_step returned %d", self->env->name, rc);
@@ -755,9 +810,13 @@ static int s_step_vec(vl_envs_t *self, const int32_t *actions, float *obs, float
     return s_log_vec_fault(self, obs, rewards, terminated, truncated, final_obs);
 }
 
-int vl_envs_step(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+int vl_envs_step(vl_envs_t *self, const float *actions, float *obs, float *rewards,
                  uint8_t *terminated, uint8_t *truncated, float *final_obs)
 {
+    if (vl_action_is_box(&self->env->action)) {
+        vl_action_clip(&self->env->action, actions, self->n, self->clipped);
+        actions = self->clipped;
+    }
     return self->env->vectorized
                ? s_step_vec(self, actions, obs, rewards, terminated, truncated, final_obs)
                : s_step_each(self, actions, obs, rewards, terminated, truncated, final_obs);

@@ -11,12 +11,15 @@
 #include <stdio.h>
 
 #include "../include/volley/env.h"
+#include "../messages/vl_action.h"
 #include "../messages/vl_obs.h"
 
 /* A checked environment table and what volley derives from it. Lives for
    the process (plugins are never unloaded). */
 typedef struct {
-    const vl_env_t *table;         // the built-in's or the plugin's table
+    const vl_env_t *table;         // the built-in's or the plugin's table (a version 1
+                                   // table: a version 2 copy of its spec, functions NULL)
+    const vl_env_v1_t *v1;         // a version 1 plugin's own table, else NULL
     const char *name;              // table->name
     const char *summary;           // one line for --help
     const char *path;              // the plugin's path, NULL for a built-in
@@ -24,16 +27,18 @@ typedef struct {
     vl_obs_spec_t obs_spec;        // how observations travel (fields, shapes, encodings)
     float low[VL_OBS_FIELDS_MAX];  // each field's f32 range (low == high: none)
     float high[VL_OBS_FIELDS_MAX]; // (integer encodings: unused)
-    uint32_t num_actions;          // discrete actions 0 .. num_actions - 1
+    vl_action_spec_t action;       // the action space
     int has_solved_return;         // 1: solved_return is meaningful
     float solved_return;           // mean return over 100 episodes that counts as solved
     int vectorized;                // 1: the table gives the vectorized form
 } vl_env_ops_t;
 
 /* Checks a table (ABI version, name, fields, actions, exactly one complete
-   form). Returns 0 and fills *ops (path NULL: the loader sets it), or -1,
-   *ops untouched, and writes the reason into why (e.g. "built for env ABI
-   version 2, this volley has 1"). */
+   form). A version 1 table (vl_env_v1_t) is taken as a DISCRETE space of
+   its num_actions, stepped through its own functions. Returns 0 and fills
+   *ops (path NULL: the loader sets it), or -1, *ops untouched, and writes
+   the reason into why (e.g. "built for env ABI version 3, this volley
+   reads 1 and 2"). */
 int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size);
 
 /* Checks a table's spec only (ABI version, name, fields, actions; its
@@ -78,7 +83,9 @@ void vl_envs_destroy(vl_envs_t **self_p);
 /* Sets what an F32 value outside its declared range does (default error). */
 void vl_envs_set_obs_check(vl_envs_t *self, vl_obs_check_t mode);
 
-/* Steps every environment with actions [n] (each in range). Writes obs
+/* Steps every environment with actions [n][action.dims] (each in its
+   space; a box action is clipped to its bounds here, the caller's array
+   left as it is). Writes obs
    [n][obs_dim] (where an episode ended, the next episode's first
    observation), rewards [n], terminated [n] and truncated [n] (0 or 1, not
    both: terminated wins) and, where an episode ended, final_obs [n][obs_dim]
@@ -87,7 +94,7 @@ void vl_envs_set_obs_check(vl_envs_t *self, vl_obs_check_t mode);
    wrote (finite, in its declared range, flags 0 or 1). Returns 0, or -1
    after logging why once; after -1 the arrays' contents are unspecified and
    the caller stops. */
-int vl_envs_step(vl_envs_t *self, const int32_t *actions, float *obs, float *rewards,
+int vl_envs_step(vl_envs_t *self, const float *actions, float *obs, float *rewards,
                  uint8_t *terminated, uint8_t *truncated, float *final_obs);
 
 /* The built-in tables, vl_cartpole_env, vl_catch_env and vl_catch_pixels_env,

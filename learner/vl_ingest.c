@@ -9,19 +9,25 @@
 /* Returns VL_OK if a valid segment is one this learner trains on, else
    VL_EMISMATCH after writing which field differs, with both values, into
    why (if not NULL). */
-static vl_reason_t s_check_fit(const vl_learner_config_t *c, uint32_t A, const vl_segment_t *s,
-                               char *why, size_t why_size)
+static vl_reason_t s_check_fit(const vl_learner_config_t *c, const vl_segment_t *s, char *why,
+                               size_t why_size)
 {
-    char a[64], b[64];
+    char a[VL_ACTION_TEXT_MAX], b[VL_ACTION_TEXT_MAX];
     if (strcmp(s->policy_id, c->policy) != 0) {
         if (why)
             snprintf(why, why_size, "policy '%s', learner serves '%s'", s->policy_id, c->policy);
     } else if (s->horizon != c->horizon) {
         if (why)
             snprintf(why, why_size, "horizon %u, learner serves %u", s->horizon, c->horizon);
-    } else if (s->num_actions != A) {
+    } else if (s->action.dims != c->action.dims) {
         if (why)
-            snprintf(why, why_size, "actions %u, learner serves %u", s->num_actions, A);
+            snprintf(why, why_size, "action width %u, learner serves %u", s->action.dims,
+                     c->action.dims);
+    } else if (!vl_action_equal(&s->action, &c->action)) {
+        if (why)
+            snprintf(why, why_size, "actions %.48s, learner serves %.48s",
+                     vl_action_str(&s->action, a, sizeof a),
+                     vl_action_str(&c->action, b, sizeof b));
     } else if (!vl_obs_spec_equal(&s->obs_spec, &c->obs_spec)) {
         vl_spec_obs_str(&s->obs_spec, a, sizeof a);
         vl_spec_obs_str(&c->obs_spec, b, sizeof b);
@@ -33,9 +39,9 @@ static vl_reason_t s_check_fit(const vl_learner_config_t *c, uint32_t A, const v
     return VL_EMISMATCH;
 }
 
-vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, uint32_t A,
-                      const vl_limits_t *lim, const uint8_t *data, size_t size, int64_t recv_ns,
-                      vl_ingest_fn accept, void *ctx, vl_ingest_refusal_t *refusal)
+vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, const vl_limits_t *lim,
+                      const uint8_t *data, size_t size, int64_t recv_ns, vl_ingest_fn accept,
+                      void *ctx, vl_ingest_refusal_t *refusal)
 {
     vl_segment_t seg;
     void *arrays;
@@ -52,7 +58,7 @@ vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, uint3
         snprintf(refusal->why, sizeof refusal->why, "%s", vl_reason_str(r));
     }
     if (r == VL_OK)
-        r = s_check_fit(config, A, &seg, refusal ? refusal->why : NULL,
+        r = s_check_fit(config, &seg, refusal ? refusal->why : NULL,
                         refusal ? sizeof refusal->why : 0);
     if (r != VL_OK) {
         vl_buffer_abandon(buf, slot);

@@ -138,8 +138,8 @@ static void s_ingest_one(vl_inlet_t *self, const uint8_t *data, size_t size)
         return;
     }
     vl_ingest_refusal_t why;
-    vl_reason_t r = vl_ingest(self->buf, &self->c, self->c.num_actions, &self->limits, data, size,
-                              vl_wall_ns(), s_count, self, &why);
+    vl_reason_t r = vl_ingest(self->buf, &self->c, &self->limits, data, size, vl_wall_ns(), s_count,
+                              self, &why);
     if (r != VL_OK)
         s_refuse(self, r, &why);
 }

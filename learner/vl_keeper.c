@@ -33,16 +33,17 @@ struct vl_keeper_s {
 
 int vl_keeper_config_text(const vl_learner_config_t *c, char *out, size_t size)
 {
-    char obs[256], value[64], model[VL_SPEC_MODEL_MAX], why[256];
+    char obs[256], value[64], model[VL_SPEC_MODEL_MAX], why[256], actions[VL_ACTION_TEXT_MAX];
     vl_spec_obs_str(&c->obs_spec, obs, sizeof obs);
+    vl_action_key(&c->action, actions, sizeof actions);
     if (vl_learner_config_model(c, NULL, model, why, sizeof why) != 0)
         snprintf(model, sizeof model, "?");
     int n = snprintf(out, size,
                      "# the configuration this checkpoint was trained with\n"
-                     "policy = %s\nenv = %s\nobs = %s\nactions = %u\nhidden = %u\nmodel = %s\n"
+                     "policy = %s\nenv = %s\nobs = %s\nactions = %s\nhidden = %u\nmodel = %s\n"
                      "horizon = %u\n",
-                     c->policy, c->env_name[0] ? c->env_name : "?", obs, c->num_actions, c->hidden,
-                     model, c->horizon);
+                     c->policy, c->env_name[0] ? c->env_name : "?", obs, actions, c->hidden, model,
+                     c->horizon);
     for (int i = 0; i < vl_learner_n_opts && n > 0 && (size_t)n < size; i++) {
         const char *name = vl_learner_opts[i].name;
         if (strcmp(name, "hidden") == 0 || strcmp(name, "horizon") == 0)

@@ -227,16 +227,16 @@ static vl_policy_t *s_spec_policy(const vl_kept_t *self, char *why, size_t why_s
     char model[VL_SPEC_MODEL_MAX];
     vl_spec_model(&self->spec, model, sizeof model);
     vl_model_spec_t *spec = vl_model_spec_parse_for(model, &self->spec.obs_spec, why, why_size);
-    vl_policy_t *p = spec ? vl_policy_new_spec(spec, &self->spec.obs_spec, self->spec.num_actions,
-                                               0, 0, why, why_size)
+    vl_policy_t *p = spec ? vl_policy_new_spec(spec, &self->spec.obs_spec, &self->spec.action, 0, 0,
+                                               why, why_size)
                           : NULL;
     vl_model_spec_destroy(&spec);
     if (p && (vl_policy_load(p, self->weights) != 0 ||
               self->weights->n_tensors != vl_policy_tensor_count(p))) {
         char mismatch[256];
         vl_policy_mismatch(p, self->weights, mismatch, sizeof mismatch);
-        snprintf(why, why_size, "its weights are not the network its spec names (%.200s): %.300s", model,
-                 strcmp(mismatch, "they fit") == 0 ? "other tensors besides" : mismatch);
+        snprintf(why, why_size, "its weights are not the network its spec names (%.200s): %.300s",
+                 model, strcmp(mismatch, "they fit") == 0 ? "other tensors besides" : mismatch);
         vl_policy_destroy(&p);
     }
     return p;
@@ -251,7 +251,8 @@ static int s_spec_arch(vl_kept_t *self, char *why, size_t why_size)
     if (!p)
         return -1;
     self->obs_dim = vl_policy_obs_dim(p);
-    self->num_actions = self->spec.num_actions;
+    self->num_actions = vl_policy_num_actions(p);
+    self->action = self->spec.action;
     self->hidden = self->spec.hidden;
     self->policy = p; // checked with the weights in: what vl_kept_policy hands over
     return 0;
@@ -282,6 +283,8 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
         snprintf(why, why_size, "%s: %s", self->checkpoint, reason);
         goto err;
     }
+    if (!self->has_spec)
+        self->action = vl_action_discrete(self->num_actions);
     return self;
 err:
     vl_kept_destroy(&self);
@@ -382,12 +385,13 @@ int vl_kept_tensor(const char *path, const char *name, float *out, size_t n, cha
 
 int vl_kept_fits(const vl_kept_t *kept, const vl_env_ops_t *env, char *why, size_t why_size)
 {
-    char mine[128], theirs[128];
-    if (env->obs_dim != kept->obs_dim || env->num_actions != kept->num_actions) {
+    char mine[VL_ACTION_TEXT_MAX], theirs[VL_ACTION_TEXT_MAX];
+    if (env->obs_dim != kept->obs_dim || !vl_action_equal(&env->action, &kept->action)) {
         snprintf(why, why_size,
-                 "the policy in %s takes %u observations and %u actions; env %s gives %u and %u",
-                 kept->checkpoint, kept->obs_dim, kept->num_actions, env->name, env->obs_dim,
-                 env->num_actions);
+                 "the policy in %s takes %u observations and acts in %.200s; env %s gives %u and "
+                 "%.200s",
+                 kept->checkpoint, kept->obs_dim, vl_action_str(&kept->action, mine, sizeof mine),
+                 env->name, env->obs_dim, vl_action_str(&env->action, theirs, sizeof theirs));
         return -1;
     }
     if (kept->has_spec && !vl_obs_spec_equal(&kept->spec.obs_spec, &env->obs_spec)) {
@@ -464,6 +468,11 @@ const char *vl_kept_info(const vl_kept_t *self, uint32_t dims[3], uint64_t *vers
 const char *vl_kept_policy_id(const vl_kept_t *self)
 {
     return self->weights->policy_id;
+}
+
+void vl_kept_action(const vl_kept_t *self, vl_env_action_t *action)
+{
+    *action = self->action;
 }
 
 int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits)

@@ -25,7 +25,8 @@ struct vl_kept_s {
     char env[VL_KEPT_PATH_MAX];        // the run's env (config.ini), "" when unknown
     char env_arg[VL_KEPT_PATH_MAX];    // the run's --env-arg, "" when none
     uint32_t obs_dim;                  // floats per observation (pi.0.weight's columns)
-    uint32_t num_actions;              // logits (pi.2.weight's rows)
+    uint32_t num_actions;              // head outputs (pi.2.weight's rows)
+    vl_action_spec_t action;           // the action space (the spec's; else discrete)
     uint32_t hidden;                   // units per hidden layer (pi.0.weight's rows)
     vl_policy_t *policy;               // owned: the network load checked, or the first
                                        // vl_kept_logits made (vl_kept_policy hands it over)

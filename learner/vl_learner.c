@@ -56,7 +56,7 @@ void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env)
     c->env = env;
     c->obs_spec = env->obs_spec;
     c->obs_dim = env->obs_dim;
-    c->num_actions = env->num_actions;
+    c->action = env->action;
     snprintf(c->env_name, sizeof c->env_name, "%s", env->name);
 }
 
@@ -69,7 +69,7 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec)
     c->env = NULL;
     c->obs_spec = spec->obs_spec;
     c->obs_dim = dim;
-    c->num_actions = spec->num_actions;
+    c->action = spec->action;
     c->horizon = spec->horizon;
     c->hidden = spec->hidden;
     vl_spec_model(spec, c->model, sizeof c->model);
@@ -77,12 +77,22 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec)
     return 0;
 }
 
+int vl_learner_config_norm_obs(const vl_learner_config_t *c)
+{
+    return c->norm_obs < 0 ? vl_action_is_box(&c->action) : c->norm_obs != 0;
+}
+
+int vl_learner_config_norm_reward(const vl_learner_config_t *c)
+{
+    return c->norm_reward < 0 ? vl_action_is_box(&c->action) : c->norm_reward != 0;
+}
+
 void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec)
 {
     memset(spec, 0, sizeof *spec);
     snprintf(spec->policy_id, sizeof spec->policy_id, "%s", c->policy);
     spec->obs_spec = c->obs_spec;
-    spec->num_actions = c->num_actions;
+    spec->action = c->action;
     spec->horizon = c->horizon;
     spec->hidden = c->hidden;
     char why[256];
@@ -165,7 +175,9 @@ vl_learner_config_t vl_learner_config_default(void)
                              .seed = 1,
                              .checkpoint_every = 10,
                              .keep = 1,
-                             .report_ms = 250}; // 4 a second: up sees "solved" promptly
+                             .report_ms = 250, // 4 a second: up sees "solved" promptly
+                             .norm_obs = -1,
+                             .norm_reward = -1};
     vl_learner_config_set_env(&c, vl_env_find("cartpole"));
     return c;
 }
@@ -366,11 +378,11 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
         return NULL;
     self->c = *c;
     self->D = c->obs_dim;
-    self->A = c->num_actions;
+    self->A = vl_action_outputs(&c->action);
     self->start_ns = vl_now_ns();
     self->ctx = zmq_ctx_new();
-    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec);
-    self->trainer = vl_trainer_new(c, self->D, self->A);
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec, c->action.dims);
+    self->trainer = vl_trainer_new(c, self->D);
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     self->lag_counts = calloc(c->max_lag + 1, sizeof *self->lag_counts);
     if (!self->ctx || !self->buf || !self->trainer || !self->replay || !self->lag_counts)

@@ -23,7 +23,7 @@ typedef struct {
                              // spec comes from the broker (vl_learner_config_set_spec)
     vl_obs_spec_t obs_spec;  // observation fields trained on (from env or the broker's spec)
     uint32_t obs_dim;        // floats per observation, from obs_spec
-    uint32_t num_actions;    // discrete actions
+    vl_action_spec_t action; // the action space
     char env_name[64];       // for logs
     uint32_t batch_wait_ms;  // an update waits this long for a full batch, then trains on
                              // what has come (0: always a full batch)
@@ -53,6 +53,8 @@ typedef struct {
     const char *metrics_dir;    // NULL: none; else DIR/metrics.jsonl and TensorBoard events
     uint64_t lr_anneal_steps;   // 0: constant lr; N: lr falls linearly to 0 at N env steps
     uint64_t max_steps;         // 0: no budget; N: no segment is taken once env steps reach N
+    int norm_obs;               // observation normalisation: 1 on, 0 off, -1 on for a box
+    int norm_reward;            // reward scaling by the return's std: the same
 } vl_learner_config_t;
 
 /* The learner's numeric flags (--seed, --batch, --lr, ...), shared with
@@ -69,13 +71,21 @@ int vl_learner_config_check(const char *cmd, const vl_learner_config_t *config);
 vl_learner_config_t vl_learner_config_default(void);
 
 /* Sets what the learner trains from an environment: obs_spec, obs_dim,
-   num_actions, env_name (env becomes c->env). */
+   action, env_name (env becomes c->env). */
 void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env);
 
 /* Sets what the learner trains from a policy's spec (observation fields,
    actions, horizon, hidden); c->env becomes NULL. Returns 0, or -1 if the
    spec's fields are invalid. */
 int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
+
+/* Returns 1 if observations are normalised (norm_obs, or by default for a
+   box space), else 0. */
+int vl_learner_config_norm_obs(const vl_learner_config_t *c);
+
+/* Returns 1 if rewards are scaled (norm_reward, or by default for a box
+   space), else 0. */
+int vl_learner_config_norm_reward(const vl_learner_config_t *c);
 
 /* Parses the config's model for its observations: its text, or when ""
    the default, cnn for an image field, else mlp(hidden). Sets *spec (caller

@@ -52,32 +52,35 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("max-grad-norm", VL_OPT_FLOAT, max_grad_norm, 0, 1e6, "gradient norm clip, 0 off"),
     S_OPT("rho-bar", VL_OPT_FLOAT, rho_bar, 0, 1e30, "V-trace rho clip"),
     S_OPT("c-bar", VL_OPT_FLOAT, c_bar, 0, 1e30, "V-trace c clip"),
+    S_OPT("norm-obs", VL_OPT_INT, norm_obs, -1, 1,
+          "normalise observations by running stats: 1 on, 0 off, -1 on for box actions"),
+    S_OPT("norm-reward", VL_OPT_INT, norm_reward, -1, 1,
+          "scale rewards by the return's running std: 1, 0, -1 on for box actions"),
 };
 const int vl_learner_n_opts = (int)(sizeof vl_learner_opts / sizeof vl_learner_opts[0]);
 
 static void s_usage(FILE *out)
 {
-    fprintf(out,
-            "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME|PATH.so]\n"
-            "                      [--checkpoint DIR [--resume|--force]] [--metrics DIR]\n"
-            "                      [--run-dir DIR]\n"
-            "                      [numeric options] [--quiet|--verbose]\n"
-            "\n"
-            "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
-            "clipped-surrogate PPO, Adam) and publishes each new weights version.\n"
-            "\n"
-            "An update takes up to --batch segments. Actors wait for new weights after each\n"
-            "round (--max-ahead), so fewer may come than --batch: when none has come for\n"
-            "--batch-wait-ms, the learner trains on those waiting and from then on waits for\n"
-            "that many (growing back toward --batch as more arrive). One actor and one\n"
-            "learner at their defaults thus train at full speed.\n"
-            "\n"
-            "With --env the learner declares its policy's spec (observation fields, actions,\n"
-            "--horizon, --hidden) to the broker (its word outranks actors') and exits 2 if\n"
-            "another learner's spec holds the policy.\n"
-            "Without --env it takes the spec from the broker, waiting until an actor has\n"
-            "declared it; the learner host needs no environment code.\n"
-            "\n");
+    fprintf(out, "usage: volley learner --broker HOST[:PORT] [--policy NAME] [--env NAME|PATH.so]\n"
+                 "                      [--checkpoint DIR [--resume|--force]] [--metrics DIR]\n"
+                 "                      [--run-dir DIR]\n"
+                 "                      [numeric options] [--quiet|--verbose]\n"
+                 "\n"
+                 "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
+                 "clipped-surrogate PPO, Adam) and publishes each new weights version.\n"
+                 "\n"
+                 "An update takes up to --batch segments. Actors wait for new weights after each\n"
+                 "round (--max-ahead), so fewer may come than --batch: when none has come for\n"
+                 "--batch-wait-ms, the learner trains on those waiting and from then on waits for\n"
+                 "that many (growing back toward --batch as more arrive). One actor and one\n"
+                 "learner at their defaults thus train at full speed.\n"
+                 "\n"
+                 "With --env the learner declares its policy's spec (observation fields, actions,\n"
+                 "--horizon, --hidden) to the broker (its word outranks actors') and exits 2 if\n"
+                 "another learner's spec holds the policy.\n"
+                 "Without --env it takes the spec from the broker, waiting until an actor has\n"
+                 "declared it; the learner host needs no environment code.\n"
+                 "\n");
     vl_opt_print_role(out, "policy to train");
     fprintf(out,
             "  --checkpoint DIR   write DIR/<policy>.ckpt every --checkpoint-every seconds and\n"
@@ -180,7 +183,9 @@ static int s_check_model(const vl_learner_config_t *c, const char *text)
         return -1;
     }
     if (strcmp(mine, c->model) != 0) {
-        fprintf(stderr, "volley learner: --model '%s' differs from the policy's '%s' (its spec at the broker)\n",
+        fprintf(stderr,
+                "volley learner: --model '%s' differs from the policy's '%s' (its spec at the "
+                "broker)\n",
                 mine, c->model);
         return -1;
     }

@@ -84,8 +84,8 @@ static void s_refused(char *why, size_t why_size, const char *what, const char *
 }
 
 /* Declares our spec until the broker answers. Returns 0, 1 or 2. */
-static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, int *reached,
-                     char *why, size_t why_size)
+static int s_declare(void *sock, vl_learner_config_t *c, int64_t deadline, int *reached, char *why,
+                     size_t why_size)
 {
     vl_spec_t spec;
     vl_learner_config_spec(c, &spec);

@@ -30,10 +30,10 @@ vl_offline_t *vl_offline_new(const vl_learner_config_t *c)
     if (!self)
         return NULL;
     self->c = *c;
-    self->A = c->num_actions;
+    self->A = vl_action_outputs(&c->action);
     self->limits = vl_limits_default();
-    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec);
-    self->trainer = vl_trainer_new(c, c->obs_dim, self->A);
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec, c->action.dims);
+    self->trainer = vl_trainer_new(c, c->obs_dim);
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     if (!self->buf || !self->trainer || !self->replay) {
         vl_offline_destroy(&self);
@@ -98,8 +98,8 @@ int vl_offline_feed(vl_offline_t *self, const uint8_t *data, size_t size, int64_
     self->st.messages++;
     if (self->c.max_steps && self->st.env_steps >= self->c.max_steps)
         return 0; // past the step budget: left out, as a live learner leaves it out
-    vl_reason_t r = vl_ingest(self->buf, &self->c, self->A, &self->limits, data, size, recv_ns,
-                              s_count, self, NULL);
+    vl_reason_t r =
+        vl_ingest(self->buf, &self->c, &self->limits, data, size, recv_ns, s_count, self, NULL);
     if (r != VL_OK) {
         self->st.refused[r]++;
         return 0;

@@ -80,7 +80,7 @@ static void test_trainer_checkpoint_round_trip(void)
     c.horizon = 8;
     c.batch_segments = 2;
     c.hidden = 16;
-    vl_trainer_t *tr = vl_trainer_new(&c, 3, 2);
+    vl_trainer_t *tr = vl_trainer_new(&c, 3);
     VL_CHECK(tr);
     char path[512], why[512];
     s_path(path, sizeof path, "mlp.ckpt");
@@ -127,7 +127,8 @@ static void test_bad_shape_in_a_checkpoint_refused(void)
     s_path(path, sizeof path, "none.ckpt");
     vl_section_t other[] = {{"state", data, sizeof data}};
     VL_CHECK(vl_checkpoint_write(path, other, 1) == 0);
-    VL_CHECK(!vl_resume_read_weights(path, NULL, NULL, why, sizeof why) && strstr(why, "no weights"));
+    VL_CHECK(!vl_resume_read_weights(path, NULL, NULL, why, sizeof why) &&
+             strstr(why, "no weights"));
 }
 
 int main(void)

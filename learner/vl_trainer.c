@@ -7,17 +7,17 @@
 
 #include "../common/vl_log.h"
 #include "../common/vl_rng.h"
+#include "../models/vl_dist.h"
 #include "../store/vtrace.h"
 
 struct vl_trainer_s {
     vl_learner_config_t c;
-    uint32_t D, A, T;
+    uint32_t D, A, T, W; // observation floats, head outputs, horizon, action width
     vl_policy_t *policy;
     vl_rng_t rng;                               // minibatch shuffling
     float *obs;                                 // [n][T+1][D]
     float *logits;                              // [n][T+1][A]
     float *values;                              // [n][T+1]
-    float *logp_row;                            // [A]
     float *rewards, *dones;                     // [n][T]
     float *final_obs;                           // [n*T][D] final observations of truncations
     float *final_v;                             // [n*T] their values
@@ -25,52 +25,65 @@ struct vl_trainer_s {
     float *boot;                                // [n][T] V(x_final) at truncated steps, else 0
     uint32_t n_final;                           // truncations in this batch
     float *log_rhos, *old_logp, *vs, *adv;      // [n][T]
-    int32_t *actions;                           // [n][T]
+    float *actions;                             // [n][T][W]
     uint32_t *perm;                             // [n*T]
     float *mb_obs;                              // [minibatch][D]
     float *mb_old_logp, *mb_adv, *mb_vs, *mb_w; // [minibatch]
     const float *seg_w;                         // [n] importance weights of this update, or NULL
-    int32_t *mb_actions;                        // [minibatch]
+    float *mb_actions;                          // [minibatch][W]
+    int norm_obs, norm_reward;                  // statistics this trainer keeps
 };
 
-vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D, uint32_t A)
+/* Turns on the policy's statistics when either normalisation is on.
+   Returns 0, or -1 on no memory. */
+static int s_norm_setup(vl_trainer_t *self)
+{
+    self->norm_obs = vl_learner_config_norm_obs(&self->c);
+    self->norm_reward = vl_learner_config_norm_reward(&self->c);
+    if (!self->policy || !(self->norm_obs || self->norm_reward))
+        return 0;
+    return vl_policy_norm_on(self->policy, self->c.gamma);
+}
+
+vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D)
 {
     vl_trainer_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
+    uint32_t A = vl_action_outputs(&c->action), W = c->action.dims;
     self->c = *c;
     self->D = D;
     self->A = A;
+    self->W = W;
     self->T = c->horizon;
     size_t n = c->batch_segments, T = c->horizon, rows = n * (T + 1), N = n * T, M = c->minibatch;
     vl_rng_seed(&self->rng, c->seed ^ 0x5eed5eedULL);
     char why[512];
     vl_model_spec_t *spec = NULL;
     if (vl_learner_config_model(c, &spec, NULL, why, sizeof why) != 0 ||
-        !(self->policy = vl_policy_new_spec(spec, &c->obs_spec, A, c->seed, (int)c->threads, why,
-                                            sizeof why)))
+        !(self->policy = vl_policy_new_spec(spec, &c->obs_spec, &c->action, c->seed,
+                                            (int)c->threads, why, sizeof why)))
         vl_error("model: %s", why);
     vl_model_spec_destroy(&spec);
     self->obs = malloc(rows * D * sizeof(float));
     self->logits = malloc(rows * A * sizeof(float));
     self->values = malloc(rows * sizeof(float));
-    self->logp_row = malloc(A * sizeof(float));
     float **arrays[] = {&self->rewards, &self->dones, &self->log_rhos, &self->old_logp,
                         &self->vs,      &self->adv,   &self->boot,     &self->final_v};
-    int ok = self->policy && self->obs && self->logits && self->values && self->logp_row;
+    int ok = self->policy && self->obs && self->logits && self->values && s_norm_setup(self) == 0;
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
         ok &= (*arrays[i] = malloc(N * sizeof(float))) != NULL;
     self->final_obs = malloc(N * D * sizeof(float));
     self->final_at = malloc(N * sizeof(uint32_t));
     ok &= self->final_obs && self->final_at;
-    self->actions = malloc(N * sizeof(int32_t));
+    self->actions = malloc(N * W * sizeof(float));
     self->perm = malloc(N * sizeof(uint32_t));
     self->mb_obs = malloc(M * D * sizeof(float));
     self->mb_old_logp = malloc(M * sizeof(float));
     self->mb_adv = malloc(M * sizeof(float));
     self->mb_w = malloc(M * sizeof(float));
     self->mb_vs = malloc(M * sizeof(float));
-    self->mb_actions = malloc(M * sizeof(int32_t));
+    self->mb_actions = malloc(M * W * sizeof(float));
     if (!ok || !self->actions || !self->perm || !self->mb_obs || !self->mb_old_logp ||
         !self->mb_adv || !self->mb_vs || !self->mb_actions || !self->mb_w)
         vl_trainer_destroy(&self);
@@ -83,12 +96,12 @@ void vl_trainer_destroy(vl_trainer_t **self_p)
     if (!self)
         return;
     vl_policy_destroy(&self->policy);
-    void *bufs[] = {self->obs,     self->logits,     self->values,      self->logp_row,
-                    self->rewards, self->dones,      self->log_rhos,    self->old_logp,
-                    self->vs,      self->adv,        self->actions,     self->perm,
-                    self->mb_obs,  self->mb_adv,     self->mb_old_logp, self->mb_vs,
-                    self->mb_w,    self->mb_actions, self->final_obs,   self->final_at,
-                    self->boot,    self->final_v};
+    void *bufs[] = {self->obs,        self->logits,      self->values,   self->rewards,
+                    self->dones,      self->log_rhos,    self->old_logp, self->vs,
+                    self->adv,        self->actions,     self->perm,     self->mb_obs,
+                    self->mb_adv,     self->mb_old_logp, self->mb_vs,    self->mb_w,
+                    self->mb_actions, self->final_obs,   self->final_at, self->boot,
+                    self->final_v};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self);
@@ -132,23 +145,46 @@ static void s_gather_batch(vl_trainer_t *self, const vl_segment_t *const *segs, 
         s_gather_finals(self, i, s);
         memcpy(self->rewards + i * T, s->rewards, T * sizeof(float));
         memcpy(self->dones + i * T, s->dones, T * sizeof(float));
-        memcpy(self->actions + i * T, s->actions, T * sizeof(int32_t));
+        memcpy(self->actions + i * T * self->W, s->actions, T * self->W * sizeof(float));
         memcpy(self->log_rhos + i * T, s->logp, T * sizeof(float)); // behaviour, for now
     }
+}
+
+/* Adds the batch to the statistics the trainer keeps: its observations
+   (each segment's T acted-on rows) and its rewards per env stream; then
+   scales the rewards by the return's std. */
+static void s_update_norm(vl_trainer_t *self, const vl_segment_t *const *segs, int n)
+{
+    vl_norm_t *norm = vl_policy_norm(self->policy);
+    size_t T = self->T, D = self->D;
+    if (!norm)
+        return;
+    for (int i = 0; self->norm_obs && i < n; i++)
+        vl_norm_update_obs(norm, (uint32_t)T, self->obs + i * (T + 1) * D);
+    if (!self->norm_reward)
+        return;
+    for (int i = 0; i < n; i++)
+        vl_norm_update_returns(norm, (uint64_t)segs[i]->actor_id << 32 | segs[i]->env_id,
+                               (uint32_t)T, segs[i]->rewards, segs[i]->dones);
+    float scale = vl_norm_reward_scale(norm);
+    for (size_t k = 0; k < (size_t)n * T; k++)
+        self->rewards[k] *= scale;
 }
 
 /* Recomputes values and log-probs with the current weights, then V-trace.
    Returns the mean |advantage|, or -1 on no memory. */
 static float s_targets(vl_trainer_t *self, int n)
 {
-    size_t T = self->T, A = self->A, rows = (size_t)n * (T + 1);
+    size_t T = self->T, A = self->A, W = self->W, rows = (size_t)n * (T + 1);
     if (vl_policy_forward(self->policy, (uint32_t)rows, self->obs, self->logits, self->values))
         return -1;
+    const vl_action_spec_t *space = vl_policy_action(self->policy);
+    const float *logstd = vl_policy_logstd(self->policy);
     for (int i = 0; i < n; i++) {
         for (size_t t = 0; t < T; t++) {
             size_t k = i * T + t;
-            vl_log_softmax(self->logits + (i * (T + 1) + t) * A, (uint32_t)A, self->logp_row);
-            self->old_logp[k] = self->logp_row[self->actions[k]];
+            self->old_logp[k] = vl_dist_logp(space, self->logits + (i * (T + 1) + t) * A, logstd,
+                                             self->actions + k * W);
             self->log_rhos[k] = self->old_logp[k] - self->log_rhos[k];
         }
     }
@@ -221,7 +257,8 @@ static void s_gather_minibatch(vl_trainer_t *self, uint32_t from, uint32_t m)
         uint32_t k = self->perm[from + j];
         size_t row = (k / T) * (T + 1) + k % T; // skip each segment's bootstrap row
         memcpy(self->mb_obs + j * D, self->obs + row * D, D * sizeof(float));
-        self->mb_actions[j] = self->actions[k];
+        memcpy(self->mb_actions + j * self->W, self->actions + k * self->W,
+               self->W * sizeof(float));
         self->mb_old_logp[j] = self->old_logp[k];
         self->mb_vs[j] = self->vs[k];
         self->mb_adv[j] = self->adv[k];
@@ -252,6 +289,7 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
     if (n <= 0 || (uint32_t)n > self->c.batch_segments)
         return -1;
     s_gather_batch(self, segs, n);
+    s_update_norm(self, segs, n);
     float mean_abs_adv = s_targets(self, n);
     if (mean_abs_adv < 0)
         return -1;

@@ -20,9 +20,12 @@ typedef struct {
                          // the targets do not vary)
 } vl_update_stats_t;
 
-/* Creates a trainer for observation size D and A actions with the config's
-   network, optimiser and batch sizes. Returns NULL on no memory. */
-vl_trainer_t *vl_trainer_new(const vl_learner_config_t *config, uint32_t D, uint32_t A);
+/* Creates a trainer for observation size D and the config's action space,
+   network, optimiser, batch sizes and normalisation (the policy's
+   statistics are turned on when either is; each update adds its batch's
+   observations and rewards to the ones that are on, then scales the
+   rewards). Returns NULL on no memory. */
+vl_trainer_t *vl_trainer_new(const vl_learner_config_t *config, uint32_t D);
 
 /* Frees the trainer and nulls the pointer; safe on NULL and twice. */
 void vl_trainer_destroy(vl_trainer_t **self_p);

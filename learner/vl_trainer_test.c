@@ -71,7 +71,7 @@ static int s_train(int as_termination, float *v)
                                                 .num_actions = 2,
                                                 .horizon = S_T,
                                                 .hidden = 32});
-    vl_trainer_t *tr = vl_trainer_new(&c, 2, 2);
+    vl_trainer_t *tr = vl_trainer_new(&c, 2);
     size_t size = vl_segment_arrays_size(S_T, &s_spec);
     uint8_t *arrays = calloc(S_SEGS, size);
     vl_segment_t segs[S_SEGS];

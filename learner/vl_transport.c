@@ -62,7 +62,8 @@ static int s_spec_from(vl_learner_config_t *c, const char *policy, const vl_tran
                        char *why, size_t why_size)
 {
     vl_limits_t lim = vl_limits_default();
-    vl_spec_t spec = {.num_actions = in->num_actions, .horizon = in->horizon, .hidden = in->hidden};
+    vl_spec_t spec = {.action = in->action, .horizon = in->horizon, .hidden = in->hidden};
+    char reason[512];
     snprintf(spec.policy_id, sizeof spec.policy_id, "%s", policy);
     if (in->n_fields < 1 || in->n_fields > VL_TRANSPORT_FIELDS_MAX) {
         snprintf(why, why_size, "spec: %u observation fields, expected 1 .. %d", in->n_fields,
@@ -71,13 +72,15 @@ static int s_spec_from(vl_learner_config_t *c, const char *policy, const vl_tran
     }
     spec.obs_spec.n_fields = in->n_fields;
     memcpy(spec.obs_spec.fields, in->fields, in->n_fields * sizeof in->fields[0]);
-    if (in->num_actions < 1 || in->num_actions > lim.max_actions || in->horizon < 1 ||
-        in->horizon > lim.max_horizon || in->hidden < 1 || in->hidden > S_HIDDEN_MAX) {
+    if (vl_action_check(&in->action, &lim, reason, sizeof reason) != 0) {
+        snprintf(why, why_size, "spec: %s", reason);
+        return -1;
+    }
+    if (in->horizon < 1 || in->horizon > lim.max_horizon || in->hidden < 1 ||
+        in->hidden > S_HIDDEN_MAX) {
         snprintf(why, why_size,
-                 "spec: actions %u (1 .. %u), horizon %u (1 .. %u), hidden %u "
-                 "(1 .. %u): one is out of range",
-                 in->num_actions, lim.max_actions, in->horizon, lim.max_horizon, in->hidden,
-                 S_HIDDEN_MAX);
+                 "spec: horizon %u (1 .. %u), hidden %u (1 .. %u): one is out of range",
+                 in->horizon, lim.max_horizon, in->hidden, S_HIDDEN_MAX);
         return -1;
     }
     if (vl_learner_config_set_spec(c, &spec) != 0) {
@@ -86,7 +89,6 @@ static int s_spec_from(vl_learner_config_t *c, const char *policy, const vl_tran
               "0, or too many values)");
         return -1;
     }
-    char reason[512];
     if (strnlen(in->model, sizeof in->model) == sizeof in->model) {
         snprintf(why, why_size, "spec: model: not a NUL-terminated text of at most %zu bytes",
                  sizeof in->model - 1);
@@ -145,7 +147,7 @@ vl_transport_t *vl_transport_new(const char *broker, const char *policy,
     if (s_config(self, spec, capacity, timeout_ms, why, why_size) != 0)
         goto err;
     self->ctx = zmq_ctx_new();
-    self->buf = vl_buffer_new(capacity, self->c.horizon, &self->c.obs_spec);
+    self->buf = vl_buffer_new(capacity, self->c.horizon, &self->c.obs_spec, self->c.action.dims);
     self->pub = self->ctx ? vl_sock_connect(self->ctx, ZMQ_PUB, self->broker, VL_PORT_WEIGHTS_IN,
                                             S_LINGER_MS, S_MAX_MSG)
                           : NULL;
@@ -187,7 +189,7 @@ void vl_transport_spec(const vl_transport_t *self, vl_transport_spec_t *spec)
     memset(spec, 0, sizeof *spec);
     spec->n_fields = self->c.obs_spec.n_fields;
     memcpy(spec->fields, self->c.obs_spec.fields, spec->n_fields * sizeof spec->fields[0]);
-    spec->num_actions = self->c.num_actions;
+    spec->action = self->c.action;
     spec->horizon = self->c.horizon;
     spec->hidden = self->c.hidden;
     spec->obs_dim = self->c.obs_dim;
@@ -261,6 +263,7 @@ static size_t s_bytes_of(const vl_transport_t *self, const vl_segment_t *s,
     case VL_TRANSPORT_FINAL_OBS:
         return T * D * sizeof(float);
     case VL_TRANSPORT_ACTIONS:
+        return T * 4 * self->c.action.dims;
     case VL_TRANSPORT_REWARDS:
     case VL_TRANSPORT_DONES:
     case VL_TRANSPORT_LOGP:
@@ -442,8 +445,8 @@ int vl_transport_publish(vl_transport_t *self, uint64_t version,
     if (check_policy && !self->shape) {
         vl_model_spec_t *model = NULL;
         if (vl_learner_config_model(&self->c, &model, NULL, why, why_size) == 0)
-            self->shape = vl_policy_new_spec(model, &self->c.obs_spec, self->c.num_actions, 1, 1,
-                                             why, why_size);
+            self->shape =
+                vl_policy_new_spec(model, &self->c.obs_spec, &self->c.action, 1, 1, why, why_size);
         vl_model_spec_destroy(&model);
         if (!self->shape)
             return -1; // why says what the spec's network could not be built for
@@ -495,14 +498,15 @@ int vl_transport_publish_stats(vl_transport_t *self, uint64_t version, uint64_t 
 static int s_checkpoint_config(const vl_transport_t *self, const vl_spec_t *spec, const char *extra,
                                char *out)
 {
-    char obs[256];
+    char obs[256], actions[VL_ACTION_TEXT_MAX];
     vl_spec_obs_str(&spec->obs_spec, obs, sizeof obs);
+    vl_action_key(&spec->action, actions, sizeof actions);
     int n = snprintf(out, S_CONFIG_MAX,
                      "# the configuration this checkpoint was trained with\n"
-                     "policy = %s\nenv = %s\nobs = %s\nactions = %u\nhidden = %u\nmodel = %s\n"
+                     "policy = %s\nenv = %s\nobs = %s\nactions = %s\nhidden = %u\nmodel = %s\n"
                      "horizon = %u\nversion = %llu\n%s",
-                     self->policy, spec->env[0] ? spec->env : "?", obs, spec->num_actions,
-                     spec->hidden, spec->model[0] ? spec->model : "?", spec->horizon,
+                     self->policy, spec->env[0] ? spec->env : "?", obs, actions, spec->hidden,
+                     spec->model[0] ? spec->model : "?", spec->horizon,
                      (unsigned long long)self->last_version, extra ? extra : "");
     return n > 0 && n < S_CONFIG_MAX ? n : -1;
 }

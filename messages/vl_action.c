@@ -27,8 +27,10 @@ static int s_why(char *why, size_t size, const char *fmt, ...)
 int vl_action_check(const vl_action_spec_t *a, const vl_limits_t *lim, char *why, size_t size)
 {
     if (a->kind > VL_ENV_BOX)
-        return s_why(why, size, "action kind %u; expected 0 (discrete), 1 (multi-discrete) or 2 "
-                                "(box)", a->kind);
+        return s_why(why, size,
+                     "action kind %u; expected 0 (discrete), 1 (multi-discrete) or 2 "
+                     "(box)",
+                     a->kind);
     if (a->kind == VL_ENV_DISCRETE && a->dims != 1)
         return s_why(why, size, "a discrete action space has dims %u; expected 1", a->dims);
     if (a->dims < 1 || a->dims > VL_ACTION_DIMS_MAX)
@@ -37,10 +39,11 @@ int vl_action_check(const vl_action_spec_t *a, const vl_limits_t *lim, char *why
         if (a->kind != VL_ENV_BOX && (a->n[d] < 2 || a->n[d] > lim->max_actions))
             return s_why(why, size, "action dimension %u has %u choices; expected 2..%u", d,
                          a->n[d], lim->max_actions);
-        if (a->kind == VL_ENV_BOX && !(isfinite(a->low[d]) && isfinite(a->high[d]) &&
-                                       a->low[d] < a->high[d]))
-            return s_why(why, size, "box dimension %u: bounds [%g, %g]; expected finite, low < high",
-                         d, a->low[d], a->high[d]);
+        if (a->kind == VL_ENV_BOX &&
+            !(isfinite(a->low[d]) && isfinite(a->high[d]) && a->low[d] < a->high[d]))
+            return s_why(why, size,
+                         "box dimension %u: bounds [%g, %g]; expected finite, low < high", d,
+                         a->low[d], a->high[d]);
     }
     return 0;
 }
@@ -96,15 +99,23 @@ const char *vl_action_str(const vl_action_spec_t *a, char *out, size_t size)
     return out;
 }
 
+const char *vl_action_key(const vl_action_spec_t *a, char *out, size_t size)
+{
+    if (a->kind == VL_ENV_DISCRETE && size) {
+        snprintf(out, size, "%u", a->n[0]);
+        return out;
+    }
+    return vl_action_str(a, out, size);
+}
+
 long vl_action_find_bad(const vl_action_spec_t *a, const float *actions, size_t n)
 {
     uint32_t D = a->dims;
     for (size_t i = 0; i < n; i++)
         for (uint32_t d = 0; d < D; d++) {
             float v = actions[i * D + d];
-            int ok = a->kind == VL_ENV_BOX
-                         ? vl_float_is_finite(v)
-                         : (v >= 0.0f && v < (float)a->n[d] && v == floorf(v));
+            int ok = a->kind == VL_ENV_BOX ? vl_float_is_finite(v)
+                                           : (v >= 0.0f && v < (float)a->n[d] && v == floorf(v));
             if (!ok)
                 return (long)(i * D + d);
         }

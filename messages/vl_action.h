@@ -38,6 +38,11 @@ int vl_action_equal(const vl_action_spec_t *a, const vl_action_spec_t *b);
    "box(2)[-1..1,-2..2]". Returns out. */
 const char *vl_action_str(const vl_action_spec_t *a, char *out, size_t size);
 
+/* Writes a space as a config file's `actions` value: "2" for one discrete
+   choice among 2 (as configs written before action spaces hold it), else
+   vl_action_str's text. Returns out. */
+const char *vl_action_key(const vl_action_spec_t *a, char *out, size_t size);
+
 /* Checks n actions [n][dims] against the space: discrete kinds a whole
    number in 0 .. n[d]-1, a box any finite value (a sample before it is
    clipped may leave the bounds). Returns -1 when all fit, else the index

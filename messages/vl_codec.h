@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vl_action.h"
 #include "vl_obs.h"
 #include "vl_wire.h"
 
@@ -24,13 +25,14 @@ typedef struct {
     uint32_t obs_dim;        // D: floats per observation, from obs_spec
     uint32_t obs_row_bytes;  // bytes of one observation row (vl_obs.h), from obs_spec
     uint32_t obs_wire_bytes; // packed bytes per observation, from obs_spec
-    uint32_t num_actions;
+    vl_action_spec_t action;   // the action space: action.dims floats per step
+    uint32_t schema;           // the schema it was decoded from (encoding: ignored, writes the newest)
     int64_t send_ns;
     int64_t recv_ns;           // receiver's wall clock when it took the segment (not on the wire)
     uint8_t *obs;              // [T + 1][obs_row_bytes] rows; floats [T + 1][D] when all f32
     uint8_t *final_obs;        // [T][obs_row_bytes]: the first n_truncated rows are the final
                                // observations of the truncated steps, in step order
-    int32_t *actions;          // [T]
+    float *actions;            // [T][action.dims]
     float *rewards;            // [T]
     float *dones;              // [T] 1 when the episode ended after action t (either way)
     uint8_t *truncated;        // [T] 1 when that end was a time limit's (dones[t] is 1 too)
@@ -46,15 +48,17 @@ typedef struct {
    -1 if the spec fails vl_obs_spec_check under the default limits. */
 int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec);
 
-/* Returns the bytes of array storage a segment of horizon T and this
-   observation spec needs: the rows (T + 1 observations and room for T final
-   observations), the step arrays, room for T episode returns and lengths,
-   and the decoder's scratch for the largest packed payload. SIZE_MAX if the
-   spec is invalid or the size does not fit. */
-size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec);
+/* Returns the bytes of array storage a segment of horizon T, this
+   observation spec and action_dims values per action needs: the rows (T + 1
+   observations and room for T final observations), the step arrays, room
+   for T episode returns and lengths, and the decoder's scratch for the
+   largest packed payload. SIZE_MAX if the spec is invalid, action_dims is 0
+   or over VL_ACTION_DIMS_MAX, or the size does not fit. */
+size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t action_dims);
 
 /* Points seg's array fields into `arrays` (vl_segment_arrays_size bytes,
-   4-byte aligned) for seg->horizon, obs_row_bytes and obs_wire_bytes. */
+   4-byte aligned) for seg->horizon, action.dims, obs_row_bytes and
+   obs_wire_bytes. */
 void vl_segment_bind(vl_segment_t *seg, void *arrays);
 
 /* Encodes seg (its arrays filled, its spec set) into a new buffer, packing

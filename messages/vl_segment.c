@@ -14,8 +14,9 @@
 #include "vl_spec.h"
 #include "volley.pb-c.h"
 
-/* Bytes of the non-observation payload per step: action, reward, logp, done. */
-#define S_STEP_BYTES 13
+/* Bytes of the non-observation payload per step: reward, logp, done, then
+   4 per action value. */
+#define S_STEP_BYTES 9
 
 int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec)
 {
@@ -31,26 +32,28 @@ int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec)
 }
 
 /* Returns the decompressed payload bytes of a segment (T steps, obs packed
-   in wire bytes each, n_trunc final observations); T, n_trunc and wire are
-   32-bit, so this fits in 64 bits. */
-static uint64_t s_payload_bytes(uint64_t T, uint64_t wire, uint64_t n_trunc)
+   in wire bytes each, n_trunc final observations, dims values per action);
+   T, n_trunc and wire are 32-bit and dims at most 16, so this fits in 64
+   bits. */
+static uint64_t s_payload_bytes(uint64_t T, uint64_t wire, uint64_t n_trunc, uint64_t dims)
 {
-    return (T + 1 + n_trunc) * wire + S_STEP_BYTES * T;
+    return (T + 1 + n_trunc) * wire + (S_STEP_BYTES + 4 * dims) * T;
 }
 
-size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec)
+size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t action_dims)
 {
     vl_limits_t lim = vl_limits_default();
     lim.max_obs_dim = UINT32_MAX;
     uint32_t dim, wire;
-    if (!spec || vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
+    if (!spec || action_dims == 0 || action_dims > VL_ACTION_DIMS_MAX ||
+        vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
         return SIZE_MAX;
     uint64_t row = vl_obs_row_bytes(spec), steps = (uint64_t)T + 1;
-    if (2 * (row + wire) + 40 > UINT64_MAX / steps) // rows, finals, arrays, payload: no overflow
+    if (2 * (row + wire) + 120 > UINT64_MAX / steps) // rows, finals, arrays, payload: no overflow
         return SIZE_MAX;
     uint64_t flags = ((uint64_t)T + 3) & ~3ull;
-    uint64_t total = (2 * steps - 1) * row + 24 * (uint64_t)T + flags +
-                     ((s_payload_bytes(T, wire, T) + 3) & ~3ull);
+    uint64_t total = (2 * steps - 1) * row + (20 + 4 * (uint64_t)action_dims) * T + flags +
+                     ((s_payload_bytes(T, wire, T, action_dims) + 3) & ~3ull);
     return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
@@ -58,8 +61,8 @@ void vl_segment_bind(vl_segment_t *seg, void *arrays)
 {
     size_t T = seg->horizon;
     seg->obs = arrays; // rows then step arrays, contiguous: what a learner holds
-    seg->actions = (int32_t *)(seg->obs + (T + 1) * (size_t)seg->obs_row_bytes);
-    seg->rewards = (float *)(seg->actions + T);
+    seg->actions = (float *)(seg->obs + (T + 1) * (size_t)seg->obs_row_bytes);
+    seg->rewards = seg->actions + T * seg->action.dims;
     seg->dones = seg->rewards + T;
     seg->logp = seg->dones + T;
     seg->episode_returns = seg->logp + T;
@@ -69,8 +72,23 @@ void vl_segment_bind(vl_segment_t *seg, void *arrays)
     seg->wire = seg->truncated + ((T + 3) & ~(size_t)3);
 }
 
-/* Checks horizon, observation fields and num_actions against lim, in the
-   contract's order, into seg. Returns VL_OK or the reason. */
+/* Reads the action space: schema 3's ActionSpace, schema 2's num_actions
+   (one discrete choice). Returns VL_OK or the reason. */
+static vl_reason_t s_check_action(const Volley__Segment *msg, const vl_limits_t *lim,
+                                  vl_segment_t *seg)
+{
+    if (msg->schema >= 3)
+        return msg->action ? vl_action_from_msg(msg->action, lim, &seg->action) : VL_EACTION;
+    if (msg->num_actions == 0)
+        return VL_ESHAPE;
+    if (msg->num_actions > lim->max_actions)
+        return VL_ETOOBIG;
+    seg->action = vl_action_discrete(msg->num_actions);
+    return VL_OK;
+}
+
+/* Checks horizon, observation fields and the action space against lim, in
+   the contract's order, into seg. Returns VL_OK or the reason. */
 static vl_reason_t s_check_shape(const Volley__Segment *msg, const vl_limits_t *lim,
                                  vl_segment_t *seg)
 {
@@ -84,12 +102,11 @@ static vl_reason_t s_check_shape(const Volley__Segment *msg, const vl_limits_t *
     if (r != VL_OK)
         return r;
     seg->obs_row_bytes = vl_obs_row_bytes(&seg->obs_spec);
-    if (msg->num_actions == 0)
-        return VL_ESHAPE;
-    if (msg->num_actions > lim->max_actions)
-        return VL_ETOOBIG;
+    seg->schema = msg->schema;
+    r = s_check_action(msg, lim, seg);
+    if (r != VL_OK)
+        return r;
     seg->horizon = msg->horizon;
-    seg->num_actions = msg->num_actions;
     return VL_OK;
 }
 
@@ -108,7 +125,8 @@ static vl_reason_t s_check_header(const Volley__Segment *msg, const vl_limits_t 
     if (msg->truncations > seg->horizon)
         return VL_ESHAPE;
     seg->n_truncated = msg->truncations;
-    uint64_t expected = s_payload_bytes(seg->horizon, seg->obs_wire_bytes, seg->n_truncated);
+    uint64_t expected =
+        s_payload_bytes(seg->horizon, seg->obs_wire_bytes, seg->n_truncated, seg->action.dims);
     reason = vl_wire_check_block(lim, expected, msg->raw_size, msg->payload.len);
     if (reason != VL_OK)
         return reason;
@@ -140,12 +158,20 @@ static vl_reason_t s_copy_episodes(const Volley__Segment *msg, vl_segment_t *seg
    the step values. Returns VL_OK or the reason. */
 static vl_reason_t s_unpack_steps(vl_segment_t *seg)
 {
-    size_t T = seg->horizon;
+    size_t T = seg->horizon, A = 4 * T * seg->action.dims;
     const uint8_t *p = seg->wire + (T + 1) * seg->obs_wire_bytes;
-    memcpy(seg->actions, p, 4 * T);
-    memcpy(seg->rewards, p + 4 * T, 4 * T);
-    memcpy(seg->logp, p + 8 * T, 4 * T);
-    const uint8_t *dones = p + 12 * T;
+    if (seg->schema < 3) { // int32 choices
+        for (size_t t = 0; t < T; t++) {
+            int32_t a;
+            memcpy(&a, p + 4 * t, 4);
+            seg->actions[t] = a < 0 || (uint32_t)a >= seg->action.n[0] ? -1.0f : (float)a;
+        }
+    } else {
+        memcpy(seg->actions, p, A);
+    }
+    memcpy(seg->rewards, p + A, 4 * T);
+    memcpy(seg->logp, p + A + 4 * T, 4 * T);
+    const uint8_t *dones = p + A + 8 * T;
     uint32_t bad_done = 0, truncated = 0;
     for (size_t t = 0; t < T; t++) {
         bad_done |= dones[t] > 2;
@@ -156,10 +182,9 @@ static vl_reason_t s_unpack_steps(vl_segment_t *seg)
     bad_done |= truncated != seg->n_truncated; // the header's count sized the payload
     if (!vl_wire_all_finite(seg->rewards, T) || !vl_wire_all_finite(seg->logp, T))
         return VL_ENONFINITE;
-    for (size_t t = 0; t < T; t++)
-        if (seg->actions[t] < 0 || (uint32_t)seg->actions[t] >= seg->num_actions)
-            return VL_EACTION;
-    for (size_t t = 0; t < T; t++)
+    if (vl_action_find_bad(&seg->action, seg->actions, T) >= 0)
+        return VL_EACTION;
+    for (size_t t = 0; t < T && !vl_action_is_box(&seg->action); t++)
         bad_done |= !(seg->logp[t] <= 0.0f);
     return bad_done ? VL_EDONE : VL_OK;
 }
@@ -186,14 +211,16 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     vl_reason_t reason = s_check_header(msg, lim, seg);
     if (reason != VL_OK)
         return reason;
-    void *arrays = reserve(ctx, vl_segment_arrays_size(seg->horizon, &seg->obs_spec));
+    void *arrays =
+        reserve(ctx, vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims));
     if (!arrays)
         return VL_ETOOBIG;
     vl_segment_bind(seg, arrays);
     reason = vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, seg->wire);
     if (reason != VL_OK)
         return reason;
-    size_t T = seg->horizon, final_at = (T + 1) * seg->obs_wire_bytes + S_STEP_BYTES * T;
+    size_t T = seg->horizon;
+    size_t final_at = (T + 1) * seg->obs_wire_bytes + (S_STEP_BYTES + 4 * seg->action.dims) * T;
     vl_obs_unpack_rows(&seg->obs_spec, T + 1, seg->wire, seg->obs);
     vl_obs_unpack_rows(&seg->obs_spec, seg->n_truncated, seg->wire + final_at, seg->final_obs);
     reason = s_copy_episodes(msg, seg);
@@ -263,8 +290,8 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
     vl_limits_t lim = vl_limits_default();
     lim.max_obs_dim = UINT32_MAX;
     uint32_t dim, wire;
-    if (seg->horizon == 0 || seg->num_actions == 0 || seg->n_episodes > seg->horizon ||
-        !vl_policy_id_ok(seg->policy_id) ||
+    if (seg->horizon == 0 || vl_action_check(&seg->action, &lim, NULL, 0) != 0 ||
+        seg->n_episodes > seg->horizon || !vl_policy_id_ok(seg->policy_id) ||
         vl_obs_spec_check(&seg->obs_spec, &lim, &dim, &wire) != VL_OK || dim != seg->obs_dim ||
         wire != seg->obs_wire_bytes || vl_obs_row_bytes(&seg->obs_spec) != seg->obs_row_bytes)
         return 0;
@@ -273,7 +300,7 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
         return 0;
     if (s_count_truncated(seg) != seg->n_truncated || (seg->n_truncated && !seg->final_obs))
         return 0;
-    uint64_t bytes = s_payload_bytes(seg->horizon, wire, seg->n_truncated);
+    uint64_t bytes = s_payload_bytes(seg->horizon, wire, seg->n_truncated, seg->action.dims);
     return bytes <= LZ4_MAX_INPUT_SIZE ? bytes : 0;
 }
 
@@ -282,19 +309,23 @@ static void s_write_payload(const vl_segment_t *seg, uint8_t *buf)
 {
     size_t T = seg->horizon;
     vl_obs_pack_rows(&seg->obs_spec, T + 1, seg->obs, buf);
+    size_t A = 4 * T * seg->action.dims;
     uint8_t *p = buf + (T + 1) * seg->obs_wire_bytes;
-    memcpy(p, seg->actions, 4 * T);
-    memcpy(p + 4 * T, seg->rewards, 4 * T);
-    memcpy(p + 8 * T, seg->logp, 4 * T);
+    memcpy(p, seg->actions, A);
+    memcpy(p + A, seg->rewards, 4 * T);
+    memcpy(p + A + 4 * T, seg->logp, 4 * T);
     for (size_t t = 0; t < T; t++)
-        p[12 * T + t] = seg->dones[t] == 0.0f ? 0 : (seg->truncated && seg->truncated[t]) ? 2 : 1;
-    vl_obs_pack_rows(&seg->obs_spec, seg->n_truncated, seg->final_obs, p + 13 * T);
+        p[A + 8 * T + t] = seg->dones[t] == 0.0f                   ? 0
+                           : (seg->truncated && seg->truncated[t]) ? 2
+                                                                   : 1;
+    vl_obs_pack_rows(&seg->obs_spec, seg->n_truncated, seg->final_obs, p + A + 9 * T);
 }
 
 /* Fills msg's header and episode fields from seg (pointers borrowed; the
    field messages live in fields and ptrs). */
 static void s_segment_to_msg(const vl_segment_t *seg, Volley__Segment *msg,
-                             Volley__ObsField *fields, Volley__ObsField **ptrs)
+                             Volley__ObsField *fields, Volley__ObsField **ptrs,
+                             Volley__ActionSpace *action)
 {
     msg->schema = VL_SCHEMA_VERSION;
     msg->actor_id = seg->actor_id;
@@ -306,7 +337,8 @@ static void s_segment_to_msg(const vl_segment_t *seg, Volley__Segment *msg,
     vl_obs_fields_to_msg(&seg->obs_spec, fields, ptrs);
     msg->n_obs_fields = seg->obs_spec.n_fields;
     msg->obs_fields = ptrs;
-    msg->num_actions = seg->num_actions;
+    vl_action_to_msg(&seg->action, action);
+    msg->action = action;
     msg->n_episode_returns = seg->n_episodes;
     msg->episode_returns = seg->episode_returns;
     msg->n_episode_lengths = seg->n_episodes;
@@ -332,7 +364,8 @@ int vl_segment_encode(const vl_segment_t *seg, uint8_t **out, size_t *out_size)
     Volley__Segment msg = VOLLEY__SEGMENT__INIT;
     Volley__ObsField fields[VL_OBS_FIELDS_MAX];
     Volley__ObsField *ptrs[VL_OBS_FIELDS_MAX];
-    s_segment_to_msg(seg, &msg, fields, ptrs);
+    Volley__ActionSpace action;
+    s_segment_to_msg(seg, &msg, fields, ptrs, &action);
     msg.raw_size = (uint32_t)raw;
     msg.payload.data = block;
     msg.payload.len = len;

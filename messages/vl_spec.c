@@ -38,8 +38,48 @@ vl_reason_t vl_obs_fields_from_msg(size_t n, Volley__ObsField *const *fields, vl
     return VL_OK;
 }
 
+void vl_action_to_msg(const vl_action_spec_t *a, Volley__ActionSpace *msg)
+{
+    volley__action_space__init(msg);
+    msg->kind = (Volley__ActionKind)a->kind;
+    if (a->kind == VL_ENV_BOX) {
+        msg->n_low = msg->n_high = a->dims;
+        msg->low = (float *)a->low;
+        msg->high = (float *)a->high;
+    } else {
+        msg->n_n = a->dims;
+        msg->n = (uint32_t *)a->n;
+    }
+}
+
+vl_reason_t vl_action_from_msg(const Volley__ActionSpace *msg, const vl_limits_t *lim,
+                               vl_action_spec_t *a)
+{
+    vl_action_spec_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.kind = (uint32_t)msg->kind;
+    int box = tmp.kind == VL_ENV_BOX;
+    size_t dims = box ? msg->n_low : msg->n_n;
+    if (dims == 0 || dims > VL_ACTION_DIMS_MAX || (box && (msg->n_high != dims || msg->n_n)) ||
+        (!box && (msg->n_low || msg->n_high)))
+        return VL_EACTION;
+    tmp.dims = (uint32_t)dims;
+    for (size_t d = 0; d < dims; d++) {
+        if (box) {
+            tmp.low[d] = msg->low[d];
+            tmp.high[d] = msg->high[d];
+        } else {
+            tmp.n[d] = msg->n[d];
+        }
+    }
+    if (vl_action_check(&tmp, lim, NULL, 0) != 0)
+        return VL_EACTION;
+    *a = tmp;
+    return VL_OK;
+}
+
 void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *fields,
-                    Volley__ObsField **ptrs)
+                    Volley__ObsField **ptrs, Volley__ActionSpace *action)
 {
     volley__spec__init(msg);
     msg->schema = VL_SCHEMA_VERSION;
@@ -47,7 +87,9 @@ void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *
     vl_obs_fields_to_msg(&spec->obs_spec, fields, ptrs);
     msg->n_obs_fields = spec->obs_spec.n_fields;
     msg->obs_fields = ptrs;
-    msg->num_actions = spec->num_actions;
+    msg->num_actions = spec->action.kind == VL_ENV_DISCRETE ? spec->action.n[0] : 0;
+    vl_action_to_msg(&spec->action, action);
+    msg->action = action;
     msg->horizon = spec->horizon;
     msg->hidden = spec->hidden;
     msg->env = (char *)spec->env;
@@ -80,10 +122,11 @@ static vl_reason_t s_check_sizes(const vl_spec_t *spec, const vl_limits_t *lim)
     vl_reason_t r = vl_obs_spec_check(&spec->obs_spec, lim, &dim, &wire);
     if (r != VL_OK)
         return r;
-    if (spec->num_actions == 0 || spec->horizon == 0 || spec->hidden == 0)
+    if (vl_action_check(&spec->action, lim, NULL, 0) != 0)
+        return VL_EACTION;
+    if (spec->horizon == 0 || spec->hidden == 0)
         return VL_ESHAPE;
-    if (spec->num_actions > lim->max_actions || spec->horizon > lim->max_horizon ||
-        spec->hidden > VL_SPEC_HIDDEN_MAX)
+    if (spec->horizon > lim->max_horizon || spec->hidden > VL_SPEC_HIDDEN_MAX)
         return VL_ETOOBIG;
     return VL_OK;
 }
@@ -99,7 +142,8 @@ int vl_spec_encode(const vl_spec_t *spec, uint8_t **out, size_t *out_size)
     Volley__Spec msg;
     Volley__ObsField fields[VL_OBS_FIELDS_MAX];
     Volley__ObsField *ptrs[VL_OBS_FIELDS_MAX];
-    vl_spec_to_msg(spec, &msg, fields, ptrs);
+    Volley__ActionSpace action;
+    vl_spec_to_msg(spec, &msg, fields, ptrs, &action);
     return vl_wire_pack(&msg.base, out, out_size);
 }
 
@@ -113,7 +157,13 @@ vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl
     r = vl_obs_fields_from_msg(msg->n_obs_fields, msg->obs_fields, &tmp.obs_spec);
     if (r != VL_OK)
         return r;
-    tmp.num_actions = msg->num_actions;
+    if (msg->action) {
+        r = vl_action_from_msg(msg->action, lim, &tmp.action);
+        if (r != VL_OK)
+            return r;
+    } else {
+        tmp.action = vl_action_discrete(msg->num_actions);
+    }
     tmp.horizon = msg->horizon;
     tmp.hidden = msg->hidden;
     r = s_check_sizes(&tmp, lim);
@@ -164,9 +214,10 @@ void vl_spec_str(const vl_spec_t *spec, char *out, size_t out_size)
 {
     char obs[128];
     vl_spec_obs_str(&spec->obs_spec, obs, sizeof obs);
-    char model[VL_SPEC_MODEL_MAX];
+    char model[VL_SPEC_MODEL_MAX], action[VL_ACTION_TEXT_MAX];
     vl_spec_model(spec, model, sizeof model);
-    snprintf(out, out_size, "obs %s actions %u horizon %u model %s env %s", obs, spec->num_actions,
+    vl_action_str(&spec->action, action, sizeof action);
+    snprintf(out, out_size, "obs %s actions %s horizon %u model %s env %s", obs, action,
              spec->horizon, model, spec->env[0] ? spec->env : "?");
 }
 
@@ -189,9 +240,13 @@ int vl_spec_diff(const vl_spec_t *policy, const vl_spec_t *sender, const char *w
                  b);
         return 1;
     }
-    if (policy->num_actions != sender->num_actions)
-        return s_differs("actions", policy, policy->num_actions, who, sender->num_actions, why,
-                         why_size);
+    if (!vl_action_equal(&policy->action, &sender->action)) {
+        char a[VL_ACTION_TEXT_MAX], b[VL_ACTION_TEXT_MAX];
+        snprintf(why, why_size, "actions: policy '%s' has %s, %s %s", policy->policy_id,
+                 vl_action_str(&policy->action, a, sizeof a), who,
+                 vl_action_str(&sender->action, b, sizeof b));
+        return 1;
+    }
     if (policy->horizon != sender->horizon)
         return s_differs("horizon", policy, policy->horizon, who, sender->horizon, why, why_size);
     char a[VL_SPEC_MODEL_MAX], b[VL_SPEC_MODEL_MAX];
@@ -213,9 +268,16 @@ int vl_spec_check_segment(const vl_spec_t *spec, const vl_segment_t *seg, char *
                  spec->horizon);
         return 1;
     }
-    if (seg->num_actions != spec->num_actions) {
-        snprintf(why, why_size, "actions %u, policy '%s' has %u", seg->num_actions, spec->policy_id,
-                 spec->num_actions);
+    if (seg->action.dims != spec->action.dims) {
+        snprintf(why, why_size, "action width %u, policy '%s' has %u", seg->action.dims,
+                 spec->policy_id, spec->action.dims);
+        return 1;
+    }
+    if (!vl_action_equal(&seg->action, &spec->action)) {
+        char a[VL_ACTION_TEXT_MAX], b[VL_ACTION_TEXT_MAX];
+        snprintf(why, why_size, "actions %s, policy '%s' has %s",
+                 vl_action_str(&seg->action, a, sizeof a), spec->policy_id,
+                 vl_action_str(&spec->action, b, sizeof b));
         return 1;
     }
     if (!vl_obs_spec_equal(&seg->obs_spec, &spec->obs_spec)) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vl_action.h"
 #include "vl_codec.h"
 #include "volley.pb-c.h"
 
@@ -20,7 +21,7 @@
 typedef struct {
     char policy_id[VL_POLICY_ID_MAX];
     vl_obs_spec_t obs_spec;
-    uint32_t num_actions;
+    vl_action_spec_t action; // the action space
     uint32_t horizon;
     uint32_t hidden;            // hidden units per layer of volley's MLP
     char env[VL_POLICY_ID_MAX]; // the environment's name, for people ("" if unknown)
@@ -51,10 +52,18 @@ void vl_obs_fields_to_msg(const vl_obs_spec_t *obs, Volley__ObsField *fields,
    vl_obs_spec_check, not here). */
 vl_reason_t vl_obs_fields_from_msg(size_t n, Volley__ObsField *const *fields, vl_obs_spec_t *obs);
 
+/* Fills msg (n, low and high borrowed from a) from an action space. */
+void vl_action_to_msg(const vl_action_spec_t *a, Volley__ActionSpace *msg);
+
+/* Copies an ActionSpace message into *a and checks it (vl_action_check
+   under lim). Returns VL_OK, or VL_EACTION. */
+vl_reason_t vl_action_from_msg(const Volley__ActionSpace *msg, const vl_limits_t *lim,
+                               vl_action_spec_t *a);
+
 /* Fills msg (with fields and ptrs as its storage, VL_OBS_FIELDS_MAX each)
    from spec; msg's strings point into spec. */
 void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *fields,
-                    Volley__ObsField **ptrs);
+                    Volley__ObsField **ptrs, Volley__ActionSpace *action);
 
 /* Checks an unpacked Spec and copies it into *spec. Returns VL_OK or the
    reason. */
@@ -81,7 +90,7 @@ int vl_spec_model_ok(const char *text);
    "u2[16x16] u1[32] f32[2]". */
 void vl_spec_obs_str(const vl_obs_spec_t *obs, char *out, size_t out_size);
 
-/* Writes a spec in one line: "obs f32[4] actions 2 horizon 64 hidden 64 env cartpole". */
+/* Writes a spec in one line: "obs f32[4] actions discrete(2) horizon 64 model ... env cartpole". */
 void vl_spec_str(const vl_spec_t *spec, char *out, size_t out_size);
 
 #endif

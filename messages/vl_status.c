@@ -33,8 +33,9 @@ int vl_beat_encode(const vl_beat_t *beat, uint8_t **out, size_t *out_size)
     Volley__Spec spec;
     Volley__ObsField fields[VL_OBS_FIELDS_MAX];
     Volley__ObsField *ptrs[VL_OBS_FIELDS_MAX];
+    Volley__ActionSpace action;
     if (beat->has_spec) {
-        vl_spec_to_msg(&beat->spec, &spec, fields, ptrs);
+        vl_spec_to_msg(&beat->spec, &spec, fields, ptrs, &action);
         spec.policy_id = (char *)beat->policy_id;
         msg.spec = &spec;
     }

@@ -157,7 +157,7 @@ void *vl_wire_unpack(const ProtobufCMessageDescriptor *desc, const uint8_t *data
 
 vl_reason_t vl_wire_check_head(uint32_t schema, const char *policy_id)
 {
-    if (schema != VL_SCHEMA_VERSION)
+    if (schema < VL_SCHEMA_OLDEST || schema > VL_SCHEMA_VERSION)
         return VL_EVERSION;
     if (!vl_policy_id_ok(policy_id))
         return VL_EPOLICY;

@@ -11,21 +11,22 @@
 
 #include "../common/vl_policy_id.h"
 
-#define VL_SCHEMA_VERSION  2  // 2: observations declared as encoded fields
+#define VL_SCHEMA_VERSION  3  // 3: action spaces; 2: observations declared as encoded fields
+#define VL_SCHEMA_OLDEST   2  // the oldest schema a receiver still reads
 #define VL_TENSOR_NAME_MAX 32 // bytes, including the terminating NUL
 
 /* Why a message was refused. VL_OK is 0; the others index counters. */
 typedef enum {
     VL_OK = 0,
     VL_EPROTO,     // not a parsable protobuf message (truncated, garbage)
-    VL_EVERSION,   // schema field is not VL_SCHEMA_VERSION
+    VL_EVERSION,   // schema field is not VL_SCHEMA_OLDEST .. VL_SCHEMA_VERSION
     VL_ETOOBIG,    // a declared size exceeds the configured limits
     VL_ESHAPE,     // declared sizes disagree with each other or with the data
     VL_ELZ4,       // LZ4 payload corrupt, impossible or decompressing to the wrong size
     VL_ENONFINITE, // NaN or Inf in a float field
-    VL_EACTION,    // action outside [0, num_actions)
+    VL_EACTION,    // action outside its space (or the space itself invalid)
     VL_EDONE,      // done other than 0, 1 or 2 (or 2s not as many as the header's
-                   // truncations), or log-prob > 0
+                   // truncations), or log-prob > 0 for a discrete space
     VL_EPOLICY,    // policy id (or tensor name) breaking the name rule, or a string
                    // field holding a NUL byte
     VL_EMISMATCH,  // well formed, but not what this receiver serves (shape, horizon)

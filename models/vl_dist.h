@@ -19,7 +19,10 @@
 
 /* Draws one action [dims] from the distribution of outputs z
    [vl_action_outputs(a)] (and logstd [dims] for a box, else NULL) with rng;
-   writes its joint log-prob into *logp. */
+   writes its joint log-prob into *logp (vl_dist_logp's value, bit for bit).
+   Takes one vl_rng_uniform per categorical dimension (inverse CDF) or one
+   vl_rng_normal per box dimension, in dimension order, so a seed reproduces
+   the draws. */
 void vl_dist_sample(const vl_action_spec_t *a, const float *z, const float *logstd, vl_rng_t *rng,
                     float *action, float *logp);
 
@@ -29,7 +32,9 @@ void vl_dist_sample(const vl_action_spec_t *a, const float *z, const float *logs
 void vl_dist_greedy(const vl_action_spec_t *a, const float *z, float *action);
 
 /* Returns the joint log-prob of action [dims] (each in the space; a box's
-   may be outside its bounds) under z and logstd. */
+   may be outside its bounds) under z and logstd. A discrete value outside
+   its dimension's choices is read as the nearest choice (NaN as 0), never
+   past the logits; vl_action_find_bad is what refuses such actions. */
 float vl_dist_logp(const vl_action_spec_t *a, const float *z, const float *logstd,
                    const float *action);
 

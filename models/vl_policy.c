@@ -17,15 +17,16 @@
 #include <string.h>
 
 #include "vl_adam.h"
+#include "vl_dist.h"
 #include "vl_mlp.h"
 #include "vl_net.h"
 
-#define S_NETS        2                       // policy, value
-#define S_HIDDEN_GAIN 1.41421356f             // sqrt(2): keeps the tanh layers' scale
-#define S_PI_GAIN     0.01f                   // a near-uniform initial policy
-#define S_V_GAIN      1.0f                    // values start at the scale of the inputs
-#define S_CLIP_EPS    1e-6f                   // torch's clip_grad_norm_ guard
-#define S_TENSORS_MAX 64 // a Weights message's most (vl_limits_default): a network's most
+#define S_NETS        2           // policy, value
+#define S_HIDDEN_GAIN 1.41421356f // sqrt(2): keeps the tanh layers' scale
+#define S_PI_GAIN     0.01f       // a near-uniform initial policy
+#define S_V_GAIN      1.0f        // values start at the scale of the inputs
+#define S_CLIP_EPS    1e-6f       // torch's clip_grad_norm_ guard
+#define S_TENSORS_MAX 64          // a Weights message's most (vl_limits_default): a network's most
 
 enum { S_PI, S_V };
 
@@ -33,13 +34,21 @@ static const char *const s_net_names[S_NETS] = {"pi", "v"};
 
 struct vl_policy_s {
     uint32_t obs_dim;
-    uint32_t num_actions;
+    uint32_t num_actions;    // head outputs
+    vl_action_spec_t action; // the action space
+    vl_obs_spec_t obs_spec;  // the observation's fields
     uint32_t layers;         // linear layers per tower, output included (towers only)
     vl_mlp_t *net[S_NETS];   // a spec without convs: two towers...
     vl_adam_t *adam[S_NETS]; // ...each with its Adam state
     vl_net_t *conv;          // a spec with convs: one net, shared torso (towers NULL)
     vl_adam_t *conv_adam;
     char model[VL_MODEL_TEXT_MAX + 1]; // the spec's canonical text
+    float *logstd; // box: [dims] log-std, its gradient and Adam state; else NULL
+    float *dlogstd;
+    vl_adam_t *logstd_adam;
+    vl_norm_t *norm; // observation and return statistics, NULL while off
+    float *nobs;     // [ncap][obs_dim] normalised observations
+    uint32_t ncap;
     float *logits;  // [cap][A]
     float *dlogits; // [cap][A], log-probs until turned into gradients
     float *values;  // [cap]
@@ -78,8 +87,8 @@ static int s_tower_new(vl_policy_t *self, int which, const uint32_t *widths, con
 
 /* Builds the two towers of a spec without convs. Returns 0, or -1 after
    writing why to err. */
-static int s_towers_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t *rng,
-                        char *err, size_t errlen)
+static int s_towers_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t *rng, char *err,
+                        size_t errlen)
 {
     uint32_t widths[VL_MLP_MAX_LAYERS], n = 0;
     int acts[VL_MLP_MAX_LAYERS];
@@ -127,25 +136,40 @@ static vl_policy_t *s_refuse_unpublishable(vl_policy_t *self, char *err, size_t 
     return NULL;
 }
 
+/* Makes a box policy's log-std (zero: std 1 at first, as CleanRL's), its
+   gradient and Adam state. Returns 0, or -1 on no memory. */
+static int s_logstd_new(vl_policy_t *self)
+{
+    if (!vl_action_is_box(&self->action))
+        return 0;
+    uint32_t dims = self->action.dims;
+    self->logstd = calloc(dims, sizeof(float));
+    self->dlogstd = calloc(dims, sizeof(float));
+    self->logstd_adam = vl_adam_new(dims);
+    return self->logstd && self->dlogstd && self->logstd_adam ? 0 : -1;
+}
+
 vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
-                                uint32_t num_actions, uint64_t seed, int threads, char *err,
+                                const vl_action_spec_t *act, uint64_t seed, int threads, char *err,
                                 size_t errlen)
 {
     char scratch[8];
+    vl_limits_t lim = vl_limits_default();
     if (!err)
         err = scratch, errlen = sizeof scratch;
-    if (num_actions == 0) {
-        snprintf(err, errlen, "no actions");
+    if (vl_action_check(act, &lim, err, errlen) != 0)
         return NULL;
-    }
+    uint32_t num_actions = vl_action_outputs(act);
     if (vl_model_spec_check(spec, obs, err, errlen) != 0)
         return NULL;
     vl_policy_t *self = calloc(1, sizeof *self);
-    if (!self) {
+    if (!self || (self->action = *act, s_logstd_new(self)) != 0) {
         snprintf(err, errlen, "no memory for the network");
+        vl_policy_destroy(&self);
         return NULL;
     }
     self->num_actions = num_actions;
+    self->obs_spec = *obs;
     for (uint32_t i = 0; i < obs->n_fields; i++) {
         uint32_t values = 1;
         for (uint32_t d = 0; d < obs->fields[i].ndim; d++)
@@ -175,7 +199,8 @@ vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidd
         return NULL;
     vl_model_spec_t *spec = vl_model_spec_mlp(hidden);
     vl_obs_spec_t obs = vl_obs_spec_flat(obs_dim);
-    vl_policy_t *self = spec ? vl_policy_new_spec(spec, &obs, num_actions, seed, 0, NULL, 0) : NULL;
+    vl_action_spec_t act = vl_action_discrete(num_actions);
+    vl_policy_t *self = spec ? vl_policy_new_spec(spec, &obs, &act, seed, 0, NULL, 0) : NULL;
     vl_model_spec_destroy(&spec);
     return self;
 }
@@ -191,6 +216,11 @@ void vl_policy_destroy(vl_policy_t **self_p)
     }
     vl_net_destroy(&self->conv);
     vl_adam_destroy(&self->conv_adam);
+    free(self->logstd);
+    free(self->dlogstd);
+    vl_adam_destroy(&self->logstd_adam);
+    vl_norm_destroy(&self->norm);
+    free(self->nobs);
     free(self->logits);
     free(self->dlogits);
     free(self->values);
@@ -214,8 +244,56 @@ const char *vl_policy_model(const vl_policy_t *self)
     return self->model;
 }
 
+const vl_action_spec_t *vl_policy_action(const vl_policy_t *self)
+{
+    return &self->action;
+}
+
+const float *vl_policy_logstd(const vl_policy_t *self)
+{
+    return self->logstd;
+}
+
+/* Makes a normaliser for this policy's observations; it replaces none. */
+static vl_norm_t *s_norm_new(vl_policy_t *self, float gamma)
+{
+    return vl_norm_new(&self->obs_spec, gamma);
+}
+
+int vl_policy_norm_on(vl_policy_t *self, float gamma)
+{
+    if (self->norm)
+        return 0;
+    self->norm = s_norm_new(self, gamma);
+    return self->norm ? 0 : -1;
+}
+
+vl_norm_t *vl_policy_norm(vl_policy_t *self)
+{
+    return self->norm;
+}
+
+/* Returns obs normalised into the policy's scratch when normalisation is
+   on (obs itself when off), or NULL on no memory. */
+static const float *s_normalised(vl_policy_t *self, uint32_t n, const float *obs)
+{
+    if (!self->norm)
+        return obs;
+    if (n > self->ncap) {
+        float *grown = realloc(self->nobs, (size_t)n * self->obs_dim * sizeof(float));
+        if (!grown)
+            return NULL;
+        self->nobs = grown;
+        self->ncap = n;
+    }
+    vl_norm_obs(self->norm, n, obs, self->nobs);
+    return self->nobs;
+}
+
 int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits, float *values)
 {
+    if (!(obs = s_normalised(self, n, obs)))
+        return -1;
     if (self->conv)
         return vl_net_forward(self->conv, n, obs, logits, values);
     if (logits && vl_mlp_forward(self->net[S_PI], n, obs, logits) != 0)
@@ -242,6 +320,8 @@ void vl_log_softmax(const float *logits, uint32_t A, float *logp)
 
 void vl_policy_zero_grad(vl_policy_t *self)
 {
+    if (self->dlogstd)
+        memset(self->dlogstd, 0, self->action.dims * sizeof(float));
     if (self->conv)
         vl_net_zero_grad(self->conv);
     for (int k = 0; k < S_NETS && !self->conv; k++)
@@ -288,29 +368,28 @@ static int s_reserve(vl_policy_t *self, uint32_t n)
     return 0;
 }
 
-/* The policy part of one sample of weight wn (w / n): given its logits z
-   [A], writes d(loss)/d(z) into dz [A] and adds its terms into sums. The
+/* The policy part of one sample of weight wn (w / n): given its head
+   outputs z, writes d(loss)/d(z) into dz (and adds d(loss)/d(logstd) into
+   the policy's dlogstd for a box) and adds its terms into sums. The
    surrogate min(ratio * adv, clamp(ratio) * adv) has gradient ratio * adv
    with respect to log pi(a) where its first branch is the smaller (or equal)
-   one, and 0 where the clamped branch wins, as it is then constant. */
-static void s_policy_sample(const vl_loss_params_t *p, uint32_t A, const float *z, int32_t a,
-                            float old_logp, float adv, float wn, float *dz, s_sums_t *sums)
+   one, and 0 where the clamped branch wins, as it is then constant. The
+   loss is -surr - ent_coef * H: vl_dist's gradient with c_logp = -wn dsurr,
+   c_ent = -wn ent_coef, whose dsurr needs the log-prob first. */
+static void s_policy_sample(vl_policy_t *self, const vl_loss_params_t *p, const float *z,
+                            const float *a, float old_logp, float adv, float wn, float *dz,
+                            s_sums_t *sums)
 {
-    vl_log_softmax(z, A, dz);
-    float entropy = 0.0f;
-    for (uint32_t j = 0; j < A; j++)
-        entropy -= expf(dz[j]) * dz[j];
-    float log_ratio = dz[a] - old_logp, ratio = expf(log_ratio);
+    float logp = vl_dist_logp(&self->action, z, self->logstd, a);
+    float log_ratio = logp - old_logp, ratio = expf(log_ratio);
     float lo = 1.0f - p->clip, hi = 1.0f + p->clip;
     float clamped = ratio < lo ? lo : ratio > hi ? hi : ratio;
     float surr1 = ratio * adv, surr2 = clamped * adv;
     float surr = surr1 <= surr2 ? surr1 : surr2;
     float dsurr = surr1 <= surr2 ? surr1 : 0.0f; // d surr / d log pi(a)
-    for (uint32_t j = 0; j < A; j++) {
-        float pj = expf(dz[j]), onehot = (int32_t)j == a ? 1.0f : 0.0f;
-        // -surr through log pi(a); -ent_coef * H through dH/dz_j = -p_j (log p_j + H).
-        dz[j] = wn * (-dsurr * (onehot - pj) + p->ent_coef * pj * (dz[j] + entropy));
-    }
+    float entropy;
+    vl_dist_grad(&self->action, z, self->logstd, a, -wn * dsurr, -wn * p->ent_coef, dz,
+                 self->dlogstd, NULL, &entropy);
     sums->loss += (double)wn * (-surr - p->ent_coef * entropy);
     sums->surr += surr;
     sums->entropy += entropy;
@@ -329,7 +408,7 @@ static void s_fill_stats(const s_sums_t *sums, uint32_t n, vl_loss_stats_t *stat
 }
 
 float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
-                          const float *obs, const int32_t *actions, const float *old_logp,
+                          const float *obs, const float *actions, const float *old_logp,
                           const float *adv, const float *v_target, const float *w,
                           vl_loss_stats_t *stats)
 {
@@ -341,12 +420,11 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
     }
     if (s_reserve(self, n) != 0 || vl_policy_forward(self, n, obs, self->logits, self->values) != 0)
         return NAN;
-    uint32_t A = self->num_actions;
+    uint32_t A = self->num_actions, dims = self->action.dims;
     for (uint32_t i = 0; i < n; i++) {
-        assert(actions[i] >= 0 && (uint32_t)actions[i] < A);
         float wn = (w ? w[i] : 1.0f) / (float)n;
-        s_policy_sample(p, A, self->logits + (size_t)i * A, actions[i], old_logp[i], adv[i], wn,
-                        self->dlogits + (size_t)i * A, &sums);
+        s_policy_sample(self, p, self->logits + (size_t)i * A, actions + (size_t)i * dims,
+                        old_logp[i], adv[i], wn, self->dlogits + (size_t)i * A, &sums);
         float err = self->values[i] - v_target[i];
         self->dvalues[i] = p->vf_coef * wn * err;
         sums.loss += (double)wn * p->vf_coef * 0.5f * err * err;
@@ -359,33 +437,43 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
     return (float)sums.loss;
 }
 
+#define S_ARRAYS (S_NETS + 1) // the most flat parameter arrays: towers and a log-std
+
 /* The flat parameter arrays and their optimizers: one for a conv net, one
-   per tower. Returns how many (k < 2), filling params, grads, counts, adams. */
+   per tower, then a box's log-std. Returns how many, filling params, grads,
+   counts, adams. */
 static int s_arrays(vl_policy_t *self, float **params, float **grads, size_t *counts,
                     vl_adam_t **adams)
 {
+    int k = 0;
     if (self->conv) {
         params[0] = vl_net_params(self->conv);
         grads[0] = vl_net_grads(self->conv);
         counts[0] = vl_net_param_count(self->conv);
         adams[0] = self->conv_adam;
-        return 1;
+        k = 1;
     }
-    for (int k = 0; k < S_NETS; k++) {
+    for (; !self->conv && k < S_NETS; k++) {
         params[k] = vl_mlp_params(self->net[k]);
         grads[k] = vl_mlp_grads(self->net[k]);
         counts[k] = vl_mlp_param_count(self->net[k]);
         adams[k] = self->adam[k];
     }
-    return S_NETS;
+    if (self->logstd) {
+        params[k] = self->logstd;
+        grads[k] = self->dlogstd;
+        counts[k] = self->action.dims;
+        adams[k++] = self->logstd_adam;
+    }
+    return k;
 }
 
 /* Returns the global L2 norm of the accumulated gradient. */
 static double s_grad_norm(vl_policy_t *self)
 {
-    float *params[S_NETS], *grads[S_NETS];
-    size_t counts[S_NETS];
-    vl_adam_t *adams[S_NETS];
+    float *params[S_ARRAYS], *grads[S_ARRAYS];
+    size_t counts[S_ARRAYS];
+    vl_adam_t *adams[S_ARRAYS];
     int arrays = s_arrays(self, params, grads, counts, adams);
     double lanes[8] = {0}, sq = 0.0; // 8 independent sums: vectorises without reassociating
     for (int k = 0; k < arrays; k++) {
@@ -410,9 +498,9 @@ float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm)
     if (!isfinite(norm))
         return (float)norm;
     float scale = max_norm > 0.0f && norm > max_norm ? max_norm / (float)(norm + S_CLIP_EPS) : 1;
-    float *params[S_NETS], *grads[S_NETS];
-    size_t counts[S_NETS];
-    vl_adam_t *adams[S_NETS];
+    float *params[S_ARRAYS], *grads[S_ARRAYS];
+    size_t counts[S_ARRAYS];
+    vl_adam_t *adams[S_ARRAYS];
     int arrays = s_arrays(self, params, grads, counts, adams);
     for (int k = 0; k < arrays; k++) {
         float *g = grads[k];
@@ -429,9 +517,34 @@ float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm)
     return (float)norm;
 }
 
+/* Returns the tensors of the network alone: its layers and a log-std. */
+static uint32_t s_net_tensors(const vl_policy_t *self)
+{
+    uint32_t n = self->conv ? vl_net_tensor_count(self->conv) : S_NETS * self->layers * 2;
+    return n + (self->logstd != NULL);
+}
+
 uint32_t vl_policy_tensor_count(const vl_policy_t *self)
 {
-    return self->conv ? vl_net_tensor_count(self->conv) : S_NETS * self->layers * 2;
+    return s_net_tensors(self) + (self->norm ? VL_NORM_TENSORS : 0);
+}
+
+/* Fills t with the log-std tensor, or the statistics' tensor k (their data:
+   no gradient, the same pointers). */
+static void s_extra_tensor(vl_policy_t *self, uint32_t k, int grads, vl_tensor_t *t)
+{
+    memset(t, 0, sizeof *t);
+    if (self->logstd && k-- == 0) {
+        snprintf(t->name, sizeof t->name, "pi.logstd");
+        t->rows = self->action.dims;
+        t->cols = 1;
+        t->ndim = 1;
+        t->data = grads ? self->dlogstd : self->logstd;
+        return;
+    }
+    vl_tensor_t norm[VL_NORM_TENSORS];
+    vl_norm_tensors(self->norm, norm);
+    *t = norm[k];
 }
 
 /* Fills t's name and shape for tensor i and points its data into the
@@ -439,6 +552,11 @@ uint32_t vl_policy_tensor_count(const vl_policy_t *self)
 static void s_tensor(vl_policy_t *self, uint32_t i, int grads, vl_tensor_t *t)
 {
     assert(i < vl_policy_tensor_count(self));
+    uint32_t layers = self->conv ? vl_net_tensor_count(self->conv) : S_NETS * self->layers * 2;
+    if (i >= layers) {
+        s_extra_tensor(self, i - layers, grads, t);
+        return;
+    }
     if (self->conv) {
         vl_net_tensor(self->conv, i, grads, t);
         return;
@@ -481,17 +599,40 @@ static const vl_tensor_t *s_find(const vl_weights_t *w, const vl_tensor_t *want)
     return NULL;
 }
 
+/* Takes w's statistics when it carries them (normalisation on), else turns
+   normalisation off. Returns 0, or -1 (nothing changed) when they are
+   there but bad, or on no memory. */
+static int s_load_norm(vl_policy_t *self, const vl_weights_t *w)
+{
+    if (!vl_norm_present(w, self->obs_dim)) {
+        vl_norm_destroy(&self->norm);
+        return 0;
+    }
+    vl_norm_t *norm = self->norm ? NULL : s_norm_new(self, 0.99f);
+    if (!self->norm && !norm)
+        return -1;
+    if (vl_norm_load(norm ? norm : self->norm, w) != 0) {
+        vl_norm_destroy(&norm);
+        return -1;
+    }
+    if (norm)
+        self->norm = norm;
+    return 0;
+}
+
 int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
 {
     if (!w || (w->n_tensors > 0 && !w->tensors))
         return -1;
     vl_tensor_t mine;
-    uint32_t count = vl_policy_tensor_count(self);
+    uint32_t count = s_net_tensors(self);
     for (uint32_t i = 0; i < count; i++) {
         vl_policy_tensor(self, i, &mine);
         if (!s_find(w, &mine))
             return -1;
     }
+    if (s_load_norm(self, w) != 0)
+        return -1;
     for (uint32_t i = 0; i < count; i++) {
         vl_policy_tensor(self, i, &mine);
         const vl_tensor_t *t = s_find(w, &mine);
@@ -503,8 +644,8 @@ int vl_policy_load(vl_policy_t *self, const vl_weights_t *w)
 
 void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, size_t why_size)
 {
-    vl_tensor_t mine[S_TENSORS_MAX]; // vl_policy_new_spec refuses a network of more
-    uint32_t n = vl_policy_tensor_count(self);
+    vl_tensor_t mine[S_TENSORS_MAX];  // vl_policy_new_spec refuses a network of more
+    uint32_t n = s_net_tensors(self); // statistics are optional
     snprintf(why, why_size, "they fit");
     for (uint32_t i = 0; i < n && i < S_TENSORS_MAX; i++)
         vl_policy_tensor(self, i, &mine[i]);
@@ -515,24 +656,25 @@ void vl_policy_mismatch(vl_policy_t *self, const vl_weights_t *w, char *why, siz
 
 size_t vl_policy_optimizer_size(const vl_policy_t *self)
 {
-    if (self->conv)
-        return vl_adam_state_size(self->conv_adam);
-    size_t size = 0;
-    for (int k = 0; k < S_NETS; k++)
-        size += vl_adam_state_size(self->adam[k]);
+    float *params[S_ARRAYS], *grads[S_ARRAYS];
+    size_t counts[S_ARRAYS], size = 0;
+    vl_adam_t *adams[S_ARRAYS];
+    int arrays = s_arrays((vl_policy_t *)self, params, grads, counts, adams);
+    for (int k = 0; k < arrays; k++)
+        size += vl_adam_state_size(adams[k]);
     return size;
 }
 
 void vl_policy_save_optimizer(const vl_policy_t *self, void *out)
 {
-    if (self->conv) {
-        vl_adam_save(self->conv_adam, out);
-        return;
-    }
+    float *params[S_ARRAYS], *grads[S_ARRAYS];
+    size_t counts[S_ARRAYS];
+    vl_adam_t *adams[S_ARRAYS];
+    int arrays = s_arrays((vl_policy_t *)self, params, grads, counts, adams);
     uint8_t *p = out;
-    for (int k = 0; k < S_NETS; k++) {
-        vl_adam_save(self->adam[k], p);
-        p += vl_adam_state_size(self->adam[k]);
+    for (int k = 0; k < arrays; k++) {
+        vl_adam_save(adams[k], p);
+        p += vl_adam_state_size(adams[k]);
     }
 }
 
@@ -540,12 +682,14 @@ int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
 {
     if (size != vl_policy_optimizer_size(self))
         return -1;
-    if (self->conv)
-        return vl_adam_load(self->conv_adam, in, size);
+    float *params[S_ARRAYS], *grads[S_ARRAYS];
+    size_t counts[S_ARRAYS];
+    vl_adam_t *adams[S_ARRAYS];
+    int arrays = s_arrays(self, params, grads, counts, adams);
     const uint8_t *p = in;
-    for (int k = 0; k < S_NETS; k++) {
-        vl_adam_load(self->adam[k], p, vl_adam_state_size(self->adam[k]));
-        p += vl_adam_state_size(self->adam[k]);
+    for (int k = 0; k < arrays; k++) {
+        vl_adam_load(adams[k], p, vl_adam_state_size(adams[k]));
+        p += vl_adam_state_size(adams[k]);
     }
     return 0;
 }

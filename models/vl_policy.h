@@ -1,8 +1,13 @@
 /*  vl_policy: volley's actor-critic network, built from a model spec over
-    an observation spec. A spec without conv layers builds two towers, as
-    CleanRL's MLP agent: a policy net obs -> the spec's linear layers ->
-    num_actions (logits) and a value net obs -> the same layers, own weights
-    -> 1 (vl_mlp; tensors pi.J.weight/bias, v.J.weight/bias). A spec with
+    an observation spec and an action space. A spec without conv layers
+    builds two towers, as CleanRL's MLP agent: a policy net obs -> the spec's
+    linear layers -> the head's outputs (logits of every discrete dimension,
+    or a box's means; vl_dist says what they stand for) and a value net obs
+    -> the same layers, own weights -> 1 (vl_mlp; tensors pi.J.weight/bias,
+    v.J.weight/bias). A box adds a state-independent log-std, tensor
+    pi.logstd [dims], zero at first. With normalisation on (vl_norm) the
+    observations are normalised before either net, and the statistics travel
+    as three more tensors. A spec with
     conv layers builds one net whose torso both heads share, as CleanRL's
     Atari agent (vl_net; tensors conv.K.J, torso.J, pi, v). Forward for
     acting, loss and backward for learning, Adam, and its parameters as
@@ -12,9 +17,11 @@
 
 #include <stdint.h>
 
+#include "../messages/vl_action.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_obs.h"
 #include "vl_model_spec.h"
+#include "vl_norm.h"
 
 typedef struct vl_policy_s vl_policy_t;
 
@@ -32,17 +39,18 @@ typedef struct {
     float clip_frac;   // fraction of samples whose ratio was clipped
 } vl_loss_stats_t;
 
-/* Creates the policy spec names over obs with num_actions actions, its
+/* Creates the policy spec names over obs acting in the space act, its
    initial weights deterministic from seed; a conv net runs on threads
    threads (0: oneDNN's default). Returns a new policy (caller destroys), or
    NULL after writing one line to err (may be NULL): a spec that cannot read
-   obs, an lstm, too many layers, no memory. */
+   obs, an invalid space, an lstm, too many layers, no memory. */
 vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
-                                uint32_t num_actions, uint64_t seed, int threads, char *err,
+                                const vl_action_spec_t *act, uint64_t seed, int threads, char *err,
                                 size_t errlen);
 
-/* Creates the mlp(hidden) policy over obs_dim flat floats, as
-   vl_policy_new_spec. Returns NULL on sizes of 0 or no memory. */
+/* Creates the mlp(hidden) policy over obs_dim flat floats with num_actions
+   discrete actions, as vl_policy_new_spec. Returns NULL on sizes of 0 or no
+   memory. */
 vl_policy_t *vl_policy_new(uint32_t obs_dim, uint32_t num_actions, uint32_t hidden, uint64_t seed);
 
 /* Returns the canonical text of the policy's model spec; self keeps it. */
@@ -54,12 +62,26 @@ void vl_policy_destroy(vl_policy_t **self_p);
 /* Returns the observation size the policy takes. */
 uint32_t vl_policy_obs_dim(const vl_policy_t *self);
 
-/* Returns the number of discrete actions. */
+/* Returns the head's outputs per observation (vl_action_outputs). */
 uint32_t vl_policy_num_actions(const vl_policy_t *self);
 
-/* Forward pass over n observations [n][obs_dim]: writes logits [n][A] and
-   values [n]; either output may be NULL to skip that net. Returns 0, or -1 on
-   no memory. */
+/* Returns the action space. */
+const vl_action_spec_t *vl_policy_action(const vl_policy_t *self);
+
+/* Returns the log-std [dims] of a box policy, NULL for discrete kinds. */
+const float *vl_policy_logstd(const vl_policy_t *self);
+
+/* Turns observation normalisation on (statistics at their start, returns
+   discounted by gamma). Returns 0, or -1 on no memory. */
+int vl_policy_norm_on(vl_policy_t *self, float gamma);
+
+/* Returns the policy's statistics, NULL while normalisation is off. */
+vl_norm_t *vl_policy_norm(vl_policy_t *self);
+
+/* Forward pass over n observations [n][obs_dim] (normalised first when
+   normalisation is on): writes the head's outputs [n][A] and values [n];
+   either output may be NULL to skip that net. Returns 0, or -1 on no
+   memory. */
 int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits,
                       float *values);
 
@@ -81,14 +103,14 @@ void vl_policy_params_changed(vl_policy_t *self);
 
 /* Loss over a minibatch of n samples, its gradient added (+=) to the
    accumulated gradient:
-     ratio = exp(logp(actions) - old_logp)
+     ratio = exp(logp(actions) - old_logp), logp the joint log-prob (vl_dist)
      loss = -mean(w * min(ratio * adv, clamp(ratio, 1-clip, 1+clip) * adv))
             + vf_coef * 0.5 * mean(w * (v - v_target)^2)
             - ent_coef * mean(w * entropy)
    w (importance weights) may be NULL for all ones. Fills stats if not NULL.
-   Returns the loss, or NAN on no memory. */
+   actions are [n][dims]. Returns the loss, or NAN on no memory. */
 float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
-                          const float *obs, const int32_t *actions, const float *old_logp,
+                          const float *obs, const float *actions, const float *old_logp,
                           const float *adv, const float *v_target, const float *w,
                           vl_loss_stats_t *stats);
 
@@ -117,9 +139,10 @@ void vl_policy_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
    gradient instead of the parameters (for tests and diagnostics). */
 void vl_policy_grad_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t);
 
-/* Copies weights into the policy. Every tensor of the policy must be present
-   in w with the same name and shape; otherwise nothing changes and -1 is
-   returned. Returns 0 on success. */
+/* Copies weights into the policy. Every tensor of the network must be
+   present in w with the same name and shape; otherwise nothing changes and
+   -1 is returned. Normalisation statistics in w are taken (normalisation
+   turned on); weights without them turn it off. Returns 0 on success. */
 int vl_policy_load(vl_policy_t *self, const vl_weights_t *w);
 
 /* Writes why vl_policy_load would refuse w: the first tensor missing or of

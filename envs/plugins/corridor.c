@@ -78,8 +78,9 @@ static void s_reset(void *env, float *obs)
 }
 
 /* Action 0 moves left (a wall at cell 0), 1 moves right. */
-static float s_step(void *env, int32_t action, float *obs, int *terminated, int *truncated)
+static float s_step(void *env, const float *actions, float *obs, int *terminated, int *truncated)
 {
+    int32_t action = (int32_t)actions[0];
     corridor_t *self = env;
     if (action == 1)
         self->cell++;
@@ -99,7 +100,7 @@ const vl_env_t volley_env = {
     .summary = "walk right to the end of an 8-cell corridor within 50 steps",
     .n_fields = 1,
     .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {CELLS}, .low = 0, .high = 1}},
-    .num_actions = 2,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {2}},
     .has_solved_return = 1,
     .solved_return = 0.95f, // the best policy averages about 0.97
     .create = s_create,

@@ -55,7 +55,7 @@ enum {
 typedef struct {
     const char *broker;  // HOST[:PORT] of the broker
     const char *policy;  // policy id to act for
-    const vl_env_t *env; // the observation fields, num_actions and name; its functions unused
+    const vl_env_t *env; // the observation fields, action space and name; its functions unused
     uint32_t n_envs;     // environments per batch
     uint32_t horizon;    // steps per segment, as the learner's
     uint32_t hidden;     // hidden units, as the learner declares (external: still declared)
@@ -97,15 +97,19 @@ VL_EXPORT uint32_t vl_actor_obs_dim(const vl_actor_t *self);
 VL_EXPORT int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size);
 
 /* Acts on obs [n_envs][obs_dim] (n_values = n_envs * obs_dim) with volley's
-   policy: writes actions [n_envs] and their log-probs [n_envs]. Returns
-   VL_ACTOR_OK or an error code (EINVAL in external mode). */
-VL_EXPORT int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, int32_t *actions,
+   policy: writes actions [n_envs][dims] (the env's action space: a discrete
+   choice as a whole number; a box action as sampled, to be clipped to the
+   bounds before stepping the env) and their joint log-probs [n_envs].
+   Returns VL_ACTOR_OK or an error code (EINVAL in external mode). */
+VL_EXPORT int vl_actor_act(vl_actor_t *self, const float *obs, size_t n_values, float *actions,
                            float *logps, char *why, size_t why_size);
 
-/* External mode: records that the caller acted on obs with actions [n_envs]
-   (each 0 .. num_actions - 1) of log-probs logps [n_envs] (finite, <= 0). */
+/* External mode: records that the caller acted on obs with actions
+   [n_envs][dims] (each in the space: whole numbers 0 .. n[d] - 1, or finite
+   box values, unclipped) of joint log-probs logps [n_envs] (finite; <= 0 for
+   discrete kinds). */
 VL_EXPORT int vl_actor_act_external(vl_actor_t *self, const float *obs, size_t n_values,
-                                    const int32_t *actions, const float *logps, char *why,
+                                    const float *actions, const float *logps, char *why,
                                     size_t why_size);
 
 /* Records the outcome of the last act: rewards [n_envs] (finite),

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <volley/env.h>
 #include <volley/volley.h>
 
 #ifdef __cplusplus
@@ -40,13 +41,13 @@ typedef struct {
     uint32_t shape[VL_TRANSPORT_NDIM_MAX];
 } vl_transport_field_t;
 
-/* What a policy's segments hold. The caller sets the fields, num_actions,
-   horizon, hidden and model; obs_dim and row_bytes are filled by the
+/* What a policy's segments hold. The caller sets the fields, the action
+   space, horizon, hidden and model; obs_dim and row_bytes are filled by the
    transport. */
 typedef struct {
     uint32_t n_fields; // 1 .. VL_TRANSPORT_FIELDS_MAX
     vl_transport_field_t fields[VL_TRANSPORT_FIELDS_MAX];
-    uint32_t num_actions;               // discrete actions
+    vl_env_action_t action;             // the action space (volley/env.h)
     uint32_t horizon;                   // T: steps per segment
     uint32_t hidden;                    // hidden units of volley's MLP (what C actors build)
     uint32_t obs_dim;                   // out: floats per observation (every field's values)
@@ -62,7 +63,8 @@ typedef enum {
     VL_TRANSPORT_OBS,             // float32 [n, T+1, D], rows unpacked; row T is the bootstrap
     VL_TRANSPORT_OBS_ROWS,        // uint8 [n, T+1, row_bytes]: rows as stored (f32 fields
                                   // as floats, others one byte a value, fields 4-aligned)
-    VL_TRANSPORT_ACTIONS,         // int32 [n, T], each in [0, num_actions)
+    VL_TRANSPORT_ACTIONS,         // float32 [n, T, dims]: as the actor took them (discrete
+                                  // choices as whole numbers, a box's unclipped samples)
     VL_TRANSPORT_REWARDS,         // float32 [n, T]
     VL_TRANSPORT_DONES,           // float32 [n, T]: 1 when the episode ended after action t
     VL_TRANSPORT_TRUNCATED,       // uint8 [n, T]: 1 when that end was a time limit's

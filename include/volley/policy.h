@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <volley/env.h>
 #include <volley/volley.h>
 
 #ifdef __cplusplus
@@ -30,7 +31,11 @@ VL_EXPORT vl_kept_t *vl_kept_load(const char *path, const char *policy, char *wh
 /* Frees the object and nulls the pointer; safe on NULL and twice. */
 VL_EXPORT void vl_kept_destroy(vl_kept_t **self_p);
 
-/* Writes the kept policy's sizes into dims (obs_dim, num_actions, hidden)
+/* Writes the kept policy's action space into *action (volley/env.h's
+   type: a checkpoint from before action spaces is DISCRETE). */
+VL_EXPORT void vl_kept_action(const vl_kept_t *self, vl_env_action_t *action);
+
+/* Writes the kept policy's sizes into dims (obs_dim, head outputs, hidden)
    and its weights' version into *version. Returns the env its run records
    ("" when unknown); self keeps it. */
 VL_EXPORT const char *vl_kept_info(const vl_kept_t *self, uint32_t dims[3], uint64_t *version);
@@ -38,8 +43,11 @@ VL_EXPORT const char *vl_kept_info(const vl_kept_t *self, uint32_t dims[3], uint
 /* Returns the policy id of the kept weights; self keeps it. */
 VL_EXPORT const char *vl_kept_policy_id(const vl_kept_t *self);
 
-/* Writes the policy's logits [n][num_actions] for n observations obs
-   [n][obs_dim], through the C forward pass. Returns 0, or -1 on no memory. */
+/* Writes the policy's head outputs [n][outputs] (the logits of every
+   discrete dimension in turn, or a box's means) for n observations obs
+   [n][obs_dim] (normalised first with the statistics the weights carry,
+   when they carry them), through the C forward pass. Returns 0, or -1 on
+   no memory. */
 VL_EXPORT int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits);
 
 /* Loads the policy kept at path (as vl_kept_load) and runs its forward

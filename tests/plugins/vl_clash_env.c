@@ -77,8 +77,9 @@ static void s_reset(void *env, float *obs)
     reset(env, obs);
 }
 
-static float s_step(void *env, int32_t action, float *obs, int *terminated, int *truncated)
+static float s_step(void *env, const float *actions, float *obs, int *terminated, int *truncated)
 {
+    int32_t action = (int32_t)actions[0];
     return step(env, action, obs, terminated, truncated);
 }
 
@@ -87,7 +88,7 @@ const vl_env_t volley_env = {
     .name = "clash",
     .n_fields = 1,
     .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {CELLS}, .low = 0, .high = 1}},
-    .num_actions = 2,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {2}},
     .has_solved_return = 1,
     .solved_return = 0.95f,
     .create = s_create, .destroy = s_destroy, .seed = s_seed, .reset = s_reset, .step = s_step,

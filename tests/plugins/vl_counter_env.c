@@ -1,7 +1,8 @@
 /*  vl_counter_env: a test plugin for vl_env_test and the loader, built twice
     from this file: the per-env form, and with VL_COUNTER_VEC the vectorized
     form of the same environment, so that the two can be stepped side by
-    side and compared value for value.
+    side and compared value for value. It is an env ABI version 1 plugin
+    (int32 actions), which volley keeps loading.
 
     A counter t runs from 0. An episode terminates at step 4 + (seed +
     episode) % 5 and is truncated at step 7 (at 7 both flags are set). The
@@ -188,8 +189,10 @@ static int s_vec_step(void *envs, const int32_t *actions, float *obs, float *rew
 
 #endif
 
-const vl_env_t volley_env = {
-    .abi_version = VL_ENV_ABI_VERSION,
+/* A version 1 table: the loader still takes the layout plugins were built
+   with before action spaces, in both forms. */
+const vl_env_v1_t volley_env = {
+    .abi_version = 1,
     .name = S_NAME,
     .summary = "a counter that exercises every encoding (vl_env_test)",
     .n_fields = 4,
