@@ -1,6 +1,7 @@
 /*  vl_pendulum_test: Pendulum-v1's dynamics, cost, clipping, resets and time
     limit, against a reference step written from the equations and against
     a trajectory printed by Gymnasium itself. */
+#include "vl_env.h"
 #include "vl_pendulum.h"
 
 #include <math.h>
@@ -569,6 +570,42 @@ static void test_table(void)
     VL_CHECK(t->create && t->step && !t->vec_create && !t->vec_step);
 }
 
+/* Found by name, its spec as volley reads it: a box of one torque, one
+   f32 field of 3 in [-8, 8]. */
+static void test_find(void)
+{
+    const vl_env_ops_t *ops = vl_env_find("pendulum");
+    VL_CHECK(ops && ops->table == &vl_pendulum_env && !ops->vectorized && !ops->path);
+    VL_CHECK(ops->obs_dim == 3 && ops->low[0] == -8.0f && ops->high[0] == 8.0f);
+    VL_CHECK(ops->action.kind == VL_ENV_BOX && ops->action.dims == 1);
+    VL_CHECK(ops->action.low[0] == -2.0f && ops->action.high[0] == 2.0f);
+    VL_CHECK(ops->has_solved_return && ops->solved_return == -250.0f);
+}
+
+/* Two pendulums stepped as an actor steps them, torques beyond the bounds
+   included: every observation passes volley's checks, and both episodes
+   are truncated together on step 200, never terminated. */
+static void test_steps_through_envs(void)
+{
+    const vl_env_ops_t *ops = vl_env_find("pendulum");
+    uint64_t seeds[2] = {1, 2};
+    float obs[2][3], fin[2][3], rewards[2], actions[2];
+    uint8_t term[2], trunc[2];
+    int ok = 1, truncations = 0;
+    VL_CHECK(ops);
+    vl_envs_t *envs = vl_envs_new(ops, 2, NULL, seeds, obs[0]);
+    VL_CHECK(envs);
+    for (int t = 1; t <= 250 && ok; t++) {
+        actions[0] = (float)(3 * sin(0.1 * t)), actions[1] = t % 2 ? 2.0f : -2.0f;
+        ok = vl_envs_step(envs, actions, obs[0], rewards, term, trunc, fin[0]) == 0;
+        ok &= !term[0] && !term[1] && trunc[0] == (t == 200) && trunc[1] == (t == 200);
+        ok &= rewards[0] <= 0 && rewards[0] >= -17.0f && rewards[1] <= 0;
+        truncations += trunc[0] + trunc[1];
+    }
+    vl_envs_destroy(&envs);
+    VL_CHECK(ok && truncations == 2);
+}
+
 static void test_destroy_null(void)
 {
     vl_pendulum_env.destroy(NULL);
@@ -585,6 +622,8 @@ int main(void)
     VL_RUN(test_truncate_at_200);
     VL_RUN(test_reset_ranges_and_seeds);
     VL_RUN(test_table);
+    VL_RUN(test_find);
+    VL_RUN(test_steps_through_envs);
     VL_RUN(test_destroy_null);
     return VL_DONE();
 }

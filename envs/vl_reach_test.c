@@ -2,6 +2,7 @@
     and bounds, and that its solved_return means near-optimal: the shortest
     path reaches it, a path that moves one axis at a time and a random
     policy do not. */
+#include "vl_env.h"
 #include "vl_reach.h"
 
 #include <math.h>
@@ -333,6 +334,45 @@ static void test_table(void)
     VL_CHECK(t->create && t->step && !t->vec_create && !t->vec_step);
 }
 
+/* Found by name, its spec as volley reads it: multi_discrete(3, 3), one
+   f32 field of 4 in [0, 1]. */
+static void test_find(void)
+{
+    const vl_env_ops_t *ops = vl_env_find("reach");
+    VL_CHECK(ops && ops->table == &vl_reach_env && !ops->vectorized && !ops->path);
+    VL_CHECK(ops->obs_dim == 4 && ops->low[0] == 0.0f && ops->high[0] == 1.0f);
+    VL_CHECK(ops->action.kind == VL_ENV_MULTI_DISCRETE && ops->action.dims == 2);
+    VL_CHECK(ops->action.n[0] == 3 && ops->action.n[1] == 3);
+    VL_CHECK(ops->has_solved_return && ops->solved_return == 0.8f);
+}
+
+/* Three grids stepped as an actor steps them under random choices: every
+   observation passes volley's checks, and episodes end both ways. */
+static void test_steps_through_envs(void)
+{
+    const vl_env_ops_t *ops = vl_env_find("reach");
+    uint64_t seeds[3] = {1, 2, 3};
+    float obs[3][4], fin[3][4], rewards[3], actions[3][2];
+    uint8_t term[3], trunc[3];
+    int ok = 1, goals = 0, timeouts = 0;
+    vl_rng_t rng;
+    VL_CHECK(ops);
+    vl_rng_seed(&rng, 5);
+    vl_envs_t *envs = vl_envs_new(ops, 3, NULL, seeds, obs[0]);
+    VL_CHECK(envs);
+    for (int t = 0; t < 2000 && ok; t++) {
+        for (int i = 0; i < 3; i++)
+            s_random(obs[i], &rng, actions[i]);
+        ok = vl_envs_step(envs, actions[0], obs[0], rewards, term, trunc, fin[0]) == 0;
+        for (int i = 0; i < 3; i++) {
+            ok &= rewards[i] == (term[i] ? VL_REACH_GOAL : -VL_REACH_STEP_COST);
+            goals += term[i], timeouts += trunc[i];
+        }
+    }
+    vl_envs_destroy(&envs);
+    VL_CHECK(ok && goals > 10 && timeouts > 10);
+}
+
 static void test_destroy_null(void)
 {
     vl_reach_env.destroy(NULL);
@@ -352,6 +392,8 @@ int main(void)
     VL_RUN(test_hostile_choices);
     VL_RUN(test_set_state_refuses_off_grid);
     VL_RUN(test_table);
+    VL_RUN(test_find);
+    VL_RUN(test_steps_through_envs);
     VL_RUN(test_destroy_null);
     return VL_DONE();
 }
