@@ -2,7 +2,10 @@
     for a caller that steps them itself (the Python package's tests compare
     its NumPy CartPole with the C one step for step). CartPole is Gymnasium's
     CartPole-v1 exactly; Catch has 10 balls fall on a 16x16 2-bit screen;
-    catch-pixels is Catch observed through that screen alone. */
+    catch-pixels is Catch observed through that screen alone; Pendulum is
+    Gymnasium's Pendulum-v1 exactly, a box action (one torque); reach moves
+    an agent across a 9x9 grid to a goal with a multi-discrete action (dx,
+    dy). */
 #ifndef VOLLEY_ENVS_H
 #define VOLLEY_ENVS_H
 
@@ -23,6 +26,12 @@ VL_EXPORT extern const vl_env_t vl_catch_env;
    one u2 field [1][16][16]. */
 VL_EXPORT extern const vl_env_t vl_catch_pixels_env;
 
+/* Pendulum-v1, per-env form: its state holds (theta, theta_dot). */
+VL_EXPORT extern const vl_env_t vl_pendulum_env;
+
+/* reach, per-env form: a 9x9 grid, action multi_discrete(3, 3). */
+VL_EXPORT extern const vl_env_t vl_reach_env;
+
 /* Sets the physical state (x, x_dot, theta, theta_dot) of a state made by
    vl_cartpole_env.create, and clears its ended flag; the step counter is kept. */
 VL_EXPORT void vl_cartpole_set_state(void *state, const double s[4]);
@@ -30,6 +39,14 @@ VL_EXPORT void vl_cartpole_set_state(void *state, const double s[4]);
 /* Copies the physical state (x, x_dot, theta, theta_dot) of a state made by
    vl_cartpole_env.create into s. */
 VL_EXPORT void vl_cartpole_get_state(const void *state, double s[4]);
+
+/* Sets the state (theta, theta_dot) of a state made by
+   vl_pendulum_env.create; the step counter is kept. */
+VL_EXPORT void vl_pendulum_set_state(void *state, const double s[2]);
+
+/* Copies the state (theta, theta_dot) of a state made by
+   vl_pendulum_env.create into s. */
+VL_EXPORT void vl_pendulum_get_state(const void *state, double s[2]);
 
 #ifdef __cplusplus
 }
