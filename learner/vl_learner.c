@@ -144,6 +144,8 @@ void vl_learner_config_settle(vl_learner_config_t *c, uint64_t given)
     if (vl_learner_config_model(c, &spec, NULL, why, sizeof why) == 0 &&
         vl_model_spec_has_conv(spec))
         c->lr = VL_LEARNER_CONV_LR;
+    else if (vl_action_is_box(&c->action))
+        c->lr = VL_LEARNER_BOX_LR;
     vl_model_spec_destroy(&spec);
 }
 

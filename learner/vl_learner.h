@@ -104,12 +104,16 @@ int vl_learner_config_set_model(vl_learner_config_t *c, const char *text, int ch
                                 char *why, size_t why_size);
 
 #define VL_LEARNER_CONV_LR 3e-4f // --lr's default for models with conv layers
+#define VL_LEARNER_BOX_LR  3e-4f // and for box actions
 
-/* Settles the defaults that follow the model: a model with conv layers
-   trains with lr VL_LEARNER_CONV_LR unless --lr was given (bit i of given:
-   vl_learner_opts[i] was on the command line), as CleanRL's Atari PPO
-   (2.5e-4) against its MLP PPO; 1e-3 made catch-pixels' CNN settle on a
-   policy that misses balls. */
+/* Settles the defaults that follow the model and the actions: a model with
+   conv layers, or a box action space, trains with lr 3e-4 unless --lr was
+   given (bit i of given: vl_learner_opts[i] was on the command line). For
+   a CNN as CleanRL's Atari PPO (2.5e-4) against its MLP PPO: 1e-3 made
+   catch-pixels' CNN settle on a policy that misses balls. For a Gaussian
+   head as CleanRL's continuous PPO: at 1e-3 pendulum reaches a mean of
+   -250 sooner, but its greedy policy then scores near -200 rather than
+   -180 (bench/pendulum_solve.sh). */
 void vl_learner_config_settle(vl_learner_config_t *c, uint64_t given);
 
 /* Fills the spec this learner trains (its fields, actions, horizon, hidden,
