@@ -65,4 +65,15 @@ tail -3 "$TMP/up.log"
 last=$(tail -n 1 "$TMP/up.log")
 echo "$last" | grep -qE '^solved: ' || fail "last line is not the solved line: '$last'"
 pass "the installed volley trains the plugin to solved: $last"
-echo "6 passed, 0 failed"
+
+# The box-action example, built and trained the same way.
+cp "$SRC/envs/plugins/target.c" "$TMP/src/"
+cc -shared -fPIC -o libtarget.so target.c $(pkg-config --cflags volley) 2> "$TMP/cc.log" ||
+    fail "target.c does not build: $(head -5 "$TMP/cc.log")"
+"$PREFIX/bin/volley" up --env ./libtarget.so --port 0 --max-seconds 120 > "$TMP/up.log" 2> "$TMP/up.err"
+rc=$?
+last=$(tail -n 1 "$TMP/up.log")
+[ $rc -eq 0 ] && echo "$last" | grep -qE '^solved: ' ||
+    fail "volley up --env ./libtarget.so exited $rc, last line '$last': $(tail -3 "$TMP/up.err")"
+pass "target.c (box actions) builds out of tree and trains to solved: $last"
+echo "7 passed, 0 failed"
