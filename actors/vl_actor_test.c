@@ -105,8 +105,11 @@ static vl_reason_t s_recv_segment(s_broker_t *b, vl_segment_t *seg, void **array
     vl_limits_t lim = vl_limits_default();
     vl_segment_t head;
     vl_reason_t r = vl_segment_peek(zmq_msg_data(&m), zmq_msg_size(&m), &lim, &head);
-    size_t cap = vl_segment_arrays_size(head.horizon, &head.obs_spec);
-    *arrays = malloc(cap);
+    size_t cap =
+        r == VL_OK ? vl_segment_arrays_size(head.horizon, &head.obs_spec, head.action.dims) : 0;
+    *arrays = r == VL_OK ? malloc(cap) : NULL;
+    if (r == VL_OK && !*arrays)
+        r = VL_ETOOBIG;
     if (r == VL_OK)
         r = vl_segment_decode(zmq_msg_data(&m), zmq_msg_size(&m), &lim, seg, *arrays, cap);
     zmq_msg_close(&m);
@@ -118,7 +121,7 @@ static const vl_env_t s_spec = {
     .name = "test",
     .n_fields = 1,
     .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {D}}},
-    .num_actions = 2,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {2}},
 };
 
 static vl_actor_params_t s_params(const char *addr, int external)
@@ -174,7 +177,7 @@ static void test_external_steps_reach_the_segments(void)
     VL_CHECK(data[11] == 12 && vl_actor_weights_tensor(a, 2, &name, &ndim, shape, &data) == -1);
     VL_CHECK(vl_actor_weights_shape(a, 2, dims) == -1);
     float obs[N * D], next[N * D], final[N * D], rew[N] = {1, 2};
-    int32_t act[N] = {1, 0};
+    float act[N] = {1, 0};
     float logp[N] = {-0.5f, -1.0f};
     for (uint32_t s = 0; s < T; s++) {
         uint8_t term[N] = {s == 3, 0}, trunc[N] = {0, s == 2};
@@ -217,8 +220,7 @@ static void test_act_and_bad_input(void)
     char why[256];
     vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
     VL_CHECK(a);
-    float obs[N * D], rew[N] = {0, 0}, logp[N];
-    int32_t act[N];
+    float obs[N * D], rew[N] = {0, 0}, logp[N], act[N];
     uint8_t zero[N] = {0, 0}, two[N] = {0, 2};
     s_obs(obs, 0, 0);
     obs[4] = NAN;
@@ -230,7 +232,8 @@ static void test_act_and_bad_input(void)
     VL_CHECK(vl_actor_observe(a, rew, zero, zero, obs, NULL, N * D, why, sizeof why) ==
              VL_ACTOR_EINVAL);
     VL_CHECK(vl_actor_act(a, obs, N * D, act, logp, why, sizeof why) == VL_ACTOR_OK);
-    VL_CHECK(act[0] >= 0 && act[0] < 2 && logp[0] <= 0 && logp[1] <= 0);
+    VL_CHECK((act[0] == 0 || act[0] == 1) && (act[1] == 0 || act[1] == 1));
+    VL_CHECK(logp[0] <= 0 && logp[1] <= 0);
     VL_CHECK(vl_actor_observe(a, rew, two, zero, obs, NULL, N * D, why, sizeof why) ==
              VL_ACTOR_EINVAL);
     VL_CHECK(strstr(why, "terminated[1] = 2") != NULL);
@@ -259,7 +262,7 @@ static void test_obs_check_per_value(void)
     VL_CHECK(vl_actor_set_obs_check(a, 0, low, high, why, sizeof why) == VL_ACTOR_OK);
     float obs[N * D] = {0.5f, 0, 1e30f, 5, 0, 0}; // env 1's value 0: 5, outside [0, 1]
     float logp[N] = {-0.7f, -0.7f};
-    int32_t act[N] = {0, 1};
+    float act[N] = {0, 1};
     VL_CHECK(vl_actor_act_external(a, obs, N * D, act, logp, why, sizeof why) == VL_ACTOR_EINVAL);
     VL_CHECK(strstr(why, "obs[1][0] = 5: field 0 element [0] is outside its declared range "
                          "[0, 1]") != NULL);
@@ -289,10 +292,11 @@ static void test_refusals_and_wake_fd(void)
 {
     char why[256];
     vl_env_t bad = s_spec;
-    bad.num_actions = 1;
+    bad.action.n[0] = 1;
     vl_actor_params_t p = s_params("127.0.0.1:1", 0);
     p.env = &bad;
-    VL_CHECK(vl_actor_open(&p, why, sizeof why) == NULL && strstr(why, "num_actions 1"));
+    VL_CHECK(vl_actor_open(&p, why, sizeof why) == NULL &&
+             strstr(why, "action dimension 0 has 1 choices"));
     int fds[2];
     VL_CHECK(pipe(fds) == 0);
     p = s_params("127.0.0.1:1", 0);
