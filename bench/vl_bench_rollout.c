@@ -16,11 +16,11 @@ static int s_start(const vl_env_ops_t *env, uint32_t T, size_t k, vl_segment_t *
                         .policy_id = "bench",
                         .policy_version = 1,
                         .horizon = T,
-                        .num_actions = env->num_actions,
+                        .action = env->action, // before bind: it sizes the actions
                         .send_ns = 1700000000000000000ll};
     if (vl_segment_set_spec(s, &env->obs_spec) != 0 || s->obs_dim != env->obs_dim)
         return -1;
-    *arrays = calloc(1, vl_segment_arrays_size(T, &env->obs_spec));
+    *arrays = calloc(1, vl_segment_arrays_size(T, &env->obs_spec, env->action.dims));
     if (!*arrays)
         return -1;
     vl_segment_bind(s, *arrays);
@@ -44,6 +44,25 @@ static void s_record(vl_segment_t *s, size_t t, float reward, uint8_t term, uint
     }
 }
 
+/* Returns the log-prob (a box: log-density) of every action s_draw makes:
+   uniform over each dimension's choices or bounds. */
+static float s_uniform_logp(const vl_action_spec_t *a)
+{
+    double logp = 0;
+    for (uint32_t d = 0; d < a->dims; d++)
+        logp -= log(vl_action_is_box(a) ? (double)a->high[d] - a->low[d] : (double)a->n[d]);
+    return (float)logp;
+}
+
+/* Draws a uniformly random action of space a into action [dims]. */
+static void s_draw(const vl_action_spec_t *a, vl_rng_t *rng, float *action)
+{
+    for (uint32_t d = 0; d < a->dims; d++)
+        action[d] = vl_action_is_box(a)
+                        ? a->low[d] + (float)vl_rng_uniform(rng) * (a->high[d] - a->low[d])
+                        : (float)vl_rng_below(rng, a->n[d]);
+}
+
 int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t seed,
                      vl_segment_t *segs, void **arrays)
 {
@@ -56,7 +75,8 @@ int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t see
         goto done;
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
-    float ep_return = 0, logp = logf(1.0f / (float)env->num_actions);
+    float ep_return = 0, logp = s_uniform_logp(&env->action);
+    uint32_t W = env->action.dims;
     uint32_t ep_len = 0;
     for (size_t k = 0; k < n; k++) {
         vl_segment_t *s = &segs[k];
@@ -64,11 +84,11 @@ int vl_bench_rollout(const vl_env_ops_t *env, uint32_t T, size_t n, uint64_t see
             goto done;
         for (size_t t = 0; t < T; t++) {
             vl_obs_to_rows(&env->obs_spec, 1, obs, s->obs + t * s->obs_row_bytes);
-            s->actions[t] = (int32_t)vl_rng_below(&rng, env->num_actions);
+            s_draw(&env->action, &rng, &s->actions[t * W]);
             s->logp[t] = logp;
             float reward;
             uint8_t term, trunc;
-            if (vl_envs_step(envs, &s->actions[t], obs, &reward, &term, &trunc, final) != 0)
+            if (vl_envs_step(envs, &s->actions[t * W], obs, &reward, &term, &trunc, final) != 0)
                 goto done;
             s_record(s, t, reward, term, trunc, &ep_return, &ep_len);
         }

@@ -48,10 +48,11 @@ typedef struct {
     uint32_t steps; // since the reset
 } s_walk_t;
 
-/* Moves by action - 1; pays -|x| / 100; ends at |x| = 10 or 200 steps. */
-static inline float s_walk_step(s_walk_t *w, int32_t action, float *obs, int *term, int *trunc)
+/* Moves by action - 1 (a choice 0, 1 or 2, passed as a float); pays
+   -|x| / 100; ends at |x| = 10 or 200 steps. */
+static inline float s_walk_step(s_walk_t *w, float action, float *obs, int *term, int *trunc)
 {
-    w->x += (float)(action - 1);
+    w->x += action - 1.0f;
     w->steps++;
     *term = fabsf(w->x) >= S_WALK_END;
     *trunc = w->steps >= S_WALK_STEPS;
@@ -87,9 +88,9 @@ static void s_reset(void *env, float *obs)
     s_walk_reset(env, obs);
 }
 
-static float s_step(void *env, int32_t action, float *obs, int *term, int *trunc)
+static float s_step(void *env, const float *action, float *obs, int *term, int *trunc)
 {
-    return s_walk_step(env, action, obs, term, trunc);
+    return s_walk_step(env, action[0], obs, term, trunc);
 }
 
 typedef struct {
@@ -119,7 +120,7 @@ static int s_vec_reset(void *envs, float *obs)
     return 0;
 }
 
-static int s_vec_step(void *envs, const int32_t *actions, float *obs, float *rewards,
+static int s_vec_step(void *envs, const float *actions, float *obs, float *rewards,
                       uint8_t *terminated, uint8_t *truncated, float *final_obs)
 {
     s_walks_t *self = envs;
@@ -139,7 +140,7 @@ static int s_vec_step(void *envs, const int32_t *actions, float *obs, float *rew
 #define S_WALK_TABLE                                                                               \
     .abi_version = VL_ENV_ABI_VERSION, .name = "walk", .n_fields = 1,                              \
     .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {1}, .low = -1, .high = 1}},           \
-    .num_actions = 3
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {3}}
 
 static const vl_env_t s_walk_per = {S_WALK_TABLE,   .create = s_create, .destroy = s_destroy,
                                     .seed = s_seed, .reset = s_reset,   .step = s_step};
@@ -205,7 +206,7 @@ static void s_side_fini(s_side_t *s)
 }
 
 /* Steps the side once; returns 0 or -1. */
-static int s_step_side(s_side_t *s, const int32_t *actions)
+static int s_step_side(s_side_t *s, const float *actions)
 {
     if (s->raw)
         return s->env->table->vec_step(s->raw, actions, s->obs, s->rewards, s->term, s->trunc,
@@ -232,11 +233,12 @@ static void s_fold(s_side_t *s)
    step (and with fold, checksum the outcome). Returns 0 or -1. */
 static int s_loops(s_side_t *s, int loops, int fold)
 {
-    int32_t actions[S_ENVS];
+    float actions[S_ENVS];
+    uint32_t choices = s->env->action.n[0]; // both envs compared are discrete
     for (int l = 0; l < loops; l++) {
         uint64_t bits = vl_rng_next(&s->rng);
         for (int i = 0; i < S_ENVS; i++)
-            actions[i] = (int32_t)((bits >> (2 * i)) & 3) % (int32_t)s->env->num_actions;
+            actions[i] = (float)((uint32_t)((bits >> (2 * i)) & 3) % choices);
         if (s_step_side(s, actions) != 0)
             return -1;
         if (fold)

@@ -11,6 +11,14 @@
 
 #define S_TOL 1e-6
 
+/* Steps a CartPole state with a choice, 0 (push left) or 1 (push right),
+   passed as env ABI 2 passes a discrete action: one float. */
+static float s_step(void *env, int action, float *obs, int *term, int *trunc)
+{
+    float a = (float)action;
+    return vl_cartpole_env.step(env, &a, obs, term, trunc);
+}
+
 /* Gymnasium's Euler step, written the other way round from the code under
    test: the equations of motion of Florian's note, then the integrator. */
 static void s_reference_step(const double s[4], int action, double out[4])
@@ -39,7 +47,7 @@ static int s_check_step(const double s[4], int action, const double want[4])
     if (!ok)
         return 0;
     vl_cartpole_set_state(env, s);
-    float reward = table->step(env, action, obs, &term, &trunc);
+    float reward = s_step(env, action, obs, &term, &trunc);
     vl_cartpole_get_state(env, got);
     s_reference_step(s, action, ref);
     for (int i = 0; i < 4; i++) {
@@ -81,7 +89,7 @@ static void test_step_euler_order(void)
     int term, trunc;
     VL_CHECK(env);
     vl_cartpole_set_state(env, s);
-    table->step(env, 1, obs, &term, &trunc);
+    s_step(env, 1, obs, &term, &trunc);
     vl_cartpole_get_state(env, got);
     table->destroy(env);
     VL_CHECK(got[0] == 0.5 && got[2] == -0.1);
@@ -159,7 +167,7 @@ static int s_terminates(const double s[4], int action)
         return -1;
     table->reset(env, obs);
     vl_cartpole_set_state(env, s);
-    float reward = table->step(env, action, obs, &term, &trunc);
+    float reward = s_step(env, action, obs, &term, &trunc);
     table->destroy(env);
     return reward == 1.0f && trunc == 0 ? term : -1;
 }
@@ -202,14 +210,14 @@ static void test_reward_after_termination(void)
     VL_CHECK(env);
     table->reset(env, obs);
     vl_cartpole_set_state(env, edge);
-    r1 = table->step(env, 1, obs, &t1, &trunc);
-    r2 = table->step(env, 1, obs, &t2, &trunc);
+    r1 = s_step(env, 1, obs, &t1, &trunc);
+    r2 = s_step(env, 1, obs, &t2, &trunc);
     table->reset(env, obs);
-    r3 = table->step(env, 1, obs, &t3, &trunc);
+    r3 = s_step(env, 1, obs, &t3, &trunc);
     vl_cartpole_set_state(env, edge);
-    table->step(env, 1, obs, &t4, &trunc);
+    s_step(env, 1, obs, &t4, &trunc);
     vl_cartpole_set_state(env, rest);
-    r4 = table->step(env, 1, obs, &t4, &trunc);
+    r4 = s_step(env, 1, obs, &t4, &trunc);
     table->destroy(env);
     VL_CHECK(r1 == 1.0f && t1 == 1);
     VL_CHECK(r2 == 0.0f && t2 == 1);
@@ -229,7 +237,7 @@ static int s_balance(const float obs[4])
 static int s_run(void *env, float obs[4], int n, int *term, int *trunc)
 {
     for (int t = 1; t <= n; t++) {
-        if (vl_cartpole_env.step(env, s_balance(obs), obs, term, trunc) != 1.0f)
+        if (s_step(env, s_balance(obs), obs, term, trunc) != 1.0f)
             return -1;
         if (*term || *trunc)
             return t;
@@ -281,7 +289,7 @@ static void test_terminate_and_truncate_together(void)
     table->reset(env, obs);
     ran = s_run(env, obs, 499, &term, &trunc);
     vl_cartpole_set_state(env, edge);
-    float reward = table->step(env, 1, obs, &term, &trunc);
+    float reward = s_step(env, 1, obs, &term, &trunc);
     table->destroy(env);
     VL_CHECK(ran == 499);
     VL_CHECK(reward == 1.0f && term == 1 && trunc == 1);
@@ -357,7 +365,7 @@ static int s_lockstep(void *env, int drift[3], int *truncated)
     }
     for (t = 0; t < 500 && !term && !trunc; t++) {
         int action = s_balance(obs);
-        vl_cartpole_env.step(env, action, obs, &term, &trunc);
+        s_step(env, action, obs, &term, &trunc);
         s_gymnasium_step(ref, action);
         vl_cartpole_get_state(env, got);
         if (memcmp(got, ref, sizeof got) != 0)
@@ -423,7 +431,7 @@ static void test_bit_exact_single_steps(void)
         int action = k & 1, term, trunc;
         float obs[4];
         vl_cartpole_set_state(env, s);
-        vl_cartpole_env.step(env, action, obs, &term, &trunc);
+        s_step(env, action, obs, &term, &trunc);
         vl_cartpole_get_state(env, got);
         memcpy(ref, s, sizeof ref);
         s_gymnasium_step(ref, action);
@@ -446,7 +454,8 @@ static void test_find(void)
 {
     const vl_env_ops_t *ops = vl_env_find("cartpole");
     VL_CHECK(ops && ops->table == &vl_cartpole_env && !ops->vectorized && !ops->path);
-    VL_CHECK(ops->obs_dim == 4 && ops->num_actions == 2);
+    VL_CHECK(ops->obs_dim == 4 && ops->action.kind == VL_ENV_DISCRETE && ops->action.dims == 1 &&
+             ops->action.n[0] == 2);
     VL_CHECK(ops->has_solved_return && ops->solved_return == 475.0f);
     VL_CHECK(strcmp(ops->name, "cartpole") == 0 && ops->summary && ops->summary[0]);
     VL_CHECK(vl_env_find("nope") == NULL);

@@ -18,6 +18,14 @@
 
 typedef int (*s_policy_fn)(const float *obs, vl_rng_t *rng);
 
+/* Steps a Catch state with a choice (VL_CATCH_LEFT, _STAY or _RIGHT),
+   passed as env ABI 2 passes a discrete action: one float. */
+static float s_step(void *env, int action, float *obs, int *term, int *trunc)
+{
+    float a = (float)action;
+    return vl_catch_env.step(env, &a, obs, term, trunc);
+}
+
 /* Finds the ball on the screen; returns 0 and sets *row and *col, or -1
    when there is none or more than one. */
 static int s_ball(const float *obs, int *row, int *col)
@@ -107,7 +115,7 @@ static float s_episode(void *env, s_policy_fn policy, vl_rng_t *rng, int *steps)
     int term = 0, trunc = 0;
     vl_catch_env.reset(env, obs);
     for (*steps = 0; *steps < S_EPISODE + 10 && !term && !trunc; ++*steps)
-        ret += vl_catch_env.step(env, policy(obs, rng), obs, &term, &trunc);
+        ret += s_step(env, policy(obs, rng), obs, &term, &trunc);
     return term && !trunc ? ret : NAN;
 }
 
@@ -153,7 +161,8 @@ static void test_ops_consistent(void)
     uint32_t dim = 0, wire = 0, sum = 0;
     VL_CHECK(ops && ops->table == &vl_catch_env && !ops->vectorized && !ops->path);
     VL_CHECK(strcmp(ops->name, "catch") == 0 && ops->summary && strstr(ops->summary, ">= 9"));
-    VL_CHECK(ops->num_actions == 3 && ops->has_solved_return && ops->solved_return == 9.0f);
+    VL_CHECK(ops->action.kind == VL_ENV_DISCRETE && ops->action.dims == 1 &&
+             ops->action.n[0] == 3 && ops->has_solved_return && ops->solved_return == 9.0f);
     VL_CHECK(ops->low[2] == 0.0f && ops->high[2] == 1.0f); // the positions' declared range
     VL_CHECK(ops->obs_spec.n_fields == 3);
     for (uint32_t i = 0; i < ops->obs_spec.n_fields; i++) {
@@ -186,7 +195,7 @@ static void test_values_in_range(void)
         vl_catch_env.reset(env, obs);
         ok = s_obs_valid(obs) && s_flags_agree(obs, landed);
         for (term = 0; !term && ok; steps++) {
-            landed += vl_catch_env.step(env, s_random(obs, &rng), obs, &term, &trunc) != 0;
+            landed += s_step(env, s_random(obs, &rng), obs, &term, &trunc) != 0;
             ok = s_obs_valid(obs) && s_flags_agree(obs, landed);
         }
     }
@@ -217,7 +226,7 @@ static void test_ball_falls_one_row_per_step(void)
     vl_catch_env.reset(env, obs);
     ok = s_ball(obs, &row, &col) == 0 && row == 0 && col >= 1 && col <= VL_CATCH_COLS - 2;
     for (int t = 1; t < S_FALL && ok; t++) {
-        reward += vl_catch_env.step(env, VL_CATCH_STAY, obs, &term, &trunc);
+        reward += s_step(env, VL_CATCH_STAY, obs, &term, &trunc);
         ok = s_ball_at(obs, t, col) && !term && !trunc;
     }
     vl_catch_env.destroy(env);
@@ -237,8 +246,8 @@ static float s_first_ball(s_policy_fn policy, uint64_t seed)
     vl_catch_env.seed(env, seed);
     vl_catch_env.reset(env, obs);
     for (int t = 1; t < S_FALL; t++)
-        early += fabsf(vl_catch_env.step(env, policy(obs, NULL), obs, &term, &trunc));
-    landing = vl_catch_env.step(env, policy(obs, NULL), obs, &term, &trunc);
+        early += fabsf(s_step(env, policy(obs, NULL), obs, &term, &trunc));
+    landing = s_step(env, policy(obs, NULL), obs, &term, &trunc);
     int counted = obs[VL_CATCH_OFF_FLAGS] == 1 && obs[VL_CATCH_OFF_FLAGS + 1] == 0;
     vl_catch_env.destroy(env);
     return early == 0 && counted && !term ? landing : 0;
@@ -277,7 +286,7 @@ static void test_episode_is_ten_balls(void)
     vl_rng_seed(&rng, 2);
     vl_catch_env.reset(env, obs);
     for (t = 1; !term && t <= S_EPISODE + 10 && ok; t++) {
-        r = vl_catch_env.step(env, s_random(obs, &rng), obs, &term, &trunc);
+        r = s_step(env, s_random(obs, &rng), obs, &term, &trunc);
         landed += r != 0;
         ok = (r != 0) == (t % S_FALL == 0) && !trunc;
     }
@@ -285,7 +294,7 @@ static void test_episode_is_ten_balls(void)
     for (int i = 0; i < VL_CATCH_FLAGS; i++)
         full &= obs[VL_CATCH_OFF_FLAGS + i] == (i < VL_CATCH_BALLS);
     int no_ball = s_ball(obs, &row, &col) != 0;
-    r = vl_catch_env.step(env, VL_CATCH_LEFT, obs, &term, &trunc);
+    r = s_step(env, VL_CATCH_LEFT, obs, &term, &trunc);
     vl_catch_env.destroy(env);
     VL_CHECK(ok);
     VL_CHECK(t - 1 == S_EPISODE && landed == VL_CATCH_BALLS);
@@ -302,7 +311,7 @@ static void test_truncate_at_safety_limit(void)
     VL_CHECK(env);
     vl_catch_env.reset(env, obs);
     for (t = 1; t <= 2000 && !trunc; t++)
-        vl_catch_env.step(env, VL_CATCH_STAY, obs, &term, &trunc);
+        s_step(env, VL_CATCH_STAY, obs, &term, &trunc);
     vl_catch_env.destroy(env);
     VL_CHECK(t - 1 == 1000 && term == 1);
 }
@@ -337,7 +346,7 @@ static int s_record(int64_t seed, float (*out)[S_DIM])
     vl_rng_seed(&rng, 99);
     vl_catch_env.reset(env, out[0]);
     for (int t = 1; t <= S_EPISODE; t++)
-        vl_catch_env.step(env, s_random(out[t - 1], &rng), out[t], &term, &trunc);
+        s_step(env, s_random(out[t - 1], &rng), out[t], &term, &trunc);
     vl_catch_env.destroy(env);
     return term ? 0 : -1;
 }
@@ -365,7 +374,7 @@ static void test_ball_columns_cover_the_screen(void)
         for (term = 0; !term && ok;) {
             ok = s_ball(obs, &row, &col) == 0;
             seen[ok ? col : 0]++;
-            vl_catch_env.step(env, VL_CATCH_STAY, obs, &term, &trunc);
+            s_step(env, VL_CATCH_STAY, obs, &term, &trunc);
         }
     }
     vl_catch_env.destroy(env);
@@ -401,7 +410,8 @@ static void test_pixels_spec(void)
     uint32_t dim = 0, wire = 0;
     VL_CHECK(ops && ops->table == &vl_catch_pixels_env && !ops->vectorized && !ops->path);
     VL_CHECK(strcmp(ops->name, "catch-pixels") == 0 && strstr(ops->summary, ">= 9"));
-    VL_CHECK(ops->num_actions == 3 && ops->has_solved_return && ops->solved_return == 9.0f);
+    VL_CHECK(ops->action.kind == VL_ENV_DISCRETE && ops->action.dims == 1 &&
+             ops->action.n[0] == 3 && ops->has_solved_return && ops->solved_return == 9.0f);
     VL_CHECK(ops->obs_spec.n_fields == 1);
     const vl_obs_field_t *f = &ops->obs_spec.fields[0];
     VL_CHECK(f->encoding == VL_OBS_U2 && f->ndim == 3);
@@ -430,9 +440,9 @@ static void test_pixels_is_catchs_screen(void)
         vl_catch_pixels_env.reset(b, ob);
         same = memcmp(oa, ob, VL_CATCH_PIXELS_DIM * sizeof(float)) == 0;
         for (ta = tb = 0; !ta && same; steps++) {
-            int act = (int)vl_rng_below(&rng, 3);
-            float ra = vl_catch_env.step(a, act, oa, &ta, &tra);
-            float rb = vl_catch_pixels_env.step(b, act, ob, &tb, &trb);
+            float act = (float)vl_rng_below(&rng, 3);
+            float ra = vl_catch_env.step(a, &act, oa, &ta, &tra);
+            float rb = vl_catch_pixels_env.step(b, &act, ob, &tb, &trb);
             same = ra == rb && ta == tb && tra == trb &&
                    memcmp(oa, ob, VL_CATCH_PIXELS_DIM * sizeof(float)) == 0;
         }

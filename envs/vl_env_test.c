@@ -1,6 +1,8 @@
-/*  vl_env_test: the env table check, the plugin loader and vl_envs_t over
-    both forms. Run as
-        vl_env_test COUNTER.so COUNTER_VEC.so ABI2.so NOSYM.so [VOLLEY]
+/*  vl_env_test: the env table check (action spaces included), the plugin
+    loader (version 1 tables still taken, the next version refused) and
+    vl_envs_t over both forms, box actions clipped on their way to step. Run as
+        vl_env_test COUNTER.so COUNTER_VEC.so ABI_NEXT.so NOSYM.so BOX.so BOX_VEC.so
+                    BOX_MULTI.so [VOLLEY]
     with the test plugins of tests/plugins/ (CMake passes their paths) and,
     optionally, the volley executable to try a bad plugin on. */
 #include "vl_env.h"
@@ -17,7 +19,8 @@
 #define S_COUNTER_DIM 6 // tests/plugins/vl_counter_env.c's observation
 #define S_N           5 // envs stepped together
 
-static const char *s_counter, *s_counter_vec, *s_abi2, *s_nosym, *s_volley;
+static const char *s_counter, *s_counter_vec, *s_abi_next, *s_nosym, *s_volley;
+static const char *s_box, *s_box_vec, *s_box_multi;
 
 /* ---- capturing stderr --------------------------------------------------- */
 
@@ -72,7 +75,7 @@ static void s_reset(void *env, float *obs)
     obs[0] = 0;
 }
 
-static float s_step(void *env, int32_t action, float *obs, int *term, int *trunc)
+static float s_step(void *env, const float *action, float *obs, int *term, int *trunc)
 {
     (void)env, (void)action;
     obs[0] = 0;
@@ -97,7 +100,7 @@ static int s_vec_reset(void *envs, float *obs)
     return 0;
 }
 
-static int s_vec_step(void *envs, const int32_t *actions, float *obs, float *rewards,
+static int s_vec_step(void *envs, const float *actions, float *obs, float *rewards,
                       uint8_t *terminated, uint8_t *truncated, float *final_obs)
 {
     (void)envs, (void)actions, (void)obs, (void)rewards, (void)terminated, (void)truncated,
@@ -111,7 +114,7 @@ static const vl_env_t s_good = {
     .summary = "a table that passes",
     .n_fields = 1,
     .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {1}}},
-    .num_actions = 2,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {2}},
     .create = s_create,
     .destroy = s_destroy,
     .seed = s_seed,
@@ -122,6 +125,7 @@ static const vl_env_t s_good = {
 /* Ways to break s_good, each with (part of) the reason it must give. */
 typedef enum {
     S_ABI,
+    S_ABI_ZERO,
     S_NO_NAME,
     S_EMPTY_NAME,
     S_SPACE_NAME,
@@ -140,6 +144,16 @@ typedef enum {
     S_ZERO_ACTIONS,
     S_ONE_ACTION,
     S_ABSURD_ACTIONS,
+    S_DISCRETE_DIMS_2,
+    S_MULTI_DIMS_0,
+    S_BOX_DIMS_0,
+    S_BOX_DIMS_17,
+    S_MULTI_ONE_CHOICE,
+    S_BOX_LOW_IS_HIGH,
+    S_BOX_LOW_OVER_HIGH,
+    S_BOX_NAN_LOW,
+    S_BOX_INF_HIGH,
+    S_KIND_7,
     S_SOLVED_NAN,
     S_NULL_STEP,
     S_NULL_DESTROY,
@@ -150,7 +164,8 @@ typedef enum {
 } s_break_t;
 
 static const char *const s_reasons[S_BREAKS] = {
-    [S_ABI] = "built for env ABI version 2, this volley has 1",
+    [S_ABI] = "built for env ABI version 3, this volley reads 1 and 2",
+    [S_ABI_ZERO] = "built for env ABI version 0, this volley reads 1 and 2",
     [S_NO_NAME] = "no name",
     [S_EMPTY_NAME] = "name must be 1..63 printable characters, no spaces",
     [S_SPACE_NAME] = "name must be",
@@ -166,9 +181,19 @@ static const char *const s_reasons[S_BREAKS] = {
     [S_LOW_OVER_HIGH] = "field 0 has low 1 > high 0",
     [S_NAN_LOW] = "field 0 has a non-finite range [nan, 1]",
     [S_INF_HIGH] = "field 0 has a non-finite range [0, inf]",
-    [S_ZERO_ACTIONS] = "num_actions 0, must be 2..1024",
-    [S_ONE_ACTION] = "num_actions 1, must be 2..1024",
-    [S_ABSURD_ACTIONS] = "num_actions 1025, must be 2..1024",
+    [S_ZERO_ACTIONS] = "action dimension 0 has 0 choices; expected 2..1024",
+    [S_ONE_ACTION] = "action dimension 0 has 1 choices; expected 2..1024",
+    [S_ABSURD_ACTIONS] = "action dimension 0 has 1025 choices; expected 2..1024",
+    [S_DISCRETE_DIMS_2] = "a discrete action space has dims 2; expected 1",
+    [S_MULTI_DIMS_0] = "action dims 0; expected 1..16",
+    [S_BOX_DIMS_0] = "action dims 0; expected 1..16",
+    [S_BOX_DIMS_17] = "action dims 17; expected 1..16",
+    [S_MULTI_ONE_CHOICE] = "action dimension 1 has 1 choices; expected 2..1024",
+    [S_BOX_LOW_IS_HIGH] = "box dimension 1: bounds [2, 2]; expected finite, low < high",
+    [S_BOX_LOW_OVER_HIGH] = "box dimension 0: bounds [1, -1]; expected finite, low < high",
+    [S_BOX_NAN_LOW] = "box dimension 1: bounds [nan, 1]; expected finite, low < high",
+    [S_BOX_INF_HIGH] = "box dimension 0: bounds [-1, inf]; expected finite, low < high",
+    [S_KIND_7] = "action kind 7; expected 0 (discrete), 1 (multi-discrete) or 2 (box)",
     [S_SOLVED_NAN] = "solved_return is not finite",
     [S_NULL_STEP] = "per-env form has no step function",
     [S_NULL_DESTROY] = "per-env form has no destroy function",
@@ -185,13 +210,54 @@ static void s_vec_form_without_seed(vl_env_t *t)
     t->vec_reset = s_vec_reset, t->vec_step = s_vec_step;
 }
 
+/* Makes t's action a box of dims 2 within [-1, 1] and [0, 2]. */
+static void s_box_action(vl_env_t *t)
+{
+    t->action = (vl_env_action_t){
+        .kind = VL_ENV_BOX, .dims = 2, .low = {-1.0f, 0.0f}, .high = {1.0f, 2.0f}};
+}
+
+/* Breaks t's action space the way b says; returns 0 if b is not about it. */
+static int s_break_action(vl_env_t *t, s_break_t b)
+{
+    vl_env_action_t *a = &t->action;
+    if (b == S_ZERO_ACTIONS || b == S_ONE_ACTION || b == S_ABSURD_ACTIONS)
+        a->n[0] = b == S_ZERO_ACTIONS ? 0 : b == S_ONE_ACTION ? 1 : 1025;
+    else if (b == S_DISCRETE_DIMS_2)
+        a->dims = 2, a->n[1] = 2;
+    else if (b == S_MULTI_DIMS_0)
+        a->kind = VL_ENV_MULTI_DISCRETE, a->dims = 0;
+    else if (b == S_MULTI_ONE_CHOICE)
+        *a = (vl_env_action_t){.kind = VL_ENV_MULTI_DISCRETE, .dims = 3, .n = {3, 1, 2}};
+    else if (b == S_BOX_DIMS_0 || b == S_BOX_DIMS_17)
+        s_box_action(t), a->dims = b == S_BOX_DIMS_0 ? 0 : 17;
+    else if (b == S_BOX_LOW_IS_HIGH)
+        s_box_action(t), a->low[1] = a->high[1] = 2.0f;
+    else if (b == S_BOX_LOW_OVER_HIGH)
+        s_box_action(t), a->low[0] = 1.0f, a->high[0] = -1.0f;
+    else if (b == S_BOX_NAN_LOW)
+        s_box_action(t), a->low[1] = NAN, a->high[1] = 1.0f;
+    else if (b == S_BOX_INF_HIGH)
+        s_box_action(t), a->high[0] = INFINITY;
+    else if (b == S_KIND_7)
+        a->kind = 7;
+    else
+        return 0;
+    return 1;
+}
+
 /* Breaks t the way b says. */
 static void s_break(vl_env_t *t, s_break_t b)
 {
     vl_env_field_t *f = &t->fields[0];
+    if (s_break_action(t, b))
+        return;
     switch (b) {
     case S_ABI:
-        t->abi_version = 2;
+        t->abi_version = VL_ENV_ABI_VERSION + 1;
+        break;
+    case S_ABI_ZERO:
+        t->abi_version = 0;
         break;
     case S_NO_NAME:
         t->name = NULL;
@@ -238,15 +304,6 @@ static void s_break(vl_env_t *t, s_break_t b)
     case S_INF_HIGH:
         f->low = 0, f->high = INFINITY;
         break;
-    case S_ZERO_ACTIONS:
-        t->num_actions = 0;
-        break;
-    case S_ONE_ACTION:
-        t->num_actions = 1;
-        break;
-    case S_ABSURD_ACTIONS:
-        t->num_actions = 1025;
-        break;
     case S_SOLVED_NAN:
         t->has_solved_return = 1, t->solved_return = NAN;
         break;
@@ -265,7 +322,7 @@ static void s_break(vl_env_t *t, s_break_t b)
     case S_VEC_NULL_SEED:
         s_vec_form_without_seed(t);
         break;
-    case S_BREAKS:
+    default: // an action space's, or S_BREAKS
         break;
     }
     if (b == S_NEITHER_FORM) // no function of either form left
@@ -279,11 +336,28 @@ static void test_check_accepts(void)
     char why[256] = "";
     VL_CHECK(vl_env_check(&s_good, &ops, why, sizeof why) == 0);
     VL_CHECK(ops.table == &s_good && strcmp(ops.name, "good") == 0 && !ops.path);
-    VL_CHECK(ops.obs_dim == 1 && ops.num_actions == 2 && !ops.vectorized);
+    VL_CHECK(ops.obs_dim == 1 && !ops.vectorized && !ops.v1);
+    VL_CHECK(ops.action.kind == VL_ENV_DISCRETE && ops.action.dims == 1 && ops.action.n[0] == 2);
     VL_CHECK(!ops.has_solved_return);
     s_vec_form_without_seed(&vec);
     vec.vec_seed = s_vec_seed;
     VL_CHECK(vl_env_check(&vec, &ops, why, sizeof why) == 0 && ops.vectorized);
+}
+
+/* A box and a multi-discrete space pass, and ops carries them as given. */
+static void test_check_accepts_spaces(void)
+{
+    vl_env_ops_t ops;
+    vl_env_t box = s_good, multi = s_good;
+    char why[256] = "";
+    s_box_action(&box);
+    VL_CHECK(vl_env_check(&box, &ops, why, sizeof why) == 0);
+    VL_CHECK(vl_action_equal(&ops.action, &box.action) && ops.action.dims == 2);
+    VL_CHECK(ops.action.low[1] == 0.0f && ops.action.high[1] == 2.0f);
+    multi.action = (vl_env_action_t){.kind = VL_ENV_MULTI_DISCRETE, .dims = 3, .n = {3, 2, 4}};
+    VL_CHECK(vl_env_check(&multi, &ops, why, sizeof why) == 0);
+    VL_CHECK(vl_action_equal(&ops.action, &multi.action) && vl_action_outputs(&ops.action) == 9);
+    VL_CHECK(vl_env_check_spec(&multi, &ops, why, sizeof why) == 0 && ops.action.n[2] == 4);
 }
 
 /* Every broken table is refused with its own reason, and ops is untouched. */
@@ -297,11 +371,81 @@ static void test_check_refusals(void)
         int rc = vl_env_check(&t, &ops, why, sizeof why);
         if (rc == 0 || !strstr(why, s_reasons[b]))
             fprintf(stderr, "case %d: rc %d, why '%s', want '%s'\n", b, rc, why, s_reasons[b]);
-        VL_CHECK(rc == -1 && strstr(why, s_reasons[b]));
+        VL_CHECK(rc == -1 && strstr(why, s_reasons[b]) && !strchr(why, '\n'));
         VL_CHECK(ops.obs_dim == 12345);
+        if (b < S_NULL_STEP || b > S_VEC_NULL_SEED) { // the spec's own checks
+            VL_CHECK(vl_env_check_spec(&t, &ops, why, sizeof why) == -1);
+            VL_CHECK(strstr(why, s_reasons[b]) && ops.obs_dim == 12345);
+        }
     }
     char why[64];
     VL_CHECK(vl_env_check(NULL, NULL, why, sizeof why) == -1 && strstr(why, "no table"));
+}
+
+/* ---- version 1 tables ----------------------------------------------------- */
+
+#define S_V1_N 3 // envs of a version 1 table stepped together
+
+static int32_t s_v1_got[S_V1_N]; // the actions s_v1_step was called with, in call order
+static uint32_t s_v1_calls;
+
+static float s_v1_step(void *env, int32_t action, float *obs, int *term, int *trunc)
+{
+    (void)env;
+    s_v1_got[s_v1_calls++ % S_V1_N] = action;
+    obs[0] = 0;
+    *term = *trunc = 0;
+    return 0;
+}
+
+static const vl_env_v1_t s_good_v1 = {
+    .abi_version = 1,
+    .name = "good-v1",
+    .n_fields = 1,
+    .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {1}}},
+    .num_actions = 3,
+    .create = s_create,
+    .destroy = s_destroy,
+    .seed = s_seed,
+    .reset = s_reset,
+    .step = s_v1_step,
+};
+
+/* A version 1 table is taken as discrete(num_actions), stepped through its
+   own step, which gets each env's float action as the int32 it reads. */
+static void test_v1_table_steps(void)
+{
+    vl_env_ops_t ops;
+    char why[256] = "";
+    VL_CHECK(vl_env_check((const vl_env_t *)&s_good_v1, &ops, why, sizeof why) == 0);
+    VL_CHECK(ops.v1 == &s_good_v1 && strcmp(ops.name, "good-v1") == 0 && !ops.vectorized);
+    vl_action_spec_t three = vl_action_discrete(3);
+    VL_CHECK(vl_action_equal(&ops.action, &three) && ops.obs_dim == 1);
+    uint64_t seeds[S_V1_N] = {1, 2, 3};
+    float obs[S_V1_N], fin[S_V1_N], rewards[S_V1_N], actions[S_V1_N] = {2, 0, 1};
+    uint8_t term[S_V1_N], trunc[S_V1_N];
+    vl_envs_t *envs = vl_envs_new(&ops, S_V1_N, NULL, seeds, obs);
+    VL_CHECK(envs);
+    s_v1_calls = 0;
+    VL_CHECK(vl_envs_step(envs, actions, obs, rewards, term, trunc, fin) == 0);
+    vl_envs_destroy(&envs);
+    VL_CHECK(s_v1_calls == S_V1_N);
+    VL_CHECK(s_v1_got[0] == 2 && s_v1_got[1] == 0 && s_v1_got[2] == 1);
+}
+
+/* A version 1 table is checked as a version 2 one: its num_actions as a
+   discrete space, its own step as the per-env form's. */
+static void test_v1_table_refusals(void)
+{
+    vl_env_v1_t one = s_good_v1, no_step = s_good_v1;
+    vl_env_ops_t ops = {.obs_dim = 12345};
+    char why[256] = "";
+    one.num_actions = 1;
+    VL_CHECK(vl_env_check((const vl_env_t *)&one, &ops, why, sizeof why) == -1);
+    VL_CHECK(strstr(why, "action dimension 0 has 1 choices; expected 2..1024"));
+    no_step.step = NULL;
+    VL_CHECK(vl_env_check((const vl_env_t *)&no_step, &ops, why, sizeof why) == -1);
+    VL_CHECK(strstr(why, "per-env form has no step function") && ops.obs_dim == 12345);
 }
 
 /* ---- the loader ---------------------------------------------------------- */
@@ -314,7 +458,10 @@ static void test_lookup_plugins(void)
     VL_CHECK(strcmp(per->name, "counter") == 0 && !per->vectorized);
     VL_CHECK(strcmp(vec->name, "counter-vec") == 0 && vec->vectorized);
     VL_CHECK(per->path && strcmp(per->path, s_counter) == 0);
-    VL_CHECK(per->obs_dim == S_COUNTER_DIM && per->num_actions == 3);
+    vl_action_spec_t three = vl_action_discrete(3);
+    VL_CHECK(per->obs_dim == S_COUNTER_DIM && vl_action_equal(&per->action, &three));
+    VL_CHECK(vl_action_equal(&vec->action, &three));
+    VL_CHECK(per->v1 && vec->v1); // both built as version 1 tables
     VL_CHECK(per->obs_spec.n_fields == 4 && per->obs_spec.fields[2].encoding == VL_OBS_U2);
     VL_CHECK(per->low[0] == 0.0f && per->high[0] == 1.0f);
 }
@@ -334,9 +481,10 @@ static void test_lookup_refusals(void)
 {
     char want[512];
     snprintf(want, sizeof want,
-             "volley test: env plugin %s refused: built for env ABI version 2, this volley has 1",
-             s_abi2);
-    VL_CHECK(s_refused(s_abi2, want));
+             "volley test: env plugin %s refused: built for env ABI version 3, this volley reads "
+             "1 and 2",
+             s_abi_next);
+    VL_CHECK(s_refused(s_abi_next, want));
     snprintf(want, sizeof want,
              "volley test: %s exports no `volley_env` table (see include/volley/env.h)", s_nosym);
     VL_CHECK(s_refused(s_nosym, want));
@@ -358,8 +506,8 @@ static void test_volley_refuses_plugin(void)
     int fd = mkstemp(out);
     VL_CHECK(fd >= 0);
     close(fd);
-    snprintf(cmd, sizeof cmd, "'%s' actor --env '%s' --broker 127.0.0.1:1 2>'%s'", s_volley, s_abi2,
-             out);
+    snprintf(cmd, sizeof cmd, "'%s' actor --env '%s' --broker 127.0.0.1:1 2>'%s'", s_volley,
+             s_abi_next, out);
     int status = system(cmd);
     FILE *f = fopen(out, "r");
     size_t n = f ? fread(s_err, 1, sizeof s_err - 1, f) : 0;
@@ -369,7 +517,7 @@ static void test_volley_refuses_plugin(void)
     unlink(out);
     VL_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2);
     VL_CHECK(strstr(s_err, "volley actor: env plugin") &&
-             strstr(s_err, "refused: built for env ABI version 2, this volley has 1"));
+             strstr(s_err, "refused: built for env ABI version 3, this volley reads 1 and 2"));
 }
 
 /* ---- stepping ------------------------------------------------------------ */
@@ -383,9 +531,9 @@ typedef struct {
 /* Steps envs once with actions that depend on the step t. */
 static int s_step_all(vl_envs_t *envs, int t, s_out_t *o)
 {
-    int32_t actions[S_N];
+    float actions[S_N];
     for (int i = 0; i < S_N; i++)
-        actions[i] = (t + i) % 3;
+        actions[i] = (float)((t + i) % 3);
     memset(o->final_obs, 0xff, sizeof o->final_obs); // NaN where nothing ended
     return vl_envs_step(envs, actions, &o->obs[0][0], o->rewards, o->term, o->trunc,
                         &o->final_obs[0][0]);
@@ -408,7 +556,9 @@ static int s_as_counted(const s_out_t *o, int i, int t, uint32_t *steps, uint32_
 }
 
 /* The per-env form through the adapter and the vectorized form write the
-   same values, and both what the counter says, resets and all. */
+   same values, and both what the counter says, resets and all. The counter
+   is a version 1 plugin: its reward, the action - 1, shows each env got its
+   own float action as the int32 it reads, in either form. */
 static void test_step_both_forms(void)
 {
     const vl_env_ops_t *per = vl_env_lookup("test", s_counter);
@@ -513,52 +663,148 @@ static void test_create_fails(void)
     }
 }
 
-/* The built-ins pass every check over many episodes of random play. */
+/* ---- action spaces through vl_envs ------------------------------------------- */
+
+#define S_BOX_N     4 // box-echo envs stepped together
+#define S_BOX_LIMIT 5 // box-echo's episode length
+
+/* Box actions leave the bounds [-1, 1] and [0, 2] in every way (far out,
+   just out, on a bound); each env's own row reaches it clipped, in either
+   form, and the caller's array is left as it was. box-echo echoes what it
+   got into its observation and pays its first value. */
+static void test_box_actions_clipped(void)
+{
+    const char *forms[2] = {s_box, s_box_vec};
+    const float actions[S_BOX_N][2] = {{-3, 5}, {0.5f, 1.5f}, {1, -0.25f}, {-1.0001f, 2.0001f}};
+    const float clipped[S_BOX_N][2] = {{-1, 2}, {0.5f, 1.5f}, {1, 0}, {-1, 2}};
+    for (int k = 0; k < 2; k++) {
+        const vl_env_ops_t *env = vl_env_lookup("test", forms[k]);
+        VL_CHECK(env && env->vectorized == k && !env->v1 && vl_action_is_box(&env->action));
+        VL_CHECK(env->action.dims == 2 && env->action.low[1] == 0 && env->action.high[1] == 2);
+        uint64_t seeds[S_BOX_N] = {0};
+        float obs[S_BOX_N][2], fin[S_BOX_N][2], rewards[S_BOX_N], given[S_BOX_N][2];
+        uint8_t term[S_BOX_N], trunc[S_BOX_N];
+        vl_envs_t *envs = vl_envs_new(env, S_BOX_N, NULL, seeds, &obs[0][0]);
+        VL_CHECK(envs);
+        int echoed = 1, ended = 1;
+        for (int t = 1; t <= S_BOX_LIMIT && envs; t++) {
+            memcpy(given, actions, sizeof given);
+            VL_CHECK(vl_envs_step(envs, &given[0][0], &obs[0][0], rewards, term, trunc,
+                                  &fin[0][0]) == 0);
+            VL_CHECK(memcmp(given, actions, sizeof given) == 0);
+            const float(*seen)[2] = t < S_BOX_LIMIT ? obs : fin; // the last step's reset: zeros
+            for (int i = 0; i < S_BOX_N; i++) {
+                echoed &= seen[i][0] == clipped[i][0] && seen[i][1] == clipped[i][1];
+                echoed &= rewards[i] == clipped[i][0];
+                ended &= trunc[i] == (t == S_BOX_LIMIT) && !term[i];
+                ended &= t < S_BOX_LIMIT || (obs[i][0] == 0 && obs[i][1] == 0);
+            }
+        }
+        vl_envs_destroy(&envs);
+        if (!echoed)
+            fprintf(stderr, "%s: the env saw an action outside its bounds\n", forms[k]);
+        VL_CHECK(echoed && ended);
+    }
+}
+
+/* A multi-discrete space: each env gets its row of whole-number floats, one
+   per dimension, as the caller gave them (nothing clipped or rounded). */
+static void test_multi_discrete_actions_reach_the_env(void)
+{
+    const vl_env_ops_t *env = vl_env_lookup("test", s_box_multi);
+    VL_CHECK(env && env->action.kind == VL_ENV_MULTI_DISCRETE && env->action.dims == 3);
+    VL_CHECK(env->action.n[0] == 3 && env->action.n[1] == 2 && env->action.n[2] == 4);
+    uint64_t seeds[S_BOX_N] = {0};
+    float obs[S_BOX_N][3], fin[S_BOX_N][3], rewards[S_BOX_N], actions[S_BOX_N][3];
+    uint8_t term[S_BOX_N], trunc[S_BOX_N];
+    vl_envs_t *envs = vl_envs_new(env, S_BOX_N, NULL, seeds, &obs[0][0]);
+    VL_CHECK(envs);
+    int echoed = 1;
+    for (int t = 1; t < S_BOX_LIMIT && envs; t++) {
+        for (int i = 0; i < S_BOX_N; i++)
+            for (int d = 0; d < 3; d++)
+                actions[i][d] = (float)((t * 3 + i + d) % (int)env->action.n[d]);
+        VL_CHECK(vl_action_find_bad(&env->action, &actions[0][0], S_BOX_N) == -1);
+        VL_CHECK(vl_envs_step(envs, &actions[0][0], &obs[0][0], rewards, term, trunc, &fin[0][0]) ==
+                 0);
+        for (int i = 0; i < S_BOX_N; i++)
+            for (int d = 0; d < 3; d++)
+                echoed &= obs[i][d] == actions[i][d] && obs[i][d] == floorf(obs[i][d]);
+    }
+    vl_envs_destroy(&envs);
+    VL_CHECK(echoed);
+}
+
+/* Writes a random action of space a into out [dims]: a choice of each
+   dimension, or a box value up to one past either bound (vl_envs clips). */
+static void s_random_action(const vl_action_spec_t *a, vl_rng_t *rng, float *out)
+{
+    for (uint32_t d = 0; d < a->dims; d++) {
+        if (vl_action_is_box(a))
+            out[d] =
+                a->low[d] - 1.0f + (float)vl_rng_uniform(rng) * (a->high[d] - a->low[d] + 2.0f);
+        else
+            out[d] = (float)vl_rng_below(rng, a->n[d]);
+    }
+}
+
+/* The built-ins, every kind of space among them, pass every check over
+   many episodes of random play. */
 static void test_builtins_pass_checks(void)
 {
-    const char *names[2] = {"cartpole", "catch"};
-    for (int k = 0; k < 2; k++) {
+    const char *names[4] = {"cartpole", "catch", "pendulum", "reach"};
+    for (int k = 0; k < 4; k++) {
         const vl_env_ops_t *env = vl_env_find(names[k]);
-        uint32_t n = 8, D = env->obs_dim;
+        VL_CHECK(env);
+        uint32_t n = 8, D = env->obs_dim, W = env->action.dims;
         uint64_t seeds[8] = {1, 2, 3, 4, 5, 6, 7, 8};
         float *obs = calloc((size_t)n * D, sizeof *obs), *fin = calloc((size_t)n * D, sizeof *fin);
-        float rewards[8];
+        float rewards[8], actions[8 * VL_ENV_ACTION_DIMS_MAX];
         uint8_t term[8], trunc[8];
-        int32_t actions[8];
         vl_rng_t rng;
         int rc = 0, ended = 0;
         vl_rng_seed(&rng, 5);
         vl_envs_t *envs = obs && fin ? vl_envs_new(env, n, NULL, seeds, obs) : NULL;
         for (int t = 0; envs && t < 2000 && rc == 0; t++) {
             for (uint32_t i = 0; i < n; i++)
-                actions[i] = (int32_t)vl_rng_below(&rng, env->num_actions);
+                s_random_action(&env->action, &rng, actions + (size_t)i * W);
             rc = vl_envs_step(envs, actions, obs, rewards, term, trunc, fin);
             for (uint32_t i = 0; i < n; i++)
                 ended += term[i] + trunc[i];
         }
+        VL_CHECK(envs != NULL);
         vl_envs_destroy(&envs);
         free(obs);
         free(fin);
+        if (rc != 0 || ended <= 50)
+            fprintf(stderr, "%s: rc %d, %d episodes ended\n", names[k], rc, ended);
         VL_CHECK(rc == 0 && ended > 50);
     }
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 5) {
-        fprintf(stderr, "usage: vl_env_test COUNTER.so COUNTER_VEC.so ABI2.so NOSYM.so [VOLLEY]\n");
+    if (argc < 8) {
+        fprintf(stderr, "usage: vl_env_test COUNTER.so COUNTER_VEC.so ABI_NEXT.so NOSYM.so BOX.so "
+                        "BOX_VEC.so BOX_MULTI.so [VOLLEY]\n");
         return 2;
     }
-    s_counter = argv[1], s_counter_vec = argv[2], s_abi2 = argv[3], s_nosym = argv[4];
-    s_volley = argc > 5 ? argv[5] : NULL;
+    s_counter = argv[1], s_counter_vec = argv[2], s_abi_next = argv[3], s_nosym = argv[4];
+    s_box = argv[5], s_box_vec = argv[6], s_box_multi = argv[7];
+    s_volley = argc > 8 ? argv[8] : NULL;
     VL_RUN(test_check_accepts);
+    VL_RUN(test_check_accepts_spaces);
     VL_RUN(test_check_refusals);
+    VL_RUN(test_v1_table_steps);
+    VL_RUN(test_v1_table_refusals);
     VL_RUN(test_lookup_plugins);
     VL_RUN(test_lookup_refusals);
     VL_RUN(test_volley_refuses_plugin);
     VL_RUN(test_step_both_forms);
     VL_RUN(test_bad_values_refused);
     VL_RUN(test_create_fails);
+    VL_RUN(test_box_actions_clipped);
+    VL_RUN(test_multi_discrete_actions_reach_the_env);
     VL_RUN(test_builtins_pass_checks);
     return VL_DONE();
 }
