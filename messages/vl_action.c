@@ -14,7 +14,7 @@ vl_action_spec_t vl_action_discrete(uint32_t n)
 }
 
 /* Writes a formatted reason into why and returns -1. */
-static int s_why(char *why, size_t size, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int s_why(char *why, size_t size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -161,10 +161,45 @@ static void test_obs_normalised_as_reference_integers_unchanged(void)
     VL_CHECK(memcmp(out, in_place, sizeof out) == 0);
 }
 
-static void test_obs_clip_at_ten(void)
+static void s_export(vl_norm_t *norm, vl_tensor_t *t, float data[3][S_DIM], vl_weights_t *w)
+{
+    vl_norm_tensors(norm, t);
+    for (int i = 0; i < VL_NORM_TENSORS; i++) {
+        memcpy(data[i], t[i].data, vl_tensor_size(&t[i]) * sizeof(float));
+        t[i].data = data[i];
+    }
+    *w = (vl_weights_t){.policy_id = "p", .version = 1, .n_tensors = VL_NORM_TENSORS, .tensors = t};
+}
+
+/* Loads statistics of one observation seen, mean 0 and var 1 (a fresh
+   normaliser has seen none and passes observations through). */
+static int s_seen_once(vl_norm_t *norm)
+{
+    vl_tensor_t t[VL_NORM_TENSORS];
+    float data[3][S_DIM];
+    vl_weights_t w;
+    s_export(norm, t, data, &w);
+    data[2][0] = 1.0f;
+    return vl_norm_load(norm, &w);
+}
+
+/* Statistics that have seen no observation (only rewards are scaled) leave
+   observations as they are. */
+static void test_obs_pass_through_before_any(void)
 {
     vl_norm_t *norm = s_new();
     VL_CHECK(norm);
+    const float obs[S_DIM] = {10.5f, -1e30f, 3.0f};
+    float out[S_DIM];
+    vl_norm_obs(norm, 1, obs, out);
+    vl_norm_destroy(&norm);
+    VL_CHECK(memcmp(obs, out, sizeof out) == 0);
+}
+
+static void test_obs_clip_at_ten(void)
+{
+    vl_norm_t *norm = s_new();
+    VL_CHECK(norm && s_seen_once(norm) == 0);
     const float obs[2 * S_DIM] = {10.5f, -10.5f, 9.5f, 255.0f, 0.0f, 1e30f, -1e30f,
                                   0.0f,  0.0f,   0.0f, 0.0f,   0.0f, 0.0f,  0.0f};
     float out[2 * S_DIM];
@@ -264,15 +299,6 @@ static void test_returns_interleaved_streams_as_each_alone(void)
 
 /* Builds a weights message whose tensors are copies (in data[3][S_DIM])
    of norm's, for the load tests to spoil. */
-static void s_export(vl_norm_t *norm, vl_tensor_t *t, float data[3][S_DIM], vl_weights_t *w)
-{
-    vl_norm_tensors(norm, t);
-    for (int i = 0; i < VL_NORM_TENSORS; i++) {
-        memcpy(data[i], t[i].data, vl_tensor_size(&t[i]) * sizeof(float));
-        t[i].data = data[i];
-    }
-    *w = (vl_weights_t){.policy_id = "p", .version = 1, .n_tensors = VL_NORM_TENSORS, .tensors = t};
-}
 
 /* A variance of 0 (which a load accepts) divides by sqrt(1e-8), not by 0. */
 static void test_zero_variance_divides_by_sqrt_eps(void)
@@ -283,7 +309,7 @@ static void test_zero_variance_divides_by_sqrt_eps(void)
     float data[3][S_DIM];
     vl_weights_t w;
     s_export(norm, t, data, &w);
-    data[0][0] = 1.0f, data[1][0] = 0.0f;
+    data[0][0] = 1.0f, data[1][0] = 0.0f, data[2][0] = 1.0f;
     int loaded = vl_norm_load(norm, &w);
     float obs[S_DIM] = {1.0f + 0x1p-13f}, out[S_DIM];
     vl_norm_obs(norm, 1, obs, out);
@@ -450,6 +476,7 @@ int main(void)
     VL_RUN(test_fresh_stats_are_sb3s_start);
     VL_RUN(test_obs_stats_match_reference);
     VL_RUN(test_obs_normalised_as_reference_integers_unchanged);
+    VL_RUN(test_obs_pass_through_before_any);
     VL_RUN(test_obs_clip_at_ten);
     VL_RUN(test_zero_variance_divides_by_sqrt_eps);
     VL_RUN(test_nonfinite_batches_change_nothing);
