@@ -128,25 +128,12 @@ static int s_check_form(const vl_env_t *t, vl_env_ops_t *ops, char *why, size_t 
     return 0;
 }
 
-int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
-{
-    vl_env_ops_t o;
-    if (vl_env_check_spec(table, &o, why, why_size) != 0 ||
-        s_check_form(o.table, &o, why, why_size) != 0)
-        return -1;
-    *ops = o;
-    return 0;
-}
-
-/* Returns a version 2 table holding a version 1 table's spec and its
+/* Fills t, a version 2 table, with a version 1 table's spec and its
    functions of unchanged type (step and vec_step stay NULL: they are called
-   through the version 1 table), or NULL on no memory. Lives for the process,
-   as the plugin it describes. */
-static vl_env_t *s_from_v1(const vl_env_v1_t *v1)
+   through the version 1 table). */
+static void s_from_v1(const vl_env_v1_t *v1, vl_env_t *t)
 {
-    vl_env_t *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
+    memset(t, 0, sizeof *t);
     t->abi_version = VL_ENV_ABI_VERSION;
     t->name = v1->name;
     t->summary = v1->summary;
@@ -163,13 +150,37 @@ static vl_env_t *s_from_v1(const vl_env_v1_t *v1)
     t->vec_destroy = v1->vec_destroy;
     t->vec_seed = v1->vec_seed;
     t->vec_reset = v1->vec_reset;
-    return t;
 }
 
-int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
+/* Checks a version 2 table's spec (and its form when form is set) into *o. */
+static int s_check_table(const vl_env_t *table, vl_env_ops_t *o, int form, char *why,
+                         size_t why_size)
+{
+    vl_limits_t lim = vl_limits_default();
+    char reason[200];
+    if (s_check_text(table, why, why_size) != 0 || s_check_fields(table, o, why, why_size) != 0)
+        return -1;
+    if (vl_action_check(&table->action, &lim, reason, sizeof reason) != 0)
+        return vl_why(why, why_size, "%s", reason);
+    if (table->has_solved_return && !isfinite(table->solved_return))
+        return vl_why(why, why_size, "solved_return is not finite");
+    if (form && s_check_form(table, o, why, why_size) != 0)
+        return -1;
+    o->name = table->name;
+    o->summary = table->summary && table->summary[0] ? table->summary : "(no summary)";
+    o->action = table->action;
+    o->has_solved_return = table->has_solved_return != 0;
+    o->solved_return = o->has_solved_return ? table->solved_return : 0;
+    return 0;
+}
+
+/* Checks a table of either version; a version 1 table is read into a
+   version 2 copy, kept (for the process, as the plugin it describes) only
+   once every check passed. */
+static int s_check(const vl_env_t *table, vl_env_ops_t *ops, int form, char *why, size_t why_size)
 {
     vl_env_ops_t o = {.table = table};
-    vl_limits_t lim = vl_limits_default();
+    vl_env_t converted;
     if (!table)
         return vl_why(why, why_size, "no table");
     if (table->abi_version != VL_ENV_ABI_VERSION && table->abi_version != 1)
@@ -177,23 +188,30 @@ int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_
                       table->abi_version, VL_ENV_ABI_VERSION);
     if (table->abi_version == 1) {
         o.v1 = (const vl_env_v1_t *)table;
-        if (!(table = o.table = s_from_v1(o.v1)))
-            return vl_why(why, why_size, "no memory for the table");
+        s_from_v1(o.v1, &converted);
+        table = &converted;
     }
-    char reason[200];
-    if (s_check_text(table, why, why_size) != 0 || s_check_fields(table, &o, why, why_size) != 0)
+    if (s_check_table(table, &o, form, why, why_size) != 0)
         return -1;
-    if (vl_action_check(&table->action, &lim, reason, sizeof reason) != 0)
-        return vl_why(why, why_size, "%s", reason);
-    if (table->has_solved_return && !isfinite(table->solved_return))
-        return vl_why(why, why_size, "solved_return is not finite");
-    o.name = table->name;
-    o.summary = table->summary && table->summary[0] ? table->summary : "(no summary)";
-    o.action = table->action;
-    o.has_solved_return = table->has_solved_return != 0;
-    o.solved_return = o.has_solved_return ? table->solved_return : 0;
+    if (o.v1) {
+        vl_env_t *kept = malloc(sizeof *kept);
+        if (!kept)
+            return vl_why(why, why_size, "no memory for the table");
+        *kept = converted;
+        o.table = kept;
+    }
     *ops = o;
     return 0;
+}
+
+int vl_env_check(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
+{
+    return s_check(table, ops, 1, why, why_size);
+}
+
+int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_t why_size)
+{
+    return s_check(table, ops, 0, why, why_size);
 }
 
 /* ---- built-ins and plugins ---------------------------------------------- */

@@ -128,8 +128,8 @@ void vl_action_clip(const vl_action_spec_t *a, const float *actions, size_t n, f
     for (size_t i = 0; i < n; i++)
         for (uint32_t d = 0; d < D; d++) {
             float v = actions[i * D + d];
-            if (a->kind == VL_ENV_BOX)
-                v = v < a->low[d] ? a->low[d] : v > a->high[d] ? a->high[d] : v;
+            if (a->kind == VL_ENV_BOX) // NaN, which fails both tests, becomes low
+                v = !(v >= a->low[d]) ? a->low[d] : v > a->high[d] ? a->high[d] : v;
             out[i * D + d] = v;
         }
 }
