@@ -13,7 +13,7 @@
 #include "../tests/vl_test.h"
 #include "vl_dist.h"
 
-#define S_MAX_PARAMS 4000 // floats in any policy these tests build
+#define S_MAX_PARAMS 4000               // floats in any policy these tests build
 #define S_LOG_2PIE   2.8378770664093453 // log(2 pi e): a unit Gaussian's entropy is half of it
 
 enum { S_N = 8, S_OBS = 3, S_DIMS = 2, S_HIDDEN = 5 };
@@ -108,9 +108,8 @@ static void s_make_batch(vl_policy_t *policy, vl_rng_t *rng, s_batch_t *b)
         for (int k = 0; k < S_OBS; k++)
             b->obs[i * S_OBS + k] = (float)vl_rng_normal(rng);
         for (uint32_t d = 0; d < a->dims; d++)
-            b->actions[i * S_DIMS + d] = vl_action_is_box(a)
-                                             ? (float)(1.5 * vl_rng_normal(rng))
-                                             : (float)vl_rng_below(rng, a->n[d]);
+            b->actions[i * S_DIMS + d] = vl_action_is_box(a) ? (float)(1.5 * vl_rng_normal(rng))
+                                                             : (float)vl_rng_below(rng, a->n[d]);
         b->adv[i] = s_adv_sign[i] * (float)(0.5 + vl_rng_uniform(rng));
         b->v_target[i] = (float)vl_rng_normal(rng);
         b->w[i] = (float)(0.2 + 0.8 * vl_rng_uniform(rng));
@@ -306,7 +305,8 @@ static void test_box_optimizer_state_round_trip(void)
     s_step(c);
     int resumed = s_same(a, b);
     int logstd_same = memcmp(vl_policy_logstd(a), vl_policy_logstd(b), S_DIMS * sizeof(float)) == 0;
-    int logstd_fresh = memcmp(vl_policy_logstd(a), vl_policy_logstd(c), S_DIMS * sizeof(float)) == 0;
+    int logstd_fresh =
+        memcmp(vl_policy_logstd(a), vl_policy_logstd(c), S_DIMS * sizeof(float)) == 0;
     free(state);
     vl_policy_destroy(&a);
     vl_policy_destroy(&b);
