@@ -58,11 +58,11 @@ static const s_case_t s_cases[] = {
 /* One case's policy and minibatch. */
 typedef struct {
     vl_policy_t *policy;
-    float *obs;       // [M][D]
-    float *actions;   // [M] discrete choices as whole numbers
-    float *old_logp;  // [M], log pi(action) under the initial weights: ratio starts at 1
-    float *adv;       // [M]
-    float *v_target;  // [M]
+    float *obs;      // [M][D]
+    float *actions;  // [M] discrete choices as whole numbers
+    float *old_logp; // [M], log pi(action) under the initial weights: ratio starts at 1
+    float *adv;      // [M]
+    float *v_target; // [M]
     float first_loss;
     float last_loss; // of the latest update
     float last_norm; // gradient norm of the latest update, before clipping

@@ -276,7 +276,9 @@ static void test_kept_fits_the_env_by_fields(void)
     vl_policy_t *p = s_write_ckpt(ckpt, 3, OBS);
     vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
     VL_CHECK(k);
-    vl_env_ops_t env = {.name = "bytes", .obs_dim = OBS, .action = vl_action_discrete(ACTS),
+    vl_env_ops_t env = {.name = "bytes",
+                        .obs_dim = OBS,
+                        .action = vl_action_discrete(ACTS),
                         .obs_spec = {.n_fields = 1}};
     env.obs_spec.fields[0] = (vl_obs_field_t){.encoding = VL_OBS_U8, .ndim = 1, .shape = {OBS}};
     VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == 0); // no spec kept: its sizes alone

@@ -78,8 +78,8 @@ static int s_train(int as_termination, float *v)
     const vl_segment_t *ptrs[S_SEGS];
     int rc = tr && arrays ? 0 : -1;
     for (int i = 0; rc == 0 && i < S_SEGS; i++) {
-        segs[i] = (vl_segment_t){
-            .horizon = S_T, .action = vl_action_discrete(2), .policy_id = "default"};
+        segs[i] =
+            (vl_segment_t){.horizon = S_T, .action = vl_action_discrete(2), .policy_id = "default"};
         vl_segment_set_spec(&segs[i], &s_spec);
         vl_segment_bind(&segs[i], arrays + i * size);
         ptrs[i] = &segs[i];
