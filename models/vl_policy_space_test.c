@@ -2,7 +2,7 @@
     log-std) and over a multi-discrete space (a categorical per dimension):
     their tensors, the PPO loss gradient of every tensor (pi.logstd
     included) against central finite differences of the returned loss, the
-    entropy against the Gaussian's closed form, Adam moving the log-std, and
+    box loss and entropy against the Gaussian's closed forms, Adam moving the log-std, and
     the optimizer state carried to a fresh policy. */
 #include "vl_policy.h"
 
@@ -232,6 +232,54 @@ static void test_box_entropy_is_the_gaussians(void)
     VL_CHECK_NEAR(st.clip_frac, 4.0 / S_N, 1e-6); // the 1.5s and 0.6s
 }
 
+/* Returns log N(x; mu, exp(logstd)^2) written out, independently of vl_dist. */
+static double s_gauss_logp(double x, double mu, double logstd)
+{
+    double u = (x - mu) / exp(logstd);
+    return -0.5 * u * u - logstd - 0.5 * log(2 * M_PI);
+}
+
+/* The box loss and its stats from the forward pass and the Gaussian's
+   density by hand: ratio exp(sum_d log N(a_d; mu_d, std_d) - old), the
+   clipped surrogate, the value error and the weighted total. */
+static void test_box_loss_matches_the_gaussian_by_hand(void)
+{
+    vl_action_spec_t box = s_box();
+    vl_policy_t *policy = s_policy(&box, 8, 6);
+    VL_CHECK(policy);
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 8);
+    for (size_t k = 0; s_param(policy, k); k++)
+        *s_param(policy, k) = (float)(0.5 * (2.0 * vl_rng_uniform(&rng) - 1.0));
+    s_batch_t b;
+    s_make_batch(policy, &rng, &b);
+    const float *logstd = vl_policy_logstd(policy);
+    double surr = 0.0, sq_err = 0.0, kl = 0.0, weighted = 0.0;
+    double entropy = logstd[0] + logstd[1] + S_LOG_2PIE;
+    for (int i = 0; i < S_N; i++) {
+        float mu[S_DIMS], value;
+        VL_CHECK(vl_policy_forward(policy, 1, b.obs + i * S_OBS, mu, &value) == 0);
+        double logp = 0.0;
+        for (int d = 0; d < S_DIMS; d++)
+            logp += s_gauss_logp(b.actions[i * S_DIMS + d], mu[d], logstd[d]);
+        double r = exp(logp - b.old_logp[i]);
+        double si = fmin(r * b.adv[i], fmin(fmax(r, 0.8), 1.2) * b.adv[i]);
+        double err = value - b.v_target[i];
+        surr += si;
+        sq_err += err * err;
+        kl += (r - 1) - log(r);
+        weighted += b.w[i] * (-si + 0.5 * 0.5 * err * err - 0.1 * entropy);
+    }
+    vl_loss_stats_t st;
+    float loss = vl_policy_loss_grad(policy, &s_params, S_N, b.obs, b.actions, b.old_logp, b.adv,
+                                     b.v_target, b.w, &st);
+    vl_policy_destroy(&policy);
+    VL_CHECK_NEAR(st.policy_loss, -surr / S_N, 1e-5);
+    VL_CHECK_NEAR(st.value_loss, 0.5 * sq_err / S_N, 1e-5);
+    VL_CHECK_NEAR(st.approx_kl, kl / S_N, 1e-5);
+    VL_CHECK_NEAR(loss, weighted / S_N, 1e-5);
+}
+
 /* Adam's first step moves each parameter by lr against its gradient's
    sign: the log-std too. */
 static void test_adam_step_moves_logstd(void)
@@ -322,6 +370,7 @@ int main(void)
     VL_RUN(test_multi_discrete_gradient_matches_finite_differences);
     VL_RUN(test_tensors_end_with_logstd_for_a_box);
     VL_RUN(test_box_entropy_is_the_gaussians);
+    VL_RUN(test_box_loss_matches_the_gaussian_by_hand);
     VL_RUN(test_adam_step_moves_logstd);
     VL_RUN(test_box_optimizer_state_round_trip);
     return VL_DONE();
