@@ -2,7 +2,8 @@
     log-std) and over a multi-discrete space (a categorical per dimension):
     their tensors, the PPO loss gradient of every tensor (pi.logstd
     included) against central finite differences of the returned loss, the
-    box loss and entropy against the Gaussian's closed forms, Adam moving the log-std, and
+    box loss and entropy against the Gaussian's closed forms, the box loss
+    and every tensor's gradient against PyTorch autograd, Adam moving the log-std, and
     the optimizer state carried to a fresh policy. */
 #include "vl_policy.h"
 
@@ -280,6 +281,83 @@ static void test_box_loss_matches_the_gaussian_by_hand(void)
     VL_CHECK_NEAR(loss, weighted / S_N, 1e-5);
 }
 
+/* From models/vl_policy_reference.py (PyTorch 1.13.0a0): ratios 0.010, 0.060, 0.094, 1.639. */
+static const double s_ref_loss = 0.35871314698242779;
+static const double s_ref_grad[89] = {
+    -0.0034400870489993719,  0.00098076385596316575, 0.0039647934025482971,
+    -0.0060151175660258013,  0.00046546896703794551, 0.0062641423125856495,
+    -0.00094657095774274241, 0.001467158999294318,   0.0017314975740108534,
+    -0.0005197045139975295,  -0.0013260514315909056, -0.00018972990340380516,
+    -0.0043178453727713371,  -0.0083863977940043521, -0.0018846948718807613,
+    -0.00031809243663905056, 0.040179617621991841,   0.030053523708008741,
+    -0.04737789369178004,    0.012449787822883803,   0.071930063254930648,
+    0.042443320258438846,    -0.080347335307199855,  0.03119758400710846,
+    0.022240464681295018,    0.0053736954772253733,  -0.02189270440935737,
+    0.015723635902145622,    -0.015237625236801918,  -0.022550474348145218,
+    0.022444034836763414,    0.0040280435588716818,  0.05915165085842726,
+    0.080465480483664947,    0.0073577987691084111,  -0.047245360780740937,
+    -0.38730612104637629,    -0.030545238616315744,  -0.40656802363635514,
+    0.079678698725574371,    -0.34895757194563892,   -0.038878462830658295,
+    -0.36797300016088585,    0.065354714873822412,   0.60477310859527189,
+    0.55772015522066698,     -0.0037691497687736284, 0.004011829873093448,
+    0.0059154695529512269,   0.0017446956877246436,  -5.239036600591029e-06,
+    -0.001747498559123794,   0.0049477127296934749,  -0.0052245981750848351,
+    -0.0077428607069229896,  0.0075943718443423607,  -0.0078416049016575493,
+    -0.011789612454347726,   0.0047197781027914663,  0.0018580872763977003,
+    -0.0027758004991283729,  -0.0071018318247580911, -0.016537553180727055,
+    0.01858250958573316,     0.030023898778581116,   -0.000796398790704686,
+    -0.02169433633478788,    0.018819899326167337,   0.062143310362882551,
+    0.00338180353160282,     -0.014109680182636967,  0.015150122083381434,
+    0.031324431162666935,    0.00023422862903550723, 0.0027109199578797165,
+    -0.0029619741474594089,  -0.0061670752768933027, -8.9450087591486181e-05,
+    -0.071860849147073011,   -0.12614062320447958,   -0.069468239307603319,
+    0.013674130957667105,    0.17783899080857174,    0.045567719459785383,
+    0.074530897926554471,    -0.074886786385565313,  -0.27403125761468866,
+    0.046602486104927995,    -0.049346294384231743,
+};
+
+/* The box loss of mlp(4) over 3 observations, every parameter and the
+   minibatch from the closed forms models/vl_policy_reference.py uses: its
+   value and the gradient of every tensor as PyTorch autograd computes
+   them in float64 (pasted above). Three samples are on the surrogate's
+   unclipped branch (ratios 0.01 and 0.09 with positive advantages, 1.64
+   with a negative one), one on its clipped, constant branch (0.06,
+   negative). */
+static void test_box_loss_matches_torch(void)
+{
+    enum { N = 4, H = 4, P = 89 };
+    static float grads[S_MAX_PARAMS];
+    vl_action_spec_t box = s_box();
+    vl_policy_t *policy = s_policy(&box, H, 1);
+    VL_CHECK(policy);
+    size_t k = 0;
+    for (; s_param(policy, k); k++)
+        *s_param(policy, k) = (float)(0.5 * sin(0.7 * (double)k + 0.3));
+    VL_CHECK(k == P);
+    float obs[N * S_OBS], act[N * S_DIMS], old[N], adv[N], vt[N], w[N];
+    for (int i = 0; i < N; i++) {
+        for (int j = 0; j < S_OBS; j++)
+            obs[i * S_OBS + j] = (float)(2.0 * cos(1.3 * (i * S_OBS + j)));
+        for (int d = 0; d < S_DIMS; d++)
+            act[i * S_DIMS + d] = (float)(1.5 * sin(0.9 * (i * S_DIMS + d) + 1.0));
+        old[i] = (float)(-2.0 - 0.3 * i);
+        adv[i] = (float)((i % 2 ? -1.0 : 1.0) * (0.5 + 0.25 * i));
+        vt[i] = (float)(0.3 * i - 0.5);
+        w[i] = (float)(1.0 - 0.15 * i);
+    }
+    vl_policy_zero_grad(policy);
+    float loss = vl_policy_loss_grad(policy, &s_params, N, obs, act, old, adv, vt, w, NULL);
+    size_t count = s_flatten(policy, 1, grads);
+    vl_policy_destroy(&policy);
+    VL_CHECK(count == P);
+    VL_CHECK_NEAR(loss, s_ref_loss, 1e-6);
+    double worst = 0.0;
+    for (size_t i = 0; i < P; i++)
+        worst = fmax(worst, fabs(grads[i] - s_ref_grad[i]) / (1e-3 + fabs(s_ref_grad[i])));
+    printf("worst relative gap to torch over %d gradients: %.2g\n", P, worst);
+    VL_CHECK_NEAR(worst, 0.0, 1e-4);
+}
+
 /* Adam's first step moves each parameter by lr against its gradient's
    sign: the log-std too. */
 static void test_adam_step_moves_logstd(void)
@@ -371,6 +449,7 @@ int main(void)
     VL_RUN(test_tensors_end_with_logstd_for_a_box);
     VL_RUN(test_box_entropy_is_the_gaussians);
     VL_RUN(test_box_loss_matches_the_gaussian_by_hand);
+    VL_RUN(test_box_loss_matches_torch);
     VL_RUN(test_adam_step_moves_logstd);
     VL_RUN(test_box_optimizer_state_round_trip);
     return VL_DONE();
