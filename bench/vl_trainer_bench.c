@@ -53,7 +53,8 @@ static int s_write(const char *dir, const char *name, const void *data, size_t n
 }
 
 /* Writes each array of the n segments, concatenated segment by segment:
-   obs [n][T+1][D] f32, actions i32, rewards, dones, logp f32, truncated u8
+   obs [n][T+1][D] f32, actions i32 (the bench's env has one discrete
+   choice, which segments carry as a whole float), rewards, dones, logp f32, truncated u8
    [n][T], final_obs [n][T][D] f32 (at truncated steps, 0 elsewhere). */
 static int s_dump(const char *dir, const vl_segment_t *segs, int n, uint32_t D)
 {
@@ -69,7 +70,8 @@ static int s_dump(const char *dir, const vl_segment_t *segs, int n, uint32_t D)
     for (int i = 0; i < n; i++) {
         const vl_segment_t *s = &segs[i];
         vl_obs_from_rows(&s->obs_spec, T + 1, s->obs, obs + (size_t)i * (T + 1) * D);
-        memcpy(act + i * T, s->actions, T * 4);
+        for (uint32_t t = 0; t < T; t++)
+            act[i * T + t] = (int32_t)s->actions[t];
         memcpy(rew + i * T, s->rewards, T * 4);
         memcpy(done + i * T, s->dones, T * 4);
         memcpy(logp + i * T, s->logp, T * 4);
@@ -129,7 +131,7 @@ int main(int argc, char **argv)
     vl_segment_t segs[S_SEGMENTS];
     void *arrays[S_SEGMENTS] = {0};
     const vl_segment_t *ptrs[S_SEGMENTS];
-    vl_trainer_t *tr = vl_trainer_new(&c, c.obs_dim, c.num_actions);
+    vl_trainer_t *tr = vl_trainer_new(&c, c.obs_dim);
     if (!tr || vl_bench_rollout(c.env, c.horizon, S_SEGMENTS, S_SEED, segs, arrays) != 0) {
         fprintf(stderr, "vl_trainer_bench: no memory\n");
         return 1;

@@ -58,11 +58,11 @@ static const s_case_t s_cases[] = {
 /* One case's policy and minibatch. */
 typedef struct {
     vl_policy_t *policy;
-    float *obs;       // [M][D]
-    int32_t *actions; // [M]
-    float *old_logp;  // [M], log pi(action) under the initial weights: ratio starts at 1
-    float *adv;       // [M]
-    float *v_target;  // [M]
+    float *obs;      // [M][D]
+    float *actions;  // [M] discrete choices as whole numbers
+    float *old_logp; // [M], log pi(action) under the initial weights: ratio starts at 1
+    float *adv;      // [M]
+    float *v_target; // [M]
     float first_loss;
     float last_loss; // of the latest update
     float last_norm; // gradient norm of the latest update, before clipping
@@ -104,7 +104,7 @@ static void s_fill_batch(const s_case_t *c, s_data_t *d, vl_rng_t *rng)
             d->obs[i] = vl_rng_below(rng, 20) < 3 ? (float)(1 + vl_rng_below(rng, 3)) : 0;
     }
     for (uint32_t i = 0; i < c->batch; i++) {
-        d->actions[i] = (int32_t)vl_rng_below(rng, c->num_actions);
+        d->actions[i] = (float)vl_rng_below(rng, c->num_actions);
         d->adv[i] = (float)vl_rng_normal(rng);
         d->v_target[i] = (float)vl_rng_normal(rng);
     }
@@ -121,7 +121,7 @@ static int s_fill_old_logp(const s_case_t *c, s_data_t *d)
     if (logits && logp && vl_policy_forward(d->policy, c->batch, d->obs, logits, NULL) == 0) {
         for (uint32_t i = 0; i < c->batch; i++) {
             vl_log_softmax(logits + (size_t)i * A, A, logp);
-            d->old_logp[i] = logp[d->actions[i]];
+            d->old_logp[i] = logp[(uint32_t)d->actions[i]];
         }
         rc = 0;
     }
@@ -138,7 +138,7 @@ static int s_data_init(const s_case_t *c, s_data_t *d)
     size_t M = c->batch;
     d->policy = vl_policy_new(c->obs_dim, c->num_actions, c->hidden, S_SEED);
     d->obs = malloc(M * c->obs_dim * sizeof(float));
-    d->actions = malloc(M * sizeof(int32_t));
+    d->actions = malloc(M * sizeof(float));
     d->old_logp = malloc(M * sizeof(float));
     d->adv = malloc(M * sizeof(float));
     d->v_target = malloc(M * sizeof(float));

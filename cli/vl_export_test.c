@@ -1,6 +1,7 @@
 /*  vl_export_test: kept policies read from checkpoints and run directories
-    (and refused when bad), the safetensors file read back byte by byte, and
-    eval's statistics. */
+    (and refused when bad), the safetensors file read back byte by byte, the
+    action space and normalisation the JSON spec states (a box policy's
+    log-std and statistics exported with it), and eval's statistics. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "../learner/vl_kept.h"
+#include "../learner/vl_resume.h"
 #include "../store/vl_checkpoint.h"
 #include "../tests/vl_test.h"
 #include "vl_eval.h"
@@ -192,6 +194,11 @@ static void test_safetensors_layout(void)
     VL_CHECK(strcmp(json + strlen(json) - 7, "c.json") == 0 || strstr(json, "/c.json"));
     struct stat st;
     VL_CHECK(stat(json, &st) == 0 && st.st_size > 0);
+    size_t json_size = 0;
+    char *text = (char *)s_slurp(json, &json_size);
+    VL_CHECK(text && strstr(text, "\"action_space\": {\"kind\": \"discrete\", \"dims\": 1, "
+                                  "\"n\": [3]}, \"obs_norm\": false"));
+    free(text);
     free(header);
     free(buf);
     vl_kept_destroy(&k);
@@ -276,7 +283,9 @@ static void test_kept_fits_the_env_by_fields(void)
     vl_policy_t *p = s_write_ckpt(ckpt, 3, OBS);
     vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
     VL_CHECK(k);
-    vl_env_ops_t env = {.name = "bytes", .obs_dim = OBS, .num_actions = ACTS,
+    vl_env_ops_t env = {.name = "bytes",
+                        .obs_dim = OBS,
+                        .action = vl_action_discrete(ACTS),
                         .obs_spec = {.n_fields = 1}};
     env.obs_spec.fields[0] = (vl_obs_field_t){.encoding = VL_OBS_U8, .ndim = 1, .shape = {OBS}};
     VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == 0); // no spec kept: its sizes alone
@@ -286,8 +295,70 @@ static void test_kept_fits_the_env_by_fields(void)
     VL_CHECK(strstr(why, "reads observations f32[4]; env bytes gives u8[4]"));
     env.obs_spec = vl_obs_spec_flat(OBS);
     VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == 0);
-    env.num_actions = ACTS + 1;
-    VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == -1 && strstr(why, "env bytes gives 4 and 4"));
+    env.action = vl_action_discrete(ACTS + 1);
+    VL_CHECK(vl_kept_fits(k, &env, why, sizeof why) == -1 &&
+             strstr(why, "acts in discrete(3); env bytes gives 4 and discrete(4)"));
+    vl_kept_destroy(&k);
+    vl_policy_destroy(&p);
+}
+
+/* A box policy with normalisation, checkpointed as a learner does (its
+   spec beside its weights): the export names its space and says its
+   observations are normalised, and carries pi.logstd and the statistics
+   as they were. */
+static void test_export_box_policy_with_norm(void)
+{
+    char ckpt[512], out[512], json[512], why[1024];
+    s_path(ckpt, sizeof ckpt, "box.ckpt");
+    s_path(out, sizeof out, "box.safetensors");
+    vl_spec_t spec = {.policy_id = "default",
+                      .obs_spec = vl_obs_spec_flat(OBS),
+                      .action = {.kind = VL_ENV_BOX, .dims = 2, .low = {-1, -2}, .high = {1, 2}},
+                      .horizon = 16,
+                      .hidden = HIDDEN};
+    vl_model_spec_t *model = vl_model_spec_mlp(HIDDEN);
+    vl_policy_t *p = vl_policy_new_spec(model, &spec.obs_spec, &spec.action, 1, 0, why, sizeof why);
+    vl_model_spec_destroy(&model);
+    VL_CHECK(p && vl_policy_norm_on(p, 0.99f) == 0 && vl_policy_tensor_count(p) == 16);
+    const float seen[2 * OBS] = {1, 2, 3, 4, 3, 2, 1, 0};
+    vl_norm_update_obs(vl_policy_norm(p), 2, seen);
+    vl_tensor_t t[16];
+    for (uint32_t i = 0; i < 16; i++)
+        vl_policy_tensor(p, i, &t[i]);
+    t[12].data[0] = -0.5f, t[12].data[1] = 0.25f; // pi.logstd
+    size_t opt_size = vl_policy_optimizer_size(p);
+    uint8_t *opt = malloc(opt_size);
+    VL_CHECK(opt);
+    vl_policy_save_optimizer(p, opt);
+    vl_resume_state_t st = {.version = 3};
+    int written = vl_resume_write(ckpt, "default", t, 16, opt, opt_size, &st, NULL, &spec);
+    free(opt);
+    VL_CHECK(written == 0);
+    vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
+    VL_CHECK(k && k->has_spec && vl_action_is_box(&k->action) && k->num_actions == 2);
+    VL_CHECK(vl_export_write(k, NULL, out, why, sizeof why) == 0);
+    VL_CHECK(vl_export_json_path(out, json, sizeof json) == 0);
+    size_t size = 0;
+    char *text = (char *)s_slurp(json, &size);
+    uint8_t *file = s_slurp(out, &size);
+    VL_CHECK(text && file);
+    VL_CHECK(strstr(text, "\"action_space\": {\"kind\": \"box\", \"dims\": 2, \"low\": [-1, -2], "
+                          "\"high\": [1, 2]}"));
+    VL_CHECK(strstr(text, "\"obs_norm\": true"));
+    VL_CHECK(strstr(text, "\"pi\": \"mean (std = exp(pi.logstd))\""));
+    VL_CHECK(strstr(text, "\"pi.logstd\": [2]") && strstr(text, "\"norm.state\": [4]"));
+    uint64_t n = 0;
+    for (int b = 0; b < 8; b++)
+        n |= (uint64_t)file[b] << (8 * b);
+    char *header = strndup((char *)file + 8, n);
+    for (uint32_t i = 12; i < 16; i++) { // the log-std and the statistics, byte for byte
+        size_t b, e;
+        VL_CHECK(s_offsets(header, t[i].name, &b, &e) == 0);
+        VL_CHECK(e - b == (size_t)t[i].rows * 4 && memcmp(file + 8 + n + b, t[i].data, e - b) == 0);
+    }
+    free(header);
+    free(file);
+    free(text);
     vl_kept_destroy(&k);
     vl_policy_destroy(&p);
 }
@@ -317,6 +388,7 @@ int main(void)
     VL_RUN(test_export_never_overwrites_json);
     VL_RUN(test_export_gives_every_dimension);
     VL_RUN(test_kept_fits_the_env_by_fields);
+    VL_RUN(test_export_box_policy_with_norm);
     VL_RUN(test_eval_stats);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", s_dir);

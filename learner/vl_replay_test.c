@@ -17,7 +17,8 @@ static void s_put(vl_buffer_t *b, uint64_t version, uint64_t tag)
     void *arrays;
     size_t cap;
     int slot = vl_buffer_claim(b, &arrays, &cap);
-    vl_segment_t seg = {.horizon = T, .policy_version = version, .seq = tag};
+    vl_segment_t seg = {
+        .horizon = T, .policy_version = version, .seq = tag, .action = vl_action_discrete(2)};
     vl_segment_set_spec(&seg, &s_spec);
     vl_segment_bind(&seg, arrays);
     vl_buffer_commit(b, slot, &seg);
@@ -37,7 +38,7 @@ static vl_learner_config_t s_config(uint32_t batch, uint32_t retain, uint32_t ma
 static void test_on_policy_drops_stale(void)
 {
     vl_learner_config_t c = s_config(4, 0, 2);
-    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec);
+    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1);
     vl_replay_t *r = vl_replay_new(&c, b);
     uint64_t versions[4] = {5, 5, 2, 4};
     for (int i = 0; i < 4; i++)
@@ -60,7 +61,7 @@ static void test_on_policy_drops_stale(void)
 static void test_ring_keeps_newest_and_weights(void)
 {
     vl_learner_config_t c = s_config(8, 4, 100);
-    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec);
+    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1);
     vl_replay_t *r = vl_replay_new(&c, b);
     for (uint64_t i = 0; i < 6; i++)
         s_put(b, 1, i);
@@ -96,7 +97,7 @@ static void test_ring_keeps_newest_and_weights(void)
 static void test_ring_drops_stale(void)
 {
     vl_learner_config_t c = s_config(2, 8, 3);
-    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec);
+    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1);
     vl_replay_t *r = vl_replay_new(&c, b);
     s_put(b, 1, 0);
     s_put(b, 2, 1);

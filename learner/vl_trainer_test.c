@@ -45,7 +45,7 @@ static void s_fill(vl_segment_t *seg, uint64_t index, int as_termination)
         if (t == S_T)
             break;
         int end = k == S_LIMIT - 1;
-        seg->actions[t] = (int32_t)((index + t) % 2);
+        seg->actions[t] = (float)((index + t) % 2);
         seg->logp[t] = logf(0.5f);
         seg->rewards[t] = 1.0f;
         seg->dones[t] = end ? 1.0f : 0.0f;
@@ -68,17 +68,18 @@ static int s_train(int as_termination, float *v)
     c.ent_coef = 0;
     vl_learner_config_set_spec(&c, &(vl_spec_t){.policy_id = "default",
                                                 .obs_spec = s_spec,
-                                                .num_actions = 2,
+                                                .action = vl_action_discrete(2),
                                                 .horizon = S_T,
                                                 .hidden = 32});
     vl_trainer_t *tr = vl_trainer_new(&c, 2);
-    size_t size = vl_segment_arrays_size(S_T, &s_spec);
+    size_t size = vl_segment_arrays_size(S_T, &s_spec, 1);
     uint8_t *arrays = calloc(S_SEGS, size);
     vl_segment_t segs[S_SEGS];
     const vl_segment_t *ptrs[S_SEGS];
     int rc = tr && arrays ? 0 : -1;
     for (int i = 0; rc == 0 && i < S_SEGS; i++) {
-        segs[i] = (vl_segment_t){.horizon = S_T, .num_actions = 2, .policy_id = "default"};
+        segs[i] =
+            (vl_segment_t){.horizon = S_T, .action = vl_action_discrete(2), .policy_id = "default"};
         vl_segment_set_spec(&segs[i], &s_spec);
         vl_segment_bind(&segs[i], arrays + i * size);
         ptrs[i] = &segs[i];

@@ -54,12 +54,12 @@ static void s_randomize(vl_policy_t *policy, vl_rng_t *rng, double scale)
 }
 
 /* Returns log pi(action | obs_i) under the current weights. */
-static float s_logp(vl_policy_t *policy, const float *obs_i, int32_t action)
+static float s_logp(vl_policy_t *policy, const float *obs_i, float action)
 {
     float logits[16], logp[16];
     vl_policy_forward(policy, 1, obs_i, logits, NULL);
     vl_log_softmax(logits, vl_policy_num_actions(policy), logp);
-    return logp[action];
+    return logp[(int)action];
 }
 
 static void test_log_softmax_normalizes_and_is_stable(void)
@@ -158,7 +158,8 @@ static void test_policy_new_refuses_more_tensors_than_a_weights_message(void)
     obs.fields[0] = (vl_obs_field_t){.encoding = VL_OBS_U8, .ndim = 3, .shape = {1, 8, 8}};
     vl_model_spec_t *spec = vl_model_spec_parse(text, err, sizeof err);
     VL_CHECK(spec);
-    vl_policy_t *policy = vl_policy_new_spec(spec, &obs, 2, 1, 1, err, sizeof err);
+    vl_action_spec_t act = vl_action_discrete(2);
+    vl_policy_t *policy = vl_policy_new_spec(spec, &obs, &act, 1, 1, err, sizeof err);
     VL_CHECK(policy == NULL);
     if (strcmp(err, "the network has 66 tensors; a weights message carries at most 64 (fewer "
                     "layers or image fields)") != 0)
@@ -218,7 +219,7 @@ static void test_tensors_are_named_and_shaped(void)
 enum { S_N = 8, S_OBS = 3, S_A = 3 };
 typedef struct {
     float obs[S_N * S_OBS];
-    int32_t actions[S_N];
+    float actions[S_N]; // discrete choices as whole numbers
     float old_logp[S_N], adv[S_N], v_target[S_N], w[S_N];
 } s_batch_t;
 
@@ -232,7 +233,7 @@ static void s_make_batch(vl_policy_t *policy, vl_rng_t *rng, s_batch_t *b)
     for (int i = 0; i < S_N; i++) {
         for (int k = 0; k < S_OBS; k++)
             b->obs[i * S_OBS + k] = (float)vl_rng_normal(rng);
-        b->actions[i] = (int32_t)vl_rng_below(rng, S_A);
+        b->actions[i] = (float)vl_rng_below(rng, S_A);
         b->adv[i] = s_adv_sign[i] * (float)(0.5 + vl_rng_uniform(rng));
         b->v_target[i] = (float)vl_rng_normal(rng);
         b->w[i] = (float)(0.2 + 0.8 * vl_rng_uniform(rng));
@@ -291,7 +292,7 @@ static void test_policy_loss_stats(void)
         float logits[S_A], logp[S_A], value;
         VL_CHECK(vl_policy_forward(policy, 1, b.obs + i * S_OBS, logits, &value) == 0);
         vl_log_softmax(logits, S_A, logp);
-        double r = exp(logp[b.actions[i]] - b.old_logp[i]), h = 0.0;
+        double r = exp(logp[(int)b.actions[i]] - b.old_logp[i]), h = 0.0;
         double si = fmin(r * b.adv[i], fmin(fmax(r, 0.8), 1.2) * b.adv[i]);
         double err = value - b.v_target[i];
         for (int j = 0; j < S_A; j++)
@@ -442,7 +443,7 @@ static void test_policy_load_refuses_missing_or_misshaped(void)
 }
 
 /* Returns pi(action | obs) under the current weights. */
-static double s_prob(vl_policy_t *policy, const float *obs, int32_t action)
+static double s_prob(vl_policy_t *policy, const float *obs, float action)
 {
     return exp(s_logp(policy, obs, action));
 }
@@ -453,13 +454,12 @@ static void test_policy_learns_a_contextual_bandit(void)
 {
     enum { N = 64, A = 3 };
     static const float states[2][2] = {{1, 0}, {0, 1}};
-    static const int32_t best[2] = {2, 0};
+    static const float best[2] = {2, 0};
     vl_policy_t *policy = vl_policy_new(2, A, 16, 6);
     VL_CHECK(policy);
     vl_rng_t rng;
     vl_rng_seed(&rng, 31);
-    float obs[N * 2], old_logp[N], adv[N], reward[N], values[N];
-    int32_t actions[N];
+    float obs[N * 2], old_logp[N], adv[N], reward[N], values[N], actions[N];
     const vl_loss_params_t p = {.clip = 0.2f, .vf_coef = 0.5f, .ent_coef = 0.01f};
     double start = s_prob(policy, states[0], best[0]);
     for (int step = 0; step < 300; step++) {
@@ -468,9 +468,9 @@ static void test_policy_learns_a_contextual_bandit(void)
             memcpy(obs + 2 * i, states[s], sizeof states[s]);
             double u = vl_rng_uniform(&rng), cdf = 0.0;
             actions[i] = A - 1;
-            for (int32_t a = 0; a < A; a++)
-                if (u < (cdf += s_prob(policy, states[s], a))) {
-                    actions[i] = a;
+            for (int a = 0; a < A; a++)
+                if (u < (cdf += s_prob(policy, states[s], (float)a))) {
+                    actions[i] = (float)a;
                     break;
                 }
             old_logp[i] = s_logp(policy, states[s], actions[i]);
@@ -494,7 +494,7 @@ static void test_policy_learns_a_contextual_bandit(void)
 static void s_step(vl_policy_t *p)
 {
     float obs[8] = {0.1f, -0.2f, 0.3f, 0.05f, -0.4f, 0.2f, 0.0f, 0.1f};
-    int32_t act[2] = {0, 1};
+    float act[2] = {0, 1};
     float old[2] = {-0.7f, -0.7f}, adv[2] = {1.0f, -0.5f}, vt[2] = {1.0f, 0.5f};
     vl_loss_params_t lp = {.clip = 0.2f, .vf_coef = 0.5f, .ent_coef = 0.01f};
     vl_policy_zero_grad(p);
