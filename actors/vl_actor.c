@@ -97,14 +97,16 @@ static int s_alloc(vl_actor_t *self)
     self->trunc = calloc(N, 1);
     self->actions = calloc((size_t)N * self->W, sizeof(float));
     self->logps = calloc(N, sizeof(float));
+    self->state = calloc((size_t)N * self->S + 1, sizeof(float));
     self->logits = calloc((size_t)N * self->A, sizeof(float));
     self->ep_return = calloc(N, sizeof(float));
     self->ep_len = calloc(N, sizeof(uint32_t));
     self->segs = calloc(N, sizeof *self->segs);
-    self->arrays_size = vl_segment_arrays_size(self->c.horizon, &self->ops.obs_spec, self->W);
+    self->arrays_size =
+        vl_segment_arrays_size(self->c.horizon, &self->ops.obs_spec, self->W, self->S);
     self->arrays = self->arrays_size == SIZE_MAX ? NULL : calloc(N, self->arrays_size);
     int ok = self->obs && self->final_obs && self->rewards && self->term && self->trunc &&
-             self->actions && self->logps && self->logits && self->ep_return && self->ep_len &&
+             self->actions && self->logps && self->state && self->logits && self->ep_return && self->ep_len &&
              self->segs && self->arrays;
     for (uint32_t i = 0; ok && i < N; i++) {
         vl_segment_t *s = &self->segs[i];
@@ -114,6 +116,7 @@ static int s_alloc(vl_actor_t *self)
         s->horizon = self->c.horizon;
         ok = vl_segment_set_spec(s, &self->ops.obs_spec) == 0 && s->obs_dim == D;
         s->action = self->ops.action;
+        s->state_size = self->S;
         vl_segment_bind(s, self->arrays + (size_t)i * self->arrays_size);
     }
     return ok ? 0 : -1;
@@ -128,6 +131,7 @@ static void s_fill_spec(vl_actor_t *self)
     snprintf(sp->policy_id, sizeof sp->policy_id, "%s", self->c.policy);
     sp->obs_spec = self->ops.obs_spec;
     sp->action = self->ops.action;
+    sp->state_size = self->S;
     sp->horizon = self->c.horizon;
     sp->hidden = self->c.hidden;
     snprintf(sp->model, sizeof sp->model, "%s", self->model);
@@ -221,6 +225,16 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
         return NULL;
     }
     self->c.model = self->model;
+    self->S = vl_model_spec_state_size(model);
+    if (p->external && self->S) {
+        vl_actor_fail(0, why, size,
+                      "model %s carries a recurrent state, which an external policy cannot hand "
+                      "over: act with volley's policy",
+                      self->model);
+        vl_model_spec_destroy(&model);
+        vl_actor_destroy(&self);
+        return NULL;
+    }
     s_fill_spec(self);
     vl_rng_seed(&self->rng, s_stream_seed(p, 0));
     // One thread for the forward pass: a box runs several actors beside the learner.
@@ -524,7 +538,8 @@ static void s_record(vl_actor_t *self, uint32_t i, uint32_t t)
                        s->final_obs + (size_t)s->n_truncated++ * s->obs_row_bytes);
     self->ep_return[i] += s->rewards[t];
     self->ep_len[i]++;
-    if (ended) {
+    if (ended) { // the next observation starts an episode: from a zero state
+        memset(self->state + (size_t)i * self->S, 0, self->S * sizeof(float));
         s->episode_returns[s->n_episodes] = self->ep_return[i];
         s->episode_lengths[s->n_episodes++] = self->ep_len[i];
         self->ep_return[i] = 0;
@@ -675,6 +690,8 @@ int vl_actor_begin_step(vl_actor_t *self, char *why, size_t size)
         self->seg_version = self->version;
     for (uint32_t i = 0; i < self->N; i++) {
         vl_segment_t *s = &self->segs[i];
+        if (self->t == 0) // the state the segment's first step acts from
+            memcpy(s->state, self->state + (size_t)i * self->S, self->S * sizeof(float));
         vl_obs_to_rows(&self->ops.obs_spec, 1, self->obs + (size_t)i * self->D,
                        s->obs + (size_t)self->t * s->obs_row_bytes);
     }
@@ -687,7 +704,9 @@ int vl_actor_act_policy(vl_actor_t *self, char *why, size_t size)
     int rc = vl_actor_begin_step(self, why, size);
     if (rc != VL_ACTOR_OK)
         return rc;
-    if (vl_policy_forward(self->policy, self->N, self->obs, self->logits, NULL) != 0)
+    float *state = self->S ? self->state : NULL; // advanced in place
+    if (vl_policy_forward_seq(self->policy, self->N, 1, self->obs, state, NULL, self->logits, NULL,
+                              state) != 0)
         return vl_actor_fail(VL_ACTOR_EFAIL, why, size, "the policy's forward pass failed");
     const float *logstd = vl_policy_logstd(self->policy);
     for (uint32_t i = 0; i < self->N; i++)
@@ -745,6 +764,7 @@ void vl_actor_destroy(vl_actor_t **self_p)
     free(self->trunc);
     free(self->actions);
     free(self->logps);
+    free(self->state);
     free(self->logits);
     free(self->ep_return);
     free(self->ep_len);

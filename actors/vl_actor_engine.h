@@ -28,6 +28,7 @@ struct vl_actor_s {
     vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
     uint32_t N, D, A; // envs, observation size, head outputs (vl_action_outputs)
     uint32_t W;       // values per action (the space's dims)
+    uint32_t S;       // floats of the policy's recurrent state per env (0: memoryless)
     vl_spec_t spec;   // what our segments look like, declared in every beat
     /* each observation value's declared range, and what --obs-check does */
     vl_obs_rules_t obs_rules;
@@ -52,6 +53,7 @@ struct vl_actor_s {
     uint8_t *term, *trunc;      // [N]
     float *actions;             // [N][W] as sampled (a box's unclipped)
     float *logps;               // [N]
+    float *state;               // [N][S] each env's recurrent state, zero at an episode's start
     float *logits;              // [N][A] the head's outputs
     float *ep_return;           // [N] running episode return
     uint32_t *ep_len;           // [N]

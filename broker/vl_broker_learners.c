@@ -301,7 +301,8 @@ static size_t s_ceiling(vl_broker_t *self, zmq_msg_t *msg, uint64_t *raw)
     if (vl_inspect_declared(zmq_msg_data(msg), zmq_msg_size(msg), policy, raw) != 0)
         return VLB_NO_SPEC_MAX;
     const vl_spec_t *spec = vl_specs_find(self->specs, policy);
-    return spec ? vl_segment_arrays_size(spec->horizon, &spec->obs_spec, spec->action.dims)
+    return spec ? vl_segment_arrays_size(spec->horizon, &spec->obs_spec, spec->action.dims,
+                                         spec->state_size)
                 : VLB_NO_SPEC_MAX;
 }
 

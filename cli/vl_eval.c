@@ -41,7 +41,8 @@ typedef struct {
     uint32_t n, obs_dim, actions, width; // envs, floats per obs, head outputs, action values
     float *obs, *final_obs, *rewards, *logits;
     uint8_t *terminated, *truncated;
-    float *act; // [n][width]
+    float *act;   // [n][width]
+    float *state; // [n][state size] a recurrent policy's, zero at each episode's start
     uint32_t *quota; // episodes env i still has to finish
     double *ret;     // env i's return so far this episode
     uint32_t *len;   // and length
@@ -220,6 +221,7 @@ static void s_run_free(s_run_t *r)
     free(r->obs), free(r->final_obs), free(r->rewards), free(r->logits);
     free(r->terminated), free(r->truncated), free(r->act), free(r->quota), free(r->ret);
     free(r->len);
+    free(r->state);
 }
 
 /* Sets up n envs for episodes in all, seeded from seed. Returns 0, or -1
@@ -237,8 +239,10 @@ static int s_run_new(s_run_t *r, const vl_env_ops_t *env, vl_kept_t *kept, uint3
     r->len = calloc(n, sizeof(uint32_t));
     uint64_t *seeds = malloc(n * sizeof(uint64_t));
     r->policy = vl_kept_policy(kept);
+    r->state = r->policy ? calloc((size_t)n * vl_policy_state_size(r->policy) + 1, sizeof(float))
+                         : NULL;
     int ok = r->obs && r->final_obs && r->rewards && r->logits && r->terminated && r->truncated &&
-             r->act && r->quota && r->ret && r->len && seeds && r->policy;
+             r->act && r->quota && r->ret && r->len && seeds && r->policy && r->state;
     for (uint32_t i = 0; ok && i < n; i++) {
         r->quota[i] = episodes / n + (i < episodes % n);
         seeds[i] = seed + i * S_SEED_STRIDE;
@@ -299,6 +303,8 @@ static uint32_t s_book(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
         r->ret[i] += r->rewards[i];
         r->len[i]++;
         if (r->terminated[i] || r->truncated[i]) {
+            uint32_t S = vl_policy_state_size(r->policy);
+            memset(r->state + (size_t)i * S, 0, S * sizeof(float)); // the next episode's start
             vl_eval_stats_add(st, r->ret[i], r->len[i]);
             if (a->render && i == 0)
                 s_draw(r, st, a, 1);
@@ -315,7 +321,9 @@ static uint32_t s_book(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
 static int s_play(s_run_t *r, vl_eval_stats_t *st, const s_args_t *a)
 {
     for (uint32_t left = 1; left > 0;) {
-        if (vl_policy_forward(r->policy, r->n, r->obs, r->logits, NULL) != 0) {
+        float *state = vl_policy_state_size(r->policy) ? r->state : NULL; // advanced in place
+        if (vl_policy_forward_seq(r->policy, r->n, 1, r->obs, state, NULL, r->logits, NULL,
+                                  state) != 0) {
             fprintf(stderr, "volley eval: no memory\n");
             return -1;
         }

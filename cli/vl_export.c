@@ -159,6 +159,13 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
     s_json_str(f, model);
     fputs(", \"observation_fields\": ", f);
     s_json_net_fields(f, kept);
+    const char *lstm = strstr(model, "lstm(");
+    if (lstm)
+        fprintf(f, ", \"core\": {\"kind\": \"lstm\", \"hidden\": %u, \"state\": \"h then c per "
+                   "env, zero at each episode's start\"}",
+                (unsigned)strtoul(lstm + 5, NULL, 10));
+    else
+        fputs(", \"core\": null", f);
     int box = vl_action_is_box(&kept->action);
     fprintf(f, ", \"obs_dim\": %u, \"hidden\": %u, \"num_actions\": %u, \"action_space\": ",
             kept->obs_dim, kept->hidden, kept->num_actions);

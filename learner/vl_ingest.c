@@ -28,6 +28,10 @@ static vl_reason_t s_check_fit(const vl_learner_config_t *c, const vl_segment_t 
             snprintf(why, why_size, "actions %.48s, learner serves %.48s",
                      vl_action_str(&s->action, a, sizeof a),
                      vl_action_str(&c->action, b, sizeof b));
+    } else if (s->state_size != vl_learner_config_state_size(c)) {
+        if (why)
+            snprintf(why, why_size, "state size %u, learner serves %u", s->state_size,
+                     vl_learner_config_state_size(c));
     } else if (!vl_obs_spec_equal(&s->obs_spec, &c->obs_spec)) {
         vl_spec_obs_str(&s->obs_spec, a, sizeof a);
         vl_spec_obs_str(&c->obs_spec, b, sizeof b);

@@ -77,6 +77,17 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec)
     return 0;
 }
 
+uint32_t vl_learner_config_state_size(const vl_learner_config_t *c)
+{
+    char why[256];
+    vl_model_spec_t *model = NULL;
+    uint32_t size = vl_learner_config_model(c, &model, NULL, why, sizeof why) == 0
+                        ? vl_model_spec_state_size(model)
+                        : 0;
+    vl_model_spec_destroy(&model);
+    return size;
+}
+
 int vl_learner_config_norm_obs(const vl_learner_config_t *c)
 {
     return c->norm_obs < 0 ? vl_action_is_box(&c->action) : c->norm_obs != 0;
@@ -98,6 +109,7 @@ void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec)
     char why[256];
     if (vl_learner_config_model(c, NULL, spec->model, why, sizeof why) != 0)
         spec->model[0] = '\0'; // refused at start; "" keeps the spec encodable
+    spec->state_size = vl_learner_config_state_size(c);
     if (c->env && vl_wire_name_ok(c->env->name, sizeof spec->env))
         snprintf(spec->env, sizeof spec->env, "%s", c->env->name);
 }
@@ -186,6 +198,11 @@ vl_learner_config_t vl_learner_config_default(void)
 
 int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
 {
+    if (c->burn_in && c->burn_in >= c->horizon) {
+        fprintf(stderr, "volley %s: --burn-in (%u) must be below --horizon (%u)\n", cmd,
+                c->burn_in, c->horizon);
+        return -1;
+    }
     if (c->capacity >= 2 * c->batch_segments + c->retain)
         return 0;
     fprintf(stderr,
@@ -383,7 +400,8 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->A = vl_action_outputs(&c->action);
     self->start_ns = vl_now_ns();
     self->ctx = zmq_ctx_new();
-    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec, c->action.dims);
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec, c->action.dims,
+                              vl_learner_config_state_size(c));
     self->trainer = vl_trainer_new(c, self->D);
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     self->lag_counts = calloc(c->max_lag + 1, sizeof *self->lag_counts);

@@ -55,6 +55,8 @@ typedef struct {
     uint64_t max_steps;         // 0: no budget; N: no segment is taken once env steps reach N
     int norm_obs;               // observation normalisation: 1 on, 0 off, -1 on for a box
     int norm_reward;            // reward scaling by the return's std: the same
+    uint32_t burn_in;           // a recurrent policy: steps of each segment that only rebuild
+                                // its state from the stored one (no loss), < horizon
 } vl_learner_config_t;
 
 /* The learner's numeric flags (--seed, --batch, --lr, ...), shared with
@@ -78,6 +80,10 @@ void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env);
    actions, horizon, hidden); c->env becomes NULL. Returns 0, or -1 if the
    spec's fields are invalid. */
 int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
+
+/* Returns the floats of recurrent state the config's model carries per
+   segment (vl_model_spec_state_size; 0 when its model does not parse). */
+uint32_t vl_learner_config_state_size(const vl_learner_config_t *c);
 
 /* Returns 1 if observations are normalised (norm_obs, or by default for a
    box space), else 0. */

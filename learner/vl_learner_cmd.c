@@ -52,6 +52,8 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("max-grad-norm", VL_OPT_FLOAT, max_grad_norm, 0, 1e6, "gradient norm clip, 0 off"),
     S_OPT("rho-bar", VL_OPT_FLOAT, rho_bar, 0, 1e30, "V-trace rho clip"),
     S_OPT("c-bar", VL_OPT_FLOAT, c_bar, 0, 1e30, "V-trace c clip"),
+    S_OPT("burn-in", VL_OPT_U32, burn_in, 0, 4095,
+          "an lstm: first steps of a segment that only rebuild its state (no loss)"),
     S_OPT("norm-obs", VL_OPT_INT, norm_obs, -1, 1,
           "normalise observations by running stats: 1 on, 0 off, -1 on for box actions"),
     S_OPT("norm-reward", VL_OPT_INT, norm_reward, -1, 1,

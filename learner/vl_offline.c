@@ -32,7 +32,8 @@ vl_offline_t *vl_offline_new(const vl_learner_config_t *c)
     self->c = *c;
     self->A = vl_action_outputs(&c->action);
     self->limits = vl_limits_default();
-    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec, c->action.dims);
+    self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec, c->action.dims,
+                              vl_learner_config_state_size(c));
     self->trainer = vl_trainer_new(c, c->obs_dim);
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     if (!self->buf || !self->trainer || !self->replay) {

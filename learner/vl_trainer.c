@@ -32,6 +32,15 @@ struct vl_trainer_s {
     const float *seg_w;                         // [n] importance weights of this update, or NULL
     float *mb_actions;                          // [minibatch][W]
     int norm_obs, norm_reward;                  // statistics this trainer keeps
+    /* a recurrent policy (S > 0): each segment is a sequence from its stored state */
+    uint32_t S, burn;        // floats of the state; steps that only rebuild it (--burn-in)
+    float *state0;           // [n][S] each segment's state before step 0
+    uint8_t *reset;          // [n][T+1] the state zeroed before step t (an episode began)
+    float *obs2, *values2;   // [n][T+1][D], [n][T+1]: final observations in place (bootstraps)
+    uint8_t *reset2;         // [n][T+1]
+    float *mb_state;         // [seqs][S]
+    uint8_t *mb_reset;       // [seqs][T]
+    float *mb_burn;          // [seqs][burn][D]
 };
 
 /* Turns on the policy's statistics when either normalisation is on.
@@ -43,6 +52,50 @@ static int s_norm_setup(vl_trainer_t *self)
     if (!self->policy || !(self->norm_obs || self->norm_reward))
         return 0;
     return vl_policy_norm_on(self->policy, self->c.gamma);
+}
+
+/* Returns the sequences a minibatch of a recurrent policy holds: whole
+   segments, as many as fit in --minibatch samples (at least one). */
+static uint32_t s_seqs(const vl_trainer_t *self)
+{
+    uint32_t seqs = self->c.minibatch / self->T;
+    return seqs ? seqs : 1;
+}
+
+/* Sizes what a recurrent policy's sequences need. Returns 0, or -1 on no
+   memory. */
+static int s_recurrent_new(vl_trainer_t *self)
+{
+    self->S = vl_policy_state_size(self->policy);
+    if (!self->S)
+        return 0;
+    size_t n = self->c.batch_segments, T = self->T, D = self->D, M = s_seqs(self), W = self->W;
+    self->burn = self->c.burn_in < T ? self->c.burn_in : 0;
+    self->state0 = malloc(n * self->S * sizeof(float));
+    self->reset = malloc(n * (T + 1));
+    self->reset2 = malloc(n * (T + 1));
+    self->obs2 = malloc(n * (T + 1) * D * sizeof(float));
+    self->values2 = malloc(n * (T + 1) * sizeof(float));
+    self->mb_state = malloc(M * self->S * sizeof(float));
+    self->mb_reset = malloc(M * T);
+    self->mb_burn = malloc((M * self->burn + 1) * D * sizeof(float));
+    // a minibatch of whole sequences may hold more samples than --minibatch
+    float **mb[] = {&self->mb_obs, &self->mb_old_logp, &self->mb_adv, &self->mb_w, &self->mb_vs};
+    size_t widths[] = {D, 1, 1, 1, 1};
+    int ok = 1;
+    for (size_t i = 0; ok && i < sizeof mb / sizeof mb[0]; i++) {
+        float *grown = realloc(*mb[i], M * T * widths[i] * sizeof(float));
+        ok = grown != NULL;
+        if (ok)
+            *mb[i] = grown;
+    }
+    float *acts = ok ? realloc(self->mb_actions, M * T * W * sizeof(float)) : NULL;
+    if (acts)
+        self->mb_actions = acts;
+    return acts && self->state0 && self->reset && self->reset2 && self->obs2 && self->values2 &&
+                   self->mb_state && self->mb_reset && self->mb_burn
+               ? 0
+               : -1;
 }
 
 vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D)
@@ -85,7 +138,8 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D)
     self->mb_vs = malloc(M * sizeof(float));
     self->mb_actions = malloc(M * W * sizeof(float));
     if (!ok || !self->actions || !self->perm || !self->mb_obs || !self->mb_old_logp ||
-        !self->mb_adv || !self->mb_vs || !self->mb_actions || !self->mb_w)
+        !self->mb_adv || !self->mb_vs || !self->mb_actions || !self->mb_w ||
+        s_recurrent_new(self) != 0)
         vl_trainer_destroy(&self);
     return self;
 }
@@ -101,7 +155,9 @@ void vl_trainer_destroy(vl_trainer_t **self_p)
                     self->adv,        self->actions,     self->perm,     self->mb_obs,
                     self->mb_adv,     self->mb_old_logp, self->mb_vs,    self->mb_w,
                     self->mb_actions, self->final_obs,   self->final_at, self->boot,
-                    self->final_v};
+                    self->final_v,    self->state0,      self->reset,    self->reset2,
+                    self->obs2,       self->values2,     self->mb_state, self->mb_reset,
+                    self->mb_burn};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self);
@@ -147,6 +203,12 @@ static void s_gather_batch(vl_trainer_t *self, const vl_segment_t *const *segs, 
         memcpy(self->dones + i * T, s->dones, T * sizeof(float));
         memcpy(self->actions + i * T * self->W, s->actions, T * self->W * sizeof(float));
         memcpy(self->log_rhos + i * T, s->logp, T * sizeof(float)); // behaviour, for now
+        if (self->S) { // the state the actor held before step 0; a new episode at t zeroes it
+            memcpy(self->state0 + i * self->S, s->state, self->S * sizeof(float));
+            self->reset[i * (T + 1)] = 0;
+            for (size_t t = 1; t <= T; t++)
+                self->reset[i * (T + 1) + t] = s->dones[t - 1] != 0.0f;
+        }
     }
 }
 
@@ -173,11 +235,45 @@ static void s_update_norm(vl_trainer_t *self, const vl_segment_t *const *segs, i
 
 /* Recomputes values and log-probs with the current weights, then V-trace.
    Returns the mean |advantage|, or -1 on no memory. */
+/* The values of the final observations of truncated episodes, into
+   final_v. A memoryless policy reads them alone; a recurrent one after the
+   history that led to them: its sequences again with each final observation
+   in place of the next episode's first (and no reset there), read where it
+   stands. Two truncations in one segment: the second's history then holds
+   the first's final observation, not the episode that followed it. Returns
+   0, or -1 on no memory. */
+static int s_final_values(vl_trainer_t *self, int n)
+{
+    if (!self->S)
+        return vl_policy_forward(self->policy, self->n_final, self->final_obs, NULL,
+                                 self->final_v);
+    size_t T = self->T, D = self->D, rows = (size_t)n * (T + 1);
+    memcpy(self->obs2, self->obs, rows * D * sizeof(float));
+    memcpy(self->reset2, self->reset, rows);
+    for (uint32_t k = 0; k < self->n_final; k++) {
+        size_t i = self->final_at[k] / T, t = self->final_at[k] % T, row = i * (T + 1) + t + 1;
+        memcpy(self->obs2 + row * D, self->final_obs + (size_t)k * D, D * sizeof(float));
+        self->reset2[row] = 0;
+    }
+    if (vl_policy_forward_seq(self->policy, (uint32_t)n, (uint32_t)(T + 1), self->obs2,
+                              self->state0, self->reset2, NULL, self->values2, NULL) != 0)
+        return -1;
+    for (uint32_t k = 0; k < self->n_final; k++) {
+        size_t i = self->final_at[k] / T, t = self->final_at[k] % T;
+        self->final_v[k] = self->values2[i * (T + 1) + t + 1];
+    }
+    return 0;
+}
+
 static float s_targets(vl_trainer_t *self, int n)
 {
     size_t T = self->T, A = self->A, W = self->W, rows = (size_t)n * (T + 1);
-    if (vl_policy_forward(self->policy, (uint32_t)rows, self->obs, self->logits, self->values))
+    // a recurrent policy runs each segment from its stored state (a memoryless one, row by row)
+    if (vl_policy_forward_seq(self->policy, (uint32_t)n, (uint32_t)(T + 1), self->obs,
+                              self->S ? self->state0 : NULL, self->S ? self->reset : NULL,
+                              self->logits, self->values, NULL))
         return -1;
+    (void)rows;
     const vl_action_spec_t *space = vl_policy_action(self->policy);
     const float *logstd = vl_policy_logstd(self->policy);
     for (int i = 0; i < n; i++) {
@@ -197,7 +293,7 @@ static float s_targets(vl_trainer_t *self, int n)
         vl_vtrace(&p, n, (int)T, self->values, self->rewards, self->dones, self->log_rhos, self->vs,
                   self->adv);
     } else { // a time limit cut some episodes: bootstrap from their final observations
-        if (vl_policy_forward(self->policy, self->n_final, self->final_obs, NULL, self->final_v))
+        if (s_final_values(self, n) != 0)
             return -1;
         memset(self->boot, 0, (size_t)n * T * sizeof(float));
         for (uint32_t k = 0; k < self->n_final; k++)
@@ -247,12 +343,26 @@ static void s_shuffle(vl_trainer_t *self, uint32_t N)
     }
 }
 
+/* Normalises the m advantages of a minibatch to zero mean and unit
+   variance. */
+static void s_normalise_adv(vl_trainer_t *self, uint32_t m)
+{
+    double sum = 0, sq = 0;
+    for (uint32_t j = 0; j < m; j++) {
+        sum += self->mb_adv[j];
+        sq += (double)self->mb_adv[j] * self->mb_adv[j];
+    }
+    double mean = sum / m, var = sq / m - mean * mean;
+    float inv = (float)(1.0 / (sqrt(var > 0 ? var : 0) + 1e-8));
+    for (uint32_t j = 0; j < m; j++)
+        self->mb_adv[j] = (self->mb_adv[j] - (float)mean) * inv;
+}
+
 /* Gathers minibatch samples perm[from .. from+m) and normalises their
    advantages to zero mean and unit variance. */
 static void s_gather_minibatch(vl_trainer_t *self, uint32_t from, uint32_t m)
 {
     size_t T = self->T, D = self->D;
-    double sum = 0, sq = 0;
     for (uint32_t j = 0; j < m; j++) {
         uint32_t k = self->perm[from + j];
         size_t row = (k / T) * (T + 1) + k % T; // skip each segment's bootstrap row
@@ -263,13 +373,53 @@ static void s_gather_minibatch(vl_trainer_t *self, uint32_t from, uint32_t m)
         self->mb_vs[j] = self->vs[k];
         self->mb_adv[j] = self->adv[k];
         self->mb_w[j] = self->seg_w ? self->seg_w[k / T] : 1.0f;
-        sum += self->adv[k];
-        sq += (double)self->adv[k] * self->adv[k];
     }
-    double mean = sum / m, var = sq / m - mean * mean;
-    float inv = (float)(1.0 / (sqrt(var > 0 ? var : 0) + 1e-8));
-    for (uint32_t j = 0; j < m; j++)
-        self->mb_adv[j] = (self->mb_adv[j] - (float)mean) * inv;
+    s_normalise_adv(self, m);
+}
+
+/* Gathers the whole segments perm[from .. from+seqs) of a recurrent policy:
+   their first burn steps (which only rebuild the state from the stored one)
+   into mb_burn, the rest as samples in sequence order, their stored states
+   and resets; normalises the samples' advantages. */
+static void s_gather_sequences(vl_trainer_t *self, uint32_t from, uint32_t seqs)
+{
+    size_t T = self->T, D = self->D, W = self->W, K = self->burn, L = T - K;
+    uint8_t *breset = self->mb_reset + (size_t)seqs * L; // burn-in resets after the samples'
+    for (uint32_t j = 0; j < seqs; j++) {
+        size_t i = self->perm[from + j], row = i * (T + 1);
+        memcpy(self->mb_state + j * self->S, self->state0 + i * self->S, self->S * sizeof(float));
+        memcpy(self->mb_burn + j * K * D, self->obs + row * D, K * D * sizeof(float));
+        memcpy(breset + j * K, self->reset + row, K);
+        memcpy(self->mb_obs + j * L * D, self->obs + (row + K) * D, L * D * sizeof(float));
+        memcpy(self->mb_reset + j * L, self->reset + row + K, L);
+        for (size_t t = K; t < T; t++) {
+            size_t k = i * T + t, s = j * L + t - K;
+            memcpy(self->mb_actions + s * W, self->actions + k * W, W * sizeof(float));
+            self->mb_old_logp[s] = self->old_logp[k];
+            self->mb_vs[s] = self->vs[k];
+            self->mb_adv[s] = self->adv[k];
+            self->mb_w[s] = self->seg_w ? self->seg_w[i] : 1.0f;
+        }
+    }
+    s_normalise_adv(self, (uint32_t)(seqs * L));
+}
+
+/* One Adam step on a minibatch of whole segments (a recurrent policy):
+   burn-in from each stored state, then the loss through the rest. Returns
+   the loss, or NAN. */
+static float s_sequence_step(vl_trainer_t *self, const vl_loss_params_t *lp, uint32_t from,
+                             uint32_t seqs, vl_loss_stats_t *ls)
+{
+    uint32_t K = self->burn, L = self->T - K;
+    s_gather_sequences(self, from, seqs);
+    if (K && vl_policy_forward_seq(self->policy, seqs, K, self->mb_burn, self->mb_state,
+                                   self->mb_reset + (size_t)seqs * L, NULL, NULL,
+                                   self->mb_state) != 0)
+        return NAN;
+    vl_policy_zero_grad(self->policy);
+    return vl_policy_loss_grad_seq(self->policy, lp, seqs, L, self->mb_obs, self->mb_state,
+                                   self->mb_reset, self->mb_actions, self->mb_old_logp,
+                                   self->mb_adv, self->mb_vs, self->mb_w, ls);
 }
 
 /* Writes each segment's sum of |advantage| into sums[n]. */
@@ -297,7 +447,9 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
         s_segment_sums(self, n, adv_sums);
     float explained = stats ? s_explained_var(self, n) : 0.0f;
     self->seg_w = seg_w;
-    uint32_t N = (uint32_t)n * self->T, M = self->c.minibatch;
+    // samples a minibatch, or for a recurrent policy whole segments
+    uint32_t N = self->S ? (uint32_t)n : (uint32_t)n * self->T;
+    uint32_t M = self->S ? s_seqs(self) : self->c.minibatch;
     vl_loss_params_t lp = {
         .clip = self->c.clip, .vf_coef = self->c.vf_coef, .ent_coef = self->c.ent_coef};
     vl_update_stats_t acc = {0};
@@ -308,12 +460,17 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
         steps = 0;
         for (uint32_t from = 0; from < N; from += M) {
             uint32_t m = N - from < M ? N - from : M;
-            s_gather_minibatch(self, from, m);
             vl_loss_stats_t ls;
-            vl_policy_zero_grad(self->policy);
-            float loss =
-                vl_policy_loss_grad(self->policy, &lp, m, self->mb_obs, self->mb_actions,
-                                    self->mb_old_logp, self->mb_adv, self->mb_vs, self->mb_w, &ls);
+            float loss;
+            if (self->S) {
+                loss = s_sequence_step(self, &lp, from, m, &ls);
+            } else {
+                s_gather_minibatch(self, from, m);
+                vl_policy_zero_grad(self->policy);
+                loss = vl_policy_loss_grad(self->policy, &lp, m, self->mb_obs, self->mb_actions,
+                                           self->mb_old_logp, self->mb_adv, self->mb_vs,
+                                           self->mb_w, &ls);
+            }
             if (isnan(loss))
                 return -1;
             vl_policy_adam_step(self->policy, self->c.lr, self->c.max_grad_norm);

@@ -147,7 +147,8 @@ vl_transport_t *vl_transport_new(const char *broker, const char *policy,
     if (s_config(self, spec, capacity, timeout_ms, why, why_size) != 0)
         goto err;
     self->ctx = zmq_ctx_new();
-    self->buf = vl_buffer_new(capacity, self->c.horizon, &self->c.obs_spec, self->c.action.dims);
+    self->buf = vl_buffer_new(capacity, self->c.horizon, &self->c.obs_spec, self->c.action.dims,
+                              vl_learner_config_state_size(&self->c));
     self->pub = self->ctx ? vl_sock_connect(self->ctx, ZMQ_PUB, self->broker, VL_PORT_WEIGHTS_IN,
                                             S_LINGER_MS, S_MAX_MSG)
                           : NULL;

@@ -38,6 +38,8 @@ typedef struct {
     uint8_t *truncated;        // [T] 1 when that end was a time limit's (dones[t] is 1 too)
     uint32_t n_truncated;      // steps with truncated[t] = 1
     float *logp;               // [T]
+    uint32_t state_size;       // floats of the recurrent state (0: a memoryless policy)
+    float *state;              // [state_size] the policy's state before step 0 (h then c)
     uint32_t n_episodes;       // <= T
     float *episode_returns;    // [n_episodes]
     uint32_t *episode_lengths; // [n_episodes]
@@ -48,17 +50,22 @@ typedef struct {
    -1 if the spec fails vl_obs_spec_check under the default limits. */
 int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec);
 
+#define VL_SEGMENT_STATE_MAX 16384 // floats of a recurrent state (an lstm(8192)'s h and c)
+
 /* Returns the bytes of array storage a segment of horizon T, this
-   observation spec and action_dims values per action needs: the rows (T + 1
-   observations and room for T final observations), the step arrays, room
-   for T episode returns and lengths, and the decoder's scratch for the
+   observation spec, action_dims values per action and a recurrent state of
+   state_size floats needs: the rows (T + 1 observations and room for T
+   final observations), the step arrays, the state, room for T episode
+   returns and lengths, and the decoder's scratch for the
    largest packed payload. SIZE_MAX if the spec is invalid, action_dims is 0
-   or over VL_ACTION_DIMS_MAX, or the size does not fit. */
-size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t action_dims);
+   or over VL_ACTION_DIMS_MAX, state_size over VL_SEGMENT_STATE_MAX, or the
+   size does not fit. */
+size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t action_dims,
+                              uint32_t state_size);
 
 /* Points seg's array fields into `arrays` (vl_segment_arrays_size bytes,
-   4-byte aligned) for seg->horizon, action.dims, obs_row_bytes and
-   obs_wire_bytes. */
+   4-byte aligned) for seg->horizon, action.dims, state_size, obs_row_bytes
+   and obs_wire_bytes. */
 void vl_segment_bind(vl_segment_t *seg, void *arrays);
 
 /* Encodes seg (its arrays filled, its spec set) into a new buffer, packing

@@ -35,17 +35,20 @@ int vl_segment_set_spec(vl_segment_t *seg, const vl_obs_spec_t *spec)
    in wire bytes each, n_trunc final observations, dims values per action);
    T, n_trunc and wire are 32-bit and dims at most 16, so this fits in 64
    bits. */
-static uint64_t s_payload_bytes(uint64_t T, uint64_t wire, uint64_t n_trunc, uint64_t dims)
+static uint64_t s_payload_bytes(uint64_t T, uint64_t wire, uint64_t n_trunc, uint64_t dims,
+                                uint64_t state)
 {
-    return (T + 1 + n_trunc) * wire + (S_STEP_BYTES + 4 * dims) * T;
+    return (T + 1 + n_trunc) * wire + (S_STEP_BYTES + 4 * dims) * T + 4 * state;
 }
 
-size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t action_dims)
+size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t action_dims,
+                              uint32_t state_size)
 {
     vl_limits_t lim = vl_limits_default();
     lim.max_obs_dim = UINT32_MAX;
     uint32_t dim, wire;
     if (!spec || action_dims == 0 || action_dims > VL_ACTION_DIMS_MAX ||
+        state_size > VL_SEGMENT_STATE_MAX ||
         vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
         return SIZE_MAX;
     uint64_t row = vl_obs_row_bytes(spec), steps = (uint64_t)T + 1;
@@ -53,7 +56,8 @@ size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t ac
         return SIZE_MAX;
     uint64_t flags = ((uint64_t)T + 3) & ~3ull;
     uint64_t total = (2 * steps - 1) * row + (20 + 4 * (uint64_t)action_dims) * T + flags +
-                     ((s_payload_bytes(T, wire, T, action_dims) + 3) & ~3ull);
+                     4 * (uint64_t)state_size +
+                     ((s_payload_bytes(T, wire, T, action_dims, state_size) + 3) & ~3ull);
     return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
 }
 
@@ -67,7 +71,8 @@ void vl_segment_bind(vl_segment_t *seg, void *arrays)
     seg->logp = seg->dones + T;
     seg->episode_returns = seg->logp + T;
     seg->episode_lengths = (uint32_t *)(seg->episode_returns + T);
-    seg->final_obs = (uint8_t *)(seg->episode_lengths + T); // rows are a multiple of 4 bytes
+    seg->state = (float *)(seg->episode_lengths + T);
+    seg->final_obs = (uint8_t *)(seg->state + seg->state_size); // rows: a multiple of 4 bytes
     seg->truncated = seg->final_obs + T * (size_t)seg->obs_row_bytes;
     seg->wire = seg->truncated + ((T + 3) & ~(size_t)3);
 }
@@ -125,8 +130,11 @@ static vl_reason_t s_check_header(const Volley__Segment *msg, const vl_limits_t 
     if (msg->truncations > seg->horizon)
         return VL_ESHAPE;
     seg->n_truncated = msg->truncations;
-    uint64_t expected =
-        s_payload_bytes(seg->horizon, seg->obs_wire_bytes, seg->n_truncated, seg->action.dims);
+    if (msg->state_size > VL_SEGMENT_STATE_MAX)
+        return VL_ETOOBIG;
+    seg->state_size = msg->state_size;
+    uint64_t expected = s_payload_bytes(seg->horizon, seg->obs_wire_bytes, seg->n_truncated,
+                                        seg->action.dims, seg->state_size);
     reason = vl_wire_check_block(lim, expected, msg->raw_size, msg->payload.len);
     if (reason != VL_OK)
         return reason;
@@ -212,7 +220,8 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     if (reason != VL_OK)
         return reason;
     void *arrays =
-        reserve(ctx, vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims));
+        reserve(ctx, vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims,
+                                            seg->state_size));
     if (!arrays)
         return VL_ETOOBIG;
     vl_segment_bind(seg, arrays);
@@ -223,12 +232,15 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     size_t final_at = (T + 1) * seg->obs_wire_bytes + (S_STEP_BYTES + 4 * seg->action.dims) * T;
     vl_obs_unpack_rows(&seg->obs_spec, T + 1, seg->wire, seg->obs);
     vl_obs_unpack_rows(&seg->obs_spec, seg->n_truncated, seg->wire + final_at, seg->final_obs);
+    memcpy(seg->state, seg->wire + final_at + (size_t)seg->n_truncated * seg->obs_wire_bytes,
+           4 * (size_t)seg->state_size);
     reason = s_copy_episodes(msg, seg);
     if (reason == VL_OK)
         reason = s_unpack_steps(seg);
     if (reason == VL_OK && (!vl_obs_rows_finite(&seg->obs_spec, seg->horizon + 1, seg->obs) ||
                             !vl_obs_rows_finite(&seg->obs_spec, seg->n_truncated, seg->final_obs) ||
-                            !vl_wire_all_finite(seg->episode_returns, seg->n_episodes)))
+                            !vl_wire_all_finite(seg->episode_returns, seg->n_episodes) ||
+                            !vl_wire_all_finite(seg->state, seg->state_size)))
         reason = VL_ENONFINITE;
     return reason;
 }
@@ -300,7 +312,10 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
         return 0;
     if (s_count_truncated(seg) != seg->n_truncated || (seg->n_truncated && !seg->final_obs))
         return 0;
-    uint64_t bytes = s_payload_bytes(seg->horizon, wire, seg->n_truncated, seg->action.dims);
+    if (seg->state_size > VL_SEGMENT_STATE_MAX || (seg->state_size && !seg->state))
+        return 0;
+    uint64_t bytes = s_payload_bytes(seg->horizon, wire, seg->n_truncated, seg->action.dims,
+                                     seg->state_size);
     return bytes <= LZ4_MAX_INPUT_SIZE ? bytes : 0;
 }
 
@@ -319,6 +334,9 @@ static void s_write_payload(const vl_segment_t *seg, uint8_t *buf)
                            : (seg->truncated && seg->truncated[t]) ? 2
                                                                    : 1;
     vl_obs_pack_rows(&seg->obs_spec, seg->n_truncated, seg->final_obs, p + A + 9 * T);
+    if (seg->state_size)
+        memcpy(p + A + 9 * T + (size_t)seg->n_truncated * seg->obs_wire_bytes, seg->state,
+               4 * (size_t)seg->state_size);
 }
 
 /* Fills msg's header and episode fields from seg (pointers borrowed; the
@@ -345,6 +363,7 @@ static void s_segment_to_msg(const vl_segment_t *seg, Volley__Segment *msg,
     msg->episode_lengths = seg->episode_lengths;
     msg->send_ns = seg->send_ns;
     msg->truncations = seg->n_truncated;
+    msg->state_size = seg->state_size;
 }
 
 int vl_segment_encode(const vl_segment_t *seg, uint8_t **out, size_t *out_size)

@@ -90,6 +90,7 @@ void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *
     msg->num_actions = spec->action.kind == VL_ENV_DISCRETE ? spec->action.n[0] : 0;
     vl_action_to_msg(&spec->action, action);
     msg->action = action;
+    msg->state_size = spec->state_size;
     msg->horizon = spec->horizon;
     msg->hidden = spec->hidden;
     msg->env = (char *)spec->env;
@@ -126,6 +127,8 @@ static vl_reason_t s_check_sizes(const vl_spec_t *spec, const vl_limits_t *lim)
         return VL_EACTION;
     if (spec->horizon == 0 || spec->hidden == 0)
         return VL_ESHAPE;
+    if (spec->state_size > VL_SEGMENT_STATE_MAX)
+        return VL_ETOOBIG;
     if (spec->horizon > lim->max_horizon || spec->hidden > VL_SPEC_HIDDEN_MAX)
         return VL_ETOOBIG;
     return VL_OK;
@@ -164,6 +167,7 @@ vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl
     } else {
         tmp.action = vl_action_discrete(msg->num_actions);
     }
+    tmp.state_size = msg->state_size;
     tmp.horizon = msg->horizon;
     tmp.hidden = msg->hidden;
     r = s_check_sizes(&tmp, lim);
@@ -249,6 +253,9 @@ int vl_spec_diff(const vl_spec_t *policy, const vl_spec_t *sender, const char *w
     }
     if (policy->horizon != sender->horizon)
         return s_differs("horizon", policy, policy->horizon, who, sender->horizon, why, why_size);
+    if (policy->state_size != sender->state_size)
+        return s_differs("state size", policy, policy->state_size, who, sender->state_size, why,
+                         why_size);
     char a[VL_SPEC_MODEL_MAX], b[VL_SPEC_MODEL_MAX];
     vl_spec_model(policy, a, sizeof a);
     vl_spec_model(sender, b, sizeof b);
@@ -278,6 +285,11 @@ int vl_spec_check_segment(const vl_spec_t *spec, const vl_segment_t *seg, char *
         snprintf(why, why_size, "actions %s, policy '%s' has %s",
                  vl_action_str(&seg->action, a, sizeof a), spec->policy_id,
                  vl_action_str(&spec->action, b, sizeof b));
+        return 1;
+    }
+    if (seg->state_size != spec->state_size) {
+        snprintf(why, why_size, "state size %u, policy '%s' has %u", seg->state_size,
+                 spec->policy_id, spec->state_size);
         return 1;
     }
     if (!vl_obs_spec_equal(&seg->obs_spec, &spec->obs_spec)) {

@@ -22,6 +22,7 @@ typedef struct {
     char policy_id[VL_POLICY_ID_MAX];
     vl_obs_spec_t obs_spec;
     vl_action_spec_t action; // the action space
+    uint32_t state_size;     // floats of the recurrent state a segment carries (0: none)
     uint32_t horizon;
     uint32_t hidden;            // hidden units per layer of volley's MLP
     char env[VL_POLICY_ID_MAX]; // the environment's name, for people ("" if unknown)

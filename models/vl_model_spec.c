@@ -501,6 +501,14 @@ int vl_model_spec_has_conv(const vl_model_spec_t *self)
     return 0;
 }
 
+uint32_t vl_model_spec_state_size(const vl_model_spec_t *self)
+{
+    for (uint32_t i = 0; i < self->n_layers; i++)
+        if (self->layers[i].kind == VL_LAYER_LSTM)
+            return 2 * self->layers[i].out;
+    return 0;
+}
+
 uint32_t vl_model_spec_count(const vl_model_spec_t *self)
 {
     return self->n_layers;

@@ -129,6 +129,10 @@ int vl_model_spec_equal(const vl_model_spec_t *a, const vl_model_spec_t *b);
 /* Returns 1 if the spec has a conv layer, else 0. */
 int vl_model_spec_has_conv(const vl_model_spec_t *self);
 
+/* Returns the floats of the recurrent state a policy of this spec carries
+   per sequence: 2H for an lstm(H) core (h then c), 0 without one. */
+uint32_t vl_model_spec_state_size(const vl_model_spec_t *self);
+
 /* Returns the number of layers (presets expanded), at least 1. */
 uint32_t vl_model_spec_count(const vl_model_spec_t *self);
 

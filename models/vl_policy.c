@@ -20,6 +20,7 @@
 #include "vl_dist.h"
 #include "vl_mlp.h"
 #include "vl_net.h"
+#include "vl_rnet.h"
 
 #define S_NETS        2           // policy, value
 #define S_HIDDEN_GAIN 1.41421356f // sqrt(2): keeps the tanh layers' scale
@@ -42,6 +43,8 @@ struct vl_policy_s {
     vl_adam_t *adam[S_NETS]; // ...each with its Adam state
     vl_net_t *conv;          // a spec with convs: one net, shared torso (towers NULL)
     vl_adam_t *conv_adam;
+    vl_rnet_t *rnet;                         // a spec ending in an lstm: one recurrent net
+    vl_adam_t *rnet_adam[VL_RNET_ARRAYS];    // (towers and conv NULL), an Adam per array
     char model[VL_MODEL_TEXT_MAX + 1]; // the spec's canonical text
     float *logstd; // box: [dims] log-std, its gradient and Adam state; else NULL
     float *dlogstd;
@@ -119,6 +122,33 @@ static int s_towers_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t
     return 0;
 }
 
+/* Returns 1 if the spec's core is an lstm. */
+static int s_spec_has_lstm(const vl_model_spec_t *spec)
+{
+    for (uint32_t i = 0; i < vl_model_spec_count(spec); i++)
+        if (vl_model_spec_layer(spec, i)->kind == VL_LAYER_LSTM)
+            return 1;
+    return 0;
+}
+
+/* Builds the recurrent net of a spec ending in an lstm, and an Adam per
+   parameter array. Returns 0, or -1 after writing why to err. */
+static int s_rnet_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t *rng, char *err,
+                      size_t errlen)
+{
+    if (!(self->rnet = vl_rnet_new(spec, self->obs_dim, self->num_actions, err, errlen)))
+        return -1;
+    float *params[VL_RNET_ARRAYS], *grads[VL_RNET_ARRAYS];
+    size_t counts[VL_RNET_ARRAYS];
+    int k = vl_rnet_arrays(self->rnet, params, grads, counts);
+    int ok = vl_rnet_init(self->rnet, rng) == 0;
+    for (int i = 0; ok && i < k; i++)
+        ok = (self->rnet_adam[i] = vl_adam_new(counts[i])) != NULL;
+    if (!ok)
+        snprintf(err, errlen, "no memory for the network");
+    return ok ? 0 : -1;
+}
+
 /* Its weights are published and checkpointed as one Weights message, which
    a receiver refuses beyond the wire's tensor limit. Returns self, or NULL
    (self destroyed) after writing why to err. */
@@ -179,7 +209,10 @@ vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t
     vl_model_spec_format(spec, self->model, sizeof self->model);
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
-    if (vl_model_spec_has_conv(spec)) {
+    if (s_spec_has_lstm(spec)) {
+        if (s_rnet_new(self, spec, &rng, err, errlen) != 0)
+            vl_policy_destroy(&self);
+    } else if (vl_model_spec_has_conv(spec)) {
         self->conv = vl_net_new(spec, obs, num_actions, threads, err, errlen);
         if (!self->conv || vl_net_init(self->conv, &rng) != 0 ||
             !(self->conv_adam = vl_adam_new(vl_net_param_count(self->conv)))) {
@@ -216,6 +249,9 @@ void vl_policy_destroy(vl_policy_t **self_p)
     }
     vl_net_destroy(&self->conv);
     vl_adam_destroy(&self->conv_adam);
+    vl_rnet_destroy(&self->rnet);
+    for (int k = 0; k < VL_RNET_ARRAYS; k++)
+        vl_adam_destroy(&self->rnet_adam[k]);
     free(self->logstd);
     free(self->dlogstd);
     vl_adam_destroy(&self->logstd_adam);
@@ -290,8 +326,26 @@ static const float *s_normalised(vl_policy_t *self, uint32_t n, const float *obs
     return self->nobs;
 }
 
+int vl_policy_forward_seq(vl_policy_t *self, uint32_t B, uint32_t T, const float *obs,
+                         const float *state0, const uint8_t *reset, float *out, float *values,
+                         float *state1)
+{
+    if (!self->rnet)
+        return vl_policy_forward(self, B * T, obs, out, values);
+    if (!(obs = s_normalised(self, B * T, obs)))
+        return -1;
+    return vl_rnet_forward(self->rnet, B, T, obs, state0, reset, out, values, state1);
+}
+
+uint32_t vl_policy_state_size(const vl_policy_t *self)
+{
+    return self->rnet ? 2 * vl_rnet_hidden(self->rnet) : 0;
+}
+
 int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits, float *values)
 {
+    if (self->rnet)
+        return vl_policy_forward_seq(self, n, 1, obs, NULL, NULL, logits, values, NULL);
     if (!(obs = s_normalised(self, n, obs)))
         return -1;
     if (self->conv)
@@ -322,14 +376,18 @@ void vl_policy_zero_grad(vl_policy_t *self)
 {
     if (self->dlogstd)
         memset(self->dlogstd, 0, self->action.dims * sizeof(float));
+    if (self->rnet)
+        vl_rnet_zero_grad(self->rnet);
     if (self->conv)
         vl_net_zero_grad(self->conv);
-    for (int k = 0; k < S_NETS && !self->conv; k++)
+    for (int k = 0; k < S_NETS && !self->conv && !self->rnet; k++)
         vl_mlp_zero_grad(self->net[k]);
 }
 
 int vl_policy_backward(vl_policy_t *self, uint32_t n, const float *dlogits, const float *dvalues)
 {
+    if (self->rnet)
+        return vl_rnet_backward(self->rnet, dlogits, dvalues);
     if (self->conv)
         return vl_net_backward(self->conv, n, dlogits, dvalues);
     if (dlogits)
@@ -407,19 +465,14 @@ static void s_fill_stats(const s_sums_t *sums, uint32_t n, vl_loss_stats_t *stat
     stats->clip_frac = (float)(sums->clipped / n);
 }
 
-float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
-                          const float *obs, const float *actions, const float *old_logp,
-                          const float *adv, const float *v_target, const float *w,
-                          vl_loss_stats_t *stats)
+/* The loss of n samples whose head outputs and values the last forward
+   wrote into the scratch: their gradients backward, their stats filled.
+   Returns the loss, or NAN. */
+static float s_loss_rows(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
+                         const float *actions, const float *old_logp, const float *adv,
+                         const float *v_target, const float *w, vl_loss_stats_t *stats)
 {
     s_sums_t sums = {0};
-    if (n == 0) {
-        if (stats)
-            memset(stats, 0, sizeof *stats);
-        return 0.0f;
-    }
-    if (s_reserve(self, n) != 0 || vl_policy_forward(self, n, obs, self->logits, self->values) != 0)
-        return NAN;
     uint32_t A = self->num_actions, dims = self->action.dims;
     for (uint32_t i = 0; i < n; i++) {
         float wn = (w ? w[i] : 1.0f) / (float)n;
@@ -437,7 +490,34 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
     return (float)sums.loss;
 }
 
-#define S_ARRAYS (S_NETS + 1) // the most flat parameter arrays: towers and a log-std
+float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
+                          const float *obs, const float *actions, const float *old_logp,
+                          const float *adv, const float *v_target, const float *w,
+                          vl_loss_stats_t *stats)
+{
+    return vl_policy_loss_grad_seq(self, p, n, 1, obs, NULL, NULL, actions, old_logp, adv,
+                                   v_target, w, stats);
+}
+
+float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B,
+                              uint32_t T, const float *obs, const float *state0,
+                              const uint8_t *reset, const float *actions, const float *old_logp,
+                              const float *adv, const float *v_target, const float *w,
+                              vl_loss_stats_t *stats)
+{
+    uint32_t n = B * T;
+    if (n == 0) {
+        if (stats)
+            memset(stats, 0, sizeof *stats);
+        return 0.0f;
+    }
+    if (s_reserve(self, n) != 0 || vl_policy_forward_seq(self, B, T, obs, state0, reset,
+                                                         self->logits, self->values, NULL) != 0)
+        return NAN;
+    return s_loss_rows(self, p, n, actions, old_logp, adv, v_target, w, stats);
+}
+
+#define S_ARRAYS (VL_RNET_ARRAYS + 1) // the most flat parameter arrays, and a log-std
 
 /* The flat parameter arrays and their optimizers: one for a conv net, one
    per tower, then a box's log-std. Returns how many, filling params, grads,
@@ -446,14 +526,18 @@ static int s_arrays(vl_policy_t *self, float **params, float **grads, size_t *co
                     vl_adam_t **adams)
 {
     int k = 0;
-    if (self->conv) {
+    if (self->rnet) {
+        k = vl_rnet_arrays(self->rnet, params, grads, counts);
+        for (int i = 0; i < k; i++)
+            adams[i] = self->rnet_adam[i];
+    } else if (self->conv) {
         params[0] = vl_net_params(self->conv);
         grads[0] = vl_net_grads(self->conv);
         counts[0] = vl_net_param_count(self->conv);
         adams[0] = self->conv_adam;
         k = 1;
     }
-    for (; !self->conv && k < S_NETS; k++) {
+    for (; !self->conv && !self->rnet && k < S_NETS; k++) {
         params[k] = vl_mlp_params(self->net[k]);
         grads[k] = vl_mlp_grads(self->net[k]);
         counts[k] = vl_mlp_param_count(self->net[k]);
@@ -520,7 +604,9 @@ float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm)
 /* Returns the tensors of the network alone: its layers and a log-std. */
 static uint32_t s_net_tensors(const vl_policy_t *self)
 {
-    uint32_t n = self->conv ? vl_net_tensor_count(self->conv) : S_NETS * self->layers * 2;
+    uint32_t n = self->rnet   ? vl_rnet_tensor_count(self->rnet)
+                 : self->conv ? vl_net_tensor_count(self->conv)
+                              : S_NETS * self->layers * 2;
     return n + (self->logstd != NULL);
 }
 
@@ -552,9 +638,15 @@ static void s_extra_tensor(vl_policy_t *self, uint32_t k, int grads, vl_tensor_t
 static void s_tensor(vl_policy_t *self, uint32_t i, int grads, vl_tensor_t *t)
 {
     assert(i < vl_policy_tensor_count(self));
-    uint32_t layers = self->conv ? vl_net_tensor_count(self->conv) : S_NETS * self->layers * 2;
+    uint32_t layers = self->rnet   ? vl_rnet_tensor_count(self->rnet)
+                      : self->conv ? vl_net_tensor_count(self->conv)
+                                   : S_NETS * self->layers * 2;
     if (i >= layers) {
         s_extra_tensor(self, i - layers, grads, t);
+        return;
+    }
+    if (self->rnet) {
+        vl_rnet_tensor(self->rnet, i, grads, t);
         return;
     }
     if (self->conv) {
@@ -696,6 +788,8 @@ int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
 
 void vl_policy_set_portable(vl_policy_t *self)
 {
-    for (int i = 0; i < S_NETS && !self->conv; i++)
+    if (self->rnet)
+        vl_rnet_set_portable(self->rnet);
+    for (int i = 0; i < S_NETS && !self->conv && !self->rnet; i++)
         vl_mlp_set_kernels(self->net[i], VL_MLP_KERNELS_PORTABLE);
 }

@@ -85,6 +85,22 @@ vl_norm_t *vl_policy_norm(vl_policy_t *self);
 int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits,
                       float *values);
 
+/* Returns the floats of one sequence's recurrent state (2H for an lstm
+   core: h then c), 0 for a memoryless policy. */
+uint32_t vl_policy_state_size(const vl_policy_t *self);
+
+/* Forward pass over B sequences of T steps, obs [B*T][obs_dim] (sequence b's
+   step t at row b*T + t), from state0 [B][state_size] (NULL: zeros), the
+   state zeroed before step t where reset [B][T] (NULL: none) is set:
+   writes out [B*T][A] and values [B*T] (either may be NULL) and, when not
+   NULL, the final state state1 [B][state_size] (may be state0). A
+   memoryless policy runs its B*T rows as vl_policy_forward (states
+   ignored); vl_policy_forward of a recurrent one is B = n sequences of one
+   step from zero state. Returns 0, or -1 on no memory. */
+int vl_policy_forward_seq(vl_policy_t *self, uint32_t B, uint32_t T, const float *obs,
+                          const float *state0, const uint8_t *reset, float *out, float *values,
+                          float *state1);
+
 /* Writes the log-softmax of A logits into logp [A] (numerically stable). */
 void vl_log_softmax(const float *logits, uint32_t A, float *logp);
 
@@ -113,6 +129,16 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
                           const float *obs, const float *actions, const float *old_logp,
                           const float *adv, const float *v_target, const float *w,
                           vl_loss_stats_t *stats);
+
+/* vl_policy_loss_grad over B sequences of T steps (n = B*T samples in
+   sequence order), run from state0 with resets as vl_policy_forward_seq:
+   the gradient flows back through each sequence (truncated at its start
+   and at resets). Returns the loss, or NAN on no memory. */
+float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B,
+                              uint32_t T, const float *obs, const float *state0,
+                              const uint8_t *reset, const float *actions, const float *old_logp,
+                              const float *adv, const float *v_target, const float *w,
+                              vl_loss_stats_t *stats);
 
 /* Scales the accumulated gradient so its global L2 norm is at most max_norm
    (no clipping when max_norm <= 0), then takes one Adam step (beta1 0.9,

@@ -38,9 +38,9 @@ static void s_push(vl_queue_t *q, uint32_t slot)
 }
 
 vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, const vl_obs_spec_t *spec,
-                           uint32_t action_dims)
+                           uint32_t action_dims, uint32_t state_size)
 {
-    size_t arrays = vl_segment_arrays_size(T, spec, action_dims);
+    size_t arrays = vl_segment_arrays_size(T, spec, action_dims, state_size);
     if (capacity == 0 || T == 0 || arrays == SIZE_MAX)
         return NULL;
     vl_buffer_t *self = calloc(1, sizeof *self);

@@ -19,10 +19,10 @@
 typedef struct vl_buffer_s vl_buffer_t;
 
 /* Creates a buffer of capacity slots for segments of horizon T whose
-   observations follow spec, action_dims values per action. Returns NULL on
-   bad sizes or no memory. */
+   observations follow spec, action_dims values per action and a recurrent
+   state of state_size floats. Returns NULL on bad sizes or no memory. */
 vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, const vl_obs_spec_t *spec,
-                           uint32_t action_dims);
+                           uint32_t action_dims, uint32_t state_size);
 
 /* Frees the buffer and nulls the pointer; safe on NULL and twice. */
 void vl_buffer_destroy(vl_buffer_t **self_p);
