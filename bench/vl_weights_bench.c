@@ -187,8 +187,7 @@ static void s_cases(s_case_t cases[S_CASES])
     uint32_t outputs = vl_action_outputs(&d.env->action); // the default env's policy head
     cases[0] = (s_case_t){.obs_dim = d.env->obs_dim, .num_actions = outputs, .hidden = d.hidden};
     snprintf(cases[0].name, sizeof cases[0].name, "default (%s)", d.env->name);
-    cases[1] = (s_case_t){
-        .obs_dim = S_LARGE_OBS, .num_actions = outputs, .hidden = S_LARGE_HIDDEN};
+    cases[1] = (s_case_t){.obs_dim = S_LARGE_OBS, .num_actions = outputs, .hidden = S_LARGE_HIDDEN};
     snprintf(cases[1].name, sizeof cases[1].name, "large");
     cases[2] = (s_case_t){.obs_dim = 4 * 84 * 84,
                           .num_actions = 6,

@@ -28,8 +28,7 @@ static vl_action_spec_t s_buttons(void)
 /* Returns a box of three values with unequal bounds. */
 static vl_action_spec_t s_box(void)
 {
-    vl_action_spec_t a = {
-        .kind = VL_ENV_BOX, .dims = 3, .low = {-1, -2, 0}, .high = {1, 2, 0.25f}};
+    vl_action_spec_t a = {.kind = VL_ENV_BOX, .dims = 3, .low = {-1, -2, 0}, .high = {1, 2, 0.25f}};
     return a;
 }
 
@@ -161,10 +160,9 @@ static void test_box_payload_layout(void)
     uint8_t *got = malloc(raw);
     int ok = msg && msg->raw_size == raw && msg->action &&
              msg->action->kind == VOLLEY__ACTION_KIND__BOX && msg->action->n_n == 0 &&
-             msg->action->n_low == 3 && msg->action->n_high == 3 &&
-             msg->action->low[1] == -2.0f && msg->action->high[2] == 0.25f &&
-             vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, got) ==
-                 VL_OK &&
+             msg->action->n_low == 3 && msg->action->n_high == 3 && msg->action->low[1] == -2.0f &&
+             msg->action->high[2] == 0.25f &&
+             vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, got) == VL_OK &&
              memcmp(got + obs, seg.actions, A) == 0 &&
              memcmp(got + obs + A, seg.rewards, 4 * S_T) == 0 &&
              memcmp(got + obs + A + 4 * S_T, seg.logp, 4 * S_T) == 0 && got[obs + A + 8 * S_T + 5];
@@ -183,7 +181,8 @@ static void test_box_payload_layout(void)
 static void test_logp_above_zero(void)
 {
     vl_action_spec_t box = s_box(), two = vl_action_discrete(2), buttons = s_buttons();
-    vl_segment_t b = s_segment_in(&box, 3), d = s_segment_in(&two, 3), m = s_segment_in(&buttons, 3);
+    vl_segment_t b = s_segment_in(&box, 3), d = s_segment_in(&two, 3),
+                 m = s_segment_in(&buttons, 3);
     b.logp[4] = d.logp[4] = m.logp[4] = 3.5f;
     vl_reason_t rb = s_round_trip(&b), rd = s_round_trip(&d), rm = s_round_trip(&m);
     b.logp[4] = INFINITY; // finite, whatever the kind
@@ -213,7 +212,7 @@ static vl_reason_t s_with_action(const vl_action_spec_t *space, size_t i, float 
 static void test_action_outside_its_space(void)
 {
     vl_action_spec_t two = vl_action_discrete(2), buttons = s_buttons(), box = s_box();
-    VL_CHECK(s_with_action(&buttons, 3 * 7 + 1, 3.0f) == VL_OK); // dimension 1 has 4 choices
+    VL_CHECK(s_with_action(&buttons, 3 * 7 + 1, 3.0f) == VL_OK);      // dimension 1 has 4 choices
     VL_CHECK(s_with_action(&buttons, 3 * 7 + 0, 3.0f) == VL_EACTION); // dimension 0 has 3
     VL_CHECK(s_with_action(&buttons, 3 * 7 + 1, 4.0f) == VL_EACTION);
     VL_CHECK(s_with_action(&buttons, 3 * S_T - 1, 2.0f) == VL_EACTION); // the last: 2 choices
@@ -389,10 +388,9 @@ static int s_same_as_old(const vl_segment_t *out, const s_old_t *old)
     vl_action_spec_t want = vl_action_discrete(old->num_actions);
     int same = vl_action_equal(&out->action, &want) && out->action.kind == VL_ENV_DISCRETE &&
                out->action.dims == 1 && out->schema == 2 && out->horizon == S_T &&
-               out->obs_dim == S_D && strcmp(out->policy_id, "cartpole") == 0 &&
-               out->seq == 77 && out->policy_version == 5 && out->n_episodes == 1 &&
-               out->episode_lengths[0] == 8 && out->n_truncated == 0 &&
-               memcmp(out->obs, old->obs, sizeof old->obs) == 0 &&
+               out->obs_dim == S_D && strcmp(out->policy_id, "cartpole") == 0 && out->seq == 77 &&
+               out->policy_version == 5 && out->n_episodes == 1 && out->episode_lengths[0] == 8 &&
+               out->n_truncated == 0 && memcmp(out->obs, old->obs, sizeof old->obs) == 0 &&
                memcmp(out->rewards, old->rewards, sizeof old->rewards) == 0 &&
                memcmp(out->logp, old->logp, sizeof old->logp) == 0;
     for (size_t t = 0; t < S_T; t++)
@@ -484,7 +482,8 @@ static void test_schema2_against_spec(void)
     int differs = r == VL_OK && vl_spec_check_segment(&spec, &out, why2, sizeof why2) == 1;
     free(arrays);
     VL_CHECK(fits);
-    VL_CHECK(differs && strcmp(why2, "actions discrete(3), policy 'cartpole' has discrete(4)") == 0);
+    VL_CHECK(differs &&
+             strcmp(why2, "actions discrete(3), policy 'cartpole' has discrete(4)") == 0);
 }
 
 int main(void)

@@ -20,8 +20,7 @@
 #define S_ACTIONS    3
 #define S_PIX_D      290 // the pixel-like segment's obs_dim: 256 + 32 + 2
 #define S_PIX_WIRE   76  // its packed bytes per observation: 64 + 4 + 8
-#define S_STEP_BYTES 13  // payload bytes per step besides obs: a one-value action, reward, logp,
-                         // done
+#define S_STEP_BYTES 13  // payload bytes a step besides obs: action (one value), reward, logp, done
 
 /* Appends a field to spec. */
 static void s_add(vl_obs_spec_t *spec, uint32_t encoding, uint32_t ndim, const uint32_t *dims)
@@ -478,16 +477,14 @@ static void test_arrays_size_and_bind(void)
 {
     vl_obs_spec_t std = s_std_spec(), pix = s_pix_spec(), big = vl_obs_spec_flat(65536);
     // rows: 4 bytes a f32 value; the pixel row is 256 + 32 + 2 x 4 bytes
-    VL_CHECK(
-        s_size_ok(vl_segment_arrays_size(S_T, &std, 1), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
-    VL_CHECK(
-        s_size_ok(vl_segment_arrays_size(S_T, &pix, 1), s_arrays_need(S_T, 296, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std, 1), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &pix, 1), s_arrays_need(S_T, 296, S_PIX_WIRE)));
     VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, 1), s_arrays_need(7, 296, S_PIX_WIRE)));
     VL_CHECK(s_size_ok(vl_segment_arrays_size(4096, &big, 1),
                        s_arrays_need(4096, 4 * 65536, 4 * 65536)));
     // wider actions: 4 bytes a value in the arrays and in the payload
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std, 3),
-                       s_arrays_need_a(S_T, 4 * S_D, S_WIRE, 3)));
+    VL_CHECK(
+        s_size_ok(vl_segment_arrays_size(S_T, &std, 3), s_arrays_need_a(S_T, 4 * S_D, S_WIRE, 3)));
     VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, VL_ACTION_DIMS_MAX),
                        s_arrays_need_a(7, 296, S_PIX_WIRE, VL_ACTION_DIMS_MAX)));
     VL_CHECK(vl_segment_arrays_size(S_T, &std, 0) == SIZE_MAX);
@@ -623,14 +620,15 @@ static void test_segment_payload_layout(void)
     memcpy(want + obs_bytes + 8 * T, seg.logp, 4 * T);
     for (size_t t = 0; t < T; t++)
         want[obs_bytes + 12 * T + t] = (uint8_t)seg.dones[t];
-    int header_ok =
-        msg && msg->schema == VL_SCHEMA_VERSION && msg->raw_size == raw && msg->n_obs_fields == 3 &&
-        msg->num_actions == 0 && msg->action && msg->action->kind == VOLLEY__ACTION_KIND__DISCRETE &&
-        msg->action->n_n == 1 && msg->action->n[0] == S_ACTIONS && msg->action->n_low == 0 &&
-        msg->obs_fields[0]->encoding == VOLLEY__ENCODING__U2 && msg->obs_fields[0]->n_shape == 2 &&
-        msg->obs_fields[0]->shape[1] == 16 &&
-        msg->obs_fields[1]->encoding == VOLLEY__ENCODING__U1 && msg->obs_fields[1]->n_shape == 1 &&
-        msg->obs_fields[1]->shape[0] == 32 && msg->obs_fields[2]->encoding == VOLLEY__ENCODING__F32;
+    int header_ok = msg && msg->schema == VL_SCHEMA_VERSION && msg->raw_size == raw &&
+                    msg->n_obs_fields == 3 && msg->num_actions == 0 && msg->action &&
+                    msg->action->kind == VOLLEY__ACTION_KIND__DISCRETE && msg->action->n_n == 1 &&
+                    msg->action->n[0] == S_ACTIONS && msg->action->n_low == 0 &&
+                    msg->obs_fields[0]->encoding == VOLLEY__ENCODING__U2 &&
+                    msg->obs_fields[0]->n_shape == 2 && msg->obs_fields[0]->shape[1] == 16 &&
+                    msg->obs_fields[1]->encoding == VOLLEY__ENCODING__U1 &&
+                    msg->obs_fields[1]->n_shape == 1 && msg->obs_fields[1]->shape[0] == 32 &&
+                    msg->obs_fields[2]->encoding == VOLLEY__ENCODING__F32;
     int same =
         header_ok &&
         vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, got) == VL_OK &&

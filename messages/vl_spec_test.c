@@ -36,8 +36,7 @@ static vl_action_spec_t s_box(void)
 /* Packs s as vl_spec_encode does, then lets edit change the message (its
    action space is spec-owned storage it may rewrite or drop). Returns the
    decoder's reason for the packed bytes, the spec in *out. */
-static vl_reason_t s_decode_edited(const vl_spec_t *s, void (*edit)(Volley__Spec *),
-                                   vl_spec_t *out)
+static vl_reason_t s_decode_edited(const vl_spec_t *s, void (*edit)(Volley__Spec *), vl_spec_t *out)
 {
     Volley__Spec msg;
     Volley__ObsField fields[VL_OBS_FIELDS_MAX];
@@ -178,7 +177,7 @@ static void test_spec_bad_action_space(void)
     VL_CHECK(s_decode_space(VL_ENV_MULTI_DISCRETE, 3, (const uint32_t[]){3, 1, 2}, 0, NULL, 0,
                             NULL) == VL_EACTION);
     VL_CHECK(s_decode_space(VL_ENV_BOX, 0, NULL, 2, flat, 2, flat) == VL_EACTION); // low == high
-    VL_CHECK(s_decode_space(VL_ENV_BOX, 0, NULL, 2, high, 2, low) == VL_EACTION); // low > high
+    VL_CHECK(s_decode_space(VL_ENV_BOX, 0, NULL, 2, high, 2, low) == VL_EACTION);  // low > high
     VL_CHECK(s_decode_space(VL_ENV_BOX, 0, NULL, 2, nan, 2, high) == VL_EACTION);
     VL_CHECK(s_decode_space(VL_ENV_BOX, 0, NULL, 2, low, 2, inf) == VL_EACTION);
     VL_CHECK(s_decode_space(VL_ENV_BOX, 0, NULL, 2, low, 3, high) == VL_EACTION);
@@ -299,8 +298,8 @@ static void test_spec_check_segment_spaces(void)
     VL_CHECK(vl_spec_check_segment(&s, &seg, why, sizeof why) == 1);
     VL_CHECK(strcmp(why, "actions multi_discrete(3,3,4), policy 'default' has "
                          "multi_discrete(3,3,2)") == 0);
-    seg.action = (vl_action_spec_t){.kind = VL_ENV_BOX, .dims = 3, .low = {-1, -1, -1},
-                                    .high = {1, 1, 1}};
+    seg.action =
+        (vl_action_spec_t){.kind = VL_ENV_BOX, .dims = 3, .low = {-1, -1, -1}, .high = {1, 1, 1}};
     VL_CHECK(vl_spec_check_segment(&s, &seg, why, sizeof why) == 1);
     VL_CHECK(strstr(why, "actions box(3)[-1..1,-1..1,-1..1], policy 'default' has "
                          "multi_discrete(3,3,2)") == why);

@@ -100,7 +100,7 @@ static void s_inf_obs(uint8_t *raw)
 
 static void s_bad_action(uint8_t *raw)
 {
-    float a = 7.0f; // a choice among 2 is 0 or 1
+    float a = 7.0f;                               // a choice among 2 is 0 or 1
     memcpy(raw + (T + 1) * D * 4 + 4 * 2, &a, 4); // actions[2][0]
 }
 
