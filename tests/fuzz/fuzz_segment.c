@@ -74,22 +74,13 @@ static void s_check_same_header(const vl_segment_t *a, const vl_segment_t *b)
     FUZZ_CHECK(a->obs_dim == b->obs_dim && a->obs_wire_bytes == b->obs_wire_bytes);
 }
 
-/* Returns 1 for the one space a decoder accepts that vl_action_check does
-   not: schema 2 read num_actions 1 as it always did (one choice, action 0),
-   which the encoder now refuses. */
-static int s_schema2_single_choice(const vl_segment_t *s)
-{
-    return s->schema == 2 && s->action.kind == VL_ENV_DISCRETE && s->action.dims == 1 &&
-           s->action.n[0] == 1;
-}
-
 /* Checks a header peek or decode accepted against the limits. */
 static void s_check_header(const vl_segment_t *s, const vl_limits_t *lim)
 {
     FUZZ_CHECK(vl_wire_name_ok(s->policy_id, VL_POLICY_ID_MAX));
     FUZZ_CHECK(s->schema >= VL_SCHEMA_OLDEST && s->schema <= VL_SCHEMA_VERSION);
     FUZZ_CHECK(s->horizon >= 1 && s->horizon <= lim->max_horizon);
-    FUZZ_CHECK(vl_action_check(&s->action, lim, NULL, 0) == 0 || s_schema2_single_choice(s));
+    FUZZ_CHECK(vl_action_check(&s->action, lim, NULL, 0) == 0);
     FUZZ_CHECK(s->schema >= 3 || (s->action.kind == VL_ENV_DISCRETE && s->action.dims == 1));
     uint32_t dim = 0, wire = 0;
     FUZZ_CHECK(vl_obs_spec_check(&s->obs_spec, lim, &dim, &wire) == VL_OK);
@@ -245,8 +236,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         s_check_decoded(&seg, &lim, arrays, cap);
         s_check_same_header(&head, &seg);
         FUZZ_CHECK(head.schema == seg.schema);
-        if (!s_schema2_single_choice(&seg)) // no encoder writes a space of one choice
-            s_check_round_trip(&seg, &lim);
+        s_check_round_trip(&seg, &lim);
     }
     s_unfence(0);
     return 0;
