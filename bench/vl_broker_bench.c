@@ -69,7 +69,7 @@
 #include "messages/vl_stream.h"
 
 #define S_HORIZON       16      // steps per segment
-#define S_ACTIONS       4       // num_actions declared by the segments
+#define S_ACTIONS       4       // choices of the segments' one discrete action
 #define S_POLICY        "bench" // the policy id segments carry and the hello names
 #define S_RUNS          3       // windows per path; the best counts
 #define S_RUN_S         1.0     // wall-clock seconds per window
@@ -253,9 +253,9 @@ static int s_encode(uint32_t n, uint8_t **wire, size_t *size)
                         .policy_id = S_POLICY,
                         .policy_version = 1,
                         .horizon = S_HORIZON,
-                        .num_actions = S_ACTIONS,
+                        .action = vl_action_discrete(S_ACTIONS),
                         .send_ns = 1700000000000000000ll};
-    size_t cap = vl_segment_arrays_size(S_HORIZON, &spec);
+    size_t cap = vl_segment_arrays_size(S_HORIZON, &spec, seg.action.dims);
     void *arrays = cap == SIZE_MAX ? NULL : calloc(1, cap);
     if (!arrays || vl_segment_set_spec(&seg, &spec) != 0) {
         free(arrays);
@@ -268,7 +268,7 @@ static int s_encode(uint32_t n, uint8_t **wire, size_t *size)
     for (size_t i = 0; i < (size_t)(S_HORIZON + 1) * n; i++)
         obs[i] = (float)(2 * vl_rng_uniform(&rng) - 1);
     for (int t = 0; t < S_HORIZON; t++) {
-        seg.actions[t] = (int32_t)vl_rng_below(&rng, S_ACTIONS);
+        seg.actions[t] = (float)vl_rng_below(&rng, S_ACTIONS);
         seg.rewards[t] = (float)vl_rng_uniform(&rng);
         seg.logp[t] = -1.3862944f; // log(1 / S_ACTIONS)
     }
@@ -295,7 +295,7 @@ static uint8_t *s_build(const s_size_t *c, size_t *size)
     vl_segment_t peek;
     if (vl_segment_peek(wire, *size, &lim, &peek) != VL_OK)
         s_die(c->name, "the segment's header does not check");
-    size_t cap = vl_segment_arrays_size(peek.horizon, &peek.obs_spec);
+    size_t cap = vl_segment_arrays_size(peek.horizon, &peek.obs_spec, peek.action.dims);
     void *arrays = malloc(cap);
     if (!arrays || vl_segment_decode(wire, *size, &lim, &seg, arrays, cap) != VL_OK)
         s_die(c->name, "the segment does not decode");

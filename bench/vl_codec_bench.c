@@ -16,7 +16,8 @@
     protobuf-c's unpack (+ free) of the wire message.
 
     All MB/s are segments/s times the segment's f32 bytes, (T + 1) * D * 4 +
-    16 * T, so any two speeds compare the time each takes for one segment. */
+    (12 + 4 * dims) * T (dims values per action), so any two speeds compare
+    the time each takes for one segment. */
 #include <lz4.h>
 #include <math.h>
 #include <stdio.h>
@@ -192,11 +193,13 @@ static void s_enemy_move(s_sprite_t *e)
     e->y += e->dy;
 }
 
-/* Actions: 0 stay, 1 left, 2 right, 3 up, 4 down. */
-static float s_game_step(void *state, int32_t action, float *obs, int *terminated, int *truncated)
+/* Actions (one discrete choice): 0 stay, 1 left, 2 right, 3 up, 4 down. */
+static float s_game_step(void *state, const float *actions, float *obs, int *terminated,
+                         int *truncated)
 {
     s_game_t *self = state;
     s_sprite_t *p = &self->player;
+    int action = (int)actions[0];
     p->x = s_clamp(p->x + (action == 1 ? -2 : action == 2 ? 2 : 0), 0, S_G_W - S_G_PLAYER);
     p->y = s_clamp(p->y + (action == 3 ? -2 : action == 4 ? 2 : 0), 2, S_G_GROUND - S_G_PLAYER);
     int hit = 0;
@@ -229,7 +232,7 @@ static const vl_env_t s_pixel_table = {
     .fields = {{.encoding = VL_ENV_U2, .ndim = 2, .shape = {S_G_H, S_G_W}},
                {.encoding = VL_ENV_U1, .ndim = 1, .shape = {S_G_FLAGS}},
                {.encoding = VL_ENV_F32, .ndim = 1, .shape = {3}}},
-    .num_actions = 5,
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {5}},
     .create = s_game_new,
     .destroy = s_game_destroy,
     .seed = s_game_seed,
@@ -266,8 +269,8 @@ typedef struct {
     uint8_t *block[S_SEGS];   // the LZ4 block the wire carries, owned
     int block_len[S_SEGS];
     uint32_t raw_size; // payload bytes, the same for every segment
-    size_t f32_bytes;  // (T + 1) * D * 4 + 16 * T: the segment as plain floats
-    size_t held_bytes; // obs_bytes + 16 * T: the segment as a learner holds it
+    size_t f32_bytes;  // (T + 1) * D * 4 + (12 + 4 * dims) * T: the segment as plain floats
+    size_t held_bytes; // obs_bytes + (12 + 4 * dims) * T: the segment as a learner holds it
     size_t obs_bytes;  // (T + 1) * row bytes: its observation rows
     void *arrays;      // decode's storage, arrays_cap bytes
     size_t arrays_cap;
@@ -319,15 +322,15 @@ static int s_data_init(s_data_t *d, const s_case_t *c, const vl_env_ops_t *env)
         fprintf(stderr, "vl_codec_bench: %s: could not build its segments\n", c->name);
         return -1;
     }
-    size_t T = S_HORIZON, D = env->obs_dim;
+    size_t T = S_HORIZON, D = env->obs_dim, steps = (12 + 4 * (size_t)env->action.dims) * T;
     d->obs_bytes = (T + 1) * vl_obs_row_bytes(&env->obs_spec);
-    d->f32_bytes = (T + 1) * D * 4 + 16 * T;
-    d->held_bytes = d->obs_bytes + 16 * T;
+    d->f32_bytes = (T + 1) * D * 4 + steps;
+    d->held_bytes = d->obs_bytes + steps;
     for (size_t k = 0; k < S_SEGS; k++) {
         d->src_sum[k] = vl_bench_checksum(d->src_arrays[k], d->held_bytes);
         d->obs_sum[k] = vl_bench_checksum(d->src_arrays[k], d->obs_bytes);
     }
-    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec);
+    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec, env->action.dims);
     d->arrays = malloc(d->arrays_cap);
     size_t bound = (size_t)LZ4_compressBound((int)d->raw_size);
     d->scratch = malloc(bound > d->raw_size ? bound : d->raw_size);

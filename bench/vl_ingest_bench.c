@@ -78,7 +78,7 @@ typedef struct {
     uint8_t *block[S_SEGS]; // the LZ4 block the wire carries, owned
     int block_len[S_SEGS];
     uint32_t raw_size;  // payload bytes the block decompresses to
-    size_t held_bytes;  // (T + 1) * row bytes + 16 * T: the segment as a learner holds it
+    size_t held_bytes;  // (T + 1) * row bytes + (12 + 4 * dims) * T: as a learner holds it
     size_t arrays_cap;  // vl_segment_arrays_size
     double wire_mean;   // mean wire bytes a segment
     vl_obs_spec_t spec; // the environment's
@@ -131,8 +131,9 @@ static s_data_t *s_data_new(const s_case_t *c, const vl_env_ops_t *env)
         return NULL;
     }
     d->spec = env->obs_spec;
-    d->held_bytes = (S_HORIZON + 1) * (size_t)vl_obs_row_bytes(&env->obs_spec) + 16 * S_HORIZON;
-    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec);
+    d->held_bytes = (S_HORIZON + 1) * (size_t)vl_obs_row_bytes(&env->obs_spec) +
+                    (12 + 4 * (size_t)env->action.dims) * S_HORIZON;
+    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec, env->action.dims);
     for (size_t k = 0; k < S_SEGS; k++)
         d->src_sum[k] = vl_bench_checksum(d->src_arrays[k], d->held_bytes);
     return d;
@@ -502,7 +503,7 @@ static int s_bench_case(const s_case_t *c, int runs, double run_s)
     if (!d)
         return -1;
     int rc = -1;
-    vl_buffer_t *buf = vl_buffer_new(S_CAPACITY, S_HORIZON, &env->obs_spec);
+    vl_buffer_t *buf = vl_buffer_new(S_CAPACITY, S_HORIZON, &env->obs_spec, env->action.dims);
     s_worker_t workers[S_THREADS_MAX] = {{0}};
     int oom = !buf;
     for (int i = 0; i < S_THREADS_MAX; i++) {

@@ -91,7 +91,7 @@ typedef enum { S_RAW, S_BROKER } s_path_t;
 /* One network shape: what the weights messages carry. */
 typedef struct {
     char name[48];
-    uint32_t obs_dim, num_actions, hidden;
+    uint32_t obs_dim, num_actions, hidden; // num_actions: the MLP's logits, one per head output
     int conv;      // the cnn preset's tensors (s_cnn) instead of volley's MLP of the sizes above
     double period; // seconds between publications; 0: the plan's
 } s_case_t;
@@ -184,11 +184,10 @@ static void s_sleep_until(double t)
 static void s_cases(s_case_t cases[S_CASES])
 {
     vl_actor_config_t d = vl_actor_config_default();
-    cases[0] = (s_case_t){
-        .obs_dim = d.env->obs_dim, .num_actions = d.env->num_actions, .hidden = d.hidden};
+    uint32_t outputs = vl_action_outputs(&d.env->action); // the default env's policy head
+    cases[0] = (s_case_t){.obs_dim = d.env->obs_dim, .num_actions = outputs, .hidden = d.hidden};
     snprintf(cases[0].name, sizeof cases[0].name, "default (%s)", d.env->name);
-    cases[1] = (s_case_t){
-        .obs_dim = S_LARGE_OBS, .num_actions = d.env->num_actions, .hidden = S_LARGE_HIDDEN};
+    cases[1] = (s_case_t){.obs_dim = S_LARGE_OBS, .num_actions = outputs, .hidden = S_LARGE_HIDDEN};
     snprintf(cases[1].name, sizeof cases[1].name, "large");
     cases[2] = (s_case_t){.obs_dim = 4 * 84 * 84,
                           .num_actions = 6,

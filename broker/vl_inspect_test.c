@@ -7,12 +7,13 @@
 #include "../tests/vl_test.h"
 #include "vl_inspect.h"
 
-/* Encodes a valid 4-float segment of horizon 8 for policy (caller frees);
- *horizon is what its header says when decoded back. */
-static uint8_t *s_segment(const char *policy, size_t *size, uint32_t *horizon)
+/* Encodes a valid 4-float segment of horizon 8 for policy acting in space
+   (caller frees); *horizon is what its header says when decoded back. */
+static uint8_t *s_segment_in(const char *policy, const vl_action_spec_t *space, size_t *size,
+                             uint32_t *horizon)
 {
     static uint8_t arrays[1 << 16];
-    vl_segment_t seg = {.horizon = 8, .num_actions = 2};
+    vl_segment_t seg = {.horizon = 8, .action = *space};
     snprintf(seg.policy_id, sizeof seg.policy_id, "%s", policy);
     vl_obs_spec_t spec = vl_obs_spec_flat(4);
     vl_segment_set_spec(&seg, &spec);
@@ -27,6 +28,13 @@ static uint8_t *s_segment(const char *policy, size_t *size, uint32_t *horizon)
     return buf;
 }
 
+/* s_segment_in for one discrete choice among 2. */
+static uint8_t *s_segment(const char *policy, size_t *size, uint32_t *horizon)
+{
+    vl_action_spec_t two = vl_action_discrete(2);
+    return s_segment_in(policy, &two, size, horizon);
+}
+
 static void test_declared(void)
 {
     size_t size;
@@ -38,6 +46,12 @@ static void test_declared(void)
     VL_CHECK(vl_inspect_declared(buf, size, policy, &raw) == 0);
     VL_CHECK(strcmp(policy, "walker-2") == 0);
     VL_CHECK(raw == (8 + 1) * 4 * 4 + 13 * 8); // observations, then the step arrays
+    free(buf);
+    vl_action_spec_t box = {.kind = VL_ENV_BOX, .dims = 2, .low = {-1, -1}, .high = {1, 1}};
+    buf = s_segment_in("walker-2", &box, &size, &h);
+    VL_CHECK(buf && h == 8);
+    VL_CHECK(vl_inspect_declared(buf, size, policy, &raw) == 0);
+    VL_CHECK(raw == (8 + 1) * 4 * 4 + (9 + 4 * 2) * 8); // two floats an action
     free(buf);
 }
 

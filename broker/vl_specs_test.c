@@ -8,8 +8,10 @@
 
 static vl_spec_t s_spec(uint32_t horizon)
 {
-    vl_spec_t s = {
-        .obs_spec = vl_obs_spec_flat(4), .num_actions = 2, .horizon = horizon, .hidden = 64};
+    vl_spec_t s = {.obs_spec = vl_obs_spec_flat(4),
+                   .action = vl_action_discrete(2),
+                   .horizon = horizon,
+                   .hidden = 64};
     strcpy(s.policy_id, "default");
     return s;
 }
@@ -24,6 +26,20 @@ static void test_first_come(void)
     VL_CHECK(vl_specs_declare(t, &b, "this actor", 0, why, sizeof why) == 1);
     VL_CHECK(strstr(why, "horizon") != NULL);
     VL_CHECK(vl_specs_find(t, "default")->horizon == 64);
+    vl_specs_destroy(&t);
+}
+
+/* Another action space is another policy's spec, even of the same width. */
+static void test_action_space_differs(void)
+{
+    vl_specs_t *t = vl_specs_new(4);
+    char why[256] = "";
+    vl_spec_t a = s_spec(64), b = s_spec(64);
+    b.action = (vl_action_spec_t){.kind = VL_ENV_BOX, .dims = 1, .low = {-2}, .high = {2}};
+    VL_CHECK(t && vl_specs_declare(t, &a, "this actor", 0, why, sizeof why) == 0);
+    VL_CHECK(vl_specs_declare(t, &b, "this actor", 0, why, sizeof why) == 1);
+    VL_CHECK(strstr(why, "actions: policy 'default' has discrete(2), this actor box(1)") == why);
+    VL_CHECK(vl_specs_find(t, "default")->action.kind == VL_ENV_DISCRETE);
     vl_specs_destroy(&t);
 }
 
@@ -56,6 +72,7 @@ static void test_learner_agreeing_holds_it(void)
 int main(void)
 {
     VL_RUN(test_first_come);
+    VL_RUN(test_action_space_differs);
     VL_RUN(test_learner_outranks_actors);
     VL_RUN(test_learner_agreeing_holds_it);
     return VL_DONE();

@@ -88,6 +88,8 @@ static vl_reason_t s_check_action(const Volley__Segment *msg, const vl_limits_t 
         return VL_ESHAPE;
     if (msg->num_actions > lim->max_actions)
         return VL_ETOOBIG;
+    if (msg->num_actions < 2) // no space has one choice: such a segment could not be sent on
+        return VL_EACTION;
     seg->action = vl_action_discrete(msg->num_actions);
     return VL_OK;
 }

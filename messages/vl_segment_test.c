@@ -20,7 +20,7 @@
 #define S_ACTIONS    3
 #define S_PIX_D      290 // the pixel-like segment's obs_dim: 256 + 32 + 2
 #define S_PIX_WIRE   76  // its packed bytes per observation: 64 + 4 + 8
-#define S_STEP_BYTES 13  // payload bytes per step besides obs: action, reward, logp, done
+#define S_STEP_BYTES 13  // payload bytes a step besides obs: action (one value), reward, logp, done
 
 /* Appends a field to spec. */
 static void s_add(vl_obs_spec_t *spec, uint32_t encoding, uint32_t ndim, const uint32_t *dims)
@@ -87,10 +87,10 @@ static vl_segment_t s_segment_make(const vl_obs_spec_t *spec, uint32_t T, uint64
                         .policy_id = "cartpole-a2c",
                         .policy_version = 9,
                         .horizon = T,
-                        .num_actions = S_ACTIONS,
+                        .action = vl_action_discrete(S_ACTIONS),
                         .send_ns = 1700000000123456789LL,
                         .n_episodes = 2};
-    void *arrays = calloc(1, vl_segment_arrays_size(T, spec));
+    void *arrays = calloc(1, vl_segment_arrays_size(T, spec, seg.action.dims));
     if (vl_segment_set_spec(&seg, spec) != 0 || !arrays)
         abort();
     vl_segment_bind(&seg, arrays);
@@ -106,7 +106,7 @@ static vl_segment_t s_segment_make(const vl_obs_spec_t *spec, uint32_t T, uint64
     vl_obs_to_rows(spec, (size_t)T + 1, values, seg.obs);
     free(values);
     for (size_t t = 0; t < T; t++) {
-        seg.actions[t] = (int32_t)vl_rng_below(&rng, S_ACTIONS);
+        seg.actions[t] = (float)vl_rng_below(&rng, S_ACTIONS);
         seg.rewards[t] = (float)vl_rng_uniform(&rng);
         seg.dones[t] = t % 16 == 9 ? 1.0f : 0.0f;
         seg.logp[t] = (float)(-3 * vl_rng_uniform(&rng));
@@ -135,7 +135,7 @@ static vl_segment_t s_pixel_new(uint64_t seed)
 /* Returns the storage of a segment's arrays exactly as its header fixes it. */
 static size_t s_cap(const vl_segment_t *seg)
 {
-    return vl_segment_arrays_size(seg->horizon, &seg->obs_spec);
+    return vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims);
 }
 
 /* Decodes buf with lim into *out, its arrays in a new block of exactly cap
@@ -203,14 +203,14 @@ static int s_same_obs(const vl_segment_t *a, const vl_segment_t *b)
 /* Returns 1 if two segments have the same header and the same arrays. */
 static int s_same_segment(const vl_segment_t *a, const vl_segment_t *b)
 {
-    size_t T = a->horizon, n = a->n_episodes;
+    size_t T = a->horizon, n = a->n_episodes, A = T * a->action.dims;
     return a->actor_id == b->actor_id && a->env_id == b->env_id && a->seq == b->seq &&
            strcmp(a->policy_id, b->policy_id) == 0 && a->policy_version == b->policy_version &&
            a->horizon == b->horizon && vl_obs_spec_equal(&a->obs_spec, &b->obs_spec) &&
            a->obs_dim == b->obs_dim && a->obs_wire_bytes == b->obs_wire_bytes &&
-           a->num_actions == b->num_actions && a->send_ns == b->send_ns &&
+           vl_action_equal(&a->action, &b->action) && a->send_ns == b->send_ns &&
            a->n_episodes == b->n_episodes && a->obs_row_bytes == b->obs_row_bytes &&
-           s_same_obs(a, b) && memcmp(a->actions, b->actions, T * sizeof(int32_t)) == 0 &&
+           s_same_obs(a, b) && memcmp(a->actions, b->actions, A * sizeof(float)) == 0 &&
            memcmp(a->rewards, b->rewards, T * sizeof(float)) == 0 &&
            memcmp(a->dones, b->dones, T * sizeof(float)) == 0 &&
            memcmp(a->logp, b->logp, T * sizeof(float)) == 0 &&
@@ -345,11 +345,12 @@ static void s_edit_raw_byte(Volley__Segment *msg)
     msg->payload.len = (size_t)n;
 }
 
-/* Returns the payload offset of seg's done flag t (volley.proto's layout). */
+/* Returns the payload offset of seg's done flag t (volley.proto's layout:
+   obs, then float actions [T][dims], rewards and logp, then dones). */
 static size_t s_dones_at(const vl_segment_t *seg, size_t t)
 {
     size_t T = seg->horizon;
-    return (T + 1) * seg->obs_wire_bytes + 12 * T + t;
+    return (T + 1) * seg->obs_wire_bytes + (8 + 4 * (size_t)seg->action.dims) * T + t;
 }
 
 static void test_reason_str(void)
@@ -449,14 +450,21 @@ static void test_set_spec(void)
     VL_CHECK(vl_segment_set_spec(&seg, &bad) == -1);
 }
 
-/* Returns the bytes the contract asks for, before alignment: unpacked obs,
-   actions, rewards, dones and logp, T episode returns and lengths, and the
-   packed payload (obs of W bytes, 13 bytes a step). */
-/* Rows and final rows, step arrays and episode room, truncation flags
-   (4-aligned), the largest payload (T final observations). */
+/* Returns the bytes the contract asks for, before alignment, for rows of
+   R bytes, packed observations of W bytes and A values per action: rows and
+   final rows, float actions [T][A], rewards, dones and logp, T episode
+   returns and lengths, truncation flags (4-aligned), and the largest
+   payload (T final observations; 4 A + 9 bytes a step). */
+static uint64_t s_arrays_need_a(uint64_t T, uint64_t R, uint64_t W, uint64_t A)
+{
+    return (2 * T + 1) * R + (20 + 4 * A) * T + ((T + 3) & ~3ull) + (2 * T + 1) * W +
+           (9 + 4 * A) * T;
+}
+
+/* s_arrays_need_a for one value per action. */
 static uint64_t s_arrays_need(uint64_t T, uint64_t R, uint64_t W)
 {
-    return (2 * T + 1) * R + 24 * T + ((T + 3) & ~3ull) + (2 * T + 1) * W + S_STEP_BYTES * T;
+    return s_arrays_need_a(T, R, W, 1);
 }
 
 /* Returns 1 if got is need rounded up for 4-byte alignment at most. */
@@ -469,16 +477,24 @@ static void test_arrays_size_and_bind(void)
 {
     vl_obs_spec_t std = s_std_spec(), pix = s_pix_spec(), big = vl_obs_spec_flat(65536);
     // rows: 4 bytes a f32 value; the pixel row is 256 + 32 + 2 x 4 bytes
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &pix), s_arrays_need(S_T, 296, S_PIX_WIRE)));
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix), s_arrays_need(7, 296, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std, 1), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &pix, 1), s_arrays_need(S_T, 296, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, 1), s_arrays_need(7, 296, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(4096, &big, 1),
+                       s_arrays_need(4096, 4 * 65536, 4 * 65536)));
+    // wider actions: 4 bytes a value in the arrays and in the payload
     VL_CHECK(
-        s_size_ok(vl_segment_arrays_size(4096, &big), s_arrays_need(4096, 4 * 65536, 4 * 65536)));
+        s_size_ok(vl_segment_arrays_size(S_T, &std, 3), s_arrays_need_a(S_T, 4 * S_D, S_WIRE, 3)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, VL_ACTION_DIMS_MAX),
+                       s_arrays_need_a(7, 296, S_PIX_WIRE, VL_ACTION_DIMS_MAX)));
+    VL_CHECK(vl_segment_arrays_size(S_T, &std, 0) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, &std, VL_ACTION_DIMS_MAX + 1) == SIZE_MAX);
     vl_obs_spec_t bad = s_std_spec();
     bad.fields[0].shape[1] = 0;
-    VL_CHECK(vl_segment_arrays_size(S_T, &bad) == SIZE_MAX);
-    VL_CHECK(vl_segment_arrays_size(S_T, NULL) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, &bad, 1) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, NULL, 1) == SIZE_MAX);
     vl_segment_t seg = {.horizon = 2, .obs_dim = 3, .obs_row_bytes = 12, .obs_wire_bytes = 5};
+    seg.action = vl_action_discrete(2);
     float base[64];
     vl_segment_bind(&seg, base);
     VL_CHECK((float *)seg.obs == base && (float *)seg.actions == base + 9);
@@ -488,6 +504,11 @@ static void test_arrays_size_and_bind(void)
     VL_CHECK(seg.final_obs == (uint8_t *)(base + 21));
     VL_CHECK(seg.truncated == (uint8_t *)(base + 27));
     VL_CHECK(seg.wire == (uint8_t *)(base + 28));
+    seg.action.kind = VL_ENV_BOX, seg.action.dims = 3; // actions [2][3]: 4 more floats
+    vl_segment_bind(&seg, base);
+    VL_CHECK((float *)seg.actions == base + 9 && seg.rewards == base + 15);
+    VL_CHECK(seg.logp == base + 19 && seg.truncated == (uint8_t *)(base + 31));
+    VL_CHECK(seg.wire == (uint8_t *)(base + 32));
 }
 
 /* Sizes past 64 bits are SIZE_MAX, never a wrapped small number: T and D
@@ -498,18 +519,18 @@ static void test_arrays_size_overflow(void)
     vl_obs_spec_t flags = {0}, floats = {0}, wide = {0};
     s_add(&flags, VL_OBS_U1, 2, (const uint32_t[]){65535, 65537}); // 2^32 - 1 values
     s_add(&floats, VL_OBS_F32, 2, (const uint32_t[]){65535, 65537});
-    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &flags) == SIZE_MAX);
-    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &floats) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &flags, 1) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &floats, 1) == SIZE_MAX);
     if (sizeof(size_t) < 8)
         return;
     // 2^32 - 1 flags pack to 2^29 bytes, but their row (a byte each, 4-aligned) is 2^32
-    VL_CHECK(vl_segment_arrays_size(1, &flags) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(1, &flags, 1) == SIZE_MAX);
     vl_obs_spec_t fewer = {0};
     s_add(&fewer, VL_OBS_U1, 1, (const uint32_t[]){UINT32_MAX - 3});
-    size_t got = vl_segment_arrays_size(1, &fewer);
+    size_t got = vl_segment_arrays_size(1, &fewer, 1);
     VL_CHECK(s_size_ok(got, s_arrays_need(1, UINT32_MAX - 3, 1u << 29)));
     s_add(&wide, VL_OBS_F32, 1, (const uint32_t[]){1u << 30});
-    got = vl_segment_arrays_size(1, &wide);
+    got = vl_segment_arrays_size(1, &wide, 1);
     VL_CHECK(got == SIZE_MAX || s_size_ok(got, s_arrays_need(1, 1ull << 32, 1ull << 32)));
 }
 
@@ -529,7 +550,9 @@ static void test_segment_round_trip(void)
     VL_CHECK(out.obs_spec.n_fields == 1 && out.obs_spec.fields[0].encoding == VL_OBS_F32);
     VL_CHECK(out.obs_spec.fields[0].ndim == 2);
     VL_CHECK(out.obs_spec.fields[0].shape[0] == 2 && out.obs_spec.fields[0].shape[1] == 2);
-    VL_CHECK(out.num_actions == S_ACTIONS && out.send_ns == 1700000000123456789LL);
+    VL_CHECK(vl_action_equal(&out.action, &seg.action) && out.action.kind == VL_ENV_DISCRETE);
+    VL_CHECK(out.action.dims == 1 && out.action.n[0] == S_ACTIONS);
+    VL_CHECK(out.schema == VL_SCHEMA_VERSION && out.send_ns == 1700000000123456789LL);
     VL_CHECK(out.n_episodes == 2);
 }
 
@@ -576,8 +599,9 @@ static void test_segment_round_trip_odd_fields(void)
 }
 
 /* The decompressed payload is laid out as volley.proto says: packed obs,
-   actions int32, rewards, logp, dones one byte each; the fields are
-   declared with the proto's encoding numbers. */
+   actions float32 [T][1], rewards, logp, dones one byte each; the fields
+   are declared with the proto's encoding numbers, the space as an
+   ActionSpace (and no num_actions, which schema 2 alone reads). */
 static void test_segment_payload_layout(void)
 {
     VL_CHECK((int)VOLLEY__ENCODING__F32 == VL_OBS_F32 && (int)VOLLEY__ENCODING__U8 == VL_OBS_U8);
@@ -596,12 +620,15 @@ static void test_segment_payload_layout(void)
     memcpy(want + obs_bytes + 8 * T, seg.logp, 4 * T);
     for (size_t t = 0; t < T; t++)
         want[obs_bytes + 12 * T + t] = (uint8_t)seg.dones[t];
-    int header_ok =
-        msg && msg->schema == VL_SCHEMA_VERSION && msg->raw_size == raw && msg->n_obs_fields == 3 &&
-        msg->obs_fields[0]->encoding == VOLLEY__ENCODING__U2 && msg->obs_fields[0]->n_shape == 2 &&
-        msg->obs_fields[0]->shape[1] == 16 &&
-        msg->obs_fields[1]->encoding == VOLLEY__ENCODING__U1 && msg->obs_fields[1]->n_shape == 1 &&
-        msg->obs_fields[1]->shape[0] == 32 && msg->obs_fields[2]->encoding == VOLLEY__ENCODING__F32;
+    int header_ok = msg && msg->schema == VL_SCHEMA_VERSION && msg->raw_size == raw &&
+                    msg->n_obs_fields == 3 && msg->num_actions == 0 && msg->action &&
+                    msg->action->kind == VOLLEY__ACTION_KIND__DISCRETE && msg->action->n_n == 1 &&
+                    msg->action->n[0] == S_ACTIONS && msg->action->n_low == 0 &&
+                    msg->obs_fields[0]->encoding == VOLLEY__ENCODING__U2 &&
+                    msg->obs_fields[0]->n_shape == 2 && msg->obs_fields[0]->shape[1] == 16 &&
+                    msg->obs_fields[1]->encoding == VOLLEY__ENCODING__U1 &&
+                    msg->obs_fields[1]->n_shape == 1 && msg->obs_fields[1]->shape[0] == 32 &&
+                    msg->obs_fields[2]->encoding == VOLLEY__ENCODING__F32;
     int same =
         header_ok &&
         vl_wire_decompress(msg->payload.data, msg->payload.len, msg->raw_size, got) == VL_OK &&
@@ -621,8 +648,7 @@ static void test_segment_encode_unbound_arrays(void)
     size_t bound_size, loose_size;
     VL_CHECK(vl_segment_encode(&seg, &bound_buf, &bound_size) == 0);
     vl_segment_t loose = seg; // same values, each array its own block
-    float rewards[S_T];
-    int32_t actions[S_T];
+    float rewards[S_T], actions[S_T];
     memcpy(rewards, seg.rewards, sizeof rewards);
     memcpy(actions, seg.actions, sizeof actions);
     loose.rewards = rewards;
@@ -647,7 +673,8 @@ static void test_segment_peek(void)
     vl_reason_t reason = vl_segment_peek(buf, size, &lim, &out);
     free(buf);
     VL_CHECK(reason == VL_OK);
-    VL_CHECK(out.horizon == S_T && out.obs_dim == S_D && out.num_actions == S_ACTIONS);
+    VL_CHECK(out.horizon == S_T && out.obs_dim == S_D && out.action.n[0] == S_ACTIONS);
+    VL_CHECK(out.action.kind == VL_ENV_DISCRETE && out.action.dims == 1);
     VL_CHECK(out.obs_wire_bytes == S_WIRE);
     VL_CHECK(strcmp(out.policy_id, "cartpole-a2c") == 0 && out.seq == 42);
     VL_CHECK(out.obs == NULL && out.episode_returns == NULL && out.wire == NULL);
@@ -661,8 +688,8 @@ static void test_segment_peek(void)
     VL_CHECK(reason == VL_OK && same_spec);
     VL_CHECK(out.obs_dim == S_PIX_D && out.obs_wire_bytes == S_PIX_WIRE);
     vl_obs_spec_t spec = s_pix_spec();
-    VL_CHECK(vl_segment_arrays_size(out.horizon, &out.obs_spec) ==
-             vl_segment_arrays_size(S_T, &spec));
+    VL_CHECK(vl_segment_arrays_size(out.horizon, &out.obs_spec, out.action.dims) ==
+             vl_segment_arrays_size(S_T, &spec, 1));
 }
 
 static void test_segment_encode_rejects_bad_input(void)
@@ -686,7 +713,13 @@ static void test_segment_encode_rejects_bad_input(void)
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
     seg = good, seg.obs_spec.n_fields = VL_OBS_FIELDS_MAX + 1;
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
-    seg = good, seg.num_actions = 0;
+    seg = good, seg.action.n[0] = 0;
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
+    seg = good, seg.action.n[0] = 1; // one choice is no choice
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
+    seg = good, seg.action.dims = 2; // a discrete space is one value
+    VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
+    seg = good, seg.action.kind = VL_ENV_BOX + 1;
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
     seg = good, seg.n_episodes = S_T + 1;
     VL_CHECK(vl_segment_encode(&seg, &buf, &size) == -1);
@@ -699,11 +732,13 @@ static void test_segment_encode_rejects_bad_input(void)
     VL_CHECK(buf == NULL);
 }
 
-/* protobuf has no end marker: a cut that lands exactly where a trailing
-   optional field begins leaves a complete, smaller message. For these
-   segments that happens twice (before the episode fields, and before
-   send_ns); such a prefix decodes with the lost fields at zero. Every
-   other cut must be refused, most as malformed protobuf. */
+/* protobuf has no end marker: a cut that lands exactly where a field
+   begins leaves a complete, smaller message. Every such prefix past the
+   first observation field (after each field, then before raw_size, the
+   payload, the episode returns, their lengths, send_ns and the action
+   space) has lost the action space, which is written last and which schema
+   3 requires, and the header checks it before the block: refused as
+   VL_EACTION. Every other cut is refused too, most as malformed protobuf. */
 static void s_check_truncated(const vl_segment_t *seg)
 {
     size_t size;
@@ -711,7 +746,7 @@ static void s_check_truncated(const vl_segment_t *seg)
     vl_limits_t lim = vl_limits_default();
     size_t cap = s_cap(seg);
     void *arrays = malloc(cap);
-    size_t n_ok = 0, n_proto = 0, n_bad_ok = 0, n_out_of_range = 0;
+    size_t n_ok = 0, n_proto = 0, n_action = 0, n_out_of_range = 0;
     for (size_t cut = 0; cut < size; cut++) {
         uint8_t *prefix = malloc(cut ? cut : 1); // exact size, so ASan sees overreads
         memcpy(prefix, buf, cut);
@@ -720,12 +755,12 @@ static void s_check_truncated(const vl_segment_t *seg)
         free(prefix);
         n_proto += reason == VL_EPROTO;
         n_ok += reason == VL_OK;
-        n_bad_ok += reason == VL_OK && out.n_episodes != 0 && out.send_ns != 0;
+        n_action += reason == VL_EACTION;
         n_out_of_range += reason >= VL_EREASONS;
     }
     free(arrays);
     free(buf);
-    VL_CHECK(n_ok == 2 && n_bad_ok == 0 && n_out_of_range == 0);
+    VL_CHECK(n_ok == 0 && n_action == seg->obs_spec.n_fields + 5 && n_out_of_range == 0);
     VL_CHECK(n_proto > size / 2);
 }
 
@@ -745,7 +780,7 @@ static void test_garbage_bytes(void)
     vl_rng_seed(&rng, 12345);
     vl_limits_t lim = vl_limits_default();
     vl_obs_spec_t spec = s_std_spec();
-    size_t cap = vl_segment_arrays_size(S_T, &spec);
+    size_t cap = vl_segment_arrays_size(S_T, &spec, 1);
     void *arrays = malloc(cap);
     int n_ok = 0, n_out_of_range = 0;
     for (int i = 0; i < 20000; i++) {
@@ -802,19 +837,28 @@ static int s_values_in_range(const vl_segment_t *seg, const float *o)
 
 /* Returns 1 if an accepted segment keeps the decoder's promises: a spec
    within the limits that agrees with obs_dim and obs_wire_bytes, obs each
-   field can carry, actions in range, done flags 0 or 1, finite rewards,
-   log-probs <= 0, episodes no more than steps with finite returns. */
+   field can carry, a valid action space and actions in it (whole numbers
+   below n[d]), done flags 0 or 1, finite rewards, log-probs <= 0 (a
+   discrete space's), episodes no more than steps with finite returns. */
 static int s_keeps_contract(const vl_segment_t *seg, const vl_limits_t *lim)
 {
     size_t T = seg->horizon;
     uint32_t dim, wire;
-    if (T == 0 || T > lim->max_horizon || seg->num_actions > lim->max_actions ||
+    if (T == 0 || T > lim->max_horizon || vl_action_check(&seg->action, lim, NULL, 0) != 0 ||
         seg->n_episodes > T || vl_obs_spec_check(&seg->obs_spec, lim, &dim, &wire) != VL_OK ||
         dim != seg->obs_dim || wire != seg->obs_wire_bytes || !s_obs_in_range(seg))
         return 0;
+    for (size_t i = 0; i < T * seg->action.dims; i++) {
+        float a = seg->actions[i];
+        uint32_t n = seg->action.n[i % seg->action.dims];
+        if (!vl_action_is_box(&seg->action) && !(a >= 0 && a < (float)n && a == floorf(a)))
+            return 0;
+        if (!vl_float_is_finite(a))
+            return 0;
+    }
     for (size_t t = 0; t < T; t++)
-        if (seg->actions[t] < 0 || seg->actions[t] >= (int32_t)seg->num_actions ||
-            (seg->dones[t] != 0.0f && seg->dones[t] != 1.0f) || !(seg->logp[t] <= 0.0f) ||
+        if ((seg->dones[t] != 0.0f && seg->dones[t] != 1.0f) ||
+            (!vl_action_is_box(&seg->action) && !(seg->logp[t] <= 0.0f)) ||
             !vl_float_is_finite(seg->rewards[t]))
             return 0;
     return vl_wire_all_finite(seg->episode_returns, seg->n_episodes);
@@ -868,6 +912,13 @@ static void s_edit_schema_next(Volley__Segment *msg)
     msg->schema = VL_SCHEMA_VERSION + 1;
 }
 
+/* A sender that speaks schema 2 while writing schema 3's action space:
+   schema 2 reads num_actions (0 here), so the message is refused. */
+static void s_edit_schema_2(Volley__Segment *msg)
+{
+    msg->schema = 2;
+}
+
 /* Schema 1 declared observations by a single f32 shape. */
 static void s_edit_schema_old(Volley__Segment *msg)
 {
@@ -881,9 +932,11 @@ static void s_edit_schema_missing(Volley__Segment *msg)
 
 static void test_wrong_schema(void)
 {
-    VL_CHECK(VL_SCHEMA_VERSION == 2);
+    VL_CHECK(VL_SCHEMA_VERSION == 3 && VL_SCHEMA_OLDEST == 2);
     VL_CHECK(s_decode_edited(s_edit_nothing) == VL_OK);
     VL_CHECK(s_decode_edited(s_edit_schema_next) == VL_EVERSION);
+    VL_CHECK(s_peek_edited(s_edit_schema_next) == VL_EVERSION);
+    VL_CHECK(s_decode_edited(s_edit_schema_2) == VL_ESHAPE);
     VL_CHECK(s_decode_edited(s_edit_schema_old) == VL_EVERSION);
     VL_CHECK(s_decode_edited(s_edit_schema_missing) == VL_EVERSION);
     VL_CHECK(s_peek_edited(s_edit_schema_old) == VL_EVERSION);
@@ -987,9 +1040,18 @@ static void s_edit_no_fields(Volley__Segment *msg)
     msg->n_obs_fields = 0;
 }
 
-static void s_edit_actions_zero(Volley__Segment *msg)
+/* The replacement action space s_edit_choices installs: one discrete
+   dimension of s_choices_arg choices. */
+static uint32_t s_choices_arg;
+
+static void s_edit_choices(Volley__Segment *msg)
 {
-    msg->num_actions = 0;
+    static Volley__ActionSpace space;
+    volley__action_space__init(&space);
+    space.kind = VOLLEY__ACTION_KIND__DISCRETE;
+    space.n_n = 1;
+    space.n = &s_choices_arg;
+    msg->action = &space;
 }
 
 /* Zero sizes are VL_ESHAPE, not VL_ETOOBIG (see vl_segment.c), even when
@@ -999,7 +1061,6 @@ static void test_zero_sizes(void)
     VL_CHECK(s_decode_edited(s_edit_horizon_zero) == VL_ESHAPE);
     VL_CHECK(s_decode_edited(s_edit_no_fields) == VL_ESHAPE);
     VL_CHECK(s_peek_edited(s_edit_no_fields) == VL_ESHAPE);
-    VL_CHECK(s_decode_edited(s_edit_actions_zero) == VL_ESHAPE);
     s_fields_reset(), s_field_add(VL_OBS_F32, 0, NULL); // rank 0
     VL_CHECK(s_decode_fields() == VL_ESHAPE);
     s_fields_reset(), s_field_add(VL_OBS_F32, 2, (const uint32_t[]){1u << 20, 0});
@@ -1009,14 +1070,23 @@ static void test_zero_sizes(void)
     VL_CHECK(s_decode_fields() == VL_ESHAPE);
 }
 
-static void s_edit_actions_big(Volley__Segment *msg)
+/* The choices of a discrete space: 2 .. max_actions, anything else makes
+   the space itself invalid (VL_EACTION), checked in the header (peek). */
+static void test_action_choices_over_limit(void)
 {
-    msg->num_actions = 1025;
-}
-
-static void test_num_actions_over_limit(void)
-{
-    VL_CHECK(s_decode_edited(s_edit_actions_big) == VL_ETOOBIG);
+    s_choices_arg = S_ACTIONS; // the real space, rebuilt: the control
+    VL_CHECK(s_decode_edited(s_edit_choices) == VL_OK);
+    s_choices_arg = 1024;
+    VL_CHECK(s_decode_edited(s_edit_choices) == VL_OK);
+    s_choices_arg = 1025;
+    VL_CHECK(s_decode_edited(s_edit_choices) == VL_EACTION);
+    VL_CHECK(s_peek_edited(s_edit_choices) == VL_EACTION);
+    s_choices_arg = UINT32_MAX;
+    VL_CHECK(s_decode_edited(s_edit_choices) == VL_EACTION);
+    s_choices_arg = 0;
+    VL_CHECK(s_decode_edited(s_edit_choices) == VL_EACTION);
+    s_choices_arg = 1;
+    VL_CHECK(s_decode_edited(s_edit_choices) == VL_EACTION);
 }
 
 static void s_edit_raw_plus4(Volley__Segment *msg)
@@ -1059,7 +1129,7 @@ static void test_raw_size_over_limit(void)
     uint8_t *buf = s_edited(s_edit_nothing, &size);
     vl_limits_t lim = vl_limits_default();
     vl_obs_spec_t spec = s_std_spec();
-    size_t cap = vl_segment_arrays_size(S_T, &spec);
+    size_t cap = vl_segment_arrays_size(S_T, &spec, 1);
     uint32_t raw = (S_T + 1) * S_WIRE + S_STEP_BYTES * S_T;
     lim.max_raw_bytes = raw;
     vl_reason_t at_limit = s_decode(buf, size, &lim, cap);
@@ -1451,7 +1521,7 @@ int main(void)
     VL_RUN(test_too_many_fields);
     VL_RUN(test_unknown_encoding);
     VL_RUN(test_zero_sizes);
-    VL_RUN(test_num_actions_over_limit);
+    VL_RUN(test_action_choices_over_limit);
     VL_RUN(test_raw_size_inconsistent);
     VL_RUN(test_raw_size_over_limit);
     VL_RUN(test_lz4_bomb);

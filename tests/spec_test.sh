@@ -34,12 +34,12 @@ grep -q "the broker refused this actor: horizon: policy 'default' has 64, this a
     "$TMP/bad-actor.log" || fail "the mismatched actor's log lacks the reason"
 pass "a mismatched actor exits 2 with: $(sed -n 's/.*refused this actor: //p' "$TMP/bad-actor.log")"
 "$VOLLEY" top --broker $B --once > "$TMP/top.txt" 2>&1 || fail "top failed: $(cat "$TMP/top.txt")"
-grep -qE "^  default +obs f32\[4\] actions 2 horizon 64 model linear\(64\) tanh linear\(64\) tanh env cartpole$" "$TMP/top.txt" ||
+grep -qE "^  default +obs f32\[4\] actions discrete\(2\) horizon 64 model linear\(64\) tanh linear\(64\) tanh env cartpole$" "$TMP/top.txt" ||
     fail "top shows no spec line: $(cat "$TMP/top.txt")"
 grep -qE "^  specs +1  horizon: policy 'default' has 64, this actor 32$" "$TMP/top.txt" ||
     fail "top shows no refusal: $(cat "$TMP/top.txt")"
 "$VOLLEY" top --broker $B --once --kv > "$TMP/top.kv" 2>&1
-grep -q 'kind=spec policy=default obs=f32\[4\] actions=2 horizon=64 hidden=64 env=cartpole' \
+grep -q 'kind=spec policy=default obs=f32\[4\] actions=discrete(2) horizon=64 hidden=64 env=cartpole' \
     "$TMP/top.kv" || fail "top --kv shows no spec: $(grep spec "$TMP/top.kv")"
 pass "top shows the policy's spec and the refusal under its reason"
 
@@ -50,7 +50,7 @@ wait_for "$TMP/learner-corridor.log" 10 "waiting for an actor of policy 'corrido
     fail "the learner without --env did not say what it waits for"
 "$VOLLEY" actor --policy corridor --env "$PLUGIN" --broker $B --envs 8 --id 3 > "$TMP/actor-corridor.log" 2>&1 &
 PIDS+=($!)
-wait_for "$TMP/learner-corridor.log" 20 "policy 'corridor' from the broker: obs f32\[[0-9]+\] actions 2 horizon 64 model linear\(64\) tanh linear\(64\) tanh env corridor" ||
+wait_for "$TMP/learner-corridor.log" 20 "policy 'corridor' from the broker: obs f32\[[0-9]+\] actions discrete\(2\) horizon 64 model linear\(64\) tanh linear\(64\) tanh env corridor" ||
     fail "the learner did not take the plugin's spec from the broker"
 wait_for "$TMP/learner-corridor.log" 60 "version=([2-9][0-9]|[0-9]{3,}) .* return=0\.(9[5-9])" ||
     fail "the learner without --env did not train the plugin's actors to solved"

@@ -45,7 +45,7 @@ static void s_hold(void *sock)
 static Volley__Segment *s_segment_h(const char *policy, uint32_t h)
 {
     static uint8_t arrays[1 << 16];
-    vl_segment_t seg = {.horizon = h, .num_actions = 2};
+    vl_segment_t seg = {.horizon = h, .action = vl_action_discrete(2)};
     snprintf(seg.policy_id, sizeof seg.policy_id, "%s", policy);
     vl_obs_spec_t spec = vl_obs_spec_flat(D);
     vl_segment_set_spec(&seg, &spec);
@@ -53,7 +53,7 @@ static Volley__Segment *s_segment_h(const char *policy, uint32_t h)
     for (int i = 0; i < (int)(h + 1) * D; i++)
         ((float *)seg.obs)[i] = 0.01f * (float)i; // all f32: rows are floats
     for (int t = 0; t < (int)h; t++) {
-        seg.actions[t] = t % 2;
+        seg.actions[t] = (float)(t % 2);
         seg.rewards[t] = 1;
         seg.dones[t] = 0;
         seg.logp[t] = -0.69f;
@@ -100,8 +100,8 @@ static void s_inf_obs(uint8_t *raw)
 
 static void s_bad_action(uint8_t *raw)
 {
-    int32_t a = 7;
-    memcpy(raw + (T + 1) * D * 4 + 4 * 2, &a, 4); // actions[2]
+    float a = 7.0f;                               // a choice among 2 is 0 or 1
+    memcpy(raw + (T + 1) * D * 4 + 4 * 2, &a, 4); // actions[2][0]
 }
 
 /* Sends a protobuf message as one frame. */
@@ -205,11 +205,13 @@ static int s_control_fault(void *control, const char *fault)
     } else if (strcmp(fault, "beat-spec") == 0) { // a valid beat declaring another horizon
         beat.apply_ms = 0;
         beat.actor_id = 999;
-        vl_spec_t spec = {.policy_id = "default", .num_actions = 2, .horizon = T / 2, .hidden = 64};
+        vl_spec_t spec = {.policy_id = "default", .horizon = T / 2, .hidden = 64};
+        spec.action = vl_action_discrete(2);
         spec.obs_spec = vl_obs_spec_flat(D);
         Volley__Spec msg;
         Volley__ObsField fields[VL_OBS_FIELDS_MAX], *ptrs[VL_OBS_FIELDS_MAX];
-        vl_spec_to_msg(&spec, &msg, fields, ptrs);
+        Volley__ActionSpace action;
+        vl_spec_to_msg(&spec, &msg, fields, ptrs, &action);
         beat.spec = &msg;
         zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), ZMQ_SNDMORE);
         s_send_msg(control, &beat.base);
@@ -217,12 +219,14 @@ static int s_control_fault(void *control, const char *fault)
         beat.apply_ms = 0;
         beat.actor_id = 998;
         beat.policy_id = "badmodel";
-        vl_spec_t spec = {.policy_id = "badmodel", .num_actions = 2, .horizon = T, .hidden = 64,
-                          .model = "linear(3x) tanh"};
+        vl_spec_t spec = {
+            .policy_id = "badmodel", .horizon = T, .hidden = 64, .model = "linear(3x) tanh"};
+        spec.action = vl_action_discrete(2);
         spec.obs_spec = vl_obs_spec_flat(D);
         Volley__Spec msg;
         Volley__ObsField fields[VL_OBS_FIELDS_MAX], *ptrs[VL_OBS_FIELDS_MAX];
-        vl_spec_to_msg(&spec, &msg, fields, ptrs);
+        Volley__ActionSpace action;
+        vl_spec_to_msg(&spec, &msg, fields, ptrs, &action);
         beat.spec = &msg;
         zmq_send(control, VL_VERB_BEAT, strlen(VL_VERB_BEAT), ZMQ_SNDMORE);
         s_send_msg(control, &beat.base);

@@ -8,11 +8,13 @@
     - decode writes only inside the arrays it asked for: it gets exactly
       vl_segment_arrays_size bytes at the end of an 8 MiB buffer, the bytes
       before them poisoned, the malloc redzone after them.
-    On VL_OK, every value the contract promises (actions in range, dones 0
-    or 1, floats finite, logp <= 0, packed fields integral and in range,
-    n_episodes <= horizon), the header equal to peek's, and the round trip:
-    vl_segment_encode succeeds, its bytes decode to identical arrays, and
-    encoding those gives the same bytes again. */
+    On VL_OK, every value the contract promises (a schema 2 or 3, a valid
+    action space, actions in it: whole choices below n[d], finite box
+    values; dones 0 or 1, floats finite, logp <= 0 unless the space is a
+    box, packed fields integral and in range, n_episodes <= horizon), the
+    header equal to peek's, and the round trip: vl_segment_encode succeeds
+    (writing schema 3 whatever was read), its bytes decode to identical
+    arrays and space, and encoding those gives the same bytes again. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,7 +69,7 @@ static void s_check_same_header(const vl_segment_t *a, const vl_segment_t *b)
     FUZZ_CHECK(a->actor_id == b->actor_id && a->env_id == b->env_id && a->seq == b->seq);
     FUZZ_CHECK(strcmp(a->policy_id, b->policy_id) == 0);
     FUZZ_CHECK(a->policy_version == b->policy_version && a->send_ns == b->send_ns);
-    FUZZ_CHECK(a->horizon == b->horizon && a->num_actions == b->num_actions);
+    FUZZ_CHECK(a->horizon == b->horizon && vl_action_equal(&a->action, &b->action));
     FUZZ_CHECK(vl_obs_spec_equal(&a->obs_spec, &b->obs_spec));
     FUZZ_CHECK(a->obs_dim == b->obs_dim && a->obs_wire_bytes == b->obs_wire_bytes);
 }
@@ -76,8 +78,10 @@ static void s_check_same_header(const vl_segment_t *a, const vl_segment_t *b)
 static void s_check_header(const vl_segment_t *s, const vl_limits_t *lim)
 {
     FUZZ_CHECK(vl_wire_name_ok(s->policy_id, VL_POLICY_ID_MAX));
+    FUZZ_CHECK(s->schema >= VL_SCHEMA_OLDEST && s->schema <= VL_SCHEMA_VERSION);
     FUZZ_CHECK(s->horizon >= 1 && s->horizon <= lim->max_horizon);
-    FUZZ_CHECK(s->num_actions >= 1 && s->num_actions <= lim->max_actions);
+    FUZZ_CHECK(vl_action_check(&s->action, lim, NULL, 0) == 0);
+    FUZZ_CHECK(s->schema >= 3 || (s->action.kind == VL_ENV_DISCRETE && s->action.dims == 1));
     uint32_t dim = 0, wire = 0;
     FUZZ_CHECK(vl_obs_spec_check(&s->obs_spec, lim, &dim, &wire) == VL_OK);
     FUZZ_CHECK(dim == s->obs_dim && wire == s->obs_wire_bytes);
@@ -134,13 +138,19 @@ static void s_check_decoded(const vl_segment_t *s, const vl_limits_t *lim, const
 {
     s_check_header(s, lim);
     FUZZ_CHECK((const uint8_t *)s->obs == arrays);
-    FUZZ_CHECK(vl_segment_arrays_size(s->horizon, &s->obs_spec) <= cap);
+    FUZZ_CHECK(vl_segment_arrays_size(s->horizon, &s->obs_spec, s->action.dims) <= cap);
     s_check_obs(s);
+    uint32_t D = s->action.dims;
+    int box = vl_action_is_box(&s->action);
+    for (size_t i = 0; i < (size_t)s->horizon * D; i++) {
+        float a = s->actions[i];
+        FUZZ_CHECK(box ? vl_float_is_finite(a) : s_integral(a, (float)s->action.n[i % D] - 1));
+    }
+    FUZZ_CHECK(vl_action_find_bad(&s->action, s->actions, s->horizon) == -1);
     for (uint32_t t = 0; t < s->horizon; t++) {
-        FUZZ_CHECK(s->actions[t] >= 0 && (uint32_t)s->actions[t] < s->num_actions);
         FUZZ_CHECK(s->dones[t] == 0.0f || s->dones[t] == 1.0f);
         FUZZ_CHECK(vl_float_is_finite(s->rewards[t]));
-        FUZZ_CHECK(vl_float_is_finite(s->logp[t]) && s->logp[t] <= 0.0f);
+        FUZZ_CHECK(vl_float_is_finite(s->logp[t]) && (box || s->logp[t] <= 0.0f));
     }
     FUZZ_CHECK(s->n_episodes <= s->horizon);
     FUZZ_CHECK(vl_wire_all_finite(s->episode_returns, s->n_episodes));
@@ -152,7 +162,7 @@ static void s_check_same_segment(const vl_segment_t *a, const vl_segment_t *b)
     s_check_same_header(a, b);
     size_t T = a->horizon;
     s_check_same_obs(a, b);
-    FUZZ_CHECK(memcmp(a->actions, b->actions, T * sizeof(int32_t)) == 0);
+    FUZZ_CHECK(memcmp(a->actions, b->actions, T * a->action.dims * sizeof(float)) == 0);
     FUZZ_CHECK(memcmp(a->rewards, b->rewards, T * sizeof(float)) == 0);
     FUZZ_CHECK(memcmp(a->dones, b->dones, T * sizeof(float)) == 0);
     FUZZ_CHECK(memcmp(a->logp, b->logp, T * sizeof(float)) == 0);
@@ -170,9 +180,11 @@ static void s_check_round_trip(const vl_segment_t *seg, const vl_limits_t *lim)
     size_t wire_size = 0, again_size = 0;
     FUZZ_CHECK(vl_segment_encode(seg, &wire, &wire_size) == 0);
     size_t cap;
-    void *arrays = s_fence(1, vl_segment_arrays_size(seg->horizon, &seg->obs_spec), &cap);
+    void *arrays =
+        s_fence(1, vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims), &cap);
     vl_segment_t copy;
     FUZZ_CHECK(vl_segment_decode(wire, wire_size, lim, &copy, arrays, cap) == VL_OK);
+    FUZZ_CHECK(copy.schema == VL_SCHEMA_VERSION);
     s_check_decoded(&copy, lim, arrays, cap);
     s_check_same_segment(seg, &copy);
     FUZZ_CHECK(vl_segment_encode(&copy, &again, &again_size) == 0);
@@ -208,7 +220,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         s_check_header(&head, &lim);
     s_check_declared(data, size, peeked == VL_OK ? &head : NULL);
 
-    size_t need = peeked == VL_OK ? vl_segment_arrays_size(head.horizon, &head.obs_spec) : 0;
+    size_t need = peeked == VL_OK
+                      ? vl_segment_arrays_size(head.horizon, &head.obs_spec, head.action.dims)
+                      : 0;
     size_t cap;
     void *arrays = s_fence(0, need, &cap);
     vl_reason_t reason = vl_segment_decode(data, size, &lim, &seg, arrays, cap);
@@ -221,6 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (reason == VL_OK) {
         s_check_decoded(&seg, &lim, arrays, cap);
         s_check_same_header(&head, &seg);
+        FUZZ_CHECK(head.schema == seg.schema);
         s_check_round_trip(&seg, &lim);
     }
     s_unfence(0);

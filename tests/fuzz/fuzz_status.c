@@ -61,7 +61,7 @@ static void s_check_beat_wire(const vl_beat_t *b, const uint8_t *data, size_t si
 {
     Volley__Beat *msg = volley__beat__unpack(NULL, size, data);
     FUZZ_CHECK(msg); // the decoder accepted it
-    FUZZ_CHECK(msg->schema == VL_SCHEMA_VERSION);
+    FUZZ_CHECK(msg->schema >= VL_SCHEMA_OLDEST && msg->schema <= VL_SCHEMA_VERSION);
     FUZZ_CHECK(msg->policy_id && strcmp(msg->policy_id, b->policy_id) == 0);
     FUZZ_CHECK(msg->actor_id == b->actor_id && msg->segments_sent == b->segments_sent);
     FUZZ_CHECK(msg->weights_version == b->weights_version);
@@ -102,7 +102,7 @@ static void s_fuzz_beat(const uint8_t *data, size_t size)
 /* Checks a learner's stats: what vl_stats_check_msg promises. */
 static void s_check_stats(const Volley__Stats *st)
 {
-    FUZZ_CHECK(st->schema == VL_SCHEMA_VERSION);
+    FUZZ_CHECK(st->schema >= VL_SCHEMA_OLDEST && st->schema <= VL_SCHEMA_VERSION);
     s_check_text(st->policy_id, VL_POLICY_ID_MAX);
     FUZZ_CHECK(vl_float_is_finite(st->mean_return) && vl_float_is_finite(st->lag_mean));
     FUZZ_CHECK(vl_float_is_finite(st->policy_loss) && vl_float_is_finite(st->value_loss));

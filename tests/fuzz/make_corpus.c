@@ -1,5 +1,6 @@
 /*  make_corpus: writes valid seed messages for the fuzz harnesses, made by
-    volley's own encoders, into DIR/<kind>/seed_N (kinds: segment, weights,
+    volley's own encoders (and one schema 2 segment, made as an actor from
+    before action spaces wrote it), into DIR/<kind>/seed_N (kinds: segment, weights,
     hello, stats, status, stream; the directories must not need more than one
     mkdir level). Values come from a fixed generator, and the weights' publish_ns
     (the encoder stamps the wall clock) is set to a fixed time, and so is a
@@ -9,6 +10,7 @@
 
     usage: make_corpus DIR */
 #include <errno.h>
+#include <lz4.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -52,10 +54,32 @@ static int s_write(const char *dir, const char *kind, int index, const uint8_t *
     return 0;
 }
 
-/* Encodes a segment of horizon T over spec with plausible values, checks
-   that it decodes, and writes it. Returns 0 or -1. */
+/* Fills n actions [n][dims] with values in space: whole choices of the
+   discrete kinds, box values a little past the bounds now and then (a
+   sample before clipping); sets each step's joint log-prob, for a box a
+   density that may exceed 1. */
+static void s_fill_actions(const vl_action_spec_t *space, uint32_t n, float *actions, float *logp)
+{
+    for (uint32_t t = 0; t < n; t++) {
+        logp[t] = 0.0f;
+        for (uint32_t d = 0; d < space->dims; d++) {
+            float *a = &actions[t * space->dims + d];
+            if (space->kind == VL_ENV_BOX) {
+                float span = space->high[d] - space->low[d];
+                *a = space->low[d] + span * (1.2f * s_uniform() - 0.1f);
+                logp[t] += 0.8f - 2.0f * s_uniform();
+            } else {
+                *a = floorf(s_uniform() * (float)space->n[d]);
+                logp[t] -= logf((float)space->n[d]);
+            }
+        }
+    }
+}
+
+/* Encodes a segment of horizon T over spec acting in space with plausible
+   values, checks that it decodes, and writes it. Returns 0 or -1. */
 static int s_segment_seed(const char *dir, int index, uint32_t T, const vl_obs_spec_t *spec,
-                          uint32_t num_actions)
+                          const vl_action_spec_t *space)
 {
     vl_segment_t seg;
     memset(&seg, 0, sizeof seg);
@@ -65,11 +89,11 @@ static int s_segment_seed(const char *dir, int index, uint32_t T, const vl_obs_s
     seg.seq = 42;
     seg.policy_version = 3;
     seg.horizon = T;
-    seg.num_actions = num_actions;
+    seg.action = *space;
     seg.send_ns = 1700000000000000000;
     if (vl_segment_set_spec(&seg, spec) != 0)
         return -1;
-    size_t need = vl_segment_arrays_size(T, spec);
+    size_t need = vl_segment_arrays_size(T, spec, space->dims);
     void *arrays = calloc(1, need), *back = calloc(1, need);
     uint8_t *wire = NULL;
     size_t size = 0;
@@ -84,10 +108,9 @@ static int s_segment_seed(const char *dir, int index, uint32_t T, const vl_obs_s
         values[i] = floorf(4.0f * s_uniform()); // integral: fits every encoding but u1
     vl_obs_to_rows(spec, T + 1, values, seg.obs);
     free(values);
+    s_fill_actions(space, T, seg.actions, seg.logp);
     for (uint32_t t = 0; t < T; t++) {
-        seg.actions[t] = (int32_t)(s_uniform() * (float)num_actions) % (int32_t)num_actions;
         seg.rewards[t] = 1.0f;
-        seg.logp[t] = -logf((float)num_actions);
         seg.dones[t] = t == T / 2 ? 1.0f : 0.0f;
     }
     seg.n_episodes = 1;
@@ -108,7 +131,62 @@ err:
     return rc;
 }
 
-/* Writes the segment seeds: CartPole-like, pixel-like, byte-coded. */
+/* Writes a schema 2 segment as an actor from before action spaces sent it:
+   CartPole-like f32 [4] observations, num_actions choices, int32 actions in
+   the payload. Returns 0 or -1. */
+static int s_schema2_seed(const char *dir, int index, uint32_t T, uint32_t num_actions)
+{
+    enum { S_T_MAX = 32, S_D = 4 };
+    uint8_t raw[(S_T_MAX + 1) * S_D * 4 + 13 * S_T_MAX], block[LZ4_COMPRESSBOUND(sizeof raw)];
+    if (T > S_T_MAX)
+        return -1;
+    size_t obs = (T + 1) * S_D * 4, n = obs + 13 * (size_t)T;
+    for (size_t i = 0; i < (T + 1) * S_D; i++) {
+        float v = floorf(4.0f * s_uniform());
+        memcpy(raw + 4 * i, &v, 4);
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        int32_t a = (int32_t)(s_uniform() * (float)num_actions) % (int32_t)num_actions;
+        float reward = 1.0f, logp = -logf((float)num_actions);
+        memcpy(raw + obs + 4 * t, &a, 4);
+        memcpy(raw + obs + 4 * (T + t), &reward, 4);
+        memcpy(raw + obs + 4 * (2 * T + t), &logp, 4);
+        raw[obs + 12 * T + t] = t == T / 2;
+    }
+    int len = LZ4_compress_default((const char *)raw, (char *)block, (int)n, (int)sizeof block);
+    Volley__ObsField field = VOLLEY__OBS_FIELD__INIT, *fields[1] = {&field};
+    uint32_t shape[1] = {S_D};
+    field.n_shape = 1, field.shape = shape; // F32, the enum's zero
+    float returns[1] = {(float)(T / 2 + 1)};
+    uint32_t lengths[1] = {T / 2 + 1};
+    char policy[VL_POLICY_ID_MAX];
+    snprintf(policy, sizeof policy, "seed-%d", index);
+    Volley__Segment msg = VOLLEY__SEGMENT__INIT;
+    msg.schema = 2, msg.actor_id = 7, msg.env_id = (uint32_t)index, msg.seq = 42;
+    msg.policy_id = policy, msg.policy_version = 3, msg.horizon = T;
+    msg.n_obs_fields = 1, msg.obs_fields = fields, msg.num_actions = num_actions;
+    msg.raw_size = (uint32_t)n, msg.payload.data = block, msg.payload.len = (size_t)len;
+    msg.n_episode_returns = 1, msg.episode_returns = returns;
+    msg.n_episode_lengths = 1, msg.episode_lengths = lengths;
+    msg.send_ns = 1700000000000000000;
+    uint8_t *wire = NULL;
+    size_t size = 0;
+    vl_limits_t lim = vl_limits_default();
+    vl_segment_t check;
+    static uint8_t back[1 << 16];
+    if (len <= 0 || vl_wire_pack(&msg.base, &wire, &size) != 0 ||
+        vl_segment_decode(wire, size, &lim, &check, back, sizeof back) != VL_OK) {
+        fprintf(stderr, "make_corpus: schema 2 segment seed %d does not decode\n", index);
+        free(wire);
+        return -1;
+    }
+    int rc = s_write(dir, "segment", index, wire, size);
+    free(wire);
+    return rc;
+}
+
+/* Writes the segment seeds: CartPole-like (discrete), pixel-like
+   (multi-discrete), byte-coded (a box), and a schema 2 CartPole-like one. */
 static int s_segments(const char *dir)
 {
     vl_obs_spec_t cartpole = vl_obs_spec_flat(4);
@@ -119,8 +197,12 @@ static int s_segments(const char *dir)
     vl_obs_spec_t bytes = {.n_fields = 2};
     bytes.fields[0] = (vl_obs_field_t){.encoding = VL_OBS_U8, .ndim = 3, .shape = {2, 3, 4}};
     bytes.fields[1] = (vl_obs_field_t){.encoding = VL_OBS_F32, .ndim = 1, .shape = {3}};
-    if (s_segment_seed(dir, 1, 16, &cartpole, 2) != 0 ||
-        s_segment_seed(dir, 2, 8, &pixels, 3) != 0 || s_segment_seed(dir, 3, 5, &bytes, 5) != 0)
+    vl_action_spec_t two = vl_action_discrete(2);
+    vl_action_spec_t buttons = {.kind = VL_ENV_MULTI_DISCRETE, .dims = 3, .n = {3, 4, 2}};
+    vl_action_spec_t box = {.kind = VL_ENV_BOX, .dims = 2, .low = {-1, -2}, .high = {1, 2}};
+    if (s_segment_seed(dir, 1, 16, &cartpole, &two) != 0 ||
+        s_segment_seed(dir, 2, 8, &pixels, &buttons) != 0 ||
+        s_segment_seed(dir, 3, 5, &bytes, &box) != 0 || s_schema2_seed(dir, 4, 12, 3) != 0)
         return -1;
     return 0;
 }
