@@ -199,7 +199,7 @@ int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_
 /* ---- built-ins and plugins ---------------------------------------------- */
 
 static const vl_env_t *const s_tables[] = {&vl_cartpole_env, &vl_catch_env, &vl_catch_pixels_env,
-                                           &vl_pendulum_env, &vl_reach_env};
+                                           &vl_pendulum_env, &vl_reach_env, &vl_memory_env};
 
 #define S_NBUILTIN ((int)(sizeof s_tables / sizeof s_tables[0]))
 

@@ -5,7 +5,8 @@
     catch-pixels is Catch observed through that screen alone; Pendulum is
     Gymnasium's Pendulum-v1 exactly, a box action (one torque); reach moves
     an agent across a 9x9 grid to a goal with a multi-discrete action (dx,
-    dy). */
+    dy); memory asks at its last step which cue its first step showed, which
+    only a policy with memory can answer. */
 #ifndef VOLLEY_ENVS_H
 #define VOLLEY_ENVS_H
 
@@ -31,6 +32,10 @@ VL_EXPORT extern const vl_env_t vl_pendulum_env;
 
 /* reach, per-env form: a 9x9 grid, action multi_discrete(3, 3). */
 VL_EXPORT extern const vl_env_t vl_reach_env;
+
+/* memory, per-env form: one f32 field of 4 (a cue of 2, a blank flag, a
+   query flag), discrete(2); each episode is 12 steps. */
+VL_EXPORT extern const vl_env_t vl_memory_env;
 
 /* Sets the physical state (x, x_dot, theta, theta_dot) of a state made by
    vl_cartpole_env.create, and clears its ended flag; the step counter is kept. */
