@@ -6,7 +6,14 @@
     left to right; np.square(x) is x * x on its own), and this file must be
     compiled without contracting a * b + c into an fma (-ffp-contract=off,
     which CMake sets on it), else the float64 state drifts in its last bits
-    from the first step. */
+    from the first step.
+
+    cartpole-masked is the same env (one implementation: the state says
+    which observation to write) observed through (x, theta) alone, the two
+    velocities removed, as in the partially observable CartPole of the
+    recurrent-policy literature: one observation no longer tells which way
+    the pole is moving, so a policy has to infer the velocities from the
+    observations before it (a memory, or a stack of frames). */
 #include "vl_cartpole.h"
 #include "vl_env.h"
 
@@ -34,16 +41,33 @@ typedef struct {
     vl_rng_t rng;   // draws the reset state
     uint32_t steps; // steps since the last reset, for the time limit
     int terminated; // the pole fell or the cart left; further steps pay 0
+    int masked;     // 1: the observation is (x, theta) alone (cartpole-masked)
 } cartpole_t;
 
-/* Returns a new state seeded with 0, or NULL on no memory; arg is unused. */
+/* Returns a new state seeded with 0 that observes (x, theta) alone when
+   masked is 1, or NULL on no memory. */
+static cartpole_t *s_new(int masked)
+{
+    cartpole_t *self = calloc(1, sizeof(*self));
+    if (self) {
+        vl_rng_seed(&self->rng, 0);
+        self->masked = masked;
+    }
+    return self;
+}
+
+/* Returns a new cartpole state, or NULL on no memory; arg is unused. */
 static void *s_create(const char *arg)
 {
     (void)arg;
-    cartpole_t *self = calloc(1, sizeof(*self));
-    if (self)
-        vl_rng_seed(&self->rng, 0);
-    return self;
+    return s_new(0);
+}
+
+/* Returns a new cartpole-masked state, or NULL on no memory; arg is unused. */
+static void *s_create_masked(const char *arg)
+{
+    (void)arg;
+    return s_new(1);
 }
 
 /* Frees the state; safe on NULL. */
@@ -58,9 +82,14 @@ static void s_seed(void *state, uint64_t seed)
     vl_rng_seed(&((cartpole_t *)state)->rng, seed);
 }
 
-/* Writes the state as the float observation. */
+/* Writes the state as the float observation; (x, theta) alone when masked. */
 static void s_observe(const cartpole_t *self, float *obs)
 {
+    if (self->masked) {
+        obs[0] = (float)self->s[0];
+        obs[1] = (float)self->s[2];
+        return;
+    }
     for (int i = 0; i < 4; i++)
         obs[i] = (float)self->s[i];
 }
@@ -149,6 +178,23 @@ const vl_env_t vl_cartpole_env = {
     .has_solved_return = 1,
     .solved_return = 475.0f,
     .create = s_create,
+    .destroy = s_destroy,
+    .seed = s_seed,
+    .reset = s_reset,
+    .step = s_step,
+};
+
+const vl_env_t vl_cartpole_masked_env = {
+    .abi_version = VL_ENV_ABI_VERSION,
+    .name = "cartpole-masked",
+    .summary = "CartPole-v1 observing (x, theta) alone, no velocities: needs memory "
+               "(solved: mean return >= 475)",
+    .n_fields = 1,
+    .fields = {{.encoding = VL_ENV_F32, .ndim = 1, .shape = {2}}},
+    .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {2}},
+    .has_solved_return = 1,
+    .solved_return = 475.0f,
+    .create = s_create_masked,
     .destroy = s_destroy,
     .seed = s_seed,
     .reset = s_reset,

@@ -216,8 +216,9 @@ int vl_env_check_spec(const vl_env_t *table, vl_env_ops_t *ops, char *why, size_
 
 /* ---- built-ins and plugins ---------------------------------------------- */
 
-static const vl_env_t *const s_tables[] = {&vl_cartpole_env, &vl_catch_env, &vl_catch_pixels_env,
-                                           &vl_pendulum_env, &vl_reach_env};
+static const vl_env_t *const s_tables[] = {
+    &vl_cartpole_env, &vl_cartpole_masked_env, &vl_catch_env, &vl_catch_pixels_env,
+    &vl_pendulum_env, &vl_reach_env,           &vl_memory_env};
 
 #define S_NBUILTIN ((int)(sizeof s_tables / sizeof s_tables[0]))
 
@@ -401,7 +402,7 @@ void vl_env_print_help(FILE *out, const char *dflt)
             "                     (default %s); built in:\n",
             dflt ? dflt : s_builtin[0].name);
     for (int i = 0; i < S_NBUILTIN; i++)
-        fprintf(out, "                       %-12s %s\n", s_builtin[i].name, s_builtin[i].summary);
+        fprintf(out, "                       %-15s %s\n", s_builtin[i].name, s_builtin[i].summary);
     if (!dflt)
         fprintf(out,
                 "  --env-arg TEXT     text handed to the env's create (a ROM path, a level...)\n");

@@ -5,7 +5,9 @@
     catch-pixels is Catch observed through that screen alone; Pendulum is
     Gymnasium's Pendulum-v1 exactly, a box action (one torque); reach moves
     an agent across a 9x9 grid to a goal with a multi-discrete action (dx,
-    dy). */
+    dy). Two need a policy with memory: cartpole-masked is CartPole observed
+    through (x, theta) alone, and memory asks at its last step which cue its
+    first step showed. */
 #ifndef VOLLEY_ENVS_H
 #define VOLLEY_ENVS_H
 
@@ -18,6 +20,10 @@ extern "C" {
 
 /* CartPole-v1, per-env form: its state holds (x, x_dot, theta, theta_dot). */
 VL_EXPORT extern const vl_env_t vl_cartpole_env;
+
+/* cartpole-masked, per-env form: CartPole-v1 whose observation is (x, theta)
+   alone, one f32 field of 2; its state is CartPole's. */
+VL_EXPORT extern const vl_env_t vl_cartpole_masked_env;
 
 /* Catch, per-env form. */
 VL_EXPORT extern const vl_env_t vl_catch_env;
@@ -32,12 +38,17 @@ VL_EXPORT extern const vl_env_t vl_pendulum_env;
 /* reach, per-env form: a 9x9 grid, action multi_discrete(3, 3). */
 VL_EXPORT extern const vl_env_t vl_reach_env;
 
+/* memory, per-env form: one f32 field of 4 (a cue of 2, a blank flag, a
+   query flag), discrete(2); each episode is 12 steps. */
+VL_EXPORT extern const vl_env_t vl_memory_env;
+
 /* Sets the physical state (x, x_dot, theta, theta_dot) of a state made by
-   vl_cartpole_env.create, and clears its ended flag; the step counter is kept. */
+   vl_cartpole_env.create or vl_cartpole_masked_env.create, and clears its
+   ended flag; the step counter is kept. */
 VL_EXPORT void vl_cartpole_set_state(void *state, const double s[4]);
 
 /* Copies the physical state (x, x_dot, theta, theta_dot) of a state made by
-   vl_cartpole_env.create into s. */
+   vl_cartpole_env.create or vl_cartpole_masked_env.create into s. */
 VL_EXPORT void vl_cartpole_get_state(const void *state, double s[4]);
 
 /* Sets the state (theta, theta_dot) of a state made by
