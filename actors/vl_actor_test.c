@@ -111,7 +111,7 @@ static vl_reason_t s_recv_segment(s_broker_t *b, vl_segment_t *seg, void **array
     vl_segment_t head;
     vl_reason_t r = vl_segment_peek(zmq_msg_data(&m), zmq_msg_size(&m), &lim, &head);
     size_t cap =
-        r == VL_OK ? vl_segment_arrays_size(head.horizon, &head.obs_spec, head.action.dims) : 0;
+        r == VL_OK ? vl_segment_arrays_size(head.horizon, &head.obs_spec, head.action.dims, 0) : 0;
     *arrays = r == VL_OK ? malloc(cap) : NULL;
     if (r == VL_OK && !*arrays)
         r = VL_ETOOBIG;

@@ -20,7 +20,7 @@ static int s_start(const vl_env_ops_t *env, uint32_t T, size_t k, vl_segment_t *
                         .send_ns = 1700000000000000000ll};
     if (vl_segment_set_spec(s, &env->obs_spec) != 0 || s->obs_dim != env->obs_dim)
         return -1;
-    *arrays = calloc(1, vl_segment_arrays_size(T, &env->obs_spec, env->action.dims));
+    *arrays = calloc(1, vl_segment_arrays_size(T, &env->obs_spec, env->action.dims, 0));
     if (!*arrays)
         return -1;
     vl_segment_bind(s, *arrays);

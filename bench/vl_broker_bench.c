@@ -255,7 +255,7 @@ static int s_encode(uint32_t n, uint8_t **wire, size_t *size)
                         .horizon = S_HORIZON,
                         .action = vl_action_discrete(S_ACTIONS),
                         .send_ns = 1700000000000000000ll};
-    size_t cap = vl_segment_arrays_size(S_HORIZON, &spec, seg.action.dims);
+    size_t cap = vl_segment_arrays_size(S_HORIZON, &spec, seg.action.dims, 0);
     void *arrays = cap == SIZE_MAX ? NULL : calloc(1, cap);
     if (!arrays || vl_segment_set_spec(&seg, &spec) != 0) {
         free(arrays);
@@ -295,7 +295,7 @@ static uint8_t *s_build(const s_size_t *c, size_t *size)
     vl_segment_t peek;
     if (vl_segment_peek(wire, *size, &lim, &peek) != VL_OK)
         s_die(c->name, "the segment's header does not check");
-    size_t cap = vl_segment_arrays_size(peek.horizon, &peek.obs_spec, peek.action.dims);
+    size_t cap = vl_segment_arrays_size(peek.horizon, &peek.obs_spec, peek.action.dims, 0);
     void *arrays = malloc(cap);
     if (!arrays || vl_segment_decode(wire, *size, &lim, &seg, arrays, cap) != VL_OK)
         s_die(c->name, "the segment does not decode");

@@ -330,7 +330,7 @@ static int s_data_init(s_data_t *d, const s_case_t *c, const vl_env_ops_t *env)
         d->src_sum[k] = vl_bench_checksum(d->src_arrays[k], d->held_bytes);
         d->obs_sum[k] = vl_bench_checksum(d->src_arrays[k], d->obs_bytes);
     }
-    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec, env->action.dims);
+    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec, env->action.dims, 0);
     d->arrays = malloc(d->arrays_cap);
     size_t bound = (size_t)LZ4_compressBound((int)d->raw_size);
     d->scratch = malloc(bound > d->raw_size ? bound : d->raw_size);

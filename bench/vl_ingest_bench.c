@@ -133,7 +133,7 @@ static s_data_t *s_data_new(const s_case_t *c, const vl_env_ops_t *env)
     d->spec = env->obs_spec;
     d->held_bytes = (S_HORIZON + 1) * (size_t)vl_obs_row_bytes(&env->obs_spec) +
                     (12 + 4 * (size_t)env->action.dims) * S_HORIZON;
-    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec, env->action.dims);
+    d->arrays_cap = vl_segment_arrays_size(S_HORIZON, &env->obs_spec, env->action.dims, 0);
     for (size_t k = 0; k < S_SEGS; k++)
         d->src_sum[k] = vl_bench_checksum(d->src_arrays[k], d->held_bytes);
     return d;
@@ -503,7 +503,7 @@ static int s_bench_case(const s_case_t *c, int runs, double run_s)
     if (!d)
         return -1;
     int rc = -1;
-    vl_buffer_t *buf = vl_buffer_new(S_CAPACITY, S_HORIZON, &env->obs_spec, env->action.dims);
+    vl_buffer_t *buf = vl_buffer_new(S_CAPACITY, S_HORIZON, &env->obs_spec, env->action.dims, 0);
     s_worker_t workers[S_THREADS_MAX] = {{0}};
     int oom = !buf;
     for (int i = 0; i < S_THREADS_MAX; i++) {

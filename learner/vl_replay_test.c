@@ -38,7 +38,7 @@ static vl_learner_config_t s_config(uint32_t batch, uint32_t retain, uint32_t ma
 static void test_on_policy_drops_stale(void)
 {
     vl_learner_config_t c = s_config(4, 0, 2);
-    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1);
+    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1, 0);
     vl_replay_t *r = vl_replay_new(&c, b);
     uint64_t versions[4] = {5, 5, 2, 4};
     for (int i = 0; i < 4; i++)
@@ -61,7 +61,7 @@ static void test_on_policy_drops_stale(void)
 static void test_ring_keeps_newest_and_weights(void)
 {
     vl_learner_config_t c = s_config(8, 4, 100);
-    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1);
+    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1, 0);
     vl_replay_t *r = vl_replay_new(&c, b);
     for (uint64_t i = 0; i < 6; i++)
         s_put(b, 1, i);
@@ -97,7 +97,7 @@ static void test_ring_keeps_newest_and_weights(void)
 static void test_ring_drops_stale(void)
 {
     vl_learner_config_t c = s_config(2, 8, 3);
-    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1);
+    vl_buffer_t *b = vl_buffer_new(c.capacity, T, &s_spec, 1, 0);
     vl_replay_t *r = vl_replay_new(&c, b);
     s_put(b, 1, 0);
     s_put(b, 2, 1);

@@ -39,7 +39,7 @@ typedef struct {
    each). Returns 0, or -1 on no memory. */
 static int s_batch_new(s_batch_t *b)
 {
-    size_t size = vl_segment_arrays_size(S_T, &s_spec, 1);
+    size_t size = vl_segment_arrays_size(S_T, &s_spec, 1, 0);
     b->arrays = calloc(S_SEGS, size);
     for (int i = 0; b->arrays && i < S_SEGS; i++) {
         b->segs[i] = (vl_segment_t){

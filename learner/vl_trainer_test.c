@@ -72,7 +72,7 @@ static int s_train(int as_termination, float *v)
                                                 .horizon = S_T,
                                                 .hidden = 32});
     vl_trainer_t *tr = vl_trainer_new(&c, 2);
-    size_t size = vl_segment_arrays_size(S_T, &s_spec, 1);
+    size_t size = vl_segment_arrays_size(S_T, &s_spec, 1, 0);
     uint8_t *arrays = calloc(S_SEGS, size);
     vl_segment_t segs[S_SEGS];
     const vl_segment_t *ptrs[S_SEGS];

@@ -43,7 +43,7 @@ static vl_segment_t s_segment_in(const vl_action_spec_t *space, uint64_t seed)
     seg.action = *space;
     seg.policy_version = 2;
     vl_obs_spec_t spec = vl_obs_spec_flat(S_D);
-    void *arrays = calloc(1, vl_segment_arrays_size(S_T, &spec, space->dims));
+    void *arrays = calloc(1, vl_segment_arrays_size(S_T, &spec, space->dims, 0));
     if (vl_segment_set_spec(&seg, &spec) != 0 || !arrays)
         abort();
     vl_segment_bind(&seg, arrays);
@@ -80,7 +80,7 @@ static vl_reason_t s_encode_decode(const vl_segment_t *seg, vl_segment_t *out, v
     if (vl_segment_encode(seg, &buf, &size) != 0)
         return VL_EREASONS;
     vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims);
+    size_t cap = vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims, 0);
     *arrays = malloc(cap);
     vl_reason_t r = vl_segment_decode(buf, size, &lim, out, *arrays, cap);
     free(buf);
@@ -264,7 +264,7 @@ static vl_reason_t s_peek_space(int kind, size_t n_n, const uint32_t *n, size_t 
     volley__segment__free_unpacked(msg, NULL);
     vl_limits_t lim = vl_limits_default();
     *decoded = vl_segment_decode(packed, size, &lim, &out, seg.obs,
-                                 vl_segment_arrays_size(S_T, &seg.obs_spec, 3));
+                                 vl_segment_arrays_size(S_T, &seg.obs_spec, 3, 0));
     vl_reason_t peeked = vl_segment_peek(packed, size, &lim, &out);
     free(seg.obs);
     return peeked;
@@ -374,7 +374,7 @@ static vl_reason_t s_old_decode(const s_old_t *old, vl_segment_t *out, void **ar
     uint8_t *buf = s_old_pack(old, &size);
     vl_limits_t lim = vl_limits_default();
     vl_obs_spec_t spec = vl_obs_spec_flat(S_D);
-    size_t cap = vl_segment_arrays_size(S_T, &spec, 1);
+    size_t cap = vl_segment_arrays_size(S_T, &spec, 1, 0);
     *arrays = malloc(cap);
     vl_reason_t r = vl_segment_decode(buf, size, &lim, out, *arrays, cap);
     free(buf);

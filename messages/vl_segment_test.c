@@ -90,7 +90,7 @@ static vl_segment_t s_segment_make(const vl_obs_spec_t *spec, uint32_t T, uint64
                         .action = vl_action_discrete(S_ACTIONS),
                         .send_ns = 1700000000123456789LL,
                         .n_episodes = 2};
-    void *arrays = calloc(1, vl_segment_arrays_size(T, spec, seg.action.dims));
+    void *arrays = calloc(1, vl_segment_arrays_size(T, spec, seg.action.dims, 0));
     if (vl_segment_set_spec(&seg, spec) != 0 || !arrays)
         abort();
     vl_segment_bind(&seg, arrays);
@@ -135,7 +135,7 @@ static vl_segment_t s_pixel_new(uint64_t seed)
 /* Returns the storage of a segment's arrays exactly as its header fixes it. */
 static size_t s_cap(const vl_segment_t *seg)
 {
-    return vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims);
+    return vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims, 0);
 }
 
 /* Decodes buf with lim into *out, its arrays in a new block of exactly cap
@@ -477,22 +477,22 @@ static void test_arrays_size_and_bind(void)
 {
     vl_obs_spec_t std = s_std_spec(), pix = s_pix_spec(), big = vl_obs_spec_flat(65536);
     // rows: 4 bytes a f32 value; the pixel row is 256 + 32 + 2 x 4 bytes
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std, 1), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &pix, 1), s_arrays_need(S_T, 296, S_PIX_WIRE)));
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, 1), s_arrays_need(7, 296, S_PIX_WIRE)));
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(4096, &big, 1),
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std, 1, 0), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &pix, 1, 0), s_arrays_need(S_T, 296, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, 1, 0), s_arrays_need(7, 296, S_PIX_WIRE)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(4096, &big, 1, 0),
                        s_arrays_need(4096, 4 * 65536, 4 * 65536)));
     // wider actions: 4 bytes a value in the arrays and in the payload
     VL_CHECK(
-        s_size_ok(vl_segment_arrays_size(S_T, &std, 3), s_arrays_need_a(S_T, 4 * S_D, S_WIRE, 3)));
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, VL_ACTION_DIMS_MAX),
+        s_size_ok(vl_segment_arrays_size(S_T, &std, 3, 0), s_arrays_need_a(S_T, 4 * S_D, S_WIRE, 3)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, VL_ACTION_DIMS_MAX, 0),
                        s_arrays_need_a(7, 296, S_PIX_WIRE, VL_ACTION_DIMS_MAX)));
-    VL_CHECK(vl_segment_arrays_size(S_T, &std, 0) == SIZE_MAX);
-    VL_CHECK(vl_segment_arrays_size(S_T, &std, VL_ACTION_DIMS_MAX + 1) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, &std, 0, 0) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, &std, VL_ACTION_DIMS_MAX + 1, 0) == SIZE_MAX);
     vl_obs_spec_t bad = s_std_spec();
     bad.fields[0].shape[1] = 0;
-    VL_CHECK(vl_segment_arrays_size(S_T, &bad, 1) == SIZE_MAX);
-    VL_CHECK(vl_segment_arrays_size(S_T, NULL, 1) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, &bad, 1, 0) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(S_T, NULL, 1, 0) == SIZE_MAX);
     vl_segment_t seg = {.horizon = 2, .obs_dim = 3, .obs_row_bytes = 12, .obs_wire_bytes = 5};
     seg.action = vl_action_discrete(2);
     float base[64];
@@ -519,18 +519,18 @@ static void test_arrays_size_overflow(void)
     vl_obs_spec_t flags = {0}, floats = {0}, wide = {0};
     s_add(&flags, VL_OBS_U1, 2, (const uint32_t[]){65535, 65537}); // 2^32 - 1 values
     s_add(&floats, VL_OBS_F32, 2, (const uint32_t[]){65535, 65537});
-    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &flags, 1) == SIZE_MAX);
-    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &floats, 1) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &flags, 1, 0) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(UINT32_MAX, &floats, 1, 0) == SIZE_MAX);
     if (sizeof(size_t) < 8)
         return;
     // 2^32 - 1 flags pack to 2^29 bytes, but their row (a byte each, 4-aligned) is 2^32
-    VL_CHECK(vl_segment_arrays_size(1, &flags, 1) == SIZE_MAX);
+    VL_CHECK(vl_segment_arrays_size(1, &flags, 1, 0) == SIZE_MAX);
     vl_obs_spec_t fewer = {0};
     s_add(&fewer, VL_OBS_U1, 1, (const uint32_t[]){UINT32_MAX - 3});
-    size_t got = vl_segment_arrays_size(1, &fewer, 1);
+    size_t got = vl_segment_arrays_size(1, &fewer, 1, 0);
     VL_CHECK(s_size_ok(got, s_arrays_need(1, UINT32_MAX - 3, 1u << 29)));
     s_add(&wide, VL_OBS_F32, 1, (const uint32_t[]){1u << 30});
-    got = vl_segment_arrays_size(1, &wide, 1);
+    got = vl_segment_arrays_size(1, &wide, 1, 0);
     VL_CHECK(got == SIZE_MAX || s_size_ok(got, s_arrays_need(1, 1ull << 32, 1ull << 32)));
 }
 
@@ -688,8 +688,8 @@ static void test_segment_peek(void)
     VL_CHECK(reason == VL_OK && same_spec);
     VL_CHECK(out.obs_dim == S_PIX_D && out.obs_wire_bytes == S_PIX_WIRE);
     vl_obs_spec_t spec = s_pix_spec();
-    VL_CHECK(vl_segment_arrays_size(out.horizon, &out.obs_spec, out.action.dims) ==
-             vl_segment_arrays_size(S_T, &spec, 1));
+    VL_CHECK(vl_segment_arrays_size(out.horizon, &out.obs_spec, out.action.dims, 0) ==
+             vl_segment_arrays_size(S_T, &spec, 1, 0));
 }
 
 static void test_segment_encode_rejects_bad_input(void)
@@ -780,7 +780,7 @@ static void test_garbage_bytes(void)
     vl_rng_seed(&rng, 12345);
     vl_limits_t lim = vl_limits_default();
     vl_obs_spec_t spec = s_std_spec();
-    size_t cap = vl_segment_arrays_size(S_T, &spec, 1);
+    size_t cap = vl_segment_arrays_size(S_T, &spec, 1, 0);
     void *arrays = malloc(cap);
     int n_ok = 0, n_out_of_range = 0;
     for (int i = 0; i < 20000; i++) {
@@ -1129,7 +1129,7 @@ static void test_raw_size_over_limit(void)
     uint8_t *buf = s_edited(s_edit_nothing, &size);
     vl_limits_t lim = vl_limits_default();
     vl_obs_spec_t spec = s_std_spec();
-    size_t cap = vl_segment_arrays_size(S_T, &spec, 1);
+    size_t cap = vl_segment_arrays_size(S_T, &spec, 1, 0);
     uint32_t raw = (S_T + 1) * S_WIRE + S_STEP_BYTES * S_T;
     lim.max_raw_bytes = raw;
     vl_reason_t at_limit = s_decode(buf, size, &lim, cap);

@@ -29,7 +29,7 @@ static int s_put(vl_buffer_t *b, float tag)
     void *arrays;
     size_t cap;
     int slot = vl_buffer_claim(b, &arrays, &cap);
-    if (slot < 0 || cap < vl_segment_arrays_size(T, &s_spec, A))
+    if (slot < 0 || cap < vl_segment_arrays_size(T, &s_spec, A, 0))
         return -1;
     vl_segment_t seg = {.horizon = T, .seq = (uint64_t)tag, .action = s_box()};
     vl_segment_set_spec(&seg, &s_spec);
@@ -52,7 +52,7 @@ static float s_tag(const vl_segment_t *seg)
 
 static void test_fifo_order(void)
 {
-    vl_buffer_t *b = vl_buffer_new(8, T, &s_spec, A);
+    vl_buffer_t *b = vl_buffer_new(8, T, &s_spec, A, 0);
     VL_CHECK(b);
     for (int i = 0; i < 5; i++)
         VL_CHECK(s_put(b, (float)i) >= 0);
@@ -72,9 +72,9 @@ static void test_fifo_order(void)
    than a space may have, is refused. */
 static void test_action_width(void)
 {
-    VL_CHECK(vl_buffer_new(4, T, &s_spec, 0) == NULL);
-    VL_CHECK(vl_buffer_new(4, T, &s_spec, VL_ACTION_DIMS_MAX + 1) == NULL);
-    vl_buffer_t *b = vl_buffer_new(2, T, &s_spec, A);
+    VL_CHECK(vl_buffer_new(4, T, &s_spec, 0, 0) == NULL);
+    VL_CHECK(vl_buffer_new(4, T, &s_spec, VL_ACTION_DIMS_MAX + 1, 0) == NULL);
+    vl_buffer_t *b = vl_buffer_new(2, T, &s_spec, A, 0);
     VL_CHECK(b);
     VL_CHECK(s_put(b, 7.0f) >= 0);
     int slot;
@@ -88,17 +88,17 @@ static void test_action_width(void)
     VL_CHECK(seg->actions + T * A == seg->rewards); // the arrays really are A wide
     vl_buffer_release(b, &slot, 1);
     vl_buffer_destroy(&b);
-    b = vl_buffer_new(1, T, &s_spec, VL_ACTION_DIMS_MAX);
+    b = vl_buffer_new(1, T, &s_spec, VL_ACTION_DIMS_MAX, 0);
     void *arrays;
     size_t cap;
     VL_CHECK(b && vl_buffer_claim(b, &arrays, &cap) == 0);
-    VL_CHECK(cap >= vl_segment_arrays_size(T, &s_spec, VL_ACTION_DIMS_MAX));
+    VL_CHECK(cap >= vl_segment_arrays_size(T, &s_spec, VL_ACTION_DIMS_MAX, 0));
     vl_buffer_destroy(&b);
 }
 
 static void test_take_times_out_short(void)
 {
-    vl_buffer_t *b = vl_buffer_new(4, T, &s_spec, A);
+    vl_buffer_t *b = vl_buffer_new(4, T, &s_spec, A, 0);
     VL_CHECK(s_put(b, 1) >= 0);
     int slots[2];
     VL_CHECK(vl_buffer_take(b, 2, 20, slots) == 0);
@@ -108,7 +108,7 @@ static void test_take_times_out_short(void)
 
 static void test_full_evicts_oldest(void)
 {
-    vl_buffer_t *b = vl_buffer_new(4, T, &s_spec, A);
+    vl_buffer_t *b = vl_buffer_new(4, T, &s_spec, A, 0);
     for (int i = 0; i < 6; i++)
         VL_CHECK(s_put(b, (float)i) >= 0);
     VL_CHECK(vl_buffer_evicted(b) == 2);
@@ -121,7 +121,7 @@ static void test_full_evicts_oldest(void)
 
 static void test_taken_slots_are_never_claimed(void)
 {
-    vl_buffer_t *b = vl_buffer_new(2, T, &s_spec, A);
+    vl_buffer_t *b = vl_buffer_new(2, T, &s_spec, A, 0);
     VL_CHECK(s_put(b, 1) >= 0);
     VL_CHECK(s_put(b, 2) >= 0);
     int slots[2];
@@ -134,7 +134,7 @@ static void test_taken_slots_are_never_claimed(void)
 
 static void test_abandon_frees_slot(void)
 {
-    vl_buffer_t *b = vl_buffer_new(1, T, &s_spec, A);
+    vl_buffer_t *b = vl_buffer_new(1, T, &s_spec, A, 0);
     void *arrays;
     size_t cap;
     int slot = vl_buffer_claim(b, &arrays, &cap);
@@ -164,7 +164,7 @@ static void *s_produce(void *arg)
    every produced segment is either seen or counted as evicted. */
 static void test_concurrent_ingest_and_train(void)
 {
-    s_producer_t p = {vl_buffer_new(16, T, &s_spec, A), 20000};
+    s_producer_t p = {vl_buffer_new(16, T, &s_spec, A, 0), 20000};
     pthread_t th;
     VL_CHECK(pthread_create(&th, NULL, s_produce, &p) == 0);
     int seen = 0, torn = 0, last = 0, order_ok = 1, slots[4];
@@ -210,7 +210,7 @@ static void *s_write(void *arg)
    writer's segments in order, every one seen or evicted. */
 static void test_two_ingest_threads(void)
 {
-    vl_buffer_t *b = vl_buffer_new(16, T, &s_spec, A);
+    vl_buffer_t *b = vl_buffer_new(16, T, &s_spec, A, 0);
     s_writer_t w[2] = {{b, 1, 20000}, {b, 2, 20000}};
     pthread_t th[2];
     for (int i = 0; i < 2; i++)

@@ -138,7 +138,7 @@ static void s_check_decoded(const vl_segment_t *s, const vl_limits_t *lim, const
 {
     s_check_header(s, lim);
     FUZZ_CHECK((const uint8_t *)s->obs == arrays);
-    FUZZ_CHECK(vl_segment_arrays_size(s->horizon, &s->obs_spec, s->action.dims) <= cap);
+    FUZZ_CHECK(vl_segment_arrays_size(s->horizon, &s->obs_spec, s->action.dims, 0) <= cap);
     s_check_obs(s);
     uint32_t D = s->action.dims;
     int box = vl_action_is_box(&s->action);
@@ -181,7 +181,7 @@ static void s_check_round_trip(const vl_segment_t *seg, const vl_limits_t *lim)
     FUZZ_CHECK(vl_segment_encode(seg, &wire, &wire_size) == 0);
     size_t cap;
     void *arrays =
-        s_fence(1, vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims), &cap);
+        s_fence(1, vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims, 0), &cap);
     vl_segment_t copy;
     FUZZ_CHECK(vl_segment_decode(wire, wire_size, lim, &copy, arrays, cap) == VL_OK);
     FUZZ_CHECK(copy.schema == VL_SCHEMA_VERSION);
@@ -221,7 +221,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s_check_declared(data, size, peeked == VL_OK ? &head : NULL);
 
     size_t need = peeked == VL_OK
-                      ? vl_segment_arrays_size(head.horizon, &head.obs_spec, head.action.dims)
+                      ? vl_segment_arrays_size(head.horizon, &head.obs_spec, head.action.dims, 0)
                       : 0;
     size_t cap;
     void *arrays = s_fence(0, need, &cap);

@@ -93,7 +93,7 @@ static int s_segment_seed(const char *dir, int index, uint32_t T, const vl_obs_s
     seg.send_ns = 1700000000000000000;
     if (vl_segment_set_spec(&seg, spec) != 0)
         return -1;
-    size_t need = vl_segment_arrays_size(T, spec, space->dims);
+    size_t need = vl_segment_arrays_size(T, spec, space->dims, 0);
     void *arrays = calloc(1, need), *back = calloc(1, need);
     uint8_t *wire = NULL;
     size_t size = 0;
