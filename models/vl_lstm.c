@@ -21,7 +21,16 @@
 #include "vl_matmul.h"
 #include "vl_tanh.h"
 
-#define S_MAX_SIZE 65536u
+#define S_MAX_SIZE     65536u
+#define S_LANES        8     // floats per chunk: gcc -O2 vectorizes loops of known multiple trips
+#define S_PARALLEL_MIN 16384 // floats of a step's state worth sharing among threads
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define S_HAVE_AVX2 1
+#define S_AVX2      __attribute__((target("avx2,fma")))
+#else
+#define S_HAVE_AVX2 0
+#endif
 
 struct vl_lstm_s {
     uint32_t in, hidden;
@@ -37,9 +46,10 @@ struct vl_lstm_s {
     float *c;             // [B*T][H]: the c each step ended with
     uint8_t *reset;       // [B*T]
     float *dgates;        // [B*T][4H]
-    float *dh, *dc, *tmp; // [B][H] each, backward carries
+    float *dh, *dc;       // [B][H] each, backward carries
     size_t carry_cap;     // rows the carries hold
     float *bias;          // [4H]: b_ih + b_hh
+    int avx2;             // the elementwise work runs the AVX2+FMA copy
 };
 
 vl_lstm_t *vl_lstm_new(uint32_t in, uint32_t hidden)
@@ -51,6 +61,9 @@ vl_lstm_t *vl_lstm_new(uint32_t in, uint32_t hidden)
         return NULL;
     self->in = in, self->hidden = hidden;
     self->mm = vl_matmul_new();
+#if S_HAVE_AVX2
+    self->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
     self->bias = malloc(4 * (size_t)hidden * sizeof(float));
     if (!self->mm || !self->bias)
         vl_lstm_destroy(&self);
@@ -64,7 +77,7 @@ void vl_lstm_destroy(vl_lstm_t **self_p)
     vl_lstm_t *self = *self_p;
     vl_matmul_destroy(&self->mm);
     float *bufs[] = {self->x,      self->gates, self->h_prev, self->c_prev, self->c,
-                     self->dgates, self->dh,    self->dc,     self->tmp,    self->bias};
+                     self->dgates, self->dh,    self->dc,     self->bias};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self->reset);
@@ -93,6 +106,7 @@ void vl_lstm_init(vl_lstm_t *self, vl_rng_t *rng)
 
 void vl_lstm_set_portable(vl_lstm_t *self)
 {
+    self->avx2 = 0;
     vl_matmul_set_portable(self->mm);
 }
 
@@ -150,8 +164,7 @@ static int s_reserve(vl_lstm_t *self, uint32_t B, uint32_t T)
     if (B > self->carry_cap) {
         self->carry_cap = 0;
         if (s_grow(&self->dh, (size_t)B * h, sizeof(float)) ||
-            s_grow(&self->dc, (size_t)B * h, sizeof(float)) ||
-            s_grow(&self->tmp, (size_t)B * h, sizeof(float)))
+            s_grow(&self->dc, (size_t)B * h, sizeof(float)))
             return -1;
         self->carry_cap = B;
     }
@@ -164,20 +177,134 @@ static inline float s_sigmoid(float x)
     return 0.5f + 0.5f * vl_tanhf(0.5f * x);
 }
 
-/* Activates one row's gates g [4H] in place (i, f, o logistic, g tanh) and
-   steps its state: c = f c_prev + i g, h = o tanh(c). */
-static void s_cell(size_t h, float *restrict g, const float *restrict c_prev, float *restrict c,
-                   float *restrict y)
+/* One step's elementwise work over B rows (row b of step t is b * T + t). */
+typedef struct {
+    size_t B, T, t, h;
+    float *gates;          // [B*T][4H]: activated in place by the forward
+    const float *c_prev;   // [B*T][H]
+    float *c;              // [B*T][H]
+    float *y;              // [B*T][H], forward: written
+    const float *dy;       // [B*T][H], backward
+    const float *dh;       // [B][H], backward: from the next step
+    float *dc;             // [B][H], backward: from the next step, then to the previous
+    float *dgates;         // [B*T][4H], backward: written
+    const uint8_t *reset;  // [B*T]
+} s_step_t;
+
+/* Activates gates k of one row (i, f, o logistic, g tanh) in place and
+   steps its state: c = f c_prev + i g, y = h = o tanh(c). A macro, each
+   value loaded once into a local, so that the loops below vectorize. */
+#define S_CELL_FWD(k)                                                                              \
+    do {                                                                                           \
+        float i = s_sigmoid(gi[k]), f = s_sigmoid(gf[k]), g = vl_tanhf(gg[k]);                     \
+        float o = s_sigmoid(go[k]), cc = f * cp[k] + i * g;                                        \
+        gi[k] = i, gf[k] = f, gg[k] = g, go[k] = o, c[k] = cc;                                     \
+        y[k] = o * vl_tanhf(cc);                                                                   \
+    } while (0)
+
+/* The forward cell of one row: chunks of S_LANES let gcc -O2 vectorize it. */
+static inline __attribute__((always_inline)) void
+s_cell_fwd(size_t h, float *restrict gi, float *restrict gf, float *restrict gg,
+           float *restrict go, const float *restrict cp, float *restrict c, float *restrict y)
 {
-    float *gi = g, *gf = g + h, *gg = g + 2 * h, *go = g + 3 * h;
-    for (size_t j = 0; j < h; j++) {
-        gi[j] = s_sigmoid(gi[j]);
-        gf[j] = s_sigmoid(gf[j]);
-        gg[j] = vl_tanhf(gg[j]);
-        go[j] = s_sigmoid(go[j]);
-        c[j] = gf[j] * c_prev[j] + gi[j] * gg[j];
-        y[j] = go[j] * vl_tanhf(c[j]);
+    size_t j = 0;
+    for (; j + S_LANES <= h; j += S_LANES)
+        for (size_t l = 0; l < S_LANES; l++)
+            S_CELL_FWD(j + l);
+    for (; j < h; j++)
+        S_CELL_FWD(j);
+}
+
+/* The forward cell of row b. */
+static inline __attribute__((always_inline)) void s_cell_row(const s_step_t *a, size_t b)
+{
+    size_t h = a->h, row = b * a->T + a->t;
+    float *g = a->gates + row * 4 * h;
+    s_cell_fwd(h, g, g + h, g + 2 * h, g + 3 * h, a->c_prev + row * h, a->c + row * h,
+               a->y + row * h);
+}
+
+/* The gate gradients of gates k of one row from dh = dy + the next step's
+   dh (d loss / d h, all paths) and dc (d loss / d c from the next step):
+   writes them (before the activations) into d and turns dc into d loss /
+   d c_prev. */
+#define S_CELL_BACK(k)                                                                             \
+    do {                                                                                           \
+        float i = gi[k], f = gf[k], g = gg[k], o = go[k], tc = vl_tanhf(c[k]);                     \
+        float dht = dy[k] + dh[k], dct = dc[k] + dht * o * (1.0f - tc * tc);                       \
+        di[k] = dct * g * i * (1.0f - i);                                                          \
+        df[k] = dct * cp[k] * f * (1.0f - f);                                                      \
+        dgg[k] = dct * i * (1.0f - g * g);                                                         \
+        dout[k] = dht * tc * o * (1.0f - o);                                                       \
+        dc[k] = dct * f;                                                                           \
+    } while (0)
+
+/* The backward cell of one row, chunked as s_cell_fwd. */
+static inline __attribute__((always_inline)) void
+s_cell_back(size_t h, const float *restrict gi, const float *restrict gf,
+            const float *restrict gg, const float *restrict go, const float *restrict cp,
+            const float *restrict c, const float *restrict dy, const float *restrict dh,
+            float *restrict dc, float *restrict di, float *restrict df, float *restrict dgg,
+            float *restrict dout)
+{
+    size_t j = 0;
+    for (; j + S_LANES <= h; j += S_LANES)
+        for (size_t l = 0; l < S_LANES; l++)
+            S_CELL_BACK(j + l);
+    for (; j < h; j++)
+        S_CELL_BACK(j);
+}
+
+/* The backward cell of row b; none of dc crosses a reset (the state before
+   it is a constant). */
+static inline __attribute__((always_inline)) void s_cell_back_row(const s_step_t *a, size_t b)
+{
+    size_t h = a->h, row = b * a->T + a->t;
+    const float *g = a->gates + row * 4 * h;
+    float *dc = a->dc + b * h, *dg = a->dgates + row * 4 * h;
+    s_cell_back(h, g, g + h, g + 2 * h, g + 3 * h, a->c_prev + row * h, a->c + row * h,
+                a->dy + row * h, a->dh + b * h, dc, dg, dg + h, dg + 2 * h, dg + 3 * h);
+    if (a->reset[row])
+        memset(dc, 0, h * sizeof(float));
+}
+
+/* Row b of the step, plain (SSE2 at most): the portable path's. */
+static void s_row_plain(const s_step_t *a, size_t b, int backward)
+{
+    if (backward)
+        s_cell_back_row(a, b);
+    else
+        s_cell_row(a, b);
+}
+
+#if S_HAVE_AVX2
+/* Row b of the step, eight lanes wide with fused multiply-adds. A function
+   of its own: the threads' outlined loop does not inherit a target. */
+static S_AVX2 void s_row_avx2(const s_step_t *a, size_t b, int backward)
+{
+    if (backward)
+        s_cell_back_row(a, b);
+    else
+        s_cell_row(a, b);
+}
+#endif
+
+/* Runs the step's rows on the layer's kernels, on the calling thread's
+   OpenMP threads when the step is large enough to pay for them. Rows are independent, so their split among threads changes no bits. */
+static void s_cells(const vl_lstm_t *self, const s_step_t *a, int backward)
+{
+    int avx2 = self->avx2;
+#pragma omp parallel for if (a->B * a->h >= S_PARALLEL_MIN) schedule(static)
+    for (size_t b = 0; b < a->B; b++) {
+#if S_HAVE_AVX2
+        if (avx2) {
+            s_row_avx2(a, b, backward);
+            continue;
+        }
+#endif
+        s_row_plain(a, b, backward);
     }
+    (void)avx2;
 }
 
 /* Writes the state step t of every sequence starts from into h_prev and
@@ -245,11 +372,9 @@ int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, con
         s_state_in(self, t, h0, c0, y);
         if ((t > 0 || h0) && s_recurrent(self, t) != 0)
             goto fail;
-        for (size_t b = 0; b < B; b++) {
-            size_t row = b * T + t;
-            s_cell(h, self->gates + row * 4 * h, self->c_prev + row * h, self->c + row * h,
-                   y + row * h);
-        }
+        s_step_t step = {.B = B, .T = T, .t = t, .h = h, .gates = self->gates,
+                         .c_prev = self->c_prev, .c = self->c, .y = y};
+        s_cells(self, &step, 0);
     }
     for (size_t b = 0; b < B; b++) {
         size_t last = b * T + T - 1;
@@ -262,25 +387,6 @@ int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, con
     return 0;
 fail:
     return -1;
-}
-
-/* One row's gate gradients from dh (d loss / d h of this step, all paths)
-   and dc (d loss / d c from the next step): writes dg [4H] (before the
-   activations) and turns dc into d loss / d c_prev. */
-static void s_cell_backward(size_t h, const float *restrict g, const float *restrict c_prev,
-                            const float *restrict c, const float *restrict dh, float *restrict dc,
-                            float *restrict dg)
-{
-    const float *gi = g, *gf = g + h, *gg = g + 2 * h, *go = g + 3 * h;
-    for (size_t j = 0; j < h; j++) {
-        float tc = vl_tanhf(c[j]);
-        float dct = dc[j] + dh[j] * go[j] * (1.0f - tc * tc);
-        dg[j] = dct * gg[j] * gi[j] * (1.0f - gi[j]);
-        dg[h + j] = dct * c_prev[j] * gf[j] * (1.0f - gf[j]);
-        dg[2 * h + j] = dct * gi[j] * (1.0f - gg[j] * gg[j]);
-        dg[3 * h + j] = dh[j] * tc * go[j] * (1.0f - go[j]);
-        dc[j] = dct * gf[j];
-    }
 }
 
 /* dh = dG[., t] W_hh: the gradient step t sends to the h it started from. */
@@ -297,21 +403,14 @@ static int s_recurrent_backward(vl_lstm_t *self, uint32_t t)
 /* Runs the steps in reverse, writing dG. Returns 0 or -1. */
 static int s_steps_backward(vl_lstm_t *self, const float *dy)
 {
-    size_t h = self->hidden, h4 = 4 * h, T = self->T, B = self->B;
+    size_t h = self->hidden, T = self->T, B = self->B;
     memset(self->dh, 0, B * h * sizeof(float));
     memset(self->dc, 0, B * h * sizeof(float));
     for (uint32_t t = self->T; t-- > 0;) {
-        for (size_t b = 0; b < B; b++) {
-            size_t row = b * T + t;
-            float *dh = self->tmp + b * h, *dc = self->dc + b * h;
-            const float *dyr = dy + row * h, *dhr = self->dh + b * h;
-            for (size_t j = 0; j < h; j++)
-                dh[j] = dyr[j] + dhr[j];
-            s_cell_backward(h, self->gates + row * h4, self->c_prev + row * h, self->c + row * h,
-                            dh, dc, self->dgates + row * h4);
-            if (self->reset[row]) // the state before a reset is a constant
-                memset(dc, 0, h * sizeof(float));
-        }
+        s_step_t step = {.B = B, .T = T, .t = t, .h = h, .gates = self->gates,
+                         .c_prev = self->c_prev, .c = self->c, .dy = dy, .dh = self->dh,
+                         .dc = self->dc, .dgates = self->dgates, .reset = self->reset};
+        s_cells(self, &step, 1);
         if (t == 0)
             break;
         if (s_recurrent_backward(self, t) != 0)
