@@ -1,0 +1,284 @@
+/*  vl_matmul: strided float products on oneDNN or portable loops; see
+    vl_matmul.h.
+
+    oneDNN: matmul takes any strides for its three operands, so a transposed
+    weight or every T-th row of a sequence array is a memory descriptor, not
+    a copy; accumulation is its sum post-op. Each shape's primitive and
+    memory objects are kept, and a call only points them at its arrays.
+
+    Portable: every output is bias (or 0), then a[i][k] b[k][j] added in
+    increasing k, four k at a time as (p0 + p1) + (p2 + p3), then added to C
+    when accumulating: one fixed order, plain float operations, so the bits
+    depend on nothing but the inputs. The k loop runs in tiles of S_KTILE
+    rows of B, which stay in cache while every output row passes by. */
+#include "vl_matmul.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/vl_log.h"
+
+#define S_LANES 8  // floats per chunk: gcc -O2 vectorizes a loop of known multiple trip count
+#define S_KTILE 64 // rows of B per pass of the portable loop
+
+/* One cached shape: its primitive and the memory objects it runs on. */
+typedef struct {
+    vl_matmul_shape_t shape;
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, bias, c;
+    uint64_t used; // the call count at its last use, for eviction
+} s_entry_t;
+
+struct vl_matmul_s {
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    s_entry_t cache[VL_MATMUL_CACHE];
+    uint64_t calls;
+    int portable;
+    float *packed; // portable: B as [k][n]
+    float *out;    // portable: C's sums before they reach C
+    size_t packed_cap, out_cap;
+};
+
+vl_matmul_t *vl_matmul_new(void)
+{
+    vl_matmul_t *self = calloc(1, sizeof *self);
+    if (!self)
+        return NULL;
+    if (dnnl_engine_create(&self->engine, dnnl_cpu, 0) != dnnl_success ||
+        dnnl_stream_create(&self->stream, self->engine, dnnl_stream_default_flags) !=
+            dnnl_success) {
+        vl_error("vl_matmul: no oneDNN CPU engine");
+        vl_matmul_destroy(&self);
+    }
+    return self;
+}
+
+/* Frees one cache entry's oneDNN objects and empties it. */
+static void s_entry_free(s_entry_t *e)
+{
+    dnnl_memory_t *mems[] = {&e->a, &e->b, &e->bias, &e->c};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (*mems[i])
+            dnnl_memory_destroy(*mems[i]);
+    if (e->prim)
+        dnnl_primitive_destroy(e->prim);
+    memset(e, 0, sizeof *e);
+}
+
+void vl_matmul_destroy(vl_matmul_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    vl_matmul_t *self = *self_p;
+    for (size_t i = 0; i < VL_MATMUL_CACHE; i++)
+        s_entry_free(&self->cache[i]);
+    if (self->stream)
+        dnnl_stream_destroy(self->stream);
+    if (self->engine)
+        dnnl_engine_destroy(self->engine);
+    free(self->packed);
+    free(self->out);
+    free(self);
+    *self_p = NULL;
+}
+
+void vl_matmul_set_portable(vl_matmul_t *self)
+{
+    self->portable = 1;
+}
+
+/* Logs a failed oneDNN call; returns 0 on success, else -1. */
+static int s_ok(dnnl_status_t st, const char *what)
+{
+    if (st == dnnl_success)
+        return 0;
+    vl_error("vl_matmul: %s failed: %s", what, dnnl_status2str(st));
+    return -1;
+}
+
+/* Describes a rows x cols float matrix of the given strides. */
+static int s_md(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    dnnl_dims_t dims = {rows, cols}, strides = {rs, cs};
+    return s_ok(dnnl_memory_desc_init_by_strides(md, 2, dims, dnnl_f32, strides), "memory desc");
+}
+
+/* Creates e's primitive and memory objects for e->shape. Returns 0 or -1. */
+static int s_entry_build(vl_matmul_t *self, s_entry_t *e)
+{
+    const vl_matmul_shape_t *s = &e->shape;
+    dnnl_memory_desc_t a, b, bias, c;
+    if (s_md(&a, s->m, s->k, s->a_rs, s->a_cs) || s_md(&b, s->k, s->n, s->b_rs, s->b_cs) ||
+        s_md(&bias, 1, s->n, s->n, 1) || s_md(&c, s->m, s->n, s->c_rs, 1))
+        return -1;
+    dnnl_matmul_desc_t desc;
+    if (s_ok(dnnl_matmul_desc_init(&desc, &a, &b, s->bias ? &bias : NULL, &c), "matmul desc"))
+        return -1;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_status_t st = dnnl_primitive_attr_create(&attr);
+    if (st == dnnl_success && s->accumulate) {
+        st = dnnl_post_ops_create(&po);
+        if (st == dnnl_success)
+            st = dnnl_post_ops_append_sum(po, 1.0f);
+        if (st == dnnl_success)
+            st = dnnl_primitive_attr_set_post_ops(attr, po);
+    }
+    if (st == dnnl_success)
+        st = dnnl_primitive_desc_create(&pd, &desc, attr, self->engine, NULL);
+    if (st == dnnl_success)
+        st = dnnl_primitive_create(&e->prim, pd);
+    if (pd)
+        dnnl_primitive_desc_destroy(pd);
+    if (po)
+        dnnl_post_ops_destroy(po);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (s_ok(st, "matmul primitive"))
+        return -1;
+    return s_ok(dnnl_memory_create(&e->a, &a, self->engine, DNNL_MEMORY_NONE), "memory") ||
+                   s_ok(dnnl_memory_create(&e->b, &b, self->engine, DNNL_MEMORY_NONE), "memory") ||
+                   s_ok(dnnl_memory_create(&e->bias, &bias, self->engine, DNNL_MEMORY_NONE),
+                        "memory") ||
+                   s_ok(dnnl_memory_create(&e->c, &c, self->engine, DNNL_MEMORY_NONE), "memory")
+               ? -1
+               : 0;
+}
+
+/* Returns the cache entry of shape, built now when missing (replacing the
+   least recently used), or NULL on failure. */
+static s_entry_t *s_entry(vl_matmul_t *self, const vl_matmul_shape_t *shape)
+{
+    s_entry_t *oldest = &self->cache[0];
+    for (size_t i = 0; i < VL_MATMUL_CACHE; i++) {
+        s_entry_t *e = &self->cache[i];
+        if (e->prim && memcmp(&e->shape, shape, sizeof *shape) == 0)
+            return e;
+        if (e->used < oldest->used)
+            oldest = e;
+    }
+    s_entry_free(oldest);
+    oldest->shape = *shape;
+    if (s_entry_build(self, oldest) != 0) {
+        s_entry_free(oldest);
+        return NULL;
+    }
+    return oldest;
+}
+
+/* Runs the product on oneDNN. */
+static int s_run_dnnl(vl_matmul_t *self, const vl_matmul_shape_t *shape, const float *a,
+                      const float *b, const float *bias, float *c)
+{
+    s_entry_t *e = s_entry(self, shape);
+    if (!e)
+        return -1;
+    e->used = ++self->calls;
+    dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, e->a}, {DNNL_ARG_WEIGHTS, e->b}, {DNNL_ARG_DST, e->c},
+                               {DNNL_ARG_BIAS, e->bias}};
+    if (dnnl_memory_set_data_handle(e->a, (void *)a) != dnnl_success ||
+        dnnl_memory_set_data_handle(e->b, (void *)b) != dnnl_success ||
+        dnnl_memory_set_data_handle(e->c, c) != dnnl_success ||
+        (shape->bias && dnnl_memory_set_data_handle(e->bias, (void *)bias) != dnnl_success))
+        return s_ok(dnnl_runtime_error, "set data handle");
+    if (s_ok(dnnl_primitive_execute(e->prim, self->stream, shape->bias ? 4 : 3, args), "matmul"))
+        return -1;
+    return s_ok(dnnl_stream_wait(self->stream), "stream wait");
+}
+
+/* Grows *buf to count floats. Returns 0, or -1 on no memory. */
+static int s_grow(float **buf, size_t *cap, size_t count)
+{
+    if (count <= *cap)
+        return 0;
+    float *grown = realloc(*buf, count * sizeof(float));
+    if (!grown)
+        return -1;
+    *buf = grown, *cap = count;
+    return 0;
+}
+
+/* y[j] += (a0 x0[j] + a1 x1[j]) + (a2 x2[j] + a3 x3[j]) for j < n. */
+static void s_axpy4(size_t n, const float a[4], const float *restrict x0, const float *restrict x1,
+                    const float *restrict x2, const float *restrict x3, float *restrict y)
+{
+    const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+    size_t j = 0;
+    for (; j + S_LANES <= n; j += S_LANES)
+        for (size_t l = 0; l < S_LANES; l++)
+            y[j + l] += (a0 * x0[j + l] + a1 * x1[j + l]) + (a2 * x2[j + l] + a3 * x3[j + l]);
+    for (; j < n; j++)
+        y[j] += (a0 * x0[j] + a1 * x1[j]) + (a2 * x2[j] + a3 * x3[j]);
+}
+
+/* y[j] += a x[j] for j < n. */
+static void s_axpy(size_t n, float a, const float *restrict x, float *restrict y)
+{
+    size_t j = 0;
+    for (; j + S_LANES <= n; j += S_LANES)
+        for (size_t l = 0; l < S_LANES; l++)
+            y[j + l] += a * x[j + l];
+    for (; j < n; j++)
+        y[j] += a * x[j];
+}
+
+/* out[i] += sum over k in [k0, k1) of a[i][k] bp[k], bp rows of n floats. */
+static void s_tile(const vl_matmul_shape_t *s, const float *a, const float *bp, size_t k0,
+                   size_t k1, float *out)
+{
+    size_t n = (size_t)s->n;
+    for (size_t i = 0; i < (size_t)s->m; i++) {
+        const float *ai = a + i * s->a_rs;
+        float *oi = out + i * n;
+        size_t k = k0;
+        for (; k + 4 <= k1; k += 4) {
+            const float c[4] = {ai[k * s->a_cs], ai[(k + 1) * s->a_cs], ai[(k + 2) * s->a_cs],
+                                ai[(k + 3) * s->a_cs]};
+            const float *bk = bp + k * n;
+            s_axpy4(n, c, bk, bk + n, bk + 2 * n, bk + 3 * n, oi);
+        }
+        for (; k < k1; k++)
+            s_axpy(n, ai[k * s->a_cs], bp + k * n, oi);
+    }
+}
+
+/* Runs the product on the portable loops. */
+static int s_run_portable(vl_matmul_t *self, const vl_matmul_shape_t *s, const float *a,
+                          const float *b, const float *bias, float *c)
+{
+    size_t m = (size_t)s->m, k = (size_t)s->k, n = (size_t)s->n;
+    if (s_grow(&self->packed, &self->packed_cap, k * n) != 0 ||
+        s_grow(&self->out, &self->out_cap, m * n) != 0) {
+        vl_error("vl_matmul: no memory for a %zu x %zu x %zu product", m, k, n);
+        return -1;
+    }
+    for (size_t r = 0; r < k; r++)
+        for (size_t j = 0; j < n; j++)
+            self->packed[r * n + j] = b[r * s->b_rs + j * s->b_cs];
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++)
+            self->out[i * n + j] = s->bias ? bias[j] : 0.0f;
+    for (size_t k0 = 0; k0 < k; k0 += S_KTILE)
+        s_tile(s, a, self->packed, k0, k - k0 < S_KTILE ? k : k0 + S_KTILE, self->out);
+    for (size_t i = 0; i < m; i++) {
+        float *ci = c + i * s->c_rs;
+        const float *oi = self->out + i * n;
+        if (s->accumulate)
+            s_axpy(n, 1.0f, oi, ci);
+        else
+            memcpy(ci, oi, n * sizeof(float));
+    }
+    return 0;
+}
+
+int vl_matmul_run(vl_matmul_t *self, const vl_matmul_shape_t *shape, const float *a,
+                  const float *b, const float *bias, float *c)
+{
+    if (self->portable)
+        return s_run_portable(self, shape, a, b, bias, c);
+    return s_run_dnnl(self, shape, a, b, bias, c);
+}

@@ -1,0 +1,42 @@
+/*  vl_matmul: one float matrix product over strided views,
+        C[i][j] (+)= bias[j] + sum_k A[i][k] B[k][j],
+    run by oneDNN's matmul primitive (one primitive per shape, created at
+    its first use and kept: the last VL_MATMUL_CACHE shapes), or by plain C
+    loops that give the same bits on every x86-64 (vl_matmul_set_portable).
+    Strides let a caller multiply by a transposed matrix, or by every T-th
+    row of a [B][T][..] array, without a copy. One object is used by one
+    thread at a time; oneDNN runs on the calling thread's OpenMP threads. */
+#ifndef VL_MATMUL_H
+#define VL_MATMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define VL_MATMUL_CACHE 24 // shapes kept: an LSTM's training and acting shapes, several sizes
+
+typedef struct vl_matmul_s vl_matmul_t;
+
+/* A product's sizes and strides, in floats: A[i][k] at a[i * a_rs + k * a_cs],
+   B[k][j] at b[k * b_rs + j * b_cs], C[i][j] at c[i * c_rs + j]. */
+typedef struct {
+    int64_t m, k, n;
+    int64_t a_rs, a_cs, b_rs, b_cs, c_rs;
+    int accumulate; // add to C rather than overwrite it
+    int bias;       // add bias [n]
+} vl_matmul_shape_t;
+
+/* Creates a product runner on oneDNN's CPU engine. Returns NULL on failure. */
+vl_matmul_t *vl_matmul_new(void);
+
+/* Frees the runner and its primitives, nulls the pointer; safe on NULL and twice. */
+void vl_matmul_destroy(vl_matmul_t **self_p);
+
+/* Makes every later product run on the portable loops. */
+void vl_matmul_set_portable(vl_matmul_t *self);
+
+/* Computes the product of shape (sizes >= 1) into c; bias is read only when
+   shape->bias. Returns 0, or -1 (logged) when oneDNN or memory fails. */
+int vl_matmul_run(vl_matmul_t *self, const vl_matmul_shape_t *shape, const float *a,
+                  const float *b, const float *bias, float *c);
+
+#endif
