@@ -88,14 +88,23 @@ uint32_t vl_learner_config_state_size(const vl_learner_config_t *c)
     return size;
 }
 
+/* Returns 1 where normalisation is on unless told: box actions (CleanRL's
+   continuous PPO), and a recurrent core, whose shared trunk the value
+   loss of unscaled returns would drown (cartpole-masked stays at chance
+   without it and solves in seconds with it). */
+static int s_norm_default(const vl_learner_config_t *c)
+{
+    return vl_action_is_box(&c->action) || vl_learner_config_state_size(c) > 0;
+}
+
 int vl_learner_config_norm_obs(const vl_learner_config_t *c)
 {
-    return c->norm_obs < 0 ? vl_action_is_box(&c->action) : c->norm_obs != 0;
+    return c->norm_obs < 0 ? s_norm_default(c) : c->norm_obs != 0;
 }
 
 int vl_learner_config_norm_reward(const vl_learner_config_t *c)
 {
-    return c->norm_reward < 0 ? vl_action_is_box(&c->action) : c->norm_reward != 0;
+    return c->norm_reward < 0 ? s_norm_default(c) : c->norm_reward != 0;
 }
 
 void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec)

@@ -54,6 +54,7 @@ typedef struct {
     uint64_t lr_anneal_steps;   // 0: constant lr; N: lr falls linearly to 0 at N env steps
     uint64_t max_steps;         // 0: no budget; N: no segment is taken once env steps reach N
     int norm_obs;               // observation normalisation: 1 on, 0 off, -1 on for a box
+                                // or a recurrent core
     int norm_reward;            // reward scaling by the return's std: the same
     uint32_t burn_in;           // a recurrent policy: steps of each segment that only rebuild
                                 // its state from the stored one (no loss), < horizon

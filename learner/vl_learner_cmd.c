@@ -55,9 +55,9 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("burn-in", VL_OPT_U32, burn_in, 0, 4095,
           "an lstm: first steps of a segment that only rebuild its state (no loss)"),
     S_OPT("norm-obs", VL_OPT_INT, norm_obs, -1, 1,
-          "normalise observations by running stats: 1 on, 0 off, -1 on for box actions"),
+          "normalise observations by running stats: 1 on, 0 off, -1 on for box or lstm"),
     S_OPT("norm-reward", VL_OPT_INT, norm_reward, -1, 1,
-          "scale rewards by the return's running std: 1, 0, -1 on for box actions"),
+          "scale rewards by the return's running std: 1, 0, -1 on for box or lstm"),
 };
 const int vl_learner_n_opts = (int)(sizeof vl_learner_opts / sizeof vl_learner_opts[0]);
 

@@ -133,10 +133,10 @@ static int s_spec_has_lstm(const vl_model_spec_t *spec)
 
 /* Builds the recurrent net of a spec ending in an lstm, and an Adam per
    parameter array. Returns 0, or -1 after writing why to err. */
-static int s_rnet_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t *rng, char *err,
-                      size_t errlen)
+static int s_rnet_new(vl_policy_t *self, const vl_model_spec_t *spec, int threads, vl_rng_t *rng,
+                      char *err, size_t errlen)
 {
-    if (!(self->rnet = vl_rnet_new(spec, self->obs_dim, self->num_actions, err, errlen)))
+    if (!(self->rnet = vl_rnet_new(spec, self->obs_dim, self->num_actions, threads, err, errlen)))
         return -1;
     float *params[VL_RNET_ARRAYS], *grads[VL_RNET_ARRAYS];
     size_t counts[VL_RNET_ARRAYS];
@@ -210,7 +210,7 @@ vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
     if (s_spec_has_lstm(spec)) {
-        if (s_rnet_new(self, spec, &rng, err, errlen) != 0)
+        if (s_rnet_new(self, spec, threads, &rng, err, errlen) != 0)
             vl_policy_destroy(&self);
     } else if (vl_model_spec_has_conv(spec)) {
         self->conv = vl_net_new(spec, obs, num_actions, threads, err, errlen);

@@ -7,6 +7,7 @@
 #include "vl_rnet.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,24 @@ struct vl_rnet_s {
     float *y, *dy, *dy2; // [cap][H]
     float *h0, *c0, *h1, *c1; // [bcap][H]
     uint32_t rows;       // B*T of the last forward
+    int threads;         // OpenMP threads of the LSTM's products (0: the caller's setting)
 };
+
+/* Sets the calling thread's OpenMP thread count to the net's for a call
+   (a per-thread setting, as vl_net does). Returns the count to restore. */
+static int s_threads_enter(const vl_rnet_t *self)
+{
+    int prev = omp_get_max_threads();
+    if (self->threads > 0)
+        omp_set_num_threads(self->threads);
+    return prev;
+}
+
+static void s_threads_leave(const vl_rnet_t *self, int prev)
+{
+    if (self->threads > 0)
+        omp_set_num_threads(prev);
+}
 
 /* Reads the spec: its linear layers (widths and activations) before the
    lstm, and the lstm's size. Returns 0, or -1 with err. */
@@ -84,8 +102,8 @@ static int s_torso_new(vl_rnet_t *self, const uint32_t *widths, const int *acts,
     return 0;
 }
 
-vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t outputs, char *err,
-                       size_t errlen)
+vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t outputs,
+                       int threads, char *err, size_t errlen)
 {
     uint32_t widths[VL_MLP_MAX_LAYERS], n, hidden;
     int acts[VL_MLP_MAX_LAYERS];
@@ -95,6 +113,7 @@ vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t o
     if (!self)
         goto nomem;
     self->obs_dim = obs_dim, self->outputs = outputs, self->hidden = hidden;
+    self->threads = threads;
     uint32_t pi_sizes[2] = {hidden, outputs}, v_sizes[2] = {hidden, 1};
     if (s_torso_new(self, widths, acts, n) != 0 ||
         !(self->lstm = vl_lstm_new(self->features, hidden)) ||
@@ -218,8 +237,11 @@ int vl_rnet_forward(vl_rnet_t *self, uint32_t B, uint32_t T, const float *obs, c
         memcpy(self->h0 + (size_t)b * H, state0 + (size_t)b * 2 * H, H * sizeof(float));
         memcpy(self->c0 + (size_t)b * H, state0 + (size_t)b * 2 * H + H, H * sizeof(float));
     }
-    if (vl_lstm_forward(self->lstm, B, T, feat, state0 ? self->h0 : NULL, state0 ? self->c0 : NULL,
-                        reset, self->y, self->h1, self->c1) != 0)
+    int prev = s_threads_enter(self);
+    int rc = vl_lstm_forward(self->lstm, B, T, feat, state0 ? self->h0 : NULL,
+                             state0 ? self->c0 : NULL, reset, self->y, self->h1, self->c1);
+    s_threads_leave(self, prev);
+    if (rc != 0)
         return -1;
     for (uint32_t b = 0; state1 && b < B; b++) {
         memcpy(state1 + (size_t)b * 2 * H, self->h1 + (size_t)b * H, H * sizeof(float));
@@ -247,7 +269,10 @@ int vl_rnet_backward(vl_rnet_t *self, const float *dout, const float *dvalues)
         for (size_t i = 0; i < n; i++)
             self->dy[i] += self->dy2[i];
     }
-    if (vl_lstm_backward(self->lstm, self->dy, self->torso ? self->dfeat : NULL) != 0)
+    int prev = s_threads_enter(self);
+    int rc = vl_lstm_backward(self->lstm, self->dy, self->torso ? self->dfeat : NULL);
+    s_threads_leave(self, prev);
+    if (rc != 0)
         return -1;
     if (self->torso) {
         s_act_backward(self->torso_act, self->feat, self->dfeat, rows * self->features);

@@ -22,10 +22,11 @@ typedef struct vl_rnet_s vl_rnet_t;
 #define VL_RNET_ARRAYS 4 // flat parameter arrays: torso, lstm, pi, v
 
 /* Builds the net of a spec whose last layer is an lstm and that has no
-   conv layer, over obs_dim floats with outputs head outputs. Returns it
-   (caller destroys), or NULL after writing one line to err. */
-vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t outputs, char *err,
-                       size_t errlen);
+   conv layer, over obs_dim floats with outputs head outputs; the LSTM's
+   products run on threads OpenMP threads (0: the caller's setting). Returns
+   it (caller destroys), or NULL after writing one line to err. */
+vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t outputs,
+                       int threads, char *err, size_t errlen);
 
 /* Frees the net and nulls the pointer; safe on NULL and twice. */
 void vl_rnet_destroy(vl_rnet_t **self_p);
