@@ -53,17 +53,18 @@ def test_segments_from_c_actors_have_the_wire_structure(procs):
     broker = start(procs)
     with volley.Learner(broker, capacity=32, timeout=30) as learner:
         assert learner.spec == {"fields": [((D,), "f32")], "obs_dim": D, "num_actions": A,
+                                "action": volley.ActionSpace.discrete(A),
                                 "horizon": T, "hidden": H, "row_bytes": 4 * D,
                                 "model": f"linear({H}) tanh linear({H}) tanh"}
         learner.publish(mlp_weights(), 0)  # C actors wait for a first version
         b = take(learner, 8, procs)
         n = len(b)
         assert n == 8
-        shapes = {"obs": (n, T + 1, D), "actions": (n, T), "rewards": (n, T), "dones": (n, T),
+        shapes = {"obs": (n, T + 1, D), "actions": (n, T, 1), "rewards": (n, T), "dones": (n, T),
                   "truncated": (n, T), "logp": (n, T), "final_obs": (n, T, D),
                   "policy_version": (n,), "actor_id": (n,), "env_id": (n,), "seq": (n,),
                   "n_episodes": (n,)}
-        dtypes = {"obs": np.float32, "actions": np.int32, "rewards": np.float32,
+        dtypes = {"obs": np.float32, "actions": np.float32, "rewards": np.float32,
                   "dones": np.float32, "truncated": np.uint8, "logp": np.float32,
                   "final_obs": np.float32, "policy_version": np.uint64, "actor_id": np.uint32,
                   "env_id": np.uint32, "seq": np.uint64, "n_episodes": np.uint32}
@@ -72,7 +73,7 @@ def test_segments_from_c_actors_have_the_wire_structure(procs):
             assert b[name].flags.c_contiguous and b[name].flags.owndata, name
         assert set(b.actor_id) <= {3, 5}
         assert (b.policy_version == 0).all()
-        assert ((b.actions >= 0) & (b.actions < A)).all()
+        assert ((b.actions >= 0) & (b.actions < A) & (b.actions == np.round(b.actions))).all()
         assert np.isfinite(b.obs).all() and (b.obs != 0).any()
         assert (b.rewards == 1.0).all()  # CartPole: 1 a step
         assert set(np.unique(b.dones)) <= {0.0, 1.0}
