@@ -604,7 +604,7 @@ class Actor:
                 raise ValueError(f"{name}: shape {a.shape}, expected ({N},)")
             if a.dtype != np.bool_ and not np.all((a == 0) | (a == 1)):
                 bad = np.flatnonzero(~((a == 0) | (a == 1)))[0]
-                raise ValueError(f"{name}[{bad}] = {a[bad]!r}, must be 0 or 1")
+                raise ValueError(f"{name}[{bad}] = {a[bad].tolist()!r}, must be 0 or 1")
             np.copyto(dst, a, casting="unsafe")
         self._load(self._next, "next_obs", next_obs)
         fin = 0
