@@ -45,7 +45,8 @@ class MoveToTarget:
     def step(self, action):
         if not (isinstance(action, np.ndarray) and action.dtype == np.float32
                 and action.shape == (1,)):
-            raise TypeError(f"MoveToTarget: action {action!r}: expected float32 array of shape (1,)")
+            raise TypeError(f"MoveToTarget: action {action!r}: expected a float32 array of "
+                            "shape (1,)")
         if not -1.0 <= action[0] <= 1.0:
             raise ValueError(f"MoveToTarget: action {action[0]} outside the Box [-1, 1]")
         self.pos = float(np.clip(self.pos + self.SPEED * action[0], -1, 1))

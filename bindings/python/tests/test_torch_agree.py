@@ -415,7 +415,8 @@ def test_action_heads_agree_with_the_c_engine(space, spec, fields):
     # outputs: C's network against the module's
     z, values = model.forward(obs)
     z_t, v_t = net(torch.from_numpy(obs))
-    assert rel_err(z, z_t.detach().numpy()) <= OUT_TOL and rel_err(values, v_t.detach().numpy()) <= OUT_TOL
+    assert rel_err(z, z_t.detach().numpy()) <= OUT_TOL
+    assert rel_err(values, v_t.detach().numpy()) <= OUT_TOL
     assert z.shape == (n, space.outputs)
 
     # log-probs and entropies of the module's distribution against the formulas on C's outputs

@@ -216,7 +216,8 @@ def test_trains_a_python_box_env(procs):
     tests = os.path.dirname(os.path.abspath(__file__))
     actor = procs.python("actor", "-m", "volley", "actor", "--env",
                          "action_envs:make_move_to_target", "--broker", broker, "--envs", 8,
-                         "--horizon", 32, env={"PYTHONPATH": f"{tests}:{REPO / 'bindings' / 'python'}"})
+                         "--horizon", 32,
+                         env={"PYTHONPATH": f"{tests}:{REPO / 'bindings' / 'python'}"})
     torch.set_num_threads(1)
     lines = []
     with TorchLearner(broker, seed=1, device="cpu", batch=8) as tl:

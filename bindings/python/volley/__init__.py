@@ -49,5 +49,5 @@ lib_path = _lib.path
 HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until store/vl_rbuf.c is in the library
 
 __all__ = (["vtrace", "vtrace_path", "PrioritizedSampler", "ReplayBuffer", "VolleyError",
-            "Model", "ActionSpace", "__version__", "lib_path", "HAVE_REPLAY"] + list(_actor.__all__) +
-           list(_learner.__all__) + list(_export.__all__))
+            "Model", "ActionSpace", "__version__", "lib_path", "HAVE_REPLAY"] +
+           list(_actor.__all__) + list(_learner.__all__) + list(_export.__all__))

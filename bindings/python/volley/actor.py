@@ -40,7 +40,7 @@ PolicyFn = Callable[[np.ndarray, "Weights"], Tuple[ArrayLike, ArrayLike]]
 
 from . import _lib
 from ._lib import VolleyError
-from .action import ActionSpace, CAction, BOX, DISCRETE
+from .action import ActionSpace, CAction, DISCRETE
 
 __all__ = ["Actor", "Spec", "Weights", "run_actor", "spec_from_spaces", "ActorInterrupted",
            "SpecRefused"]

@@ -108,8 +108,9 @@ class Batch:
     obs [n, T+1, D] float32 (unpack=True) or obs_rows [n, T+1, row_bytes]
     uint8 (unpack=False: f32 fields as their bytes, others one byte a value);
     actions [n, T, dims] float32 (the spec's action space: discrete choices
-    as whole numbers, a box's samples as drawn, before clipping); rewards, dones, logp [n, T] float32 (dones[t] = 1
-    when the episode ended after action t, either way); truncated [n, T]
+    as whole numbers, a box's samples as drawn, before clipping); rewards,
+    dones, logp [n, T] float32 (dones[t] = 1 when the episode ended after
+    action t, either way); truncated [n, T]
     uint8 (1 when that end was a time limit's); final_obs [n, T, D] float32
     (the final observation at each truncated step, 0 elsewhere: V(x_final));
     policy_version, seq [n] uint64; actor_id, env_id, n_episodes [n] uint32;
@@ -233,8 +234,8 @@ class Learner:
     "hidden": 64}, or "fields": [((84, 84), "u2"), ((16,), "u1")] instead of
     obs_dim, "action": volley.ActionSpace.box([-1], [1]) instead of
     num_actions). self.spec holds "action" (an ActionSpace) and
-    "num_actions" (the policy head's outputs). Raises VolleyError with the reason when the broker refuses the
-    spec or none comes in time.
+    "num_actions" (the policy head's outputs). Raises VolleyError with the
+    reason when the broker refuses the spec or none comes in time.
     """
 
     def __init__(self, broker: str = "127.0.0.1:7600", policy: str = "default",

@@ -19,8 +19,9 @@ or an int obs_dim (one f32 field). The action space is `action` (an
 ActionSpace, or what ActionSpace.of takes) or num_actions discrete choices,
 else the one fields carry (a Spec's, a spec dict's). The head's outputs
 (`outputs` of them) are the logits of every discrete dimension in turn, or
-a box's means, whose log-stds are the tensor pi.logstd [dims]. Image fields (three dimensions, channels
-first) hold their raw values (0..255 for u8): the network scales them.
+a box's means, whose log-stds are the tensor pi.logstd [dims]. Image
+fields (three dimensions, channels first) hold their raw values (0..255 for
+u8): the network scales them.
 """
 from __future__ import annotations
 
