@@ -53,18 +53,27 @@ class ActionSpace:
             raise ValueError(f"action space: kind {kind!r}: expected one of {KINDS}")
         self.kind = int(kind)
         if kind == BOX:
-            self.low = np.asarray(low, dtype=np.float32).reshape(-1)
-            self.high = np.asarray(high, dtype=np.float32).reshape(-1)
+            try:
+                lo64 = np.asarray(low, dtype=np.float64).reshape(-1)
+                hi64 = np.asarray(high, dtype=np.float64).reshape(-1)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"box: bounds {low!r}, {high!r}: expected numbers ({e})") \
+                    from None
             self.n = np.zeros(0, np.int64)
-            self.dims = len(self.low)
-            if len(self.high) != self.dims:
-                raise ValueError(f"box: {self.dims} low bounds and {len(self.high)} high bounds")
+            self.dims = len(lo64)
+            if len(hi64) != self.dims:
+                raise ValueError(f"box: {self.dims} low bounds and {len(hi64)} high bounds")
             self._check_dims()
+            top = float(np.finfo(np.float32).max)
+            for d in range(self.dims):
+                lo, hi = lo64[d], hi64[d]
+                if not (abs(lo) <= top and abs(hi) <= top):  # NaN fails too
+                    raise ValueError(f"box dimension {d}: bounds [{lo}, {hi}]: volley needs "
+                                     "finite float32 bounds (a Gaussian's samples are clipped "
+                                     "to them)")
+            self.low, self.high = lo64.astype(np.float32), hi64.astype(np.float32)
             for d in range(self.dims):
                 lo, hi = self.low[d], self.high[d]
-                if not (np.isfinite(lo) and np.isfinite(hi)):
-                    raise ValueError(f"box dimension {d}: bounds [{lo}, {hi}]: volley needs "
-                                     "finite bounds (a Gaussian's samples are clipped to them)")
                 if not lo < hi:
                     raise ValueError(f"box dimension {d}: low {lo} is not below high {hi}")
             self.start = np.zeros(self.dims, np.int64)
