@@ -110,10 +110,11 @@ def _eval_and_export(run, tmp_path, target):
         assert not np.allclose(module(torch.from_numpy(obs))[0].numpy(), theirs, atol=1e-3)
 
 
-def test_multidiscrete_env_gets_int_arrays_in_range(procs):
+def test_multidiscrete_env_gets_int_arrays_in_range(procs, tmp_path):
     port = free_port()
     procs.broker(port)
-    procs.learner(port, "--batch", 4)
+    run = tmp_path / "run"
+    learner = procs.learner(port, "--batch", 4, "--run-dir", run)
     envs = [Buttons() for _ in range(4)]
     steps = volley.run_actor(envs, broker=f"127.0.0.1:{port}", horizon=16, max_steps=4 * 16 * 6)
     assert steps == 4 * 16 * 6
@@ -127,6 +128,12 @@ def test_multidiscrete_env_gets_int_arrays_in_range(procs):
             break
         time.sleep(0.25)
     assert int(stats.get("version", 0)) >= 1, (stats, procs.dump())
+    assert procs.stop(learner) == 0, procs.dump()
+    # the kept policy plays the env in Python: each button's choice drawn from its logits
+    r = _volley("eval", run, "--env", "action_envs:make_buttons", "--episodes", 4, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "actions multi_discrete(3,2)" in r.stdout and "4 episodes" in r.stdout, r.stdout
+    assert 0 <= _mean(r.stdout) <= 16, r.stdout
 
 
 @pytest.mark.parametrize("make,actions,words", [
