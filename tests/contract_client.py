@@ -115,10 +115,9 @@ class Policy:
                 raise ValueError("tensor %s is %s, want %s" % (name, tensors[name][0], shape))
         self.norm = None
         stats = ("norm.obs.mean", "norm.obs.var", "norm.state")
-        if all(name in tensors for name in stats):
-            (mshape, mean), (vshape, var), (sshape, state) = (tensors[n] for n in stats)
-            if mshape != (obs_dim,) or vshape != (obs_dim,) or sshape != (4,):
-                raise ValueError("statistics tensors of shapes %s %s %s" % (mshape, vshape, sshape))
+        shapes = ((obs_dim,), (obs_dim,), (4,))
+        if all(name in tensors and tensors[name][0] == shape for name, shape in zip(stats, shapes)):
+            mean, var, state = (tensors[name][1] for name in stats)
             if any(v < 0 for v in var) or not (state[0] > 0 and state[1] > 0 and state[3] >= 0):
                 raise ValueError("statistics out of range: a variance < 0 or a count <= 0")
             if state[0] > self.NORM_COUNT0:  # statistics of no observation leave x as it is
