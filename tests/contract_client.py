@@ -32,7 +32,6 @@ import zmq
 
 SCHEMA = 3            # PROTOCOL.md §2: what senders write
 SCHEMAS_READ = (2, 3)  # and what a receiver takes
-NUM_ACTIONS = 2       # CartPole: push left (0) or right (1)
 STATS_TOPIC = b"~stats"
 
 
@@ -205,9 +204,10 @@ class Client:
         self.sub.setsockopt(zmq.SUBSCRIBE, self.policy.encode())
         self.sub.setsockopt(zmq.SUBSCRIBE, STATS_TOPIC)
         self.control = self.sock(zmq.DEALER, host, base + 4)
-        self.action = pb.ActionSpace(kind=pb.DISCRETE, n=[NUM_ACTIONS])
+        self.choices = a.choices
+        self.action = pb.ActionSpace(kind=pb.DISCRETE, n=[self.choices])
         self.spec = pb.Spec(schema=SCHEMA, policy_id=self.policy, action=self.action,
-                            num_actions=NUM_ACTIONS,  # written for a DISCRETE space only
+                            num_actions=self.choices,  # written for a DISCRETE space only
                             horizon=a.horizon, hidden=a.hidden, env="cartpole-python",
                             obs_fields=[pb.ObsField(encoding=pb.F32, shape=[4])])
         self.envs = [CartPole(a.seed * 1000 + i) for i in range(a.envs)]
@@ -311,7 +311,7 @@ class Client:
             w, tensors = decode_weights(self.pb, body, self.policy)
             if self.version is not None and w.version == self.version:
                 return False  # a republication or the last-value cache again
-            net = Policy(tensors, 4, NUM_ACTIONS, self.a.hidden)
+            net = Policy(tensors, 4, self.choices, self.a.hidden)
         except Exception as e:  # noqa: BLE001  hostile input is dropped, not fatal
             print("ignoring weights: %s" % e, flush=True)
             return False
@@ -379,7 +379,7 @@ class Client:
         if schema >= 3:
             msg.action.CopyFrom(self.action)
         else:
-            msg.num_actions = NUM_ACTIONS
+            msg.num_actions = self.choices
         return msg.SerializeToString()
 
     def send_segments(self):
@@ -511,6 +511,9 @@ def main():
     p.add_argument("--target", type=float, default=475.0)
     p.add_argument("--max-seconds", type=float, default=240)
     p.add_argument("--print-every", type=float, default=2.0)
+    p.add_argument("--choices", type=int, default=2,
+                   help="declare the space DISCRETE(N): CartPole's is 2 (push left 0, right 1); "
+                        "another N (choices other than 1 push left) is one its learner refuses")
     p.add_argument("--schema2-rounds", type=int, default=0,
                    help="send the first N rounds of segments in schema 2 (int32 actions)")
     a = p.parse_args()

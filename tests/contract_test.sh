@@ -7,8 +7,9 @@
 # actions) except for its first round of segments, sent in schema 2 (int32
 # actions, num_actions) as older senders write them. Every segment it pushes is accepted (none
 # refused by the broker or the learner, which ingested exactly the steps it sent, no
-# sequence gaps), it applies weights of increasing versions, and a second run
-# with the wrong horizon is refused by the broker with a reason naming it.
+# sequence gaps), it applies weights of increasing versions, and runs with the
+# wrong horizon or another action space are refused by the broker with a reason
+# naming the field.
 # (Refusals by the learner are booked by the broker as drops: no kind=drop line
 # means neither refused anything. Segments the learner accepted and later found
 # too stale under load, --max-lag, are not refusals and are only reported.)
@@ -83,4 +84,13 @@ grep -q "^REFUSED spec: horizon: policy 'default' has $HORIZON, this actor 32" "
 grep -q 'kind=drop drop_kind=specs reason="horizon: ' "$TMP/top2.log" ||
     fail "the broker did not count the refused spec: $(grep 'kind=drop' "$TMP/top2.log")"
 pass "a client with the wrong horizon is refused: $(grep -m1 '^REFUSED spec' "$TMP/wrong.log")"
-echo "6 passed, 0 failed"
+
+# A client declaring another action space: refused, the reason naming both spaces.
+timeout 60 $PY "$CLIENT" --broker "$B" --id 4244 --envs 2 --horizon $HORIZON --hidden $HIDDEN \
+    --choices 3 --max-seconds 30 > "$TMP/space.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "a client declaring discrete(3) exited $rc, wanted 2 (refused): $(tail -3 "$TMP/space.log")"
+grep -q "^REFUSED spec: actions: policy 'default' has discrete(2), this actor discrete(3)$" "$TMP/space.log" ||
+    fail "no refusal naming both action spaces: $(tail -3 "$TMP/space.log")"
+pass "a client with another action space is refused: $(grep -m1 '^REFUSED spec' "$TMP/space.log")"
+echo "7 passed, 0 failed"
