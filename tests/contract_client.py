@@ -219,6 +219,7 @@ class Client:
         self.net = None
         self.version = None
         self.applied = []             # versions applied, in order
+        self.normalising = 0          # of them, weights whose statistics normalise observations
         self.apply_ms = []
         self.rounds_on_version = 0
         self.seq = 0
@@ -320,6 +321,7 @@ class Client:
                   (w.version, self.applied[-1]), flush=True)
         self.net, self.version = net, w.version
         self.applied.append(w.version)
+        self.normalising += net.norm is not None
         self.rounds_on_version = 0
         if w.publish_ns:
             ms = (time.time_ns() - w.publish_ns) / 1e6
@@ -487,7 +489,8 @@ class Client:
         v = self.applied
         up = all(b > c for b, c in zip(v[1:], v))
         print("weights applied: %d versions, first %s, last %s, each newer than the last: %s" %
-              (len(v), v[0] if v else "-", v[-1] if v else "-", "yes" if up else "no"), flush=True)
+              (len(v), v[0] if v else "-", v[-1] if v else "-", "yes" if up else "no"))
+        print("weights normalising observations: %d of %d" % (self.normalising, len(v)), flush=True)
 
     def close(self):
         for s in (self.push, self.sub, self.control):

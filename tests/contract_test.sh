@@ -93,4 +93,19 @@ rc=$?
 grep -q "^REFUSED spec: actions: policy 'default' has discrete(2), this actor discrete(3)$" "$TMP/space.log" ||
     fail "no refusal naming both action spaces: $(tail -3 "$TMP/space.log")"
 pass "a client with another action space is refused: $(grep -m1 '^REFUSED spec' "$TMP/space.log")"
-echo "7 passed, 0 failed"
+
+# A learner normalising observations publishes their statistics with its weights;
+# the client normalises as PROTOCOL.md §5 says (a client ignoring them does not
+# reach the bar: its actions come from another policy than the learner's).
+"$VOLLEY" learner --broker "$B" --policy normed --env cartpole --horizon $HORIZON --hidden $HIDDEN \
+    --seed 1 --norm-obs 1 --norm-reward 0 > "$TMP/learner_norm.log" 2>&1 &
+PIDS+=($!)
+wait_for "$TMP/learner_norm.log" 10 "training policy" || fail "the normalising learner did not start"
+timeout 110 $PY "$CLIENT" --broker "$B" --policy normed --id 4245 --seed 2 --envs $ENVS \
+    --horizon $HORIZON --hidden $HIDDEN --target $TARGET --max-seconds 100 > "$TMP/norm.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "the client on normalised observations exited $rc: $(tail -3 "$TMP/norm.log")"
+normed=$(sed -n 's/^weights normalising observations: \([0-9]*\) of .*/\1/p' "$TMP/norm.log")
+[ "${normed:-0}" -gt 0 ] || fail "no weights carried statistics: $(grep '^weights normalising' "$TMP/norm.log")"
+pass "the client reached the bar on a normalising learner's weights: $(grep -m1 '^reached: ' "$TMP/norm.log" | cut -d';' -f1), $(grep -m1 '^weights normalising' "$TMP/norm.log")"
+echo "8 passed, 0 failed"
