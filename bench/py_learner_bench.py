@@ -49,7 +49,8 @@ def load_batch(d):
         return np.fromfile(os.path.join(d, name), dtype).reshape(shape)
     return volley.Batch({
         "obs": f("obs.f32", np.float32, (N, T + 1, D)),
-        "actions": f("actions.i32", np.int32, (N, T)),
+        # the batch a transport hands over: float actions [n, T, dims], one choice here
+        "actions": f("actions.i32", np.int32, (N, T)).astype(np.float32)[..., None],
         "rewards": f("rewards.f32", np.float32, (N, T)),
         "dones": f("dones.f32", np.float32, (N, T)),
         "truncated": f("truncated.u8", np.uint8, (N, T)),

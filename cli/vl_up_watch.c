@@ -161,7 +161,7 @@ static int s_judge(const vl_up_config_t *c, void *sub, s_watch_t *w, double secs
     if (!done && !solved && (over_steps || over_time)) {
         // The budget first: a report that shows it solved past the budget did not solve in time.
         printf("not solved: budget spent after %llu steps in %.1f s "
-               "(mean return %.1f over %u episodes, %s needs %.0f over 100)\n",
+               "(mean return %.1f over %u episodes, %s needs %g over 100)\n",
                (unsigned long long)s->env_steps, secs, s->mean_return, s->window, c->env->name,
                c->env->solved_return);
         return 1;

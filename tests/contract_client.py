@@ -8,6 +8,11 @@ the policy net from the Weights it receives, pushes one segment per env every
 --horizon steps, beats its spec once a second, and reads the learner's Stats on
 topic "~stats" until the mean return over 100 episodes reaches --target.
 
+It speaks schema 3: its Spec and Segments carry the action space (CartPole's
+DISCRETE of 2 choices) and actions travel as float32. With --schema2-rounds N
+its first N rounds of segments are sent as a sender from before action spaces
+wrote them (schema 2: num_actions and int32 actions), which receivers still take.
+
 Exit status: 0 target reached, 1 time out or error, 2 the broker refused our
 spec (["REFUSED"]["spec"][reason], printed as "REFUSED spec: <reason>").
 """
@@ -25,7 +30,8 @@ import time
 import lz4.block
 import zmq
 
-SCHEMA = 2            # PROTOCOL.md "Schema version"
+SCHEMA = 3            # PROTOCOL.md §2: what senders write
+SCHEMAS_READ = (2, 3)  # and what a receiver takes
 STATS_TOPIC = b"~stats"
 
 
@@ -87,12 +93,17 @@ class CartPole:
 
 class Policy:
     """The policy half of volley's net (PROTOCOL.md "The network"): obs -> hidden ->
-    hidden -> logits, tanh on the hidden layers, weights [out][in] row-major."""
+    hidden -> head outputs, tanh on the hidden layers, weights [out][in] row-major.
+    For a discrete space the head has sum(n) logits; when the weights carry the
+    statistics tensors (norm.obs.mean, norm.obs.var, norm.state) the F32
+    observation values are normalised with them first."""
 
-    def __init__(self, tensors, obs_dim, num_actions, hidden):
+    NORM_EPS, NORM_CLIP, NORM_COUNT0 = 1e-8, 10.0, 1e-4
+
+    def __init__(self, tensors, obs_dim, outputs, hidden):
         want = {"pi.0.weight": (hidden, obs_dim), "pi.0.bias": (hidden,),
                 "pi.1.weight": (hidden, hidden), "pi.1.bias": (hidden,),
-                "pi.2.weight": (num_actions, hidden), "pi.2.bias": (num_actions,),
+                "pi.2.weight": (outputs, hidden), "pi.2.bias": (outputs,),
                 "v.0.weight": (hidden, obs_dim), "v.0.bias": (hidden,),
                 "v.1.weight": (hidden, hidden), "v.1.bias": (hidden,),
                 "v.2.weight": (1, hidden), "v.2.bias": (1,)}
@@ -101,14 +112,31 @@ class Policy:
                 raise ValueError("weights lack tensor %s" % name)
             if tensors[name][0] != shape:
                 raise ValueError("tensor %s is %s, want %s" % (name, tensors[name][0], shape))
+        self.norm = None
+        stats = ("norm.obs.mean", "norm.obs.var", "norm.state")
+        shapes = ((obs_dim,), (obs_dim,), (4,))
+        if all(name in tensors and tensors[name][0] == shape for name, shape in zip(stats, shapes)):
+            mean, var, state = (tensors[name][1] for name in stats)
+            if any(v < 0 for v in var) or not (state[0] > 0 and state[1] > 0 and state[3] >= 0):
+                raise ValueError("statistics out of range: a variance < 0 or a count <= 0")
+            if state[0] > self.NORM_COUNT0:  # statistics of no observation leave x as it is
+                self.norm = [(m, math.sqrt(v + self.NORM_EPS)) for m, v in zip(mean, var)]
         self.layers = []
         for layer in range(3):
             (out, inp), w = tensors["pi.%d.weight" % layer]
             rows = [w[o * inp:(o + 1) * inp] for o in range(out)]
             self.layers.append(list(zip(rows, tensors["pi.%d.bias" % layer][1])))
 
+    def normalised(self, x):
+        """x as the net reads it: every value here is F32, so all are normalised."""
+        if self.norm is None:
+            return x
+        c = self.NORM_CLIP
+        return [min(c, max(-c, (v - m) / s)) for v, (m, s) in zip(x, self.norm)]
+
     def logits(self, x):
         mul, tanh = operator.mul, math.tanh
+        x = self.normalised(x)
         l0, l1, l2 = self.layers
         h = [tanh(b + sum(map(mul, row, x))) for row, b in l0]
         h = [tanh(b + sum(map(mul, row, h))) for row, b in l1]
@@ -125,7 +153,7 @@ def decode_weights(pb, body, policy):
     """Parses and checks a Weights message; returns it and {name: (shape, floats)}."""
     w = pb.Weights()
     w.ParseFromString(body)
-    if w.schema != SCHEMA:
+    if w.schema not in SCHEMAS_READ:
         raise ValueError("schema %d" % w.schema)
     if w.policy_id != policy:
         raise ValueError("policy_id %r" % w.policy_id)
@@ -154,9 +182,12 @@ class Segment:
         self.finals, self.ep_returns, self.ep_lengths = [], [], []
         self.version = 0
 
-    def payload(self, horizon):
+    def payload(self, horizon, schema):
+        """PROTOCOL.md §4: obs, actions (schema 3: float32 [T][dims], dims = 1 here;
+        schema 2: int32 [T]), rewards, logp, dones, final observations."""
         T = horizon
-        return b"".join([b"".join(self.obs), struct.pack("<%di" % T, *self.actions),
+        actions = struct.pack("<%d%s" % (T, "f" if schema >= 3 else "i"), *self.actions)
+        return b"".join([b"".join(self.obs), actions,
                          struct.pack("<%df" % T, *self.rewards), struct.pack("<%df" % T, *self.logp),
                          bytes(self.dones), b"".join(self.finals)])
 
@@ -173,7 +204,10 @@ class Client:
         self.sub.setsockopt(zmq.SUBSCRIBE, self.policy.encode())
         self.sub.setsockopt(zmq.SUBSCRIBE, STATS_TOPIC)
         self.control = self.sock(zmq.DEALER, host, base + 4)
-        self.spec = pb.Spec(schema=SCHEMA, policy_id=self.policy, num_actions=2,
+        self.choices = a.choices
+        self.action = pb.ActionSpace(kind=pb.DISCRETE, n=[self.choices])
+        self.spec = pb.Spec(schema=SCHEMA, policy_id=self.policy, action=self.action,
+                            num_actions=self.choices,  # written for a DISCRETE space only
                             horizon=a.horizon, hidden=a.hidden, env="cartpole-python",
                             obs_fields=[pb.ObsField(encoding=pb.F32, shape=[4])])
         self.envs = [CartPole(a.seed * 1000 + i) for i in range(a.envs)]
@@ -185,10 +219,13 @@ class Client:
         self.net = None
         self.version = None
         self.applied = []             # versions applied, in order
+        self.normalising = 0          # of them, weights whose statistics normalise observations
         self.apply_ms = []
         self.rounds_on_version = 0
         self.seq = 0
         self.sent = 0
+        self.rounds = 0
+        self.sent_schema2 = 0
         self.steps = 0
         self.ends = [0, 0, 0]         # dones sent: 0 goes on, 1 terminated, 2 truncated
         self.stats = None             # the learner's last Stats for our policy
@@ -265,7 +302,7 @@ class Client:
                     st.ParseFromString(body)
                 except Exception:
                     continue
-                if st.schema == SCHEMA and st.policy_id == self.policy:
+                if st.schema in SCHEMAS_READ and st.policy_id == self.policy:
                     self.stats = st
             elif topic == self.policy.encode():   # exact: subscriptions are prefixes
                 new |= self.apply(body)
@@ -275,7 +312,7 @@ class Client:
             w, tensors = decode_weights(self.pb, body, self.policy)
             if self.version is not None and w.version == self.version:
                 return False  # a republication or the last-value cache again
-            net = Policy(tensors, 4, 2, self.a.hidden)
+            net = Policy(tensors, 4, self.choices, self.a.hidden)
         except Exception as e:  # noqa: BLE001  hostile input is dropped, not fatal
             print("ignoring weights: %s" % e, flush=True)
             return False
@@ -284,6 +321,7 @@ class Client:
                   (w.version, self.applied[-1]), flush=True)
         self.net, self.version = net, w.version
         self.applied.append(w.version)
+        self.normalising += net.norm is not None
         self.rounds_on_version = 0
         if w.publish_ns:
             ms = (time.time_ns() - w.publish_ns) / 1e6
@@ -309,7 +347,7 @@ class Client:
                 a = len(logp) - 1
             reward, term, trunc = env.step(a)
             seg.obs.append(raw)
-            seg.actions.append(a)
+            seg.actions.append(a)  # packed as float32 (schema 3) or int32 (schema 2)
             seg.rewards.append(reward)
             seg.logp.append(logp[a])
             self.ep_ret[i] += reward
@@ -328,20 +366,29 @@ class Client:
                 self.cur[i] = env.observe()
         self.steps += len(self.envs)
 
-    def send_segments(self):
+    def segment_msg(self, i, seg, schema):
+        """Segment i as one message of the given schema: 3 carries the action space, 2 (a
+        sender from before action spaces) num_actions."""
         T = self.a.horizon
+        payload = seg.payload(T, schema)
+        block = lz4.block.compress(payload, store_size=False)
+        msg = self.pb.Segment(
+            schema=schema, actor_id=self.a.id, env_id=i, seq=self.seq, policy_id=self.policy,
+            policy_version=seg.version, horizon=T,
+            obs_fields=[self.pb.ObsField(encoding=self.pb.F32, shape=[4])],
+            raw_size=len(payload), payload=block, episode_returns=seg.ep_returns,
+            episode_lengths=seg.ep_lengths, send_ns=time.time_ns(), truncations=len(seg.finals))
+        if schema >= 3:
+            msg.action.CopyFrom(self.action)
+        else:
+            msg.num_actions = self.choices
+        return msg.SerializeToString()
+
+    def send_segments(self):
+        schema = 2 if self.rounds < self.a.schema2_rounds else SCHEMA
         for i, seg in enumerate(self.segs):
             seg.obs.append(self.cur[i][0])  # bootstrap observation obs[T]
-            payload = seg.payload(T)
-            block = lz4.block.compress(payload, store_size=False)
-            msg = self.pb.Segment(
-                schema=SCHEMA, actor_id=self.a.id, env_id=i, seq=self.seq, policy_id=self.policy,
-                policy_version=seg.version, horizon=T,
-                obs_fields=[self.pb.ObsField(encoding=self.pb.F32, shape=[4])], num_actions=2,
-                raw_size=len(payload), payload=block, episode_returns=seg.ep_returns,
-                episode_lengths=seg.ep_lengths, send_ns=time.time_ns(),
-                truncations=len(seg.finals))
-            data = msg.SerializeToString()
+            data = self.segment_msg(i, seg, schema)
             while True:
                 try:
                     self.push.send(data, zmq.NOBLOCK)
@@ -354,7 +401,9 @@ class Client:
                     time.sleep(0.01)
             self.seq += 1
             self.sent += 1
+            self.sent_schema2 += schema == 2
             self.segs[i] = Segment()
+        self.rounds += 1
 
     def progress(self, force=False):
         now = time.monotonic()
@@ -434,12 +483,14 @@ class Client:
                 return 1
 
     def summary(self):
+        print("segments sent: %d, %d of them in schema 2" % (self.sent, self.sent_schema2))
         print("episodes ended: %d terminated (done 1), %d truncated at %d steps (done 2, with "
               "their final observations)" % (self.ends[1], self.ends[2], CartPole.MAX_STEPS))
         v = self.applied
         up = all(b > c for b, c in zip(v[1:], v))
         print("weights applied: %d versions, first %s, last %s, each newer than the last: %s" %
-              (len(v), v[0] if v else "-", v[-1] if v else "-", "yes" if up else "no"), flush=True)
+              (len(v), v[0] if v else "-", v[-1] if v else "-", "yes" if up else "no"))
+        print("weights normalising observations: %d of %d" % (self.normalising, len(v)), flush=True)
 
     def close(self):
         for s in (self.push, self.sub, self.control):
@@ -463,6 +514,11 @@ def main():
     p.add_argument("--target", type=float, default=475.0)
     p.add_argument("--max-seconds", type=float, default=240)
     p.add_argument("--print-every", type=float, default=2.0)
+    p.add_argument("--choices", type=int, default=2,
+                   help="declare the space DISCRETE(N): CartPole's is 2 (push left 0, right 1); "
+                        "another N (choices other than 1 push left) is one its learner refuses")
+    p.add_argument("--schema2-rounds", type=int, default=0,
+                   help="send the first N rounds of segments in schema 2 (int32 actions)")
     a = p.parse_args()
     pb = load_pb2(a.proto)
     c = Client(a, pb)

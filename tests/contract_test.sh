@@ -3,10 +3,13 @@
 # from messages/PROTOCOL.md and volley.proto in plain Python (pyzmq, protobuf,
 # lz4; no libvolley), makes a real `volley broker` and `volley learner --env
 # cartpole` solve CartPole-v1 (mean return >= 475 over 100 episodes, as the
-# learner's own Stats report it). Every segment it pushes is accepted (none
+# learner's own Stats report it). It speaks schema 3 (action spaces, float
+# actions) except for its first round of segments, sent in schema 2 (int32
+# actions, num_actions) as older senders write them. Every segment it pushes is accepted (none
 # refused by the broker or the learner, which ingested exactly the steps it sent, no
-# sequence gaps), it applies weights of increasing versions, and a second run
-# with the wrong horizon is refused by the broker with a reason naming it.
+# sequence gaps), it applies weights of increasing versions, and runs with the
+# wrong horizon or another action space are refused by the broker with a reason
+# naming the field.
 # (Refusals by the learner are booked by the broker as drops: no kind=drop line
 # means neither refused anything. Segments the learner accepted and later found
 # too stale under load, --max-lag, are not refusals and are only reported.)
@@ -32,7 +35,7 @@ wait_for "$TMP/learner.log" 10 "training policy" || fail "learner did not start"
 
 t0=$(date +%s)
 timeout 260 $PY "$CLIENT" --broker "$B" --id 4242 --seed 1 --envs $ENVS --horizon $HORIZON \
-    --hidden $HIDDEN --target $TARGET --max-seconds 240 > "$TMP/client.log" 2>&1
+    --hidden $HIDDEN --target $TARGET --max-seconds 240 --schema2-rounds 1 > "$TMP/client.log" 2>&1
 rc=$?
 secs=$(($(date +%s) - t0))
 tail -4 "$TMP/client.log"
@@ -62,6 +65,9 @@ n=$(echo "$applied" | sed -n 's/^weights applied: \([0-9]*\) versions.*/\1/p')
 echo "$applied" | grep -q 'each newer than the last: yes$' && [ "${n:-0}" -ge 10 ] ||
     fail "weights not applied in increasing versions: ${applied:-no summary line}"
 pass "the client applied $n weights versions, each newer than the last"
+old=$(sed -n 's/^segments sent: [0-9]*, \([0-9]*\) of them in schema 2$/\1/p' "$TMP/client.log")
+[ "${old:-0}" = $ENVS ] || fail "the client sent ${old:-no} schema-2 segments, wanted $ENVS: $(grep '^segments sent' "$TMP/client.log")"
+pass "schema-2 segments are still taken: $(grep -m1 '^segments sent' "$TMP/client.log")"
 trunc=$(sed -n 's/^episodes ended: .*, \([0-9]*\) truncated .*/\1/p' "$TMP/client.log")
 [ "${trunc:-0}" -gt 0 ] || fail "no episode was truncated: $(grep '^episodes ended' "$TMP/client.log")"
 pass "truncation exercised: $(grep -m1 '^episodes ended' "$TMP/client.log")"
@@ -78,4 +84,28 @@ grep -q "^REFUSED spec: horizon: policy 'default' has $HORIZON, this actor 32" "
 grep -q 'kind=drop drop_kind=specs reason="horizon: ' "$TMP/top2.log" ||
     fail "the broker did not count the refused spec: $(grep 'kind=drop' "$TMP/top2.log")"
 pass "a client with the wrong horizon is refused: $(grep -m1 '^REFUSED spec' "$TMP/wrong.log")"
-echo "5 passed, 0 failed"
+
+# A client declaring another action space: refused, the reason naming both spaces.
+timeout 60 $PY "$CLIENT" --broker "$B" --id 4244 --envs 2 --horizon $HORIZON --hidden $HIDDEN \
+    --choices 3 --max-seconds 30 > "$TMP/space.log" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "a client declaring discrete(3) exited $rc, wanted 2 (refused): $(tail -3 "$TMP/space.log")"
+grep -q "^REFUSED spec: actions: policy 'default' has discrete(2), this actor discrete(3)$" "$TMP/space.log" ||
+    fail "no refusal naming both action spaces: $(tail -3 "$TMP/space.log")"
+pass "a client with another action space is refused: $(grep -m1 '^REFUSED spec' "$TMP/space.log")"
+
+# A learner normalising observations publishes their statistics with its weights;
+# the client normalises as PROTOCOL.md §5 says (a client ignoring them does not
+# reach the bar: its actions come from another policy than the learner's).
+"$VOLLEY" learner --broker "$B" --policy normed --env cartpole --horizon $HORIZON --hidden $HIDDEN \
+    --seed 1 --norm-obs 1 --norm-reward 0 > "$TMP/learner_norm.log" 2>&1 &
+PIDS+=($!)
+wait_for "$TMP/learner_norm.log" 10 "training policy" || fail "the normalising learner did not start"
+timeout 110 $PY "$CLIENT" --broker "$B" --policy normed --id 4245 --seed 2 --envs $ENVS \
+    --horizon $HORIZON --hidden $HIDDEN --target $TARGET --max-seconds 100 > "$TMP/norm.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "the client on normalised observations exited $rc: $(tail -3 "$TMP/norm.log")"
+normed=$(sed -n 's/^weights normalising observations: \([0-9]*\) of .*/\1/p' "$TMP/norm.log")
+[ "${normed:-0}" -gt 0 ] || fail "no weights carried statistics: $(grep '^weights normalising' "$TMP/norm.log")"
+pass "the client reached the bar on a normalising learner's weights: $(grep -m1 '^reached: ' "$TMP/norm.log" | cut -d';' -f1), $(grep -m1 '^weights normalising' "$TMP/norm.log")"
+echo "8 passed, 0 failed"

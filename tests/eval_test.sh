@@ -43,7 +43,7 @@ grep -q "^eval: cartpole, .*20 episodes, greedy actions, seed 5" run.txt || fail
 printf '[up]\nenv = catch\n' > run/config.ini
 "$VOLLEY" eval run > bad.txt 2>&1 && fail "eval on a run whose env does not match exited 0"
 [ $? -eq 2 ] && [ "$(wc -l < bad.txt)" -eq 1 ] &&
-    grep -q "takes 4 observations and 2 actions; env catch gives 290 and 3" bad.txt ||
+    grep -q "takes 4 observations and acts in discrete(2); env catch gives 290 and discrete(3)" bad.txt ||
     fail "mismatched env: $(cat bad.txt)"
 pass "eval RUN reads its env from config.ini; a mismatched env: $(cat bad.txt)"
 
@@ -63,7 +63,7 @@ printf 'X' | dd of=flip.ckpt bs=1 seek=5000 conv=notrunc status=none
 expect2 "flip.ckpt: .*checksum" "$VOLLEY" eval flip.ckpt
 head -c 300 /dev/urandom > junk.ckpt
 expect2 "junk.ckpt: " "$VOLLEY" eval junk.ckpt
-expect2 "env catch gives 290 and 3" "$VOLLEY" eval ck/default.ckpt --env catch
+expect2 "env catch gives 290 and discrete(3)" "$VOLLEY" eval ck/default.ckpt --env catch
 expect2 "no checkpoint of policy 'default' in" "$VOLLEY" eval "$TMP"
 expect2 "episodes" "$VOLLEY" eval ck/default.ckpt --episodes 0
 

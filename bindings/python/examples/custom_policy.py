@@ -99,8 +99,10 @@ def learner_main(a):
             fresh = version - b.policy_version.astype(np.int64) <= a.max_lag
             if fresh.any():
                 b = b.select(fresh)
-                n, T = b.actions.shape
-                obs, act = torch.from_numpy(b.obs), torch.from_numpy(b.actions).long()
+                # actions [n, T, 1]: one discrete choice a step, as a whole number
+                n, T = b.actions.shape[:2]
+                act = torch.from_numpy(b.actions[..., 0]).long()
+                obs = torch.from_numpy(b.obs)
                 with torch.no_grad():  # V-trace targets with the current weights
                     logits, values = agent(obs)
                     logp = torch.log_softmax(logits[:, :T], -1).gather(-1, act[..., None])[..., 0]

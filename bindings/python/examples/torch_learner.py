@@ -93,9 +93,9 @@ class Agent(nn.Module):
 def targets(agent, b, a):
     """V-trace targets and advantages for batch b, with the current weights's
     log-probs (PPO's old_logp). Returns obs, actions, old_logp, vs, adv flat [n*T]."""
-    n, T = b.actions.shape
+    n, T = b.actions.shape[:2]  # actions [n, T, 1]: one discrete choice a step
     obs = torch.from_numpy(b.obs)
-    actions = torch.from_numpy(b.actions).long()
+    actions = torch.from_numpy(b.actions[..., 0]).long()
     with torch.no_grad():
         logits, values = agent(obs)  # [n, T+1, A], [n, T+1]
         logp = torch.log_softmax(logits[:, :T], -1).gather(-1, actions[..., None])[..., 0]

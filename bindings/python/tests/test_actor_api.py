@@ -28,8 +28,11 @@ def test_unsupported_spaces_are_named():
         volley.spec_from_spaces(Box(0, 9, shape=(3,), dtype=np.int64), Discrete(2))
     with pytest.raises(ValueError, match=r"Tuple"):
         volley.spec_from_spaces(type("Tuple", (), {})(), Discrete(2))
-    with pytest.raises(ValueError, match=r"action space \(Box\)"):
-        volley.spec_from_spaces(Box(0, 1, shape=(2,)), Box(0, 1, shape=(1,)))
+    with pytest.raises(ValueError, match=r"action space \(Box of shape \[2, 2\]\)"):
+        volley.spec_from_spaces(Box(0, 1, shape=(2,)), Box(0, 1, shape=(2, 2)))
+    with pytest.raises(ValueError, match=r"box dimension 1: bounds \[-inf, inf\]"):
+        volley.spec_from_spaces(Box(0, 1, shape=(2,)), Box(np.array([0, -np.inf]),
+                                                           np.array([1, np.inf])))
     with pytest.raises(ValueError, match=r"field 'x'.*Discrete"):
         volley.spec_from_spaces(Dict({"x": Discrete(4)}), Discrete(2))
     s = volley.spec_from_spaces(*dict_spaces())
@@ -79,7 +82,7 @@ def test_dict_spec_reaches_the_learner_and_bad_input_is_refused(procs):
             actor.observe(z + 1, np.array([1, 0, 0]), z, good)
         assert actor.segments_sent == 4 * N
     learner = procs.text(procs.procs[1])
-    assert "obs u8[2x3] u1[5] f32[2] actions 3 horizon 4" in learner, learner
+    assert "obs u8[2x3] u1[5] f32[2] actions discrete(3) horizon 4" in learner, learner
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and int(top_kind(port, "broker").get("routed", 0)) < 4 * N:
         time.sleep(0.2)

@@ -12,7 +12,8 @@ from volley import _lib
 from volley.actor import _Env
 from volley.envs.cartpole import CartPoleEnv, CartPoleVectorEnv
 
-STEP = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.c_int32,
+# env ABI 2: step takes the action as floats (`dims` of them; a discrete choice as a whole number)
+STEP = ctypes.CFUNCTYPE(ctypes.c_float, ctypes.c_void_p, ctypes.POINTER(ctypes.c_float),
                         ctypes.POINTER(ctypes.c_float), ctypes.POINTER(ctypes.c_int),
                         ctypes.POINTER(ctypes.c_int))
 CREATE = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)
@@ -43,7 +44,7 @@ def test_numpy_cartpole_is_the_c_cartpole_bit_for_bit():
         for t in range(500):
             a = int(rng.integers(0, 2)) if episode % 2 else int(env.state[2] + env.state[3] > 0)
             o, r, te, tr, _ = env.step(a)
-            rc = step(c, a, obs, ctypes.byref(term), ctypes.byref(trunc))
+            rc = step(c, (ctypes.c_float * 1)(a), obs, ctypes.byref(term), ctypes.byref(trunc))
             assert np.array_equal(o, np.array(obs, np.float32)), (episode, t)
             assert (r, te, tr) == (rc, bool(term.value), bool(trunc.value)), (episode, t)
             compared += 1

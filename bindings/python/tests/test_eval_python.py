@@ -64,7 +64,8 @@ def test_eval_and_export_of_a_python_env_run(procs, tmp_path):
     assert r.returncode == 0, r.stderr
     spec = json.loads((tmp_path / "g.json").read_text())
     assert spec["env"]["name"] == ENV and spec["architecture"]["obs_dim"] == 1
-    for env, words in (("volley.envs.cartpole:make_env", "takes 1 observations and 2 actions; "
-                        "the env gives 4 and 2"), ("nosuch_mod:make", "No module named")):
+    for env, words in (("volley.envs.cartpole:make_env", "takes 1 observations and acts in "
+                        "discrete(2); the env gives 4 and acts in discrete(2)"),
+                       ("nosuch_mod:make", "No module named")):
         r = _volley("eval", run, "--env", env, cwd=tmp_path)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr

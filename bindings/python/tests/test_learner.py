@@ -53,17 +53,18 @@ def test_segments_from_c_actors_have_the_wire_structure(procs):
     broker = start(procs)
     with volley.Learner(broker, capacity=32, timeout=30) as learner:
         assert learner.spec == {"fields": [((D,), "f32")], "obs_dim": D, "num_actions": A,
+                                "action": volley.ActionSpace.discrete(A),
                                 "horizon": T, "hidden": H, "row_bytes": 4 * D,
                                 "model": f"linear({H}) tanh linear({H}) tanh"}
         learner.publish(mlp_weights(), 0)  # C actors wait for a first version
         b = take(learner, 8, procs)
         n = len(b)
         assert n == 8
-        shapes = {"obs": (n, T + 1, D), "actions": (n, T), "rewards": (n, T), "dones": (n, T),
+        shapes = {"obs": (n, T + 1, D), "actions": (n, T, 1), "rewards": (n, T), "dones": (n, T),
                   "truncated": (n, T), "logp": (n, T), "final_obs": (n, T, D),
                   "policy_version": (n,), "actor_id": (n,), "env_id": (n,), "seq": (n,),
                   "n_episodes": (n,)}
-        dtypes = {"obs": np.float32, "actions": np.int32, "rewards": np.float32,
+        dtypes = {"obs": np.float32, "actions": np.float32, "rewards": np.float32,
                   "dones": np.float32, "truncated": np.uint8, "logp": np.float32,
                   "final_obs": np.float32, "policy_version": np.uint64, "actor_id": np.uint32,
                   "env_id": np.uint32, "seq": np.uint64, "n_episodes": np.uint32}
@@ -72,7 +73,7 @@ def test_segments_from_c_actors_have_the_wire_structure(procs):
             assert b[name].flags.c_contiguous and b[name].flags.owndata, name
         assert set(b.actor_id) <= {3, 5}
         assert (b.policy_version == 0).all()
-        assert ((b.actions >= 0) & (b.actions < A)).all()
+        assert ((b.actions >= 0) & (b.actions < A) & (b.actions == np.round(b.actions))).all()
         assert np.isfinite(b.obs).all() and (b.obs != 0).any()
         assert (b.rewards == 1.0).all()  # CartPole: 1 a step
         assert set(np.unique(b.dones)) <= {0.0, 1.0}
@@ -303,3 +304,42 @@ def test_no_spec_in_time_names_why(procs):
     with pytest.raises(ValueError, match="spec field 0"):
         volley.Learner(f"127.0.0.1:{port}", spec={"fields": [((4,), "f16")], "num_actions": 2,
                                                   "horizon": 8}, timeout=0.5)
+
+
+def test_a_declared_multi_discrete_spec_and_its_batches(procs):
+    """A Python learner declares a multi-discrete policy; a Python actor of that
+    space (Buttons: MultiDiscrete([3, 2])) sends segments whose actions arrive
+    [n, T, 2] as whole numbers within each dimension's choices, with joint
+    log-probs; the weights published must be that space's network (logits 3 + 2)."""
+    from procs import free_port, REPO
+    pytest.importorskip("torch")
+    import volley.torch as vt
+    port = free_port()
+    procs.broker(port)
+    space = volley.ActionSpace.multi_discrete([3, 2])
+    spec = {"obs_dim": 1, "action": space, "horizon": 16, "hidden": 16}
+    tests = os.path.dirname(os.path.abspath(__file__))
+    with volley.Learner(f"127.0.0.1:{port}", spec=spec, capacity=8, timeout=30) as learner:
+        assert learner.spec["action"] == space and learner.spec["num_actions"] == 5
+        net = vt.build("mlp(16)", 1, action=space, seed=1)
+        with pytest.raises(ValueError, match=r"pi\.2\.weight"):
+            learner.publish(vt.numpy_weights(vt.build("mlp(16)", 1, 3, seed=1)), 0)
+        learner.publish(vt.numpy_weights(net), 0)
+        procs.python("actor", "-m", "volley", "actor", "--env", "action_envs:make_buttons",
+                     "--broker", f"127.0.0.1:{port}", "--envs", 2, "--horizon", 16,
+                     "--hidden", 16, env={"PYTHONPATH": f"{tests}:{REPO / 'bindings' / 'python'}"})
+        b = take(learner, 2, procs)
+        assert b.actions.shape == (2, 16, 2) and b.actions.dtype == np.float32
+        assert (b.actions == np.round(b.actions)).all() and (b.actions >= 0).all()
+        assert (b.actions[..., 0] < 3).all() and (b.actions[..., 1] < 2).all()
+        # the joint log-prob of each step is the sum of the two categoricals' of the
+        # published network, at this observation
+        with torch_no_grad():
+            z = net(b.obs[:, :16].reshape(-1, 1))[0]
+            want = net.dist(z).log_prob(vt.torch.from_numpy(b.actions.reshape(-1, 2)))
+        np.testing.assert_allclose(b.logp.reshape(-1), want.numpy(), atol=1e-5)
+
+
+def torch_no_grad():
+    import torch
+    return torch.no_grad()

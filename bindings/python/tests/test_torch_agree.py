@@ -324,3 +324,185 @@ def test_import_volley_does_not_import_torch():
     package_dir = os.path.dirname(os.path.dirname(os.path.abspath(volley.__file__)))
     env = dict(os.environ, PYTHONPATH=package_dir)
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# ---- action spaces: a box's Gaussian head and a multi-discrete head ----------
+#
+# The C engine's side is its network (forward, backward through the head's outputs);
+# the distribution on top is checked against formulas written out here in float64
+# (models/vl_dist.h's: a categorical per dimension, a diagonal Gaussian of std
+# exp(pi.logstd)) and against PyTorch's autograd through torch.distributions.
+
+BOX2 = volley.ActionSpace.box([-1.0, -2.0], [1.0, 2.0])
+MULTI32 = volley.ActionSpace.multi_discrete([3, 2])
+C_LOGP, C_ENT = 1.3, 0.7  # the test loss: -(w * C_LOGP * logp(a)) - C_ENT * entropy + v * dv
+
+
+def ref_logp_entropy(space, z, logstd, actions):
+    """float64 log-probs [n] of actions [n, dims] and entropies [n] of outputs z [n, A]."""
+    z, a = np.asarray(z, np.float64), np.asarray(actions, np.float64)
+    if space.is_box:
+        ls = np.asarray(logstd, np.float64)[None, :]
+        logp = -((a - z) ** 2) / (2 * np.exp(2 * ls)) - ls - 0.5 * np.log(2 * np.pi)
+        ent = np.broadcast_to(ls + 0.5 + 0.5 * np.log(2 * np.pi), z.shape)
+        return logp.sum(1), ent.sum(1)
+    logp, ent, at = np.zeros(len(z)), np.zeros(len(z)), 0
+    for d, k in enumerate(space.n):
+        part = z[:, at:at + k]
+        lsm = part - part.max(1, keepdims=True)
+        lsm -= np.log(np.exp(lsm).sum(1, keepdims=True))
+        logp += lsm[np.arange(len(z)), a[:, d].astype(int)]
+        ent -= (np.exp(lsm) * lsm).sum(1)
+        at += k
+    return logp, ent
+
+
+def ref_dlogits(space, z, logstd, actions, w):
+    """float64 d/dz [n, A] (and d/dlogstd [dims] for a box) of the test loss
+    sum(-w * C_LOGP * logp(a) - C_ENT * entropy)."""
+    z, a = np.asarray(z, np.float64), np.asarray(actions, np.float64)
+    w = np.asarray(w, np.float64)[:, None]
+    if space.is_box:
+        var = np.exp(2 * np.asarray(logstd, np.float64))[None, :]
+        dz = -w * C_LOGP * (a - z) / var  # entropy does not depend on the mean
+        dls = (-w * C_LOGP * ((a - z) ** 2 / var - 1) - C_ENT).sum(0)
+        return dz, dls
+    dz, at = np.zeros_like(z), 0
+    for d, k in enumerate(space.n):
+        part = z[:, at:at + k]
+        p = np.exp(part - part.max(1, keepdims=True))
+        p /= p.sum(1, keepdims=True)
+        onehot = np.eye(k)[a[:, d].astype(int)]
+        logp = np.log(p)
+        ent = -(p * logp).sum(1, keepdims=True)
+        dent = -p * (logp + ent)  # d entropy / d logits
+        dz[:, at:at + k] = -w * C_LOGP * (onehot - p) - C_ENT * dent
+        at += k
+    return dz, None
+
+
+def actions_for(space, n, rng):
+    """n actions in space: whole choices, or box values some of them outside the bounds
+    (a Gaussian's draws before clipping)."""
+    if space.is_box:
+        return (rng.standard_normal((n, space.dims)) * 1.5 * space.high).astype(np.float32)
+    return np.stack([rng.integers(0, k, n) for k in space.n], 1).astype(np.float32)
+
+
+@pytest.mark.parametrize("space", [BOX2, MULTI32], ids=str)
+@pytest.mark.parametrize("spec,fields", [("mlp(16)", [((5,), "f32")]),
+                                         ("conv(4,3,2) relu linear(16) tanh",
+                                          [((1, 7, 7), "u8"), ((3,), "f32")])])
+def test_action_heads_agree_with_the_c_engine(space, spec, fields):
+    n, seed = 6, 4
+    model = volley.Model(spec, fields, action=space, seed=seed)
+    net = vt.build(spec, fields, action=space, seed=None)
+    same_layout(model, net)
+    names = list(model.tensors())
+    assert ("pi.logstd" in names) == space.is_box and (names[-1] == "pi.logstd") == space.is_box
+    assert model.num_actions == net.num_actions == space.outputs
+    rng = np.random.default_rng(seed)
+    weights = model.tensors(copy=True)
+    if space.is_box:  # a log-std away from its initial 0, so that it takes part
+        weights["pi.logstd"] = np.array([-0.4, 0.3], np.float32)
+        model.set_tensors(weights)
+    vt.load_weights(net, weights)
+    obs = make_obs(model.fields, n, seed)
+    actions = actions_for(space, n, rng)
+    w = rng.standard_normal(n)  # per-sample weights: advantages
+    dvalues = rng.standard_normal(n).astype(np.float32)
+
+    # outputs: C's network against the module's
+    z, values = model.forward(obs)
+    z_t, v_t = net(torch.from_numpy(obs))
+    assert rel_err(z, z_t.detach().numpy()) <= OUT_TOL
+    assert rel_err(values, v_t.detach().numpy()) <= OUT_TOL
+    assert z.shape == (n, space.outputs)
+
+    # log-probs and entropies of the module's distribution against the formulas on C's outputs
+    logstd = weights.get("pi.logstd")
+    want_logp, want_ent = ref_logp_entropy(space, z, logstd, actions)
+    dist = net.dist(z_t)
+    logp_t, ent_t = dist.log_prob(torch.from_numpy(actions)), dist.entropy()
+    assert logp_t.shape == ent_t.shape == (n,)
+    assert rel_err(logp_t.detach().numpy(), want_logp) <= OUT_TOL
+    assert rel_err(ent_t.detach().numpy(), want_ent) <= OUT_TOL
+
+    # gradients: PyTorch's autograd through the whole loss ...
+    z_t.retain_grad()
+    loss = (-torch.from_numpy(w).float() * C_LOGP * logp_t).sum() - C_ENT * ent_t.sum() + \
+        (v_t * torch.from_numpy(dvalues)).sum()
+    loss.backward()
+    t_grads = {k: p.grad.detach().numpy() for k, p in net.named_parameters()}
+    # ... against C's backward given the loss's d/doutputs from the formulas
+    dz, dlogstd = ref_dlogits(space, z, logstd, actions, w)
+    assert rel_err(z_t.grad.numpy(), dz) <= GRAD_TOL  # the formulas are autograd's
+    model.zero_grad()
+    model.backward(dz.astype(np.float32), dvalues)
+    c_grads = model.grads(copy=True)
+    bad = []
+    for name, g in c_grads.items():
+        ours = "logstd" if name == "pi.logstd" else name
+        if name == "pi.logstd":  # not the network's: the distribution's own parameter
+            e = rel_err(t_grads[ours], dlogstd)
+        else:
+            e = rel_err(g, t_grads[ours])
+        if not e <= GRAD_TOL:
+            bad.append(f"{name}: {e:.3g}")
+        assert np.abs(t_grads[ours]).max() > 0, f"{name}: a zero gradient agrees with anything"
+    assert not bad, f"{space} {spec}: " + ", ".join(bad)
+
+
+@pytest.mark.parametrize("space", [BOX2, MULTI32], ids=str)
+def test_action_heads_sample_and_act_in_their_space(space):
+    net = vt.build("mlp(8)", [((3,), "f32")], action=space, seed=2)
+    if space.is_box:
+        vt.load_weights(net, dict(vt.numpy_weights(net), **{"pi.logstd": np.zeros(2, np.float32)}))
+    obs = torch.from_numpy(make_obs([((3,), "f32")], 4000, 1))
+    torch.manual_seed(0)
+    a = net.act(obs)
+    assert a.shape == (4000, space.dims)
+    z = net(obs)[0].detach()
+    if space.is_box:
+        # N(mean, 1): draws unclipped, mean and spread as the Gaussian's
+        assert a.dtype == torch.float32 and (a.abs() > torch.from_numpy(space.high)).any()
+        assert abs(float((a - z).mean())) < 0.05 and abs(float((a - z).std()) - 1) < 0.05
+        greedy = net.act(obs, greedy=True)
+        assert torch.equal(greedy, torch.max(torch.min(z, torch.from_numpy(space.high)),
+                                             torch.from_numpy(space.low)))
+    else:
+        assert a.dtype == torch.int64
+        for d, k in enumerate(space.n):
+            assert set(a[:, d].tolist()) == set(range(k))
+        greedy = net.act(obs, greedy=True)
+        assert torch.equal(greedy[:, 0], z[:, :3].argmax(1))
+        assert torch.equal(greedy[:, 1], z[:, 3:].argmax(1))
+
+
+def test_obs_normalisation_from_the_weights():
+    """Weights carrying norm.obs.mean/var/state normalise the f32 values as
+    clip((x - mean) / sqrt(var + 1e-8), -10, 10) and leave integer-encoded values
+    as they are; weights without them turn it off again."""
+    fields = [((2,), "u8"), ((3,), "f32")]
+    net = vt.build("mlp(8)", fields, action=BOX2, seed=3)
+    plain = vt.numpy_weights(net)
+    mean = np.array([0, 0, 1.0, -2.0, 0.5], np.float32)
+    var = np.array([1, 1, 4.0, 0.25, 1e-12], np.float32)
+    stats = dict(plain, **{"norm.obs.mean": mean, "norm.obs.var": var,
+                           "norm.state": np.array([10, 10, 0, 1], np.float32)})
+    obs = np.array([[200, 3, 5.0, -2.5, 0.5], [0, 255, -1.0, 100.0, 0.50001]], np.float32)
+    want = obs.astype(np.float64).copy()
+    want[:, 2:] = np.clip((want[:, 2:] - mean[2:]) / np.sqrt(var[2:].astype(np.float64) + 1e-8),
+                          -10, 10)
+    vt.load_weights(net, stats)
+    assert net.norm and list(net.state_dict())[-3:] == list(vt.NORM_TENSORS)
+    got = net.normalize(torch.from_numpy(obs)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert got[1, 3] == 10.0 and got[0, 0] == 200.0  # clipped; a u8 value untouched
+    with torch.no_grad():
+        normed = net(torch.from_numpy(obs))[0]
+        vt.load_weights(net, plain)
+        assert not net.norm
+        raw = net(torch.from_numpy(obs))[0]
+        direct = net(torch.from_numpy(want.astype(np.float32)))[0]
+    assert torch.allclose(normed, direct, atol=1e-6) and not torch.allclose(normed, raw)

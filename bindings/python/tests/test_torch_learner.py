@@ -200,3 +200,33 @@ def test_transport_checkpoint_refusals(procs, tmp_path):
     assert ex.returncode == 0 and "version 3" in ex.stdout, ex.stdout + ex.stderr
     kept = volley.load_safetensors(str(tmp_path / "p.safetensors"))
     assert set(kept) == set(w) and all(np.array_equal(kept[k], w[k]) for k in w)
+
+
+def test_trains_a_python_box_env(procs):
+    """TorchLearner on a Box space (the spec a Python actor declared): a Gaussian
+    policy (volley.torch's head, pi.logstd published with the net) that the C actor
+    engine samples from; the move-to-target task's return passes most of the way from
+    the starting policy's to the best one's."""
+    from action_envs import random_return
+    base = random_return()
+    target = base + 0.75 * (-1.0 - base)
+    port = free_port()
+    broker = f"127.0.0.1:{port}"
+    procs.broker(port)
+    tests = os.path.dirname(os.path.abspath(__file__))
+    actor = procs.python("actor", "-m", "volley", "actor", "--env",
+                         "action_envs:make_move_to_target", "--broker", broker, "--envs", 8,
+                         "--horizon", 32,
+                         env={"PYTHONPATH": f"{tests}:{REPO / 'bindings' / 'python'}"})
+    torch.set_num_threads(1)
+    lines = []
+    with TorchLearner(broker, seed=1, device="cpu", batch=8) as tl:
+        assert tl.spec["action"] == volley.ActionSpace.box([-1], [1])
+        assert list(tl.weights())[-1] == "pi.logstd"
+        rc = tl.run(until_return=target, max_seconds=120, log=lines.append)
+        counters = tl.learner.counters
+        logstd = tl.weights()["pi.logstd"]
+    assert actor.poll() is None, procs.dump()
+    print(lines[-1], "log-std", logstd)
+    assert rc == 0 and counters["window"] >= 100 and counters["mean_return"] >= target, \
+        "\n".join(lines) + procs.dump()

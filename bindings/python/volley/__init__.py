@@ -12,8 +12,9 @@ threads run while C works.
     volley.ReplayBuffer(capacity, fields, seed=1)         the replay buffer
     volley.Actor, volley.run_actor                        actors for Python envs (volley.actor)
     volley.Learner                                        a learner's transport (volley.learner)
-    volley.Model(spec, fields, num_actions)               a model spec's network in C
-    volley.torch.build(spec, fields, num_actions)         the same in PyTorch (volley.torch)
+    volley.ActionSpace                                    discrete, multi-discrete, box actions
+    volley.Model(spec, fields, action)                    a model spec's network in C
+    volley.torch.build(spec, fields, action)              the same in PyTorch (volley.torch)
     volley.load_safetensors, volley.TorchPolicy           exported weights in NumPy / PyTorch
     volley.__version__                                    vl_version() of the library loaded
     volley.lib_path                                       which libvolley.so was loaded
@@ -28,6 +29,7 @@ from .replay import ReplayBuffer
 from .sampler import PrioritizedSampler
 from .vtrace import vtrace, vtrace_path
 from .model import Model
+from .action import ActionSpace
 from . import actor as _actor
 from . import learner as _learner
 from . import export as _export
@@ -47,5 +49,5 @@ lib_path = _lib.path
 HAVE_REPLAY = _lib.has("vl_rbuf_new")  # False until store/vl_rbuf.c is in the library
 
 __all__ = (["vtrace", "vtrace_path", "PrioritizedSampler", "ReplayBuffer", "VolleyError",
-            "Model", "__version__", "lib_path", "HAVE_REPLAY"] + list(_actor.__all__) +
-           list(_learner.__all__) + list(_export.__all__))
+            "Model", "ActionSpace", "__version__", "lib_path", "HAVE_REPLAY"] +
+           list(_actor.__all__) + list(_learner.__all__) + list(_export.__all__))

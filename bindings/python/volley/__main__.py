@@ -18,7 +18,9 @@ Steps N environments written in Python (Gymnasium's API: reset(seed=...) ->
 (obs, info), step(a) -> (obs, reward, terminated, truncated, info)) with the
 newest weights of a policy, running volley's policy in C, and pushes one
 segment of T steps per environment to the broker. Gymnasium is not needed.
-Spaces: Box float32/uint8, MultiBinary, a Dict of those; Discrete actions.
+Spaces: Box float32/uint8, MultiBinary, a Dict of those; actions Discrete,
+MultiDiscrete (an int64 array a step) or a one-dimensional Box of finite
+bounds (a float32 array, volley's Gaussian draws clipped to the bounds).
 """
 
 

@@ -40,6 +40,7 @@ PolicyFn = Callable[[np.ndarray, "Weights"], Tuple[ArrayLike, ArrayLike]]
 
 from . import _lib
 from ._lib import VolleyError
+from .action import ActionSpace, CAction, DISCRETE
 
 __all__ = ["Actor", "Spec", "Weights", "run_actor", "spec_from_spaces", "ActorInterrupted",
            "SpecRefused"]
@@ -47,7 +48,7 @@ __all__ = ["Actor", "Spec", "Weights", "run_actor", "spec_from_spaces", "ActorIn
 F32, U8, U2, U1 = 0, 1, 2, 3
 _ENC_NAMES = {F32: "f32", U8: "u8", U2: "u2", U1: "u1"}
 FIELDS_MAX, NDIM_MAX = 8, 4
-ENV_ABI_VERSION = 1
+ENV_ABI_VERSION = 2
 
 OK, EINVAL, EFAIL, EREFUSED, EINTR = 0, -1, -2, -3, -4
 
@@ -70,7 +71,7 @@ class _Env(ctypes.Structure):
     """include/volley/env.h: vl_env_t (only the spec part is filled)."""
     _fields_ = [("abi_version", c_uint32), ("name", c_char_p), ("summary", c_char_p),
                 ("n_fields", c_uint32), ("fields", _Field * FIELDS_MAX),
-                ("num_actions", c_uint32), ("has_solved_return", c_int),
+                ("action", CAction), ("has_solved_return", c_int),
                 ("solved_return", c_float)] + [(f"fn{i}", c_void_p) for i in range(10)]
 
 
@@ -112,14 +113,15 @@ _lib.bind({
 
 class Spec:
     """What an actor's observations and actions look like: named fields
-    (encoding F32/U8/U2/U1, shape, F32 range low..high) in order, and
-    num_actions discrete actions. obs_dim is the floats per row. A field's
+    (encoding F32/U8/U2/U1, shape, F32 range low..high) in order, and the
+    action space: `action` (an ActionSpace, or anything ActionSpace.of
+    takes), or num_actions discrete actions. obs_dim is the floats per row. A field's
     low/high are numbers (low == high: no range) or arrays of its shape, one
     range per element (an infinite bound: none on that side); each element
     is checked against its own range. low/high [obs_dim] (float32) hold every
     value's range; a field keeps its widest finite range as its summary."""
 
-    def __init__(self, fields, num_actions, name="python", action_start=0):
+    def __init__(self, fields, num_actions=None, name="python", action_start=0, action=None):
         self.fields, lows, highs = [], [], []
         for n, e, s, lo, hi in fields:
             shape = tuple(int(d) for d in s)
@@ -127,9 +129,11 @@ class Spec:
             self.fields.append((str(n), int(e), shape, env_lo, env_hi))
             lows.append(lo_a)
             highs.append(hi_a)
-        self.num_actions = int(num_actions)
+        if (action is None) == (num_actions is None):
+            raise ValueError("spec: give the action space (action=) or num_actions, one of them")
+        self.action = ActionSpace.of(action) if action is not None else \
+            ActionSpace.discrete(int(num_actions), int(action_start))
         self.name = name
-        self.action_start = int(action_start)
         if not 1 <= len(self.fields) <= FIELDS_MAX:
             raise ValueError(f"spec: {len(self.fields)} observation fields, volley takes "
                              f"1..{FIELDS_MAX}")
@@ -139,9 +143,20 @@ class Spec:
         self.high = np.ascontiguousarray(np.concatenate(highs), dtype=np.float32)
         self.keyed = len(self.fields) > 1 or self.fields[0][0] != ""
 
+    @property
+    def num_actions(self):
+        """The policy head's outputs: the choices of a discrete space, the sum
+        of a multi-discrete one's, a box's dimensions."""
+        return self.action.outputs
+
+    @property
+    def action_start(self):
+        """A Discrete space's first choice (Gymnasium's start); 0 otherwise."""
+        return int(self.action.start[0]) if self.action.kind == DISCRETE else 0
+
     def __repr__(self):
         f = ", ".join(f"{n or '_'}:{_ENC_NAMES[e]}{list(s)}" for n, e, s, _, _ in self.fields)
-        return f"Spec({f}; actions {self.num_actions})"
+        return f"Spec({f}; actions {self.action})"
 
     def _table(self):
         t = _Env()
@@ -155,7 +170,7 @@ class Spec:
             for d, n in enumerate(shape):
                 f.shape[d] = n
             f.low, f.high = (lo, hi) if enc == F32 else (0.0, 0.0)
-        t.num_actions = self.num_actions
+        t.action = self.action.to_c()
         return t
 
     def flatten(self, obs):
@@ -247,18 +262,14 @@ def spec_from_spaces(observation_space, action_space, name="python"):
     """A Spec from Gymnasium-style spaces (read by attribute, never imported):
     Box float32 -> F32 (with its range when finite), Box uint8 -> U8,
     MultiBinary -> U1, a Dict of those -> one field each in the Dict's order;
-    Discrete actions. Anything else raises ValueError naming the space."""
+    Discrete, MultiDiscrete or a one-dimensional Box of finite bounds as the
+    actions. Anything else raises ValueError naming the space."""
     if _kind(observation_space) == "Dict" or (hasattr(observation_space, "spaces") and
                                               isinstance(observation_space.spaces, dict)):
         fields = [_field_of(str(k), s) for k, s in observation_space.spaces.items()]
     else:
         fields = [_field_of("", observation_space)]
-    if _kind(action_space) != "Discrete" and not hasattr(action_space, "n"):
-        raise ValueError(f"action space ({_kind(action_space)}): volley takes Discrete actions")
-    n = int(action_space.n)
-    if n < 2:
-        raise ValueError(f"action space (Discrete({n})): volley needs at least 2 actions")
-    return Spec(fields, n, name=name, action_start=int(getattr(action_space, "start", 0)))
+    return Spec(fields, name=name, action=ActionSpace.from_gym(action_space))
 
 
 def _as_spec(spec, observation_space=None, action_space=None):
@@ -357,7 +368,10 @@ class Actor:
     raises ValueError naming the element, its value and the range ("error"),
     is sent after one warning ("warn"), or is not checked ("off"); NaN and
     infinities are refused in every mode.
-    policy_fn(obs [N, D] float32, weights: Weights) -> (actions [N], logps [N]).
+    policy_fn(obs [N, D] float32, weights: Weights) -> (actions, logps [N]):
+    actions [N] (a discrete space) or [N, dims], in the spec's action space
+    (discrete choices from 0; a box's samples before clipping), with their
+    joint log-probs (densities for a box).
     """
 
     def __init__(self, broker: str = "127.0.0.1", policy: Union[str, PolicyFn] = "default",
@@ -404,7 +418,7 @@ class Actor:
         self._obs = np.zeros((N, D), np.float32)
         self._next = np.zeros((N, D), np.float32)
         self._final = np.zeros((N, D), np.float32)
-        self._actions = np.zeros(N, np.int32)
+        self._actions = np.zeros((N, self.spec.action.dims), np.float32)
         self._logps = np.zeros(N, np.float32)
         self._rew = np.zeros(N, np.float32)
         self._term = np.zeros(N, np.uint8)
@@ -414,6 +428,7 @@ class Actor:
         self._nval = N * D
         self._weights = Weights()
         self.last_logps = self._logps
+        self.raw_actions = self._actions.copy()
 
     # -- lifecycle
 
@@ -515,8 +530,12 @@ class Actor:
 
     def act(self, obs: ArrayLike, return_logps: bool = False
             ) -> Union[np.ndarray, Tuple[np.ndarray, np.ndarray]]:
-        """Actions [N] (int32) for obs [N, D] (or [N, *shape], or a dict of
-        fields): volley's policy in C, or policy_fn. return_logps: (actions, logps)."""
+        """Actions for obs [N, D] (or [N, *shape], or a dict of fields) as the
+        env takes them: int32 [N] for a discrete space (plus its start),
+        int64 [N, dims] for a multi-discrete one, float32 [N, dims] clipped to
+        a box's bounds. volley's policy in C, or policy_fn. return_logps:
+        (actions, logps). raw_actions holds the last actions as recorded
+        (float32 [N, dims]: a box's samples before clipping)."""
         h = self._handle()
         self._load(self._obs, "obs", obs)
         if self.policy_fn is None:
@@ -527,22 +546,45 @@ class Actor:
         while self._check(fn(h, self._p["_obs"], self._nval, *out, self._why, len(self._why)),
                           True):
             pass
-        actions = self._actions.copy()
-        if self.spec.action_start:
-            actions += self.spec.action_start
+        space = self.spec.action
+        self.raw_actions = self._actions.copy()
+        actions = space.to_env(self.raw_actions)
+        if space.kind == DISCRETE:
+            actions = actions.astype(np.int32)
         return (actions, self._logps.copy()) if return_logps else actions
 
     def _external_forward(self):
         self.sync()
         actions, logps = self.policy_fn(self._obs.copy(), self.weights())
+        N, space = self.num_envs, self.spec.action
+        want = f"[{N}]" if space.kind == DISCRETE else f"[{N}, {space.dims}]"
         try:
-            np.copyto(self._actions, np.reshape(np.asarray(actions), self.num_envs),
-                      casting="unsafe")
-            np.copyto(self._logps, np.reshape(np.asarray(logps, dtype=np.float32),
-                                              self.num_envs))
+            a = np.asarray(actions, dtype=np.float64)
+            lp = np.asarray(logps, dtype=np.float64).reshape(N)
+            a = a.reshape(N, space.dims)
         except (ValueError, TypeError) as e:
-            raise ValueError(f"policy_fn must return (actions [{self.num_envs}], logps "
-                             f"[{self.num_envs}]): {e}") from None
+            raise ValueError(f"policy_fn must return (actions {want}, logps [{N}]): "
+                             f"{e}") from None
+        self._check_external(a, lp)
+        np.copyto(self._actions, a, casting="unsafe")
+        np.copyto(self._logps, lp, casting="unsafe")
+
+    def _check_external(self, a, lp):
+        """Refuses actions outside the space (or NaN) and non-finite log-probs,
+        naming the env, the value and what it must be."""
+        space, env = self.spec.action, self.spec.name
+        bad = space.find_bad(a)
+        if bad is not None:
+            i, d, v = bad
+            where = f"actions[{i}]" if space.dims == 1 else f"actions[{i}][{d}]"
+            must = "finite" if space.is_box else \
+                f"a whole number 0..{int(space.n[d]) - 1}" if not np.isfinite(v) or v != round(v) \
+                else f"0..{int(space.n[d]) - 1}"
+            raise ValueError(f"env '{env}': policy_fn's {where} = {v:g}, must be {must} "
+                             f"(action space {space})")
+        if not np.all(np.isfinite(lp)):
+            i = int(np.flatnonzero(~np.isfinite(lp))[0])
+            raise ValueError(f"env '{env}': policy_fn's logps[{i}] = {lp[i]:g}, must be finite")
 
     def observe(self, rewards: ArrayLike, terminated: ArrayLike, truncated: ArrayLike,
                 next_obs: ArrayLike, final_obs: Optional[ArrayLike] = None) -> None:
@@ -562,7 +604,7 @@ class Actor:
                 raise ValueError(f"{name}: shape {a.shape}, expected ({N},)")
             if a.dtype != np.bool_ and not np.all((a == 0) | (a == 1)):
                 bad = np.flatnonzero(~((a == 0) | (a == 1)))[0]
-                raise ValueError(f"{name}[{bad}] = {a[bad]!r}, must be 0 or 1")
+                raise ValueError(f"{name}[{bad}] = {a[bad].tolist()!r}, must be 0 or 1")
             np.copyto(dst, a, casting="unsafe")
         self._load(self._next, "next_obs", next_obs)
         fin = 0
@@ -598,6 +640,7 @@ class _EnvList:
         self.obs = np.stack([spec.flatten(e.reset(seed=s)[0]) for e, s in zip(envs, seeds)])
 
     def step(self, actions):
+        """Steps env i with float actions[i] [dims] as the space's env takes it."""
         N, spec = len(self.envs), self.spec
         nxt = np.empty_like(self.obs)
         final = np.zeros_like(self.obs)
@@ -605,7 +648,7 @@ class _EnvList:
         term = np.zeros(N, bool)
         trunc = np.zeros(N, bool)
         for i, env in enumerate(self.envs):
-            o, r, te, tr, _ = env.step(int(actions[i]))
+            o, r, te, tr, _ = env.step(spec.action.to_env_one(actions[i]))
             rew[i], term[i], trunc[i] = r, bool(te), bool(tr)
             if te or tr:
                 final[i] = spec.flatten(o)
@@ -641,7 +684,8 @@ class _VectorEnv:
         self.obs = spec.flatten_batch(venv.reset(seed=int(seed))[0])
 
     def step(self, actions):
-        o, r, te, tr, info = self.venv.step(actions)
+        """Steps with float actions [N, dims] as the space's env takes them."""
+        o, r, te, tr, info = self.venv.step(self.spec.action.to_env(actions))
         te, tr = np.asarray(te, bool), np.asarray(tr, bool)
         done = te | tr
         final = np.zeros_like(self.obs)
@@ -702,8 +746,8 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
             _EnvList(envs, spec, _seeds(seed, aid, n))
         steps = 0
         while max_steps is None or steps < max_steps:
-            actions = actor.act(loop.obs)
-            nxt, rew, term, trunc, final = loop.step(actions)
+            actor.act(loop.obs)
+            nxt, rew, term, trunc, final = loop.step(actor.raw_actions)
             actor.observe(rew, term, trunc, nxt, final_obs=final)
             steps += n
             if on_step:

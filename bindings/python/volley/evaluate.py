@@ -19,6 +19,7 @@ import traceback
 import numpy as np
 
 from . import _lib
+from .action import ActionSpace, CAction, BOX
 
 MAX_ENVS = 16
 SEED_STRIDE = 0x9E3779B97F4A7C15  # env i's seed: seed + i * stride, as `volley eval`'s
@@ -32,16 +33,22 @@ _lib.bind({
                                        ctypes.POINTER(ctypes.c_uint64)]),
     "vl_kept_policy_id": (ctypes.c_char_p, [_lib._P]),
     "vl_kept_logits": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P]),
+    "vl_kept_action": (None, [_lib._P, ctypes.POINTER(CAction)]),
+    "vl_kept_tensor": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _lib._P, ctypes.c_size_t,
+                                      ctypes.c_char_p, ctypes.c_size_t]),
 })
 
 
 class Kept:
     """A kept policy (checkpoint file or run directory) loaded by libvolley:
-    obs_dim, num_actions, hidden, version, policy_id, env (the run's, "" when
-    unknown) and logits(obs [n, obs_dim]) by the C forward pass. Raises
+    obs_dim, num_actions (the head's outputs), hidden, version, policy_id,
+    env (the run's, "" when unknown), action (its ActionSpace), logstd (a
+    box's pi.logstd [dims], else None) and logits(obs [n, obs_dim]) by the C
+    forward pass (observations normalised as the weights say). Raises
     VolleyError with libvolley's reason."""
 
     def __init__(self, path, policy=None):
+        self._h = None
         why = _lib.why_buffer()
         self._h = _lib.lib.vl_kept_load(os.fsencode(os.fspath(path)),
                                         policy.encode() if policy else None, why, len(why))
@@ -53,6 +60,29 @@ class Kept:
         self.version = int(version.value)
         self.env = env.decode(errors="replace")
         self.policy_id = _lib.lib.vl_kept_policy_id(self._h).decode(errors="replace")
+        self.action, self.logstd = ActionSpace.discrete(max(self.num_actions, 2)), None
+        if _lib.has("vl_kept_action"):
+            c = CAction()
+            _lib.lib.vl_kept_action(self._h, ctypes.byref(c))
+            try:
+                self.action = ActionSpace.from_c(c)
+            except ValueError as e:
+                raise _lib.VolleyError(f"{path}: action space: {e}") from None
+        if self.action.outputs != self.num_actions:
+            raise _lib.VolleyError(f"{path}: {self.num_actions} head outputs for the action "
+                                   f"space {self.action}")
+        if self.action.kind == BOX:
+            self.logstd = self._tensor(path, "pi.logstd", self.action.dims)
+
+    def _tensor(self, path, name, n):
+        out = np.empty(n, np.float32)
+        why = _lib.why_buffer()
+        if _lib.lib.vl_kept_tensor(os.fsencode(os.fspath(path)), name.encode(), out.ctypes.data,
+                                   n, why, len(why)) != 0:
+            raise _lib.VolleyError(f"{name}: {why.value.decode(errors='replace')}")
+        if not np.all(np.isfinite(out)):
+            raise _lib.VolleyError(f"{path}: {name} holds a value that is not finite")
+        return out
 
     def logits(self, obs):
         obs = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, self.obs_dim)
@@ -70,14 +100,27 @@ class Kept:
     __del__ = close
 
 
-def _pick(logits, greedy, rng):
-    """Actions [n]: the most probable, or sampled from the softmax."""
+def _pick_one(logits, greedy, rng):
+    """Choices [n] of one categorical: the most probable, or sampled from the softmax."""
     if greedy:
         return logits.argmax(axis=1)
     z = np.exp(logits - logits.max(axis=1, keepdims=True))
     cdf = np.cumsum(z / z.sum(axis=1, keepdims=True), axis=1)
     u = rng.random((len(logits), 1))
     return np.minimum((u >= cdf).sum(axis=1), logits.shape[1] - 1)
+
+
+def _pick(space, outputs, logstd, greedy, rng):
+    """Actions [n, dims] (floats) for head outputs [n, A] in space: each
+    dimension's most probable choice or a draw from its softmax; a box's
+    mean, or a Gaussian draw of std exp(logstd) (clipped when the env is
+    stepped)."""
+    if space.kind == BOX:
+        if greedy:
+            return outputs.astype(np.float64)
+        return outputs + np.exp(logstd)[None, :] * rng.standard_normal(outputs.shape)
+    parts = np.split(outputs, np.cumsum(space.n)[:-1], axis=1)
+    return np.stack([_pick_one(z, greedy, rng) for z in parts], axis=1).astype(np.float64)
 
 
 def play(kept, make_env, episodes, seed=1, greedy=False):
@@ -88,9 +131,9 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
     n = min(episodes, MAX_ENVS)
     envs = [make_env() for _ in range(n)]
     spec = spec_from_spaces(envs[0].observation_space, envs[0].action_space)
-    if (spec.obs_dim, spec.num_actions) != (kept.obs_dim, kept.num_actions):
-        raise ValueError(f"the policy takes {kept.obs_dim} observations and {kept.num_actions} "
-                         f"actions; the env gives {spec.obs_dim} and {spec.num_actions}")
+    if spec.obs_dim != kept.obs_dim or spec.action != kept.action:
+        raise ValueError(f"the policy takes {kept.obs_dim} observations and acts in "
+                         f"{kept.action}; the env gives {spec.obs_dim} and acts in {spec.action}")
     quota = [episodes // n + (i < episodes % n) for i in range(n)]
     obs = np.stack([spec.flatten(e.reset(seed=(seed + i * SEED_STRIDE) % 2**63)[0])
                     for i, e in enumerate(envs)])
@@ -98,11 +141,11 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
     ret, length = np.zeros(n), np.zeros(n, np.int64)
     returns, lengths = [], []
     while any(quota):
-        acts = _pick(kept.logits(obs), greedy, rng) + spec.action_start
+        acts = _pick(kept.action, kept.logits(obs), kept.logstd, greedy, rng)
         for i, env in enumerate(envs):
             if not quota[i]:
                 continue
-            o, r, term, trunc, _ = env.step(int(acts[i]))
+            o, r, term, trunc, _ = env.step(spec.action.to_env_one(acts[i]))
             ret[i] += float(r)
             length[i] += 1
             if term or trunc:
@@ -117,7 +160,7 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
 
 def _report(kept, env_text, a, returns, lengths):
     print(f"eval: {env_text}, policy {kept.policy_id} version {kept.version} "
-          f"(obs {kept.obs_dim}, hidden {kept.hidden}, actions {kept.num_actions}), "
+          f"(obs {kept.obs_dim}, hidden {kept.hidden}, actions {kept.action}), "
           f"{len(returns)} episodes, {'greedy' if a.greedy else 'sampled'} actions, seed {a.seed}")
     print(f"return {returns.mean():.2f} ± {returns.std():.2f} (min {returns.min():.2f}, max "
           f"{returns.max():.2f})  length {lengths.mean():.1f} ± {lengths.std():.1f} "

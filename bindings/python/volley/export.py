@@ -3,7 +3,8 @@
     volley.load_safetensors(path)        {name: np.ndarray}, every header field checked
     volley.load_export_spec(path)        the architecture and spec JSON (a dict)
     volley.TorchPolicy(obs, actions, h)  volley's MLP as a torch.nn.Module (volley.torch)
-    volley.load_torch_policy(path)       that module with the exported weights
+    volley.load_torch_policy(path)       any export's network (its action space, its obs
+                                         normalisation) as a module with its weights
     volley.policy_forward(ckpt, obs)     the C policy's log-probs and values (libvolley)
 
 The network (models/vl_policy.c): two MLPs with tanh hidden layers, pi: obs ->
@@ -140,17 +141,25 @@ def load_export_spec(path):
 
 
 def _net_of(spec, path):
-    """(model spec, observation fields, num_actions) an export names: its
-    architecture's (format 2), or volley's MLP read off the tensors of an
-    export from before models (format 1)."""
-    arch = spec.get("architecture", {})
+    """(model spec, observation fields, action space) an export names: its
+    architecture's (format 2; format 3 adds the action space, before it one
+    discrete choice among num_actions), or volley's MLP read off the tensors
+    of an export from before models (format 1)."""
+    from .action import ActionSpace
+    arch = spec.get("architecture", {}) if isinstance(spec, dict) else {}
     try:
-        num_actions = int(arch["num_actions"])
+        if arch.get("action_space") is not None:
+            action = ActionSpace.from_dict(arch["action_space"])
+            if "num_actions" in arch and int(arch["num_actions"]) != action.outputs:
+                raise ValueError(f"num_actions {arch['num_actions']} is not the "
+                                 f"{action.outputs} outputs of {action}")
+        else:
+            action = ActionSpace.discrete(int(arch["num_actions"]))
         if "model" in arch:
             fields = [(tuple(f["shape"]), f["encoding"]) for f in arch["observation_fields"]]
-            return arch["model"], fields, num_actions
-        return f"mlp({int(arch['hidden'])})", [((int(arch["obs_dim"]),), "f32")], num_actions
-    except (KeyError, TypeError, ValueError) as e:
+            return str(arch["model"]), fields, action
+        return f"mlp({int(arch['hidden'])})", [((int(arch["obs_dim"]),), "f32")], action
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"{path}: its architecture does not say the network ({e!r})") from None
 
 
@@ -166,11 +175,13 @@ def TorchPolicy(obs_dim, num_actions, hidden=64):
 
 def load_torch_policy(path, device="cpu"):
     """The torch.nn.Module of a `volley export` file's model (volley.torch),
-    holding its weights, in eval mode."""
+    holding its weights, in eval mode: its action space the export's (.action;
+    act(obs, greedy) and dist(outputs) draw from it), observations
+    normalised with the statistics the weights carry, when they carry them."""
     from . import torch as vtorch
     path = os.fspath(path)
-    model, fields, num_actions = _net_of(load_export_spec(path), path)
-    module = vtorch.build(model, fields, num_actions, seed=None)
+    model, fields, action = _net_of(load_export_spec(path), path)
+    module = vtorch.build(model, fields, action=action, seed=None)
     vtorch.load_weights(module, load_safetensors(path))
     return module.to(device).eval()
 

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Optional
 
 from . import _lib
 from ._lib import VolleyError
+from .action import ActionSpace, CAction
 
 __all__ = ["Learner", "Batch"]
 
@@ -45,7 +46,7 @@ class _field(ctypes.Structure):
 class _spec(ctypes.Structure):
     """include/volley/learner.h: vl_transport_spec_t."""
     _fields_ = [("n_fields", c_uint32), ("fields", _field * _FIELDS_MAX),
-                ("num_actions", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
+                ("action", CAction), ("horizon", c_uint32), ("hidden", c_uint32),
                 ("obs_dim", c_uint32), ("row_bytes", c_uint32), ("model", ctypes.c_char * _MODEL_MAX)]
 
 
@@ -85,7 +86,7 @@ _lib.bind({
 _ARRAYS = {
     "obs": (0, np.float32, lambda n, T, D, R: (n, T + 1, D)),
     "obs_rows": (1, np.uint8, lambda n, T, D, R: (n, T + 1, R)),
-    "actions": (2, np.int32, lambda n, T, D, R: (n, T)),
+    "actions": (2, np.float32, None),  # [n, T, dims]: shaped by the spec's action space
     "rewards": (3, np.float32, lambda n, T, D, R: (n, T)),
     "dones": (4, np.float32, lambda n, T, D, R: (n, T)),
     "truncated": (5, np.uint8, lambda n, T, D, R: (n, T)),
@@ -106,8 +107,10 @@ class Batch:
 
     obs [n, T+1, D] float32 (unpack=True) or obs_rows [n, T+1, row_bytes]
     uint8 (unpack=False: f32 fields as their bytes, others one byte a value);
-    actions [n, T] int32; rewards, dones, logp [n, T] float32 (dones[t] = 1
-    when the episode ended after action t, either way); truncated [n, T]
+    actions [n, T, dims] float32 (the spec's action space: discrete choices
+    as whole numbers, a box's samples as drawn, before clipping); rewards,
+    dones, logp [n, T] float32 (dones[t] = 1 when the episode ended after
+    action t, either way); truncated [n, T]
     uint8 (1 when that end was a time limit's); final_obs [n, T, D] float32
     (the final observation at each truncated step, 0 elsewhere: V(x_final));
     policy_version, seq [n] uint64; actor_id, env_id, n_episodes [n] uint32;
@@ -145,8 +148,10 @@ class Batch:
 
 def _spec_in(spec):
     """A spec dict as vl_transport_spec_t: {"obs_dim": D} (one f32 field) or
-    {"fields": [(shape, encoding), ...]}, plus num_actions, horizon, hidden and
-    model (a model spec; "" or absent: the default for the observations)."""
+    {"fields": [(shape, encoding), ...]}, plus the action space (action: an
+    ActionSpace or what ActionSpace.of takes, or num_actions discrete
+    choices), horizon, hidden and model (a model spec; "" or absent: the
+    default for the observations)."""
     if not isinstance(spec, dict):
         raise TypeError(f"spec: expected a dict, got {type(spec).__name__}")
     fields = spec.get("fields")
@@ -169,10 +174,10 @@ def _spec_in(spec):
             if not 0 < d < 2**32:
                 raise ValueError(f"spec field {i}: dim {d} out of range")
             s.fields[i].shape[k] = d
-    for key in ("num_actions", "horizon"):
-        if key not in spec:
-            raise ValueError(f"spec: '{key}' missing")
-    s.num_actions, s.horizon = int(spec["num_actions"]), int(spec["horizon"])
+    if "horizon" not in spec:
+        raise ValueError("spec: 'horizon' missing")
+    s.action = spec_action(spec).to_c()
+    s.horizon = int(spec["horizon"])
     s.hidden = int(spec.get("hidden", 64))
     model = str(spec.get("model") or "").encode()
     if len(model) >= _MODEL_MAX or not model.isascii():
@@ -181,10 +186,22 @@ def _spec_in(spec):
     return s
 
 
+def spec_action(spec: dict) -> ActionSpace:
+    """A spec dict's action space: its "action" (an ActionSpace, a dict, an
+    int), else a discrete one of its "num_actions". ValueError when neither."""
+    if spec.get("action") is not None:
+        return ActionSpace.of(spec["action"])
+    if "num_actions" not in spec:
+        raise ValueError("spec: 'action' (the action space) or 'num_actions' missing")
+    return ActionSpace.discrete(int(spec["num_actions"]))
+
+
 def _spec_out(s):
     fields = [(tuple(s.fields[i].shape[:s.fields[i].ndim]), _ENCODINGS[s.fields[i].encoding])
               for i in range(s.n_fields)]
-    return {"fields": fields, "obs_dim": s.obs_dim, "num_actions": s.num_actions,
+    action = ActionSpace.from_c(s.action)
+    return {"fields": fields, "obs_dim": s.obs_dim, "action": action,
+            "num_actions": action.outputs,
             "horizon": s.horizon, "hidden": s.hidden, "row_bytes": s.row_bytes,
             "model": s.model.decode()}
 
@@ -215,8 +232,10 @@ class Learner:
     the broker (waiting up to `timeout` seconds for an actor to declare it);
     a dict declares it ({"obs_dim": 4, "num_actions": 2, "horizon": 64,
     "hidden": 64}, or "fields": [((84, 84), "u2"), ((16,), "u1")] instead of
-    obs_dim). Raises VolleyError with the reason when the broker refuses the
-    spec or none comes in time.
+    obs_dim, "action": volley.ActionSpace.box([-1], [1]) instead of
+    num_actions). self.spec holds "action" (an ActionSpace) and
+    "num_actions" (the policy head's outputs). Raises VolleyError with the
+    reason when the broker refuses the spec or none comes in time.
     """
 
     def __init__(self, broker: str = "127.0.0.1:7600", policy: str = "default",
@@ -271,12 +290,15 @@ class Learner:
 
     def _gather(self, ptr, n, unpack):
         T, D, R = self.spec["horizon"], self.spec["obs_dim"], self.spec["row_bytes"]
+        dims = self.spec["action"].dims
         out = {}
         for name, (idx, dtype, shape) in _ARRAYS.items():
             if name == ("obs_rows" if unpack else "obs"):
                 continue
             size = _lib.lib.vl_transport_array_bytes(ptr, idx)
-            a = np.empty(shape(n, T, D, R) if shape else size // 4, dtype)
+            want = (n, T, dims) if name == "actions" else shape(n, T, D, R) if shape \
+                else size // 4
+            a = np.empty(want, dtype)
             if a.nbytes != size or _lib.lib.vl_transport_gather(ptr, idx, a.ctypes.data,
                                                                 a.nbytes) != 0:
                 raise VolleyError(f"take: gathering {name} failed ({size} bytes for "

@@ -1,12 +1,13 @@
 """volley.Model: volley's actor-critic network in C, include/volley/model.h.
 
 The network a model spec names ("cnn", "mlp(64)", "conv(16,3,1) relu
-linear(128) relu", ...) over a policy's observation fields and discrete
-actions, as the actors and the C learner run it: forward, backward and the
+linear(128) relu", ...) over a policy's observation fields and action
+space, as the actors and the C learner run it: forward, backward and the
 parameters, which are named tensors in PyTorch's layout and order (the same
 names and shapes as the module volley.torch.build makes from the spec).
 
     m = volley.Model("cnn", [((4, 84, 84), "u8")], num_actions=6, seed=1)
+    m = volley.Model("mlp", 3, action=volley.ActionSpace.box([-2], [2]))
     logits, values = m.forward(obs)              # obs float32 [n, obs_dim]
     m.backward(dlogits, dvalues)                 # adds into m.grads()
     m.set_tensors(module.state_dict())           # weights from PyTorch
@@ -14,8 +15,13 @@ names and shapes as the module volley.torch.build makes from the spec).
 Fields are given as the package gives them elsewhere: a list of (shape,
 encoding) with encoding one of "f32", "u8", "u2", "u1" (as Learner's spec
 dict), a volley.Spec (an actor's), a spec dict with "fields" or "obs_dim",
-or an int obs_dim (one f32 field). Image fields (three dimensions, channels
-first) hold their raw values (0..255 for u8): the network scales them.
+or an int obs_dim (one f32 field). The action space is `action` (an
+ActionSpace, or what ActionSpace.of takes) or num_actions discrete choices,
+else the one fields carry (a Spec's, a spec dict's). The head's outputs
+(`outputs` of them) are the logits of every discrete dimension in turn, or
+a box's means, whose log-stds are the tensor pi.logstd [dims]. Image
+fields (three dimensions, channels first) hold their raw values (0..255 for
+u8): the network scales them.
 """
 from __future__ import annotations
 
@@ -31,6 +37,7 @@ from numpy.typing import ArrayLike
 
 from . import _lib
 from ._lib import VolleyError
+from .action import ActionSpace, CAction
 from .learner import _ENCODINGS, _FIELDS_MAX, _NDIM_MAX, _field
 
 __all__ = ["Model", "model_fields"]
@@ -41,8 +48,8 @@ _TEXT_MAX = 4096  # models/vl_model_spec.h: VL_MODEL_TEXT_MAX
 
 _P = c_void_p
 _lib.bind({
-    "vl_model_new": (_P, [c_char_p, POINTER(_field), c_uint32, c_uint32, c_uint64, c_char_p,
-                          c_size_t]),
+    "vl_model_new": (_P, [c_char_p, POINTER(_field), c_uint32, POINTER(CAction), c_uint64,
+                          c_char_p, c_size_t]),
     "vl_model_destroy": (None, [POINTER(_P)]),
     "vl_model_text": (c_int, [_P, c_char_p, c_size_t]),
     "vl_model_obs_dim": (c_uint32, [_P]),
@@ -68,7 +75,7 @@ def model_fields(fields: Any) -> List[Tuple[Tuple[int, ...], str]]:
         if "obs_dim" in fields:
             return [((int(fields["obs_dim"]),), "f32")]
         raise ValueError("fields: a spec dict needs 'fields' or 'obs_dim'")
-    if hasattr(fields, "fields") and hasattr(fields, "num_actions"):  # a volley.Spec
+    if hasattr(fields, "fields") and hasattr(fields, "action"):  # a volley.Spec
         from .actor import _ENC_NAMES
         return [(tuple(int(d) for d in shape), _ENC_NAMES[int(enc)])
                 for _, enc, shape, _, _ in fields.fields]
@@ -88,14 +95,28 @@ def model_fields(fields: Any) -> List[Tuple[Tuple[int, ...], str]]:
     return out
 
 
-def _num_actions(fields: Any, num_actions: Optional[int]) -> int:
-    """num_actions as given, else the one a volley.Spec or spec dict carries."""
-    if num_actions is None:
-        num_actions = (fields.get("num_actions") if isinstance(fields, dict)
-                       else getattr(fields, "num_actions", None))
-    if num_actions is None:
-        raise ValueError("num_actions: not given, and the fields do not carry one")
-    return int(num_actions)
+def action_of(fields: Any, num_actions: Any = None, action: Any = None) -> ActionSpace:
+    """The action space: action as given, else num_actions (an int: that many
+    discrete choices; or a space), else the one a volley.Spec or spec dict
+    carries. ValueError when there is none."""
+    if action is not None:
+        return ActionSpace.of(action)
+    if num_actions is not None:
+        return ActionSpace.of(num_actions)
+    if isinstance(fields, dict):
+        if fields.get("action") is not None:
+            return ActionSpace.of(fields["action"])
+        if fields.get("num_actions") is not None:
+            return ActionSpace.discrete(int(fields["num_actions"]))
+    elif getattr(fields, "action", None) is not None:
+        return ActionSpace.of(fields.action)
+    raise ValueError("action space: not given (action= or num_actions=), and the fields do "
+                     "not carry one")
+
+
+def _num_actions(fields: Any, num_actions: Any) -> int:
+    """The head outputs of the action space action_of finds."""
+    return action_of(fields, num_actions).outputs
 
 
 def _c_fields(fields):
@@ -129,18 +150,18 @@ def _as_f32(name, a, shape):
 
 
 class Model:
-    """volley's network for spec over fields with num_actions logits, its
-    initial weights drawn from seed (see the module's docstring for the
-    forms fields take; num_actions may come with them). Raises VolleyError
-    with the C side's one-line reason when the spec is refused."""
+    """volley's network for spec over fields acting in an action space (see
+    the module's docstring for the forms fields and the space take), its
+    initial weights drawn from seed. num_actions is the head's outputs
+    (logits, or a box's means). Raises VolleyError with the C side's
+    one-line reason when the spec or the space is refused."""
 
-    def __init__(self, spec: str, fields: Any, num_actions: Optional[int] = None,
-                 seed: int = 0) -> None:
+    def __init__(self, spec: str, fields: Any, num_actions: Any = None, seed: int = 0,
+                 action: Any = None) -> None:
         self._ptr = None
         self.fields = model_fields(fields)
-        self.num_actions = _num_actions(fields, num_actions)
-        if not 0 < self.num_actions < 2**32:
-            raise ValueError(f"num_actions: {self.num_actions}: expected 1 .. 2^32 - 1")
+        self.action = action_of(fields, num_actions, action)
+        self.num_actions = self.action.outputs
         if not isinstance(spec, str):
             raise TypeError(f"spec: expected the spec's text, got {type(spec).__name__}")
         if not _lib.has("vl_model_new"):
@@ -148,8 +169,9 @@ class Model:
                               "volley.Model (rebuild it or reinstall the package)")
         arr = _c_fields(self.fields)
         why = _lib.why_buffer()
-        ptr = _lib.lib.vl_model_new(spec.encode(), arr, len(self.fields), self.num_actions,
-                                    int(seed) % 2**64, why, len(why))
+        c_action = self.action.to_c()
+        ptr = _lib.lib.vl_model_new(spec.encode(), arr, len(self.fields),
+                                    ctypes.byref(c_action), int(seed) % 2**64, why, len(why))
         if not ptr:
             raise VolleyError(f"model {spec!r}: {why.value.decode()}")
         self._ptr = ptr
@@ -289,7 +311,7 @@ class Model:
 
     def __repr__(self):
         text, fields = getattr(self, "spec_text", None), getattr(self, "fields", None)
-        return f"Model({text!r}, fields={fields}, num_actions={getattr(self, 'num_actions', None)})"
+        return f"Model({text!r}, fields={fields}, action={getattr(self, 'action', None)})"
 
     def __del__(self):
         if getattr(self, "_ptr", None):

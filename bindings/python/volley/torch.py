@@ -20,6 +20,20 @@ The module computes what include/volley/model.h's engine computes:
   - a spec without conv layers: two towers over every field's values
     (unscaled), pi and v, each the spec's linear layers with their
     activations and an output layer. Tensors pi.0.* .. pi.L.*, v.0.* .. v.L.*.
+The head pi has the action space's outputs (volley.ActionSpace), and
+dist(outputs) is the distribution they stand for (models/vl_dist.h's):
+  - discrete and multi-discrete: one Categorical per dimension over its
+    n[d] logits (the outputs dimension after dimension); log_prob and
+    entropy sum over dimensions; greedy, each dimension's argmax;
+  - box: a diagonal Normal, mean = the outputs, std = exp(pi.logstd) (a
+    parameter [dims], the last of the net's tensors); log_prob of the
+    unclipped action and entropy sum over dimensions; greedy, the mean
+    clipped to the bounds.
+Weights that carry norm.obs.mean [D], norm.obs.var [D] and norm.state [4]
+(a learner's running statistics, models/vl_norm.h) turn observation
+normalisation on: each f32 field's values become clip((x - mean) /
+sqrt(var + 1e-8), -10, 10) before the network; weights without them turn
+it off (load_weights).
 Initial weights are the C model's for a seed (copied from a volley.Model),
 so both engines start from the same network.
 
@@ -36,10 +50,14 @@ import torch
 from torch import nn
 
 from ._lib import VolleyError
-from .model import Model, model_fields, _num_actions
+from .action import ActionSpace, BOX, DISCRETE
+from .model import Model, model_fields, action_of
 
-__all__ = ["Layer", "parse", "canonical", "build", "VolleyNet", "load_weights",
+__all__ = ["Layer", "parse", "canonical", "build", "VolleyNet", "ActionDist", "load_weights",
            "state_dict_from", "numpy_weights"]
+
+NORM_TENSORS = ("norm.obs.mean", "norm.obs.var", "norm.state")  # models/vl_norm.h's
+NORM_CLIP, NORM_EPS = 10.0, 1e-8
 
 # The largest value of each encoding: an image field is divided by it.
 _SCALE = {"f32": 1.0, "u8": 1.0 / 255.0, "u2": 1.0 / 3.0, "u1": 1.0}
@@ -86,17 +104,17 @@ def _read_canonical(text: str) -> List[Layer]:
 _PROBES = ([((1,), "f32")], [((1, 84, 84), "u8")], [((1, 512, 512), "u8")])
 
 
-def canonical(spec: str, fields: Any = None, num_actions: Optional[int] = None) -> str:
+def canonical(spec: str, fields: Any = None, num_actions: Any = None) -> str:
     """spec's canonical text from libvolley (presets expanded), checked
     against fields (see volley.Model; None: the first of a vector and two
     frame sizes that the spec can read). VolleyError with C's reason when
     the spec is refused."""
     if fields is not None:
         try:
-            n_actions = _num_actions(fields, num_actions)
+            action = action_of(fields, num_actions)
         except ValueError:
-            n_actions = 2  # the text does not depend on it
-        return Model(spec, fields, n_actions, seed=0).spec_text
+            action = ActionSpace.discrete(2)  # the text does not depend on it
+        return Model(spec, fields, action=action, seed=0).spec_text
     last = None
     for probe in _PROBES:
         try:
@@ -138,18 +156,71 @@ def _conv_out(layers: List[Layer], shape):
     return c, h, w
 
 
+class ActionDist:
+    """The distribution a head's outputs [n, outputs] stand for in an action
+    space (see the module's docstring); logstd [dims] for a box. Actions are
+    [n, dims] (floats or integers; discrete choices as whole numbers)."""
+
+    def __init__(self, space: ActionSpace, outputs, logstd=None) -> None:
+        self.space = space
+        if space.kind == BOX:
+            if logstd is None:
+                raise ValueError("a box's distribution needs its log-stds (pi.logstd)")
+            self.normal = torch.distributions.Normal(outputs, logstd.exp().expand_as(outputs))
+            self.cats = None
+        else:
+            self.cats = [torch.distributions.Categorical(logits=z)
+                         for z in torch.split(outputs, [int(k) for k in space.n], dim=-1)]
+
+    def log_prob(self, actions):
+        """The joint log-prob [n] of actions [n, dims] (a box's may be outside its bounds)."""
+        if self.cats is None:
+            return self.normal.log_prob(actions.to(self.normal.mean.dtype)).sum(-1)
+        a = actions.long()
+        return sum(c.log_prob(a[..., d]) for d, c in enumerate(self.cats))
+
+    def entropy(self):
+        """The entropy [n], summed over dimensions."""
+        if self.cats is None:
+            return self.normal.entropy().sum(-1)
+        return sum(c.entropy() for c in self.cats)
+
+    def sample(self):
+        """Actions [n, dims]: a box's unclipped Gaussian draws (float), else
+        each dimension's choice (long)."""
+        if self.cats is None:
+            return self.normal.sample()
+        return torch.stack([c.sample() for c in self.cats], dim=-1)
+
+    def greedy(self):
+        """The most likely actions [n, dims]: each dimension's argmax (the
+        lowest index on ties), or a box's mean clipped to its bounds."""
+        if self.cats is None:
+            low = torch.as_tensor(self.space.low, dtype=self.normal.mean.dtype,
+                                  device=self.normal.mean.device)
+            high = torch.as_tensor(self.space.high, dtype=low.dtype, device=low.device)
+            return torch.max(torch.min(self.normal.mean, high), low)
+        return torch.stack([c.logits.argmax(-1) for c in self.cats], dim=-1)
+
+
 class VolleyNet(nn.Module):
     """volley's actor-critic network for a canonical layer list over fields
-    [(shape, encoding)] with num_actions logits (see the module's
-    docstring); forward(obs [n, obs_dim]) -> (logits [n, A], values [n]).
-    build() is the usual way to make one."""
+    [(shape, encoding)] acting in an action space (a volley.ActionSpace, or
+    an int: that many discrete choices; see the module's docstring);
+    forward(obs [n, obs_dim]) -> (outputs [n, num_actions], values [n]),
+    num_actions being the head's outputs. build() is the usual way to make
+    one. Its state_dict holds the C model's names in the C model's order
+    (pi.logstd after the net's other tensors, then the norm.* tensors when
+    normalisation is on)."""
 
-    def __init__(self, layers: List[Layer], fields, num_actions: int,
+    def __init__(self, layers: List[Layer], fields, num_actions: Any,
                  spec_text: str = "") -> None:
         super().__init__()
         if any(layer.kind == "lstm" for layer in layers):
             raise ValueError("lstm: not supported by volley.torch yet (nor by the C engine)")
-        self.layers, self.fields, self.num_actions = list(layers), list(fields), num_actions
+        self.action = ActionSpace.of(num_actions)
+        self.layers, self.fields = list(layers), list(fields)
+        self.num_actions = self.action.outputs
         self.spec_text = spec_text or " ".join(_layer_text(la) for la in layers)
         self.sizes = [int(np.prod(shape)) for shape, _ in self.fields]
         self.obs_dim = sum(self.sizes)
@@ -160,6 +231,36 @@ class VolleyNet(nn.Module):
             self._build_convnet(widths)
         else:
             self._build_towers(widths)
+        if self.action.kind == BOX:
+            self.logstd = nn.Parameter(torch.zeros(self.action.dims))
+        # Which observation values normalisation touches: the f32 fields'.
+        mask = np.concatenate([np.full(size, enc == "f32") for size, (_, enc) in
+                               zip(self.sizes, self.fields)])
+        self.register_buffer("norm_mask", torch.from_numpy(mask), persistent=False)
+        self.norm = False
+        self._register_state_dict_hook(_c_names)
+        self._register_load_state_dict_pre_hook(_module_names)
+
+    def set_norm(self, on: bool) -> None:
+        """Turns observation normalisation on (the statistics, norm.obs.mean
+        0 and var 1 until loaded, become buffers of the module) or off."""
+        if on and not self.norm:
+            dev = self.norm_mask.device
+            self.register_buffer("norm_obs_mean", torch.zeros(self.obs_dim, device=dev))
+            self.register_buffer("norm_obs_var", torch.ones(self.obs_dim, device=dev))
+            self.register_buffer("norm_state", torch.zeros(4, device=dev))
+        elif not on and self.norm:
+            for name in ("norm_obs_mean", "norm_obs_var", "norm_state"):
+                delattr(self, name)
+        self.norm = bool(on)
+
+    def normalize(self, obs):
+        """obs [n, obs_dim] as the network sees it: the f32 values normalised
+        with the statistics when normalisation is on, else obs itself."""
+        if not self.norm:
+            return obs
+        z = ((obs - self.norm_obs_mean) / torch.sqrt(self.norm_obs_var + NORM_EPS))
+        return torch.where(self.norm_mask, z.clamp(-NORM_CLIP, NORM_CLIP), obs)
 
     def _build_convnet(self, widths):
         convs = [layer for layer in self.layers if layer.kind == "conv"]
@@ -213,12 +314,14 @@ class VolleyNet(nn.Module):
         return out[0] if len(out) == 1 else torch.cat(out, dim=1)
 
     def forward(self, obs):
-        """(logits [n, num_actions], values [n]) of obs [n, obs_dim] (a tensor,
-        or anything torch.as_tensor takes)."""
+        """(outputs [n, num_actions], values [n]) of obs [n, obs_dim] (a tensor,
+        or anything torch.as_tensor takes): the logits of every discrete
+        dimension in turn, or a box's means."""
         if not torch.is_tensor(obs):
             obs = torch.as_tensor(obs, dtype=torch.float32)
         if obs.dim() != 2 or obs.shape[1] != self.obs_dim:
             raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(obs.shape)}")
+        obs = self.normalize(obs)
         if not self.has_conv:
             return self._tower(self.pi, obs), self._tower(self.v, obs).squeeze(-1)
         x = self._features(obs)
@@ -226,19 +329,48 @@ class VolleyNet(nn.Module):
             x = _act(act, lin(x))
         return self.pi(x), self.v(x).squeeze(-1)
 
+    def dist(self, outputs) -> ActionDist:
+        """The action distribution of head outputs [n, num_actions] (forward's)."""
+        return ActionDist(self.action, outputs, getattr(self, "logstd", None))
+
     def log_probs(self, obs):
-        """log pi(a|obs) [n, num_actions]."""
+        """log pi(a|obs): [n, num_actions] for one discrete choice (every
+        action's); for other spaces, use dist(forward(obs)[0]).log_prob(actions)."""
+        if self.action.kind != DISCRETE:
+            raise ValueError(f"log_probs: every action's log-prob is for one discrete choice; "
+                             f"this policy's space is {self.action} (use dist().log_prob)")
         return torch.log_softmax(self.forward(obs)[0], dim=-1)
 
     def act(self, obs, greedy=False):
-        """Actions [n]: sampled from the policy, or its most probable."""
-        logits = self.forward(torch.as_tensor(obs, dtype=torch.float32))[0]
-        if greedy:
-            return logits.argmax(-1)
-        return torch.distributions.Categorical(logits=logits).sample()
+        """Actions sampled from the policy, or its most likely (greedy): [n]
+        for one discrete choice, else [n, dims] (a box's samples unclipped,
+        its greedy mean clipped to the bounds)."""
+        d = self.dist(self.forward(torch.as_tensor(obs, dtype=torch.float32))[0])
+        a = d.greedy() if greedy else d.sample()
+        return a[:, 0] if self.action.kind == DISCRETE else a
 
     def extra_repr(self):
         return f"spec={self.spec_text!r}, fields={self.fields}"
+
+
+def _c_names(module, state, prefix, local_metadata):
+    """state_dict hook: the box's log-stds as pi.logstd after the net's
+    tensors, then the normalisation buffers as norm.*, the C model's names
+    and order."""
+    moves = [("logstd", "pi.logstd"), ("norm_obs_mean", NORM_TENSORS[0]),
+             ("norm_obs_var", NORM_TENSORS[1]), ("norm_state", NORM_TENSORS[2])]
+    for ours, theirs in moves:
+        if prefix + ours in state:
+            state[prefix + theirs] = state.pop(prefix + ours)
+    return state
+
+
+def _module_names(state, prefix, *args):
+    """load_state_dict pre-hook: the C model's names back to the module's."""
+    for ours, theirs in (("logstd", "pi.logstd"), ("norm_obs_mean", NORM_TENSORS[0]),
+                         ("norm_obs_var", NORM_TENSORS[1]), ("norm_state", NORM_TENSORS[2])):
+        if prefix + theirs in state:
+            state[prefix + ours] = state.pop(prefix + theirs)
 
 
 def _layer_text(layer: Layer) -> str:
@@ -248,17 +380,18 @@ def _layer_text(layer: Layer) -> str:
     return f"{layer.kind}({layer.out})" if layer.out else layer.kind
 
 
-def build(spec: str, fields: Any, num_actions: Optional[int] = None,
-          seed: Optional[int] = 0) -> VolleyNet:
+def build(spec: str, fields: Any, num_actions: Any = None,
+          seed: Optional[int] = 0, action: Any = None) -> VolleyNet:
     """The module for spec (text or preset) over fields (any form volley.Model
-    takes: [(shape, encoding)], a volley.Spec, a spec dict, an obs_dim) with
-    num_actions logits (None: the one fields carry). Its initial weights are
+    takes: [(shape, encoding)], a volley.Spec, a spec dict, an obs_dim) acting
+    in the action space action (or num_actions: an int of discrete choices,
+    or a space; neither: the one fields carry). Its initial weights are
     the C model's for seed (None: PyTorch's own init). VolleyError with C's
     reason when the spec is refused; VolleyError when this module's tensors
     are not the C model's (a package and a libvolley that differ)."""
-    fs, n_actions = model_fields(fields), _num_actions(fields, num_actions)
-    c_model = Model(spec, fs, n_actions, seed=seed or 0)
-    module = VolleyNet(_read_canonical(c_model.spec_text), fs, n_actions, c_model.spec_text)
+    fs, space = model_fields(fields), action_of(fields, num_actions, action)
+    c_model = Model(spec, fs, action=space, seed=seed or 0)
+    module = VolleyNet(_read_canonical(c_model.spec_text), fs, space, c_model.spec_text)
     ours = [(k, tuple(v.shape)) for k, v in module.state_dict().items()]
     theirs = list(c_model.shapes.items())
     if ours != theirs:
@@ -287,7 +420,13 @@ def load_weights(module: nn.Module, mapping: Mapping[str, Any], strict: bool = T
     """Copies mapping's arrays into module's parameters by name, into each
     parameter's dtype and device. Every name must be the module's with its
     shape, and with strict every tensor of the module must be given;
-    ValueError naming the first that is not (nothing is written then)."""
+    ValueError naming the first that is not (nothing is written then). A
+    VolleyNet normalises observations when mapping holds the norm.* tensors
+    and stops when it holds none of them (with strict)."""
+    if isinstance(module, VolleyNet):
+        have = [k in mapping for k in NORM_TENSORS]
+        if all(have) or (strict and not any(have)):
+            module.set_norm(all(have))
     own = module.state_dict()
     for name, value in mapping.items():
         if name not in own:

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 
 from . import _lib
+from .action import ActionSpace
 from .learner import Learner
 from .vtrace import vtrace
 
@@ -90,7 +91,9 @@ def env_spec(name: str, horizon: int = 64, hidden: int = 64) -> dict:
                          "--help`)") from None
     fields = [(tuple(t.fields[i].shape[:t.fields[i].ndim]), _ENCODINGS[t.fields[i].encoding])
               for i in range(t.n_fields)]
-    return {"fields": fields, "num_actions": t.num_actions, "horizon": int(horizon),
+    action = ActionSpace.from_c(t.action)
+    return {"fields": fields, "action": action, "num_actions": action.outputs,
+            "horizon": int(horizon),
             "hidden": int(hidden), "env": t.name.decode(),
             "solved_return": t.solved_return if t.has_solved_return else None}
 
@@ -101,10 +104,11 @@ def default_model_text(fields) -> str:
     return "cnn" if any(len(shape) == 3 for shape, _ in fields) else "mlp"
 
 
-def build_model(model: Any, fields, num_actions: int, seed: Optional[int] = 0) -> nn.Module:
+def build_model(model: Any, fields, num_actions: Any, seed: Optional[int] = 0) -> nn.Module:
     """model as an nn.Module: a module is returned as it is; a spec text or
     preset is built by volley.torch.build (the C model's tensors, names,
-    layout and, for seed, initial weights)."""
+    layout and, for seed, initial weights) for the action space num_actions
+    (an ActionSpace, or an int of discrete choices)."""
     if isinstance(model, nn.Module):
         return model
     if not isinstance(model, str) or not model.strip():
@@ -131,6 +135,20 @@ def run_dir_files(directory: str, policy: str, force: bool = False):
     return config, ckpt, there
 
 
+class _Categorical:
+    """One discrete choice's distribution over logits [m, A], for a model
+    without dist(): log_prob of actions [m, 1] and entropy, both [m]."""
+
+    def __init__(self, logits):
+        self.logp = torch.log_softmax(logits, -1)
+
+    def log_prob(self, actions):
+        return self.logp.gather(-1, actions.long().reshape(-1, 1))[:, 0]
+
+    def entropy(self):
+        return -(self.logp.exp() * self.logp).sum(-1)
+
+
 class TorchLearner:
     """Trains one policy's nn.Module on the segments volley's actors send.
 
@@ -139,8 +157,11 @@ class TorchLearner:
     `volley learner --env`), or spec, a dict as volley.Learner takes it; with
     neither, the spec an actor declared is fetched (waiting up to timeout
     seconds). model: an nn.Module whose forward(obs [n, obs_dim] float) gives
-    (logits [n, A], values [n]), or a spec text / preset built with
-    volley.torch.build (None: `cnn` for image fields, else `mlp`). device
+    (logits [n, A], values [n]) (and, for a space other than one discrete
+    choice, dist(outputs) -> a distribution with log_prob(actions [n, dims])
+    and entropy(), as volley.torch.VolleyNet's), or a spec text / preset
+    built with volley.torch.build (None: `cnn` for image fields, else
+    `mlp`). The space is the spec's "action" (volley.ActionSpace). device
     None: CUDA when available, else the CPU. check_policy (default True):
     publish only the tensors of the spec's model, what C actors load; False
     for a model whose actors take its own tensors. hyper: a
@@ -177,7 +198,7 @@ class TorchLearner:
             self.model_text = model = (s.get("model") or model
                                        or default_model_text(s["fields"]))
         try:
-            self.model = build_model(model, s["fields"], s["num_actions"], seed)
+            self.model = build_model(model, s["fields"], s["action"], seed)
         except Exception:
             self.learner.close()
             raise
@@ -207,18 +228,29 @@ class TorchLearner:
         logits, values = self.model(obs.reshape(-1, obs.shape[-1]))
         return logits.reshape(*lead, -1), values.reshape(lead)
 
+    def _dist(self, outputs):
+        """The action distribution of head outputs [m, A]: the model's own
+        (dist), else a categorical over the logits (a module of one's own
+        acting in one discrete choice)."""
+        if hasattr(self.model, "dist"):
+            return self.model.dist(outputs)
+        return _Categorical(outputs)
+
     def targets(self, b):
         """V-trace targets and advantages for batch b (a volley.Batch, or any
-        object with its obs, actions, rewards, dones, truncated, logp and
-        final_obs arrays), with the current weights' log-probs (PPO's old
-        log-probs). Returns obs, actions, old_logp, vs, adv, flat [n*T]."""
+        object with its obs, actions [n, T, dims] (or [n, T]), rewards, dones,
+        truncated, logp and final_obs arrays), with the current weights'
+        log-probs (PPO's old log-probs). Returns obs, actions [n*T, dims],
+        old_logp, vs, adv, flat [n*T]."""
         h = self.hyper
-        n, T = b.actions.shape
+        acts = np.asarray(b.actions, dtype=np.float32)
+        n, T = acts.shape[:2]
+        acts = np.ascontiguousarray(acts.reshape(n, T, -1))
         obs = self._to_device(b.obs)
-        actions = self._to_device(b.actions).long()
+        actions = self._to_device(acts).reshape(n * T, -1)
         with torch.no_grad():
             logits, values = self._forward(obs)  # [n, T+1, A], [n, T+1]
-            logp = torch.log_softmax(logits[:, :T], -1).gather(-1, actions[..., None])[..., 0]
+            logp = self._dist(logits[:, :T].reshape(n * T, -1)).log_prob(actions).reshape(n, T)
             logp_cpu = logp.cpu()
             boot = np.zeros((n, T), np.float32)
             cut = b.truncated.astype(bool)
@@ -228,7 +260,7 @@ class TorchLearner:
             log_rhos = logp_cpu.numpy() - b.logp
         vs, adv = vtrace(values.cpu().numpy(), b.rewards, b.dones, log_rhos, gamma=h.gamma,
                          lam=h.lam, rho_bar=h.rho_bar, c_bar=h.c_bar, boot=boot)
-        return (obs[:, :T].reshape(n * T, -1), actions.reshape(-1), logp.reshape(-1),
+        return (obs[:, :T].reshape(n * T, -1), actions, logp.reshape(-1),
                 self._to_device(vs).reshape(-1), self._to_device(adv).reshape(-1))
 
     def update(self, b) -> np.ndarray:
@@ -244,12 +276,12 @@ class TorchLearner:
             order = torch.randperm(N, generator=self._gen).to(self.device)
             for mb in order.split(h.minibatch):
                 logits, v = self.model(obs[mb])
-                logp_all = torch.log_softmax(logits, -1)
-                ratio = (logp_all.gather(-1, actions[mb, None])[:, 0] - old_logp[mb]).exp()
+                dist = self._dist(logits)
+                ratio = (dist.log_prob(actions[mb]) - old_logp[mb]).exp()
                 m_adv = (adv[mb] - adv[mb].mean()) / (adv[mb].std(unbiased=False) + 1e-8)
                 pg = -torch.min(ratio * m_adv, ratio.clamp(1 - h.clip, 1 + h.clip) * m_adv).mean()
                 vf = 0.5 * ((v.reshape(-1) - vs[mb]) ** 2).mean()
-                ent = -(logp_all.exp() * logp_all).sum(-1).mean()
+                ent = dist.entropy().mean()
                 self.opt.zero_grad(set_to_none=True)
                 (pg + h.vf_coef * vf - h.ent_coef * ent).backward()
                 nn.utils.clip_grad_norm_(self.model.parameters(), h.max_grad_norm)
@@ -480,7 +512,7 @@ def main(argv=None) -> int:
             tl.close()
             return 2
     s = tl.spec
-    print(f"policy '{a.policy}' at {a.broker}: fields {s['fields']} actions {s['num_actions']} "
+    print(f"policy '{a.policy}' at {a.broker}: fields {s['fields']} actions {s['action']} "
           f"horizon {s['horizon']} model {tl.model_text or type(tl.model).__name__} on "
           f"{tl.device}", flush=True)
     try:
