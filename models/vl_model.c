@@ -128,6 +128,18 @@ int vl_model_forward(vl_model_t *self, uint32_t n, const float *obs, float *logi
     return vl_policy_forward(self->policy, n, obs, logits, values);
 }
 
+int vl_model_forward_seq(vl_model_t *self, uint32_t B, uint32_t T, const float *obs,
+                         const float *state0, const uint8_t *reset, float *logits, float *values,
+                         float *state1)
+{
+    return vl_policy_forward_seq(self->policy, B, T, obs, state0, reset, logits, values, state1);
+}
+
+uint32_t vl_model_state_size(const vl_model_t *self)
+{
+    return vl_policy_state_size(self->policy);
+}
+
 int vl_model_backward(vl_model_t *self, uint32_t n, const float *dlogits, const float *dvalues)
 {
     return vl_policy_backward(self->policy, n, dlogits, dvalues);

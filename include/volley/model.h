@@ -63,7 +63,22 @@ VL_EXPORT void vl_model_params_changed(vl_model_t *self);
 VL_EXPORT int vl_model_forward(vl_model_t *self, uint32_t n, const float *obs, float *logits,
                                float *values);
 
-/* Backward pass for the last vl_model_forward over the same n: given the
+/* Returns the floats of one sequence's recurrent state: 2H for a model
+   ending in lstm(H) (h then c), 0 for a memoryless one. */
+VL_EXPORT uint32_t vl_model_state_size(const vl_model_t *self);
+
+/* Forward pass over B sequences of T steps, obs [B*T][obs_dim] (sequence b's
+   step t at row b*T + t), from state0 [B][state size] (NULL: zeros), the
+   state zeroed before step t where reset [B][T] (NULL: none) is nonzero:
+   writes logits [B*T][outputs] and values [B*T] (either may be NULL) and,
+   when not NULL, the final state state1 [B][state size]. A memoryless model
+   runs the B*T rows as vl_model_forward. Returns 0, or -1. */
+VL_EXPORT int vl_model_forward_seq(vl_model_t *self, uint32_t B, uint32_t T, const float *obs,
+                                   const float *state0, const uint8_t *reset, float *logits,
+                                   float *values, float *state1);
+
+/* Backward pass for the last vl_model_forward (or _seq, n = B*T, through
+   every sequence) over the same n: given the
    loss's gradients dlogits [n][outputs] and dvalues [n] (either NULL
    for zero), adds every parameter's gradient into the accumulated one.
    Returns 0, or -1. */
