@@ -4,7 +4,9 @@
     (box(1): a mean, and a learned std) against 2 logits (discrete(2)), and
     wider heads of each kind (box(6), discrete(6), multi_discrete(3,3)).
     The reference is the forward pass alone, in the same run: the draws'
-    own cost is the difference. */
+    own cost is the difference. Then the core: the same act through
+    mlp(64) beside linear(64) lstm(64) (its state carried per env) and
+    lstm(256), discrete(2) heads. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -25,13 +27,14 @@ typedef struct {
     float out[S_ENVS * 64];
     float actions[S_ENVS * VL_ACTION_DIMS_MAX];
     float logp[S_ENVS];
+    float *state; // [S_ENVS][state size] a recurrent policy's
 } s_case_t;
 
 static void s_act(void *arg)
 {
     s_case_t *c = arg;
     uint32_t A = vl_policy_num_actions(c->policy);
-    vl_policy_forward(c->policy, S_ENVS, c->obs, c->out, NULL);
+    vl_policy_forward_seq(c->policy, S_ENVS, 1, c->obs, c->state, NULL, c->out, NULL, c->state);
     for (uint32_t i = 0; c->sample && i < S_ENVS; i++)
         vl_dist_sample(&c->space, c->out + i * A, vl_policy_logstd(c->policy), &c->rng,
                        c->actions + i * c->space.dims, &c->logp[i]);
@@ -55,11 +58,12 @@ static vl_action_spec_t s_space(uint32_t kind, uint32_t width)
     return a;
 }
 
-/* Times one head; returns its us per act. */
-static double s_time(const vl_bench_plan_t *plan, vl_action_spec_t space, int sample)
+/* Times one head on the network model names; returns its us per act. */
+static double s_time(const vl_bench_plan_t *plan, const char *model, vl_action_spec_t space,
+                     int sample)
 {
     s_case_t *c = calloc(1, sizeof *c);
-    vl_model_spec_t *spec = vl_model_spec_mlp(64);
+    vl_model_spec_t *spec = vl_model_spec_parse(model, NULL, 0);
     vl_obs_spec_t obs = vl_obs_spec_flat(S_OBS);
     if (!c || !spec || !(c->policy = vl_policy_new_spec(spec, &obs, &space, 1, 1, NULL, 0))) {
         fprintf(stderr, "vl_head_bench: no memory\n");
@@ -67,10 +71,13 @@ static double s_time(const vl_bench_plan_t *plan, vl_action_spec_t space, int sa
     }
     c->space = space;
     c->sample = sample;
+    uint32_t S = vl_policy_state_size(c->policy);
+    c->state = S ? calloc((size_t)S_ENVS * S, sizeof(float)) : NULL;
     vl_rng_seed(&c->rng, 7);
     for (int i = 0; i < S_ENVS * S_OBS; i++)
         c->obs[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
     double ms = vl_bench_best_ms(plan->runs, plan->run_s, s_act, c);
+    free(c->state);
     vl_policy_destroy(&c->policy);
     vl_model_spec_destroy(&spec);
     free(c);
@@ -96,9 +103,18 @@ int main(int argc, char **argv)
            S_ENVS, S_OBS, plan.runs);
     for (size_t i = 0; i < sizeof heads / sizeof heads[0]; i++) {
         vl_action_spec_t a = s_space(heads[i].kind, heads[i].width);
-        double fwd = s_time(&plan, a, 0), act = s_time(&plan, a, 1);
+        double fwd = s_time(&plan, "mlp(64)", a, 0), act = s_time(&plan, "mlp(64)", a, 1);
         printf("  %-28s act %7.2f us (%5.1f ns/env)  forward alone %7.2f us  draws %5.1f ns/env\n",
                heads[i].name, act, act * 1e3 / S_ENVS, fwd, (act - fwd) * 1e3 / S_ENVS);
+    }
+    static const char *const cores[] = {"mlp(64)", "linear(64) lstm(64)", "lstm(256)"};
+    vl_action_spec_t two = s_space(VL_ENV_DISCRETE, 2);
+    double mlp = s_time(&plan, cores[0], two, 1);
+    printf("the core, discrete(2), its state carried per env (us per act; per env step)\n");
+    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
+        double act = i ? s_time(&plan, cores[i], two, 1) : mlp;
+        printf("  %-28s act %7.2f us (%5.1f ns/env)  %.2fx the mlp's\n", cores[i], act,
+               act * 1e3 / S_ENVS, act / mlp);
     }
     return 0;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "common/vl_rng.h"
+#include "messages/vl_codec.h"
 #include "models/vl_lstm.h"
 #include "vl_bench.h"
 
@@ -109,8 +110,8 @@ static void s_work_free(s_work_t *w)
 static void s_actor(void *arg)
 {
     s_work_t *w = arg;
-    w->failed |= vl_lstm_forward(w->lstm, w->B, w->T, w->x, w->h0, w->c0, NULL, w->y, w->hT,
-                                 w->cT) != 0;
+    w->failed |=
+        vl_lstm_forward(w->lstm, w->B, w->T, w->x, w->h0, w->c0, NULL, w->y, w->hT, w->cT) != 0;
 }
 
 static void s_update(void *arg)
@@ -172,8 +173,8 @@ static int s_run_torch(const vl_bench_plan_t *plan, uint32_t B, uint32_t T, s_ti
     snprintf(cmd, sizeof cmd,
              "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' '%s' --batch %u --steps %u --in %d "
              "--hidden %d --actor-batch %d --threads 1,2 --runs %d --run-s %g",
-             S_MAX_THREADS, S_MAX_THREADS, python, VL_TORCH_SCRIPT, B, T, S_IN, S_HIDDEN,
-             S_ACTOR_B, plan->runs, plan->run_s);
+             S_MAX_THREADS, S_MAX_THREADS, python, VL_TORCH_SCRIPT, B, T, S_IN, S_HIDDEN, S_ACTOR_B,
+             plan->runs, plan->run_s);
     FILE *p = popen(cmd, "r");
     if (!p) {
         printf("torch: cannot start %s\n", python);
@@ -214,6 +215,58 @@ static void s_row(const char *name, double ms, double torch_ms)
         printf(" %10s %9s\n", "-", "-");
 }
 
+/* Returns the wire bytes of one segment of T steps of cartpole-masked's
+   observations (2 floats) with a recurrent state of state floats (a
+   trained state's values: dense, as compressible as noise), or 0. */
+static size_t s_segment_bytes(uint32_t T, uint32_t state)
+{
+    vl_obs_spec_t obs = vl_obs_spec_flat(2);
+    vl_segment_t seg = {.actor_id = 1, .horizon = T, .state_size = state};
+    snprintf(seg.policy_id, sizeof seg.policy_id, "default");
+    seg.action = vl_action_discrete(2);
+    size_t cap = vl_segment_arrays_size(T, &obs, 1, state), bytes = 0;
+    void *arrays = vl_segment_set_spec(&seg, &obs) == 0 ? calloc(1, cap) : NULL;
+    if (!arrays)
+        return 0;
+    vl_segment_bind(&seg, arrays);
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 3);
+    float x = 0, th = 0;
+    for (uint32_t t = 0; t <= T; t++) { // a pole's slow drift, as the env writes it
+        x += 0.01f * (float)(vl_rng_uniform(&rng) - 0.5),
+            th += 0.02f * (float)(vl_rng_uniform(&rng) - 0.5);
+        ((float *)seg.obs)[2 * t] = x, ((float *)seg.obs)[2 * t + 1] = th;
+    }
+    for (uint32_t t = 0; t < T; t++) {
+        seg.actions[t] = (float)(vl_rng_next(&rng) & 1);
+        seg.rewards[t] = 1.0f;
+        seg.logp[t] = -0.69f + 0.01f * (float)vl_rng_uniform(&rng);
+    }
+    for (uint32_t k = 0; k < state; k++)
+        seg.state[k] = (float)(2.0 * vl_rng_uniform(&rng) - 1.0);
+    uint8_t *wire = NULL;
+    if (vl_segment_encode(&seg, &wire, &bytes) != 0)
+        bytes = 0;
+    free(wire);
+    free(arrays);
+    return bytes;
+}
+
+/* Prints the wire bytes of a segment with the stored state beside without. */
+static void s_wire_bytes(void)
+{
+    static const uint32_t hidden[] = {0, 64, 256};
+    size_t without = s_segment_bytes(64, 0);
+    printf("wire bytes of one segment (T=64, cartpole-masked's 2 floats an observation, LZ4):\n");
+    for (size_t i = 0; i < sizeof hidden / sizeof hidden[0]; i++) {
+        size_t bytes = i ? s_segment_bytes(64, 2 * hidden[i]) : without;
+        char name[64];
+        snprintf(name, sizeof name, hidden[i] ? "with an lstm(%u) state" : "without a state",
+                 hidden[i]);
+        printf("  %-28s %6zu bytes  %.2fx\n", name, bytes, without ? (double)bytes / without : 0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     vl_bench_plan_t plan, full = {S_RUNS, S_RUN_S}, quick = {1, 0.0};
@@ -241,5 +294,6 @@ int main(int argc, char **argv)
         s_row(name, mine[i].actor, torch[i].actor);
     }
     printf("ratio = torch ms / volley ms: above 1 is faster than PyTorch\n");
+    s_wire_bytes();
     return 0;
 }
