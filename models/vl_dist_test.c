@@ -265,7 +265,7 @@ static void test_gradients_match_finite_differences(void)
     vl_rng_seed(&rng, 7);
     for (int trial = 0; trial < 300; trial++) {
         vl_action_spec_t a;
-        double z[VL_ACTION_DIMS_MAX * 6], logstd[VL_ACTION_DIMS_MAX];
+        double z[VL_ACTION_DIMS_MAX * 6], logstd[VL_ACTION_DIMS_MAX] = {0};
         float zf[VL_ACTION_DIMS_MAX * 6], logstdf[VL_ACTION_DIMS_MAX], action[VL_ACTION_DIMS_MAX];
         float dz[VL_ACTION_DIMS_MAX * 6], dlogstd[VL_ACTION_DIMS_MAX] = {0}, logp, entropy;
         s_random_case(&rng, &a, z, logstd, action);
