@@ -124,6 +124,8 @@ static void s_layout(vl_net_t *self, const vl_model_spec_t *spec)
         in = ly->out;
     }
     self->width = in;
+    if (!self->num_actions) // a torso alone: the caller's layers read its features
+        return;
     uint32_t pw[2] = {self->num_actions, in}, vw[2] = {1, in};
     self->pi_w = s_add_tensor(self, "pi.weight", 2, pw);
     self->pi_b = s_add_tensor(self, "pi.bias", 1, pw);
@@ -131,13 +133,14 @@ static void s_layout(vl_net_t *self, const vl_model_spec_t *spec)
     self->v_b = s_add_tensor(self, "v.bias", 1, vw);
 }
 
-/* Refuses what this engine cannot run: an lstm, or no conv layer. */
-static int s_supported(const vl_model_spec_t *spec, char *err, size_t errlen)
+/* Refuses what this engine cannot run: an lstm (but for a torso alone,
+   which stops before it), or no conv layer. */
+static int s_supported(const vl_model_spec_t *spec, int torso, char *err, size_t errlen)
 {
     uint32_t convs = 0;
     for (uint32_t l = 0; l < vl_model_spec_count(spec); l++) {
         const vl_model_layer_t *ly = vl_model_spec_layer(spec, l);
-        if (ly->kind == VL_LAYER_LSTM)
+        if (ly->kind == VL_LAYER_LSTM && !torso)
             return vl_why(err, errlen, "lstm(%u): not supported by this engine yet", ly->out);
         convs += ly->kind == VL_LAYER_CONV;
     }
@@ -168,10 +171,10 @@ vl_net_t *vl_net_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs, uint
                      int threads, char *err, size_t errlen)
 {
     vl_model_shapes_t shapes;
-    if (s_supported(spec, err, errlen) != 0 ||
+    if (s_supported(spec, num_actions == 0, err, errlen) != 0 ||
         vl_model_spec_shapes(spec, obs, &shapes, err, errlen) != 0)
         return NULL;
-    if (num_actions == 0 || num_actions > VL_MODEL_WIDTH_MAX) {
+    if (num_actions > VL_MODEL_WIDTH_MAX) {
         vl_why(err, errlen, "%u actions; expected 1..%u", num_actions, VL_MODEL_WIDTH_MAX);
         return NULL;
     }
@@ -317,6 +320,44 @@ int vl_net_forward(vl_net_t *self, uint32_t n, const float *obs, float *logits, 
         self->fwd_set = set;
         rc = 0;
     }
+    s_threads_leave(self, prev);
+    return rc;
+}
+
+uint32_t vl_net_width(const vl_net_t *self)
+{
+    return self->width;
+}
+
+int vl_net_features(vl_net_t *self, uint32_t n, const float *obs, float *features)
+{
+    self->fwd_set = NULL;
+    if (n == 0)
+        return 0;
+    int prev = s_threads_enter(self), rc = -1;
+    vl_net_set_t *set = s_set_for(self, n);
+    if (set && vl_net_set_refresh(self, set) == 0 && vl_net_set_forward(self, set, obs) == 0) {
+        memcpy(features, set->last, (size_t)n * self->width * sizeof(float));
+        self->fwd_set = set;
+        rc = 0;
+    }
+    s_threads_leave(self, prev);
+    return rc;
+}
+
+int vl_net_backward_features(vl_net_t *self, uint32_t n, const float *dfeatures)
+{
+    vl_net_set_t *set = self->fwd_set;
+    if (n == 0)
+        return 0;
+    if (!set || set->n != n) {
+        vl_error("vl_net: backward over %u observations; the last forward was over %u", n,
+                 set ? set->n : 0);
+        return -1;
+    }
+    int prev = s_threads_enter(self);
+    memcpy(set->dlast, dfeatures, (size_t)n * self->width * sizeof(float));
+    int rc = vl_net_set_backward(self, set);
     s_threads_leave(self, prev);
     return rc;
 }

@@ -46,7 +46,8 @@ typedef struct vl_net_s vl_net_t;
 
 /* Builds the network spec names over obs with num_actions logits, its
    parameters and gradients zero, for threads threads (0: oneDNN's
-   default). Returns a new net (caller destroys), or NULL after writing one
+   default). num_actions 0 builds the torso alone (no heads; the spec may
+   end in an lstm, which it stops before): vl_net_features runs it. Returns a new net (caller destroys), or NULL after writing one
    line to err: a spec without conv layers, one that cannot read obs (as
    vl_model_spec_shapes), or no memory / no oneDNN CPU engine. */
 vl_net_t *vl_net_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
@@ -94,6 +95,19 @@ void vl_net_tensor(vl_net_t *self, uint32_t i, int grads, vl_tensor_t *t);
    new n builds its primitives once; the last few sizes are kept). Returns
    0, or -1 on no memory or a oneDNN failure (logged). */
 int vl_net_forward(vl_net_t *self, uint32_t n, const float *obs, float *logits, float *values);
+
+/* Returns the width of the torso's output (what the heads, or the caller's
+   layers, read). */
+uint32_t vl_net_width(const vl_net_t *self);
+
+/* A torso alone: runs n observations obs [n][obs_dim] through the conv and
+   linear layers into features [n][width], keeping what the backward pass
+   needs. Returns 0, or -1 (logged). */
+int vl_net_features(vl_net_t *self, uint32_t n, const float *obs, float *features);
+
+/* Backward pass for the last vl_net_features over the same n: given
+   dfeatures [n][width], ADDS every parameter's gradient. Returns 0, or -1. */
+int vl_net_backward_features(vl_net_t *self, uint32_t n, const float *dfeatures);
 
 /* Backward pass for the last vl_net_forward, over the same n: given
    dlogits [n][num_actions] and dvalues [n] (the loss's gradients with

@@ -136,7 +136,8 @@ static int s_spec_has_lstm(const vl_model_spec_t *spec)
 static int s_rnet_new(vl_policy_t *self, const vl_model_spec_t *spec, int threads, vl_rng_t *rng,
                       char *err, size_t errlen)
 {
-    if (!(self->rnet = vl_rnet_new(spec, self->obs_dim, self->num_actions, threads, err, errlen)))
+    if (!(self->rnet = vl_rnet_new(spec, &self->obs_spec, self->obs_dim, self->num_actions,
+                                   threads, err, errlen)))
         return -1;
     float *params[VL_RNET_ARRAYS], *grads[VL_RNET_ARRAYS];
     size_t counts[VL_RNET_ARRAYS];

@@ -15,6 +15,7 @@
 #include "vl_init.h"
 #include "vl_lstm.h"
 #include "vl_mlp.h"
+#include "vl_net.h"
 
 #define S_HIDDEN_GAIN 1.41421356f // sqrt(2), CleanRL's torso gain
 #define S_PI_GAIN     0.01f
@@ -24,16 +25,17 @@ struct vl_rnet_s {
     uint32_t obs_dim, outputs, hidden; // D, A, H
     uint32_t features;                 // F: what the LSTM reads (torso output, or D)
     vl_mlp_t *torso;                   // NULL when the spec has no linear layer
+    vl_net_t *conv;                    // a spec with conv layers: its torso (torso NULL)
     int torso_act;                     // VL_MLP_ACT_* after the torso's last layer
     vl_lstm_t *lstm;
     float *lstm_params, *lstm_grads;
     vl_mlp_t *pi, *v;
-    uint32_t cap, bcap;  // rows and sequences the scratch holds
-    float *feat, *dfeat; // [cap][F]
-    float *y, *dy, *dy2; // [cap][H]
+    uint32_t cap, bcap;       // rows and sequences the scratch holds
+    float *feat, *dfeat;      // [cap][F]
+    float *y, *dy, *dy2;      // [cap][H]
     float *h0, *c0, *h1, *c1; // [bcap][H]
-    uint32_t rows;       // B*T of the last forward
-    int threads;         // OpenMP threads of the LSTM's products (0: the caller's setting)
+    uint32_t rows;            // B*T of the last forward
+    int threads;              // OpenMP threads of the LSTM's products (0: the caller's setting)
 };
 
 /* Sets the calling thread's OpenMP thread count to the net's for a call
@@ -60,10 +62,8 @@ static int s_read_spec(const vl_model_spec_t *spec, uint32_t *widths, int *acts,
     *n = 0, *hidden = 0;
     for (uint32_t i = 0; i < vl_model_spec_count(spec); i++) {
         const vl_model_layer_t *l = vl_model_spec_layer(spec, i);
-        if (l->kind == VL_LAYER_CONV) {
-            snprintf(err, errlen, "conv layers before an lstm: not supported by this engine");
-            return -1;
-        }
+        if (l->kind == VL_LAYER_CONV)
+            continue; // a conv torso is vl_net's to read
         if (l->kind == VL_LAYER_LINEAR && *n >= VL_MLP_MAX_LAYERS) {
             snprintf(err, errlen, "more than %d linear layers before the lstm", VL_MLP_MAX_LAYERS);
             return -1;
@@ -87,6 +87,8 @@ static int s_read_spec(const vl_model_spec_t *spec, uint32_t *widths, int *acts,
 /* Builds the torso over obs_dim of n linear layers. Returns 0, or -1. */
 static int s_torso_new(vl_rnet_t *self, const uint32_t *widths, const int *acts, uint32_t n)
 {
+    if (self->conv)
+        return 0;
     self->features = self->obs_dim;
     if (n == 0)
         return 0;
@@ -102,8 +104,8 @@ static int s_torso_new(vl_rnet_t *self, const uint32_t *widths, const int *acts,
     return 0;
 }
 
-vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t outputs,
-                       int threads, char *err, size_t errlen)
+vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs, uint32_t obs_dim,
+                       uint32_t outputs, int threads, char *err, size_t errlen)
 {
     uint32_t widths[VL_MLP_MAX_LAYERS], n, hidden;
     int acts[VL_MLP_MAX_LAYERS];
@@ -115,6 +117,14 @@ vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t o
     self->obs_dim = obs_dim, self->outputs = outputs, self->hidden = hidden;
     self->threads = threads;
     uint32_t pi_sizes[2] = {hidden, outputs}, v_sizes[2] = {hidden, 1};
+    if (vl_model_spec_has_conv(spec)) { // conv and linear layers on oneDNN, then the lstm
+        if (!(self->conv = vl_net_new(spec, obs, 0, threads, err, errlen))) {
+            vl_rnet_destroy(&self);
+            return NULL;
+        }
+        self->features = vl_net_width(self->conv);
+        n = 0;
+    }
     if (s_torso_new(self, widths, acts, n) != 0 ||
         !(self->lstm = vl_lstm_new(self->features, hidden)) ||
         !(self->pi = vl_mlp_new(1, pi_sizes)) || !(self->v = vl_mlp_new(1, v_sizes)))
@@ -138,12 +148,13 @@ void vl_rnet_destroy(vl_rnet_t **self_p)
         return;
     vl_rnet_t *self = *self_p;
     vl_mlp_destroy(&self->torso);
+    vl_net_destroy(&self->conv);
     vl_lstm_destroy(&self->lstm);
     vl_mlp_destroy(&self->pi);
     vl_mlp_destroy(&self->v);
-    float *bufs[] = {self->lstm_params, self->lstm_grads, self->feat, self->dfeat, self->y,
-                     self->dy,          self->dy2,        self->h0,   self->c0,    self->h1,
-                     self->c1};
+    float *bufs[] = {self->lstm_params, self->lstm_grads, self->feat, self->dfeat,
+                     self->y,           self->dy,         self->dy2,  self->h0,
+                     self->c0,          self->h1,         self->c1};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self);
@@ -160,7 +171,8 @@ int vl_rnet_init(vl_rnet_t *self, vl_rng_t *rng)
     vl_orthogonal(self->lstm_params, 4 * H, F, 1.0f, q, rng);
     vl_orthogonal(self->lstm_params + (size_t)4 * H * F, 4 * H, H, 1.0f, q, rng);
     free(q);
-    if ((self->torso && vl_mlp_init(self->torso, rng, S_HIDDEN_GAIN, S_HIDDEN_GAIN) != 0) ||
+    if ((self->conv && vl_net_init(self->conv, rng) != 0) ||
+        (self->torso && vl_mlp_init(self->torso, rng, S_HIDDEN_GAIN, S_HIDDEN_GAIN) != 0) ||
         vl_mlp_init(self->pi, rng, S_PI_GAIN, S_PI_GAIN) != 0 ||
         vl_mlp_init(self->v, rng, S_V_GAIN, S_V_GAIN) != 0)
         return -1;
@@ -227,7 +239,11 @@ int vl_rnet_forward(vl_rnet_t *self, uint32_t B, uint32_t T, const float *obs, c
     if (s_reserve(self, rows, B) != 0)
         return -1;
     const float *feat = obs;
-    if (self->torso) {
+    if (self->conv) {
+        if (vl_net_features(self->conv, rows, obs, self->feat) != 0)
+            return -1;
+        feat = self->feat;
+    } else if (self->torso) {
         if (vl_mlp_forward(self->torso, rows, obs, self->feat) != 0)
             return -1;
         s_act(self->torso_act, self->feat, (size_t)rows * self->features);
@@ -270,10 +286,12 @@ int vl_rnet_backward(vl_rnet_t *self, const float *dout, const float *dvalues)
             self->dy[i] += self->dy2[i];
     }
     int prev = s_threads_enter(self);
-    int rc = vl_lstm_backward(self->lstm, self->dy, self->torso ? self->dfeat : NULL);
+    int rc = vl_lstm_backward(self->lstm, self->dy, self->torso || self->conv ? self->dfeat : NULL);
     s_threads_leave(self, prev);
     if (rc != 0)
         return -1;
+    if (self->conv)
+        return vl_net_backward_features(self->conv, (uint32_t)rows, self->dfeat);
     if (self->torso) {
         s_act_backward(self->torso_act, self->feat, self->dfeat, rows * self->features);
         vl_mlp_backward(self->torso, (uint32_t)rows, self->dfeat, NULL);
@@ -285,6 +303,8 @@ void vl_rnet_zero_grad(vl_rnet_t *self)
 {
     if (self->torso)
         vl_mlp_zero_grad(self->torso);
+    if (self->conv)
+        vl_net_zero_grad(self->conv);
     memset(self->lstm_grads, 0, vl_lstm_param_count(self->lstm) * sizeof(float));
     vl_mlp_zero_grad(self->pi);
     vl_mlp_zero_grad(self->v);
@@ -294,6 +314,11 @@ int vl_rnet_arrays(vl_rnet_t *self, float **params, float **grads, size_t *count
 {
     vl_mlp_t *mlps[3] = {self->torso, self->pi, self->v};
     int k = 0;
+    if (self->conv) {
+        params[k] = vl_net_params(self->conv);
+        grads[k] = vl_net_grads(self->conv);
+        counts[k++] = vl_net_param_count(self->conv);
+    }
     for (int m = 0; m < 3; m++) {
         if (m == 1) {
             params[k] = self->lstm_params;
@@ -309,9 +334,17 @@ int vl_rnet_arrays(vl_rnet_t *self, float **params, float **grads, size_t *count
     return k;
 }
 
+/* Returns the torso's tensors: the conv net's, or the MLP's two a layer. */
+static uint32_t s_torso_tensors(const vl_rnet_t *self)
+{
+    return self->conv    ? vl_net_tensor_count(self->conv)
+           : self->torso ? 2 * vl_mlp_layers(self->torso)
+                         : 0;
+}
+
 uint32_t vl_rnet_tensor_count(const vl_rnet_t *self)
 {
-    return (self->torso ? 2 * vl_mlp_layers(self->torso) : 0) + 4 + 4;
+    return s_torso_tensors(self) + 4 + 4;
 }
 
 /* Fills t with layer l's weight or bias of net, named prefix[.l].weight. */
@@ -335,7 +368,11 @@ void vl_rnet_tensor(vl_rnet_t *self, uint32_t i, int grads, vl_tensor_t *t)
     static const char *const lstm_names[4] = {"lstm.weight_ih", "lstm.weight_hh", "lstm.bias_ih",
                                               "lstm.bias_hh"};
     memset(t, 0, sizeof *t);
-    uint32_t torso = self->torso ? 2 * vl_mlp_layers(self->torso) : 0;
+    uint32_t torso = s_torso_tensors(self);
+    if (i < torso && self->conv) {
+        vl_net_tensor(self->conv, i, grads, t);
+        return;
+    }
     if (i < torso) {
         s_mlp_tensor(self->torso, i / 2, i % 2, grads, "torso", 1, t);
         return;

@@ -1,6 +1,6 @@
 /*  vl_rnet: volley's recurrent actor-critic network, as CleanRL's LSTM
-    agent: obs -> the spec's linear layers (a shared torso, each followed by
-    its activation) -> one LSTM layer -> a policy head (one linear layer to
+    agent: obs -> the spec's conv and linear layers (a shared torso, each
+    followed by its activation) -> one LSTM layer -> a policy head (one linear layer to
     the head's outputs) and a value head (one linear layer to 1). Tensors:
     torso.J.weight/bias, lstm.weight_ih/weight_hh/bias_ih/bias_hh (PyTorch's
     nn.LSTM layout, vl_lstm), pi.weight/bias, v.weight/bias. The recurrent
@@ -19,14 +19,15 @@
 
 typedef struct vl_rnet_s vl_rnet_t;
 
-#define VL_RNET_ARRAYS 4 // flat parameter arrays: torso, lstm, pi, v
+#define VL_RNET_ARRAYS 4 // flat parameter arrays: torso (mlp or conv net), lstm, pi, v
 
-/* Builds the net of a spec whose last layer is an lstm and that has no
-   conv layer, over obs_dim floats with outputs head outputs; the LSTM's
-   products run on threads OpenMP threads (0: the caller's setting). Returns
-   it (caller destroys), or NULL after writing one line to err. */
-vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, uint32_t obs_dim, uint32_t outputs,
-                       int threads, char *err, size_t errlen);
+/* Builds the net of a spec whose last layer is an lstm over observations
+   obs (obs_dim floats) with outputs head outputs; conv layers make its
+   torso a vl_net (conv.K.J, torso.J on oneDNN). The products run on threads
+   OpenMP threads (0: the caller's setting). Returns it (caller destroys),
+   or NULL after writing one line to err. */
+vl_rnet_t *vl_rnet_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs, uint32_t obs_dim,
+                       uint32_t outputs, int threads, char *err, size_t errlen);
 
 /* Frees the net and nulls the pointer; safe on NULL and twice. */
 void vl_rnet_destroy(vl_rnet_t **self_p);
