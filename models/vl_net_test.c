@@ -559,7 +559,53 @@ static void test_unsupported_specs_are_refused_with_a_line(void)
     VL_CHECK(s_refused("conv(8,9,1)",
                        &(vl_obs_spec_t){.n_fields = 1, .fields = {{0, 3, {1, 8, 8}}}}, 2,
                        "is larger than its input"));
-    VL_CHECK(s_refused("cnn", &frames, 0, "0 actions; expected 1..4096"));
+    VL_CHECK(s_refused("cnn", &frames, 4097, "4097 actions; expected 1..4096"));
+}
+
+/* With no heads (0 actions) the net is a torso whose features a recurrent
+   core reads: no pi or v tensor, its width the last linear layer's, and an
+   lstm after it is left to the caller. */
+static void test_torso_alone_gives_features(void)
+{
+    vl_obs_spec_t frames = s_frames_obs();
+    char err[256];
+    vl_model_spec_t *spec = vl_model_spec_parse_for("cnn lstm(32)", &frames, err, sizeof err);
+    vl_net_t *net = spec ? vl_net_new(spec, &frames, 0, 1, err, sizeof err) : NULL;
+    VL_CHECK(net);
+    if (!net) {
+        vl_model_spec_destroy(&spec);
+        return;
+    }
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 5);
+    VL_CHECK(vl_net_init(net, &rng) == 0);
+    for (uint32_t i = 0; i < vl_net_tensor_count(net); i++) {
+        vl_tensor_t t;
+        vl_net_tensor(net, i, 0, &t);
+        VL_CHECK(strncmp(t.name, "pi.", 3) != 0 && strncmp(t.name, "v.", 2) != 0);
+    }
+    uint32_t w = vl_net_width(net), D = vl_net_obs_dim(net);
+    float *obs = calloc((size_t)2 * D, sizeof(float)), *feat = calloc((size_t)2 * w, sizeof(float));
+    float *dfeat = calloc((size_t)2 * w, sizeof(float));
+    for (uint32_t k = 0; obs && k < 2 * D; k++)
+        obs[k] = (float)(k % 4);
+    VL_CHECK(obs && feat && dfeat && w == 512); // the Nature torso's linear(512)
+    VL_CHECK(vl_net_features(net, 2, obs, feat) == 0);
+    float sum = 0;
+    for (uint32_t k = 0; k < 2 * w; k++) {
+        sum += feat[k];
+        dfeat[k] = 1.0f;
+    }
+    VL_CHECK(sum > 0); // relu features of a nonzero frame
+    vl_net_zero_grad(net);
+    VL_CHECK(vl_net_backward_features(net, 2, dfeat) == 0);
+    double g = 0;
+    for (size_t k = 0; k < vl_net_param_count(net); k++)
+        g += fabs(vl_net_grads(net)[k]);
+    VL_CHECK(g > 0);
+    free(obs), free(feat), free(dfeat);
+    vl_net_destroy(&net);
+    vl_model_spec_destroy(&spec);
 }
 
 static void test_init_is_orthogonal_and_deterministic(void)
@@ -628,6 +674,7 @@ int main(void)
     VL_RUN(test_params_changed_takes_new_weights);
     VL_RUN(test_backward_adds_into_the_gradients);
     VL_RUN(test_unsupported_specs_are_refused_with_a_line);
+    VL_RUN(test_torso_alone_gives_features);
     VL_RUN(test_init_is_orthogonal_and_deterministic);
     VL_RUN(test_threads_are_set_per_call_and_restored);
     return VL_DONE();
