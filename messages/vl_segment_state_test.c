@@ -102,8 +102,7 @@ static void test_state_round_trips_exactly(void)
     void *arrays;
     vl_reason_t r = s_encode_decode(&seg, &out, &arrays);
     int same = r == VL_OK && out.state_size == S_STATE &&
-               memcmp(out.state, seg.state, S_STATE * sizeof(float)) == 0 &&
-               out.n_truncated == 1 &&
+               memcmp(out.state, seg.state, S_STATE * sizeof(float)) == 0 && out.n_truncated == 1 &&
                memcmp(out.final_obs, seg.final_obs, seg.obs_row_bytes) == 0 &&
                memcmp(out.dones, seg.dones, S_T * sizeof(float)) == 0 && out.truncated[5] == 1 &&
                memcmp(out.obs, seg.obs, (S_T + 1) * (size_t)seg.obs_row_bytes) == 0;
