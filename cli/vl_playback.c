@@ -139,6 +139,8 @@ static void s_report(const s_sink_t *k)
     for (int i = 0; i < VL_EREASONS; i++)
         if (st.refused[i])
             printf("  refused %" PRIu64 ": %s\n", st.refused[i], vl_reason_str((vl_reason_t)i));
+    if (st.first_refusal[0])
+        printf("  the first refused: %s\n", st.first_refusal);
     printf("%016" PRIx64 "\n", vl_offline_checksum(learner));
 }
 

@@ -43,6 +43,20 @@ static vl_reason_t s_check_fit(const vl_learner_config_t *c, const vl_segment_t 
     return VL_EMISMATCH;
 }
 
+/* Returns VL_EMISMATCH, after writing which field differs into why (if not
+   NULL), when a segment too big for a slot (r VL_ETOOBIG) has a header this
+   learner does not serve (a longer horizon, a wider state): the refusal
+   then names its cause as a smaller one's does. Otherwise returns r. */
+static vl_reason_t s_name_oversize(const vl_learner_config_t *c, const vl_limits_t *lim,
+                                   const uint8_t *data, size_t size, vl_reason_t r, char *why,
+                                   size_t why_size)
+{
+    vl_segment_t head;
+    if (r != VL_ETOOBIG || vl_segment_peek(data, size, lim, &head) != VL_OK)
+        return r;
+    return s_check_fit(c, &head, why, why_size) == VL_OK ? r : VL_EMISMATCH;
+}
+
 vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, const vl_limits_t *lim,
                       const uint8_t *data, size_t size, int64_t recv_ns, vl_ingest_fn accept,
                       void *ctx, vl_ingest_refusal_t *refusal)
@@ -61,6 +75,8 @@ vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, const
                                                                                : UINT32_MAX;
         snprintf(refusal->why, sizeof refusal->why, "%s", vl_reason_str(r));
     }
+    r = s_name_oversize(config, lim, data, size, r, refusal ? refusal->why : NULL,
+                        refusal ? sizeof refusal->why : 0);
     if (r == VL_OK)
         r = s_check_fit(config, &seg, refusal ? refusal->why : NULL,
                         refusal ? sizeof refusal->why : 0);

@@ -1,6 +1,7 @@
 /*  vl_offline: ingest, then an update per batch of arrivals. */
 #include "vl_offline.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,9 +100,12 @@ int vl_offline_feed(vl_offline_t *self, const uint8_t *data, size_t size, int64_
     self->st.messages++;
     if (self->c.max_steps && self->st.env_steps >= self->c.max_steps)
         return 0; // past the step budget: left out, as a live learner leaves it out
+    vl_ingest_refusal_t refusal;
     vl_reason_t r =
-        vl_ingest(self->buf, &self->c, &self->limits, data, size, recv_ns, s_count, self, NULL);
+        vl_ingest(self->buf, &self->c, &self->limits, data, size, recv_ns, s_count, self, &refusal);
     if (r != VL_OK) {
+        if (!self->st.first_refusal[0]) // the field that differs: a --model or --env not the run's
+            snprintf(self->st.first_refusal, sizeof self->st.first_refusal, "%s", refusal.why);
         self->st.refused[r]++;
         return 0;
     }

@@ -26,6 +26,8 @@ typedef struct {
     uint64_t stale;                // dropped as more than max_lag versions old
     uint64_t env_steps, episodes;  // in the accepted segments
     float mean_return;             // over the last 100 episodes
+    // why the first refused segment was (the field that differs), "" when none was
+    char first_refusal[VL_REFUSAL_TEXT_MAX];
 } vl_offline_stats_t;
 
 /* Creates an offline learner for config (broker ignored). Returns NULL on
