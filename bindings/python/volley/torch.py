@@ -487,15 +487,21 @@ _RENAMES = (("lstm.weight_ih_l0", "lstm.weight_ih"), ("lstm.weight_hh_l0", "lstm
             ("norm_obs_var", NORM_TENSORS[1]), ("norm_state", NORM_TENSORS[2]))
 
 
+_LAST = 4  # of _RENAMES: the module's own tensors, which state_dict puts first
+
+
 def _c_names(module, state, prefix, local_metadata):
-    """state_dict hook: the C model's names (the LSTM's without nn.LSTM's
-    layer suffix, the box's log-stds as pi.logstd, the normalisation
-    buffers as norm.*), every tensor where it was: the C model's order."""
-    ours = {prefix + a: prefix + b for a, b in _RENAMES}
+    """state_dict hook: the C model's names and order: the LSTM's without
+    nn.LSTM's layer suffix, where they are; the box's log-stds as pi.logstd
+    after the net's tensors, then the normalisation buffers as norm.*."""
+    inplace = {prefix + a: prefix + b for a, b in _RENAMES[:_LAST]}
     items = list(state.items())
     state.clear()  # the same object, its _metadata kept, refilled in order
     for k, v in items:
-        state[ours.get(k, k)] = v
+        state[inplace.get(k, k)] = v
+    for ours, theirs in _RENAMES[_LAST:]:
+        if prefix + ours in state:
+            state[prefix + theirs] = state.pop(prefix + ours)
     return state
 
 
