@@ -6,7 +6,9 @@ blank steps, on an observation that is the same for both cues. Budget: a mean
 return >= 0.9 over the learner's window of 100 episodes within 200k env steps
 (measured: 24k-32k) and 60 s. The default MLP, given 100k steps, stays near
 chance (measured: mean 0)."""
+import os
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -27,7 +29,9 @@ def _train(procs, model, until):
     procs.learner(port)
     args = ["-m", "volley", "actor", "--env", ENV, "--broker", f"127.0.0.1:{port}",
             "--envs", 8, "--seed", 1]
-    actor = procs.python("actor", *args, *(["--model", model] if model else []))
+    here = Path(__file__).resolve().parent  # memory_envs, and the package above it
+    actor = procs.python("actor", *args, *(["--model", model] if model else []),
+                         env={"PYTHONPATH": os.pathsep.join([str(here), str(here.parent)])})
     stats, start = {}, time.monotonic()
     while time.monotonic() - start < SECONDS:
         time.sleep(1)
