@@ -39,13 +39,22 @@ _lib.bind({
 })
 
 
+# libvolley's kept-policy API runs one step from the zero state: a recurrent
+# policy played through it would forget at every step, so it is not played.
+RECURRENT = ("a recurrent policy (lstm): this libvolley plays kept policies one step from "
+             "the zero state, which is not how it acts; export it (`volley export RUN --to "
+             "P.safetensors`) and play volley.load_torch_policy(P), which carries its state "
+             "per env")
+
+
 class Kept:
     """A kept policy (checkpoint file or run directory) loaded by libvolley:
     obs_dim, num_actions (the head's outputs), hidden, version, policy_id,
     env (the run's, "" when unknown), action (its ActionSpace), logstd (a
-    box's pi.logstd [dims], else None) and logits(obs [n, obs_dim]) by the C
-    forward pass (observations normalised as the weights say). Raises
-    VolleyError with libvolley's reason."""
+    box's pi.logstd [dims], else None), recurrent (the net has an lstm) and
+    logits(obs [n, obs_dim]) by the C forward pass (observations normalised
+    as the weights say; one step from the zero state). Raises VolleyError
+    with libvolley's reason."""
 
     def __init__(self, path, policy=None):
         self._h = None
@@ -73,6 +82,17 @@ class Kept:
                                    f"space {self.action}")
         if self.action.kind == BOX:
             self.logstd = self._tensor(path, "pi.logstd", self.action.dims)
+        self.recurrent = self._has(path, "lstm.weight_hh")
+
+    @staticmethod
+    def _has(path, name):
+        """Whether the kept weights hold a tensor name: asked for 0 values,
+        libvolley refuses either way, saying "no tensor" when there is none."""
+        why = _lib.why_buffer()
+        if _lib.lib.vl_kept_tensor(os.fsencode(os.fspath(path)), name.encode(), None, 0, why,
+                                   len(why)) == 0:
+            return True
+        return not why.value.decode(errors="replace").startswith("no tensor")
 
     def _tensor(self, path, name, n):
         out = np.empty(n, np.float32)
@@ -128,6 +148,8 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
     (returns, lengths, env name). Raises ValueError when the env's spaces do
     not fit the policy; what an env raises passes through."""
     from .actor import spec_from_spaces, _env_name
+    if getattr(kept, "recurrent", False):
+        raise ValueError(RECURRENT)
     n = min(episodes, MAX_ENVS)
     envs = [make_env() for _ in range(n)]
     spec = spec_from_spaces(envs[0].observation_space, envs[0].action_space)
@@ -198,6 +220,9 @@ def main(argv=None):
         kept = Kept(a.source, a.policy)
     except _lib.VolleyError as e:
         print(f"volley eval: {e}", file=sys.stderr)
+        return 2
+    if kept.recurrent:
+        print(f"volley eval: {a.source}: {RECURRENT}", file=sys.stderr)
         return 2
     env_text = a.env or kept.env
     if ":" not in (env_text or ""):

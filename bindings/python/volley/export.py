@@ -4,7 +4,8 @@
     volley.load_export_spec(path)        the architecture and spec JSON (a dict)
     volley.TorchPolicy(obs, actions, h)  volley's MLP as a torch.nn.Module (volley.torch)
     volley.load_torch_policy(path)       any export's network (its action space, its obs
-                                         normalisation) as a module with its weights
+                                         normalisation, its recurrent core) as a module
+                                         with its weights
     volley.policy_forward(ckpt, obs)     the C policy's log-probs and values (libvolley)
 
 The network (models/vl_policy.c): two MLPs with tanh hidden layers, pi: obs ->
@@ -163,6 +164,22 @@ def _net_of(spec, path):
         raise ValueError(f"{path}: its architecture does not say the network ({e!r})") from None
 
 
+def _core_of(spec, path):
+    """The recurrent core an export's architecture names: its LSTM's hidden
+    size, 0 for "core": null or none (an export from before recurrent
+    models). ValueError for anything else."""
+    arch = spec.get("architecture", {}) if isinstance(spec, dict) else {}
+    core = arch.get("core") if isinstance(arch, dict) else None
+    if core is None:
+        return 0
+    hidden = core.get("hidden") if isinstance(core, dict) else None
+    if not isinstance(core, dict) or core.get("kind") != "lstm" or type(hidden) is not int \
+            or not 1 <= hidden <= 1 << 20:
+        raise ValueError(f"{path}: its core {core!r} is not {{\"kind\": \"lstm\", "
+                         "\"hidden\": H}")
+    return hidden
+
+
 def TorchPolicy(obs_dim, num_actions, hidden=64):
     """volley's MLP (the mlp(hidden) model) as a torch.nn.Module whose
     state_dict keys are volley's tensor names (pi.0.weight ... v.2.bias);
@@ -177,11 +194,22 @@ def load_torch_policy(path, device="cpu"):
     """The torch.nn.Module of a `volley export` file's model (volley.torch),
     holding its weights, in eval mode: its action space the export's (.action;
     act(obs, greedy) and dist(outputs) draw from it), observations
-    normalised with the statistics the weights carry, when they carry them."""
+    normalised with the statistics the weights carry, when they carry them.
+    An export whose "core" is {"kind": "lstm", "hidden": H} is a recurrent
+    module (state_size 2H): act(obs, greedy, first) carries a state per env
+    (row of obs), zero at first and where first marks an episode's first
+    observation; forward_seq runs whole sequences. ValueError when the core
+    the export names is not its model's."""
     from . import torch as vtorch
     path = os.fspath(path)
-    model, fields, action = _net_of(load_export_spec(path), path)
+    spec = load_export_spec(path)
+    model, fields, action = _net_of(spec, path)
+    hidden = _core_of(spec, path)
     module = vtorch.build(model, fields, action=action, seed=None)
+    if module.hidden != hidden:
+        raise ValueError(f"{path}: its core says {'lstm(%d)' % hidden if hidden else 'none'}, "
+                         f"its model {module.spec_text!r} "
+                         f"{'ends in lstm(%d)' % module.hidden if module.hidden else 'has none'}")
     vtorch.load_weights(module, load_safetensors(path))
     return module.to(device).eval()
 

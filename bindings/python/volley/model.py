@@ -58,6 +58,8 @@ _lib.bind({
                                            POINTER(c_uint32)]),
     "vl_model_params_changed": (None, [_P]),
     "vl_model_forward": (c_int, [_P, c_uint32, _P, _P, _P]),
+    "vl_model_state_size": (c_uint32, [_P]),
+    "vl_model_forward_seq": (c_int, [_P, c_uint32, c_uint32, _P, _P, _P, _P, _P, _P]),
     "vl_model_backward": (c_int, [_P, c_uint32, _P, _P]),
     "vl_model_zero_grad": (None, [_P]),
 })
@@ -281,6 +283,54 @@ class Model:
             raise VolleyError(f"model {self.spec_text}: forward over {n} observations failed "
                               "(see the log)")
         return logits, values
+
+    @property
+    def state_size(self) -> int:
+        """Floats of one sequence's recurrent state: 2H (h then c) for a
+        model ending in lstm(H), 0 for a memoryless one (or a libvolley
+        without recurrent models)."""
+        if not _lib.has("vl_model_state_size"):
+            return 0
+        return int(_lib.lib.vl_model_state_size(self._live()))
+
+    def forward_seq(self, obs: ArrayLike, state0: Optional[ArrayLike] = None,
+                    reset: Optional[ArrayLike] = None
+                    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """B sequences of T steps, obs [B, T, obs_dim], from state0 [B,
+        state_size] (None: zeros), the state zeroed before step t where
+        reset [B, T] (None: nowhere) is nonzero: (outputs float32 [B, T,
+        num_actions], values [B, T], state1 [B, state_size]). Keeps what
+        backward needs (its n is B*T, gradients through every sequence)."""
+        ptr = self._live()
+        if not _lib.has("vl_model_forward_seq"):
+            raise VolleyError(f"{_lib.path} has no vl_model_forward_seq: a libvolley older "
+                              "than recurrent models")
+        obs = _as_f32("obs", obs, (None, None, self.obs_dim))
+        B, T = obs.shape[0], obs.shape[1]
+        if not 1 <= B * T < 2**32:
+            raise ValueError(f"obs: {B} sequences of {T} steps: expected 1 .. 2^32 - 1 rows")
+        S = self.state_size
+        s0 = None if state0 is None else _as_f32("state0", state0, (B, S))
+        if s0 is not None and not np.all(np.isfinite(s0)):
+            raise ValueError("state0: a value that is not finite")
+        rs = None
+        if reset is not None:
+            rs = np.ascontiguousarray(np.asarray(reset) != 0, dtype=np.uint8)
+            if rs.shape != (B, T):
+                raise ValueError(f"reset: expected shape [{B}, {T}], got {list(rs.shape)}")
+        outputs = np.empty((B, T, self.num_actions), np.float32)
+        values = np.empty((B, T), np.float32)
+        state1 = np.empty((B, S), np.float32)
+        with self._lock:
+            rc = _lib.lib.vl_model_forward_seq(
+                ptr, B, T, obs.ctypes.data, None if s0 is None else s0.ctypes.data,
+                None if rs is None else rs.ctypes.data, outputs.ctypes.data,
+                values.ctypes.data, state1.ctypes.data if S else None)
+            self._n = B * T if rc == 0 else None
+        if rc != 0:
+            raise VolleyError(f"model {self.spec_text}: forward over {B} sequences of {T} "
+                              "steps failed (see the log)")
+        return outputs, values, state1
 
     def backward(self, dlogits: Optional[ArrayLike], dvalues: Optional[ArrayLike]) -> None:
         """Adds the parameters' gradients of a loss whose gradients with

@@ -20,6 +20,13 @@ The module computes what include/volley/model.h's engine computes:
   - a spec without conv layers: two towers over every field's values
     (unscaled), pi and v, each the spec's linear layers with their
     activations and an output layer. Tensors pi.0.* .. pi.L.*, v.0.* .. v.L.*.
+  - a spec ending in lstm(H) (models/vl_rnet.h): the linear layers with
+    their activations (tensors torso.J.*), one LSTM layer (nn.LSTM's
+    layout and gate order i, f, g, o: lstm.weight_ih [4H, in],
+    lstm.weight_hh [4H, H], lstm.bias_ih, lstm.bias_hh), heads pi and v
+    over its output. forward_seq runs B sequences of T steps from a state
+    [B, 2H] (h then c) with per-step resets; forward, n sequences of one
+    step from the zero state; act carries a state per env.
 The head pi has the action space's outputs (volley.ActionSpace), and
 dist(outputs) is the distribution they stand for (models/vl_dist.h's):
   - discrete and multi-discrete: one Categorical per dimension over its
@@ -216,8 +223,6 @@ class VolleyNet(nn.Module):
     def __init__(self, layers: List[Layer], fields, num_actions: Any,
                  spec_text: str = "") -> None:
         super().__init__()
-        if any(layer.kind == "lstm" for layer in layers):
-            raise ValueError("lstm: not supported by volley.torch yet (nor by the C engine)")
         self.action = ActionSpace.of(num_actions)
         self.layers, self.fields = list(layers), list(fields)
         self.num_actions = self.action.outputs
@@ -225,12 +230,20 @@ class VolleyNet(nn.Module):
         self.sizes = [int(np.prod(shape)) for shape, _ in self.fields]
         self.obs_dim = sum(self.sizes)
         self.has_conv = any(layer.kind == "conv" for layer in layers)
+        lstms = [layer.out for layer in layers if layer.kind == "lstm"]
+        self.hidden = lstms[-1] if lstms else 0  # the LSTM's H: a state of 2H per sequence
         widths = [layer.out for layer in layers if layer.kind == "linear"]
         self.linear_acts = _activations(layers, ("linear",))
-        if self.has_conv:
+        if self.hidden and (self.has_conv or len(lstms) > 1 or layers[-1].kind != "lstm"):
+            raise ValueError(f"{self.spec_text}: an lstm is one layer, the last, after linear "
+                             "layers alone (the C engine's recurrent net)")
+        if self.hidden:
+            self._build_recurrent(widths)
+        elif self.has_conv:
             self._build_convnet(widths)
         else:
             self._build_towers(widths)
+        self._carried = None  # act()'s per-env state [n, 2H], a recurrent net's
         if self.action.kind == BOX:
             self.logstd = nn.Parameter(torch.zeros(self.action.dims))
         # Which observation values normalisation touches: the f32 fields'.
@@ -295,6 +308,25 @@ class VolleyNet(nn.Module):
         self.v = nn.ModuleList([nn.Linear(a, b) for a, b in zip(dims, dims[1:])] +
                                [nn.Linear(dims[-1], 1)])
 
+    def _build_recurrent(self, widths):
+        """The recurrent net (models/vl_rnet.h): torso.J linear layers, one
+        nn.LSTM whose weight_ih_l0 .. bias_hh_l0 are lstm.weight_ih ..
+        lstm.bias_hh, heads pi and v over its output."""
+        features = self.obs_dim
+        self.torso = nn.ModuleList()
+        for w in widths:
+            self.torso.append(nn.Linear(features, w))
+            features = w
+        self.lstm = nn.LSTM(features, self.hidden, batch_first=True)
+        self.pi = nn.Linear(self.hidden, self.num_actions)
+        self.v = nn.Linear(self.hidden, 1)
+
+    @property
+    def state_size(self) -> int:
+        """Floats of one sequence's recurrent state: 2H (h then c) for a net
+        ending in lstm(H), 0 for a memoryless one."""
+        return 2 * self.hidden
+
     def _tower(self, tower, x):
         for lin, act in zip(tower[:-1], self.linear_acts):
             x = _act(act, lin(x))
@@ -321,6 +353,9 @@ class VolleyNet(nn.Module):
             obs = torch.as_tensor(obs, dtype=torch.float32)
         if obs.dim() != 2 or obs.shape[1] != self.obs_dim:
             raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(obs.shape)}")
+        if self.hidden:  # n sequences of one step from the zero state, as the C engine's
+            outputs, values, _ = self.forward_seq(obs[:, None, :])
+            return outputs[:, 0], values[:, 0]
         obs = self.normalize(obs)
         if not self.has_conv:
             return self._tower(self.pi, obs), self._tower(self.v, obs).squeeze(-1)
@@ -328,6 +363,77 @@ class VolleyNet(nn.Module):
         for lin, act in zip(self.torso, self.linear_acts):
             x = _act(act, lin(x))
         return self.pi(x), self.v(x).squeeze(-1)
+
+    def forward_seq(self, obs, state0=None, reset=None):
+        """A recurrent net over B sequences of T steps: obs [B, T, obs_dim]
+        from state0 [B, 2H] (h then c; None: zeros), the state zeroed before
+        step t where reset [B, T] (None: nowhere) is true. Returns (outputs
+        [B, T, num_actions], values [B, T], state1 [B, 2H]), what
+        vl_model_forward_seq computes."""
+        if not self.hidden:
+            raise ValueError(f"forward_seq: {self.spec_text!r} has no recurrent core")
+        if not torch.is_tensor(obs):
+            obs = torch.as_tensor(obs, dtype=torch.float32)
+        if obs.dim() != 3 or obs.shape[2] != self.obs_dim:
+            raise ValueError(f"obs: expected shape [B, T, {self.obs_dim}], got {list(obs.shape)}")
+        B, T, H = obs.shape[0], obs.shape[1], self.hidden
+        x = self.normalize(obs)
+        for lin, act in zip(self.torso, self.linear_acts):
+            x = _act(act, lin(x))
+        h, c = self._state_parts(state0, B, x)
+        keep = self._keep(reset, B, T, x)
+        y, (h, c) = self._lstm_run(x, h, c, keep)
+        return self.pi(y), self.v(y).squeeze(-1), torch.cat([h[0], c[0]], dim=1).reshape(B, 2 * H)
+
+    def _state_parts(self, state0, B, like):
+        """(h, c), each [1, B, H], of a state [B, 2H] (None: zeros)."""
+        H = self.hidden
+        if state0 is None:
+            zero = like.new_zeros(1, B, H)
+            return zero, zero
+        state0 = torch.as_tensor(state0, dtype=like.dtype, device=like.device)
+        if tuple(state0.shape) != (B, 2 * H):
+            raise ValueError(f"state0: expected shape [{B}, {2 * H}], got {list(state0.shape)}")
+        return state0[None, :, :H], state0[None, :, H:]
+
+    @staticmethod
+    def _keep(reset, B, T, like):
+        """1 where the state carries into a step, 0 where reset [B, T] zeroes
+        it first, as a [B, T] float of like's kind; None when nothing resets."""
+        if reset is None:
+            return None
+        reset = torch.as_tensor(reset, device=like.device)
+        if tuple(reset.shape) != (B, T):
+            raise ValueError(f"reset: expected shape [{B}, {T}], got {list(reset.shape)}")
+        reset = reset != 0
+        return None if not bool(reset.any()) else (~reset).to(like.dtype)
+
+    def _lstm_run(self, x, h, c, keep):
+        """The LSTM over x [B, T, F] from (h, c), zeroing the state of
+        sequence b before step t where keep[b, t] is 0: one nn.LSTM call per
+        run of steps between the steps where some sequence resets (exact:
+        the same products, the reset a multiplication by 0 or 1)."""
+        if keep is None:
+            return self.lstm(x, (h.contiguous(), c.contiguous()))
+        T = x.shape[1]
+        cuts = [t for t in range(T) if t == 0 or bool((keep[:, t] == 0).any())] + [T]
+        ys = []
+        for a, b in zip(cuts, cuts[1:]):
+            k = keep[None, :, a, None]
+            y, (h, c) = self.lstm(x[:, a:b], ((h * k).contiguous(), (c * k).contiguous()))
+            ys.append(y)
+        return torch.cat(ys, dim=1), (h, c)
+
+    def reset_state(self, envs=None) -> None:
+        """Zeroes act()'s carried state: every env's (envs None; the next act
+        starts from zero for however many envs it is given), or those envs
+        (a [n] mask or indices) whose episode starts at their next
+        observation."""
+        if envs is None or self._carried is None:
+            self._carried = None
+            return
+        with torch.no_grad():
+            self._carried[torch.as_tensor(envs, device=self._carried.device)] = 0
 
     def dist(self, outputs) -> ActionDist:
         """The action distribution of head outputs [n, num_actions] (forward's)."""
@@ -341,25 +447,59 @@ class VolleyNet(nn.Module):
                              f"this policy's space is {self.action} (use dist().log_prob)")
         return torch.log_softmax(self.forward(obs)[0], dim=-1)
 
-    def act(self, obs, greedy=False):
+    def act(self, obs, greedy=False, first=None):
         """Actions sampled from the policy, or its most likely (greedy): [n]
         for one discrete choice, else [n, dims] (a box's samples unclipped,
-        its greedy mean clipped to the bounds)."""
-        d = self.dist(self.forward(torch.as_tensor(obs, dtype=torch.float32))[0])
+        its greedy mean clipped to the bounds). A recurrent net carries a
+        state per env (row of obs) from call to call, zero at first and for
+        the envs where first [n] (a mask: the observation opens an episode)
+        is true, or after reset_state(); a different n starts every env
+        from zero."""
+        obs = torch.as_tensor(obs, dtype=torch.float32)
+        if self.hidden:
+            return self._act_recurrent(obs, greedy, first)
+        d = self.dist(self.forward(obs)[0])
         a = d.greedy() if greedy else d.sample()
+        return a[:, 0] if self.action.kind == DISCRETE else a
+
+    def _act_recurrent(self, obs, greedy, first):
+        if obs.dim() != 2 or obs.shape[1] != self.obs_dim:
+            raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(obs.shape)}")
+        n = obs.shape[0]
+        state = self._carried
+        if state is None or state.shape[0] != n or state.device != obs.device:
+            state = obs.new_zeros(n, self.state_size)
+        reset = None if first is None else torch.as_tensor(first).reshape(n, 1)
+        with torch.no_grad():
+            outputs, _, self._carried = self.forward_seq(obs[:, None], state, reset)
+            d = self.dist(outputs[:, 0])
+            a = d.greedy() if greedy else d.sample()
         return a[:, 0] if self.action.kind == DISCRETE else a
 
     def extra_repr(self):
         return f"spec={self.spec_text!r}, fields={self.fields}"
 
 
+# The module's names of the tensors the C model names otherwise (ours, theirs).
+_RENAMES = (("lstm.weight_ih_l0", "lstm.weight_ih"), ("lstm.weight_hh_l0", "lstm.weight_hh"),
+            ("lstm.bias_ih_l0", "lstm.bias_ih"), ("lstm.bias_hh_l0", "lstm.bias_hh"),
+            ("logstd", "pi.logstd"), ("norm_obs_mean", NORM_TENSORS[0]),
+            ("norm_obs_var", NORM_TENSORS[1]), ("norm_state", NORM_TENSORS[2]))
+
+
+_LAST = 4  # of _RENAMES: the module's own tensors, which state_dict puts first
+
+
 def _c_names(module, state, prefix, local_metadata):
-    """state_dict hook: the box's log-stds as pi.logstd after the net's
-    tensors, then the normalisation buffers as norm.*, the C model's names
-    and order."""
-    moves = [("logstd", "pi.logstd"), ("norm_obs_mean", NORM_TENSORS[0]),
-             ("norm_obs_var", NORM_TENSORS[1]), ("norm_state", NORM_TENSORS[2])]
-    for ours, theirs in moves:
+    """state_dict hook: the C model's names and order: the LSTM's without
+    nn.LSTM's layer suffix, where they are; the box's log-stds as pi.logstd
+    after the net's tensors, then the normalisation buffers as norm.*."""
+    inplace = {prefix + a: prefix + b for a, b in _RENAMES[:_LAST]}
+    items = list(state.items())
+    state.clear()  # the same object, its _metadata kept, refilled in order
+    for k, v in items:
+        state[inplace.get(k, k)] = v
+    for ours, theirs in _RENAMES[_LAST:]:
         if prefix + ours in state:
             state[prefix + theirs] = state.pop(prefix + ours)
     return state
@@ -367,8 +507,7 @@ def _c_names(module, state, prefix, local_metadata):
 
 def _module_names(state, prefix, *args):
     """load_state_dict pre-hook: the C model's names back to the module's."""
-    for ours, theirs in (("logstd", "pi.logstd"), ("norm_obs_mean", NORM_TENSORS[0]),
-                         ("norm_obs_var", NORM_TENSORS[1]), ("norm_state", NORM_TENSORS[2])):
+    for ours, theirs in _RENAMES:
         if prefix + theirs in state:
             state[prefix + ours] = state.pop(prefix + theirs)
 

@@ -108,13 +108,20 @@ def build_model(model: Any, fields, num_actions: Any, seed: Optional[int] = 0) -
     """model as an nn.Module: a module is returned as it is; a spec text or
     preset is built by volley.torch.build (the C model's tensors, names,
     layout and, for seed, initial weights) for the action space num_actions
-    (an ActionSpace, or an int of discrete choices)."""
+    (an ActionSpace, or an int of discrete choices). ValueError for a
+    recurrent one: this learner trains on single steps, not sequences."""
+    from .torch import VolleyNet, build
     if isinstance(model, nn.Module):
-        return model
-    if not isinstance(model, str) or not model.strip():
+        module = model
+    elif not isinstance(model, str) or not model.strip():
         raise TypeError(f"model: expected an nn.Module or a model spec text, got {model!r}")
-    from .torch import build
-    return build(model, fields, num_actions, seed=seed)
+    else:
+        module = build(model, fields, num_actions, seed=seed)
+    if isinstance(module, VolleyNet) and module.hidden:
+        raise ValueError(f"model {getattr(module, 'spec_text', model)!r}: a recurrent core "
+                         "(lstm), which this learner cannot train (it takes single steps, not "
+                         "sequences from a state); train it with the C learner, `volley learner`")
+    return module
 
 
 def default_device() -> torch.device:
