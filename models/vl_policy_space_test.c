@@ -6,6 +6,7 @@
     and every tensor's gradient against PyTorch autograd, Adam moving the log-std, and
     the optimizer state carried to a fresh policy. */
 #include "vl_policy.h"
+#include "vl_policy_probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@ static vl_policy_t *s_policy(const vl_action_spec_t *act, uint32_t hidden, uint6
 
 /* Copies every parameter (grads: every gradient) of the policy into out, in
    tensor order. Returns the count. */
-static size_t s_flatten(vl_policy_t *policy, int grads, float *out)
+static size_t vl_probe_flatten(vl_policy_t *policy, int grads, float *out)
 {
     size_t count = 0;
     for (uint32_t i = 0; i < vl_policy_tensor_count(policy); i++) {
@@ -62,21 +63,6 @@ static size_t s_flatten(vl_policy_t *policy, int grads, float *out)
         count += (size_t)t.rows * t.cols;
     }
     return count;
-}
-
-/* Returns a pointer to the k-th parameter in tensor order, NULL past the
-   last. */
-static float *s_param(vl_policy_t *policy, size_t k)
-{
-    for (uint32_t i = 0; i < vl_policy_tensor_count(policy); i++) {
-        vl_tensor_t t;
-        vl_policy_tensor(policy, i, &t);
-        size_t size = (size_t)t.rows * t.cols;
-        if (k < size)
-            return t.data + k;
-        k -= size;
-    }
-    return NULL;
 }
 
 /* Returns the joint log-prob of action [dims] at obs_i under the current
@@ -139,17 +125,17 @@ static double s_worst_gap(const vl_action_spec_t *act, uint64_t seed, float *dlo
         return INFINITY;
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
-    for (size_t k = 0; s_param(policy, k); k++) // no gradient vanishingly small
-        *s_param(policy, k) = (float)(0.8 * (2.0 * vl_rng_uniform(&rng) - 1.0));
+    for (size_t k = 0; vl_probe_param(policy, k); k++) // no gradient vanishingly small
+        *vl_probe_param(policy, k) = (float)(0.8 * (2.0 * vl_rng_uniform(&rng) - 1.0));
     s_batch_t b;
     s_make_batch(policy, &rng, &b);
     vl_policy_zero_grad(policy);
     s_loss(policy, &b);
-    size_t count = s_flatten(policy, 1, grads);
+    size_t count = vl_probe_flatten(policy, 1, grads);
     const float eps = 2e-3f;
     double worst = 0.0;
     for (size_t k = 0; k < count; k++) {
-        float *p = s_param(policy, k), saved = *p;
+        float *p = vl_probe_param(policy, k), saved = *p;
         *p = saved + eps;
         double up = s_loss(policy, &b);
         *p = saved - eps;
@@ -250,8 +236,8 @@ static void test_box_loss_matches_the_gaussian_by_hand(void)
     VL_CHECK(policy);
     vl_rng_t rng;
     vl_rng_seed(&rng, 8);
-    for (size_t k = 0; s_param(policy, k); k++)
-        *s_param(policy, k) = (float)(0.5 * (2.0 * vl_rng_uniform(&rng) - 1.0));
+    for (size_t k = 0; vl_probe_param(policy, k); k++)
+        *vl_probe_param(policy, k) = (float)(0.5 * (2.0 * vl_rng_uniform(&rng) - 1.0));
     s_batch_t b;
     s_make_batch(policy, &rng, &b);
     const float *logstd = vl_policy_logstd(policy);
@@ -331,8 +317,8 @@ static void test_box_loss_matches_torch(void)
     vl_policy_t *policy = s_policy(&box, H, 1);
     VL_CHECK(policy);
     size_t k = 0;
-    for (; s_param(policy, k); k++)
-        *s_param(policy, k) = (float)(0.5 * sin(0.7 * (double)k + 0.3));
+    for (; vl_probe_param(policy, k); k++)
+        *vl_probe_param(policy, k) = (float)(0.5 * sin(0.7 * (double)k + 0.3));
     VL_CHECK(k == P);
     float obs[N * S_OBS], act[N * S_DIMS], old[N], adv[N], vt[N], w[N];
     for (int i = 0; i < N; i++) {
@@ -347,7 +333,7 @@ static void test_box_loss_matches_torch(void)
     }
     vl_policy_zero_grad(policy);
     float loss = vl_policy_loss_grad(policy, &s_params, N, obs, act, old, adv, vt, w, NULL);
-    size_t count = s_flatten(policy, 1, grads);
+    size_t count = vl_probe_flatten(policy, 1, grads);
     vl_policy_destroy(&policy);
     VL_CHECK(count == P);
     VL_CHECK_NEAR(loss, s_ref_loss, 1e-6);
@@ -399,8 +385,8 @@ static void s_step(vl_policy_t *p)
 static int s_same(vl_policy_t *a, vl_policy_t *b)
 {
     static float pa[S_MAX_PARAMS], pb[S_MAX_PARAMS];
-    size_t count = s_flatten(a, 0, pa);
-    return s_flatten(b, 0, pb) == count && memcmp(pa, pb, count * sizeof(float)) == 0;
+    size_t count = vl_probe_flatten(a, 0, pa);
+    return vl_probe_flatten(b, 0, pb) == count && memcmp(pa, pb, count * sizeof(float)) == 0;
 }
 
 /* Weights plus optimizer state copied into a fresh box policy continue

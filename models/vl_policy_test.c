@@ -2,6 +2,7 @@
     loss gradient against central finite differences, its stats, gradient
     clipping, tensor export and load, and learning a contextual bandit. */
 #include "vl_policy.h"
+#include "vl_policy_probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -14,43 +15,12 @@
 
 static const vl_loss_params_t s_params = {.clip = 0.2f, .vf_coef = 0.5f, .ent_coef = 0.1f};
 
-/* Copies every parameter (grads: every gradient) of the policy into out, in
-   tensor order. Returns the count. */
-static size_t s_flatten(vl_policy_t *policy, int grads, float *out)
-{
-    size_t count = 0;
-    for (uint32_t i = 0; i < vl_policy_tensor_count(policy); i++) {
-        vl_tensor_t t;
-        if (grads)
-            vl_policy_grad_tensor(policy, i, &t);
-        else
-            vl_policy_tensor(policy, i, &t);
-        memcpy(out + count, t.data, (size_t)t.rows * t.cols * sizeof(float));
-        count += (size_t)t.rows * t.cols;
-    }
-    return count;
-}
-
-/* Returns a pointer to the k-th parameter in tensor order. */
-static float *s_param(vl_policy_t *policy, size_t k)
-{
-    for (uint32_t i = 0; i < vl_policy_tensor_count(policy); i++) {
-        vl_tensor_t t;
-        vl_policy_tensor(policy, i, &t);
-        size_t size = (size_t)t.rows * t.cols;
-        if (k < size)
-            return t.data + k;
-        k -= size;
-    }
-    return NULL;
-}
-
 /* Sets every parameter uniform in [-scale, scale), so that no gradient is
    vanishingly small. */
 static void s_randomize(vl_policy_t *policy, vl_rng_t *rng, double scale)
 {
-    for (size_t k = 0; s_param(policy, k); k++)
-        *s_param(policy, k) = (float)(scale * (2.0 * vl_rng_uniform(rng) - 1.0));
+    for (size_t k = 0; vl_probe_param(policy, k); k++)
+        *vl_probe_param(policy, k) = (float)(scale * (2.0 * vl_rng_uniform(rng) - 1.0));
 }
 
 /* Returns log pi(action | obs_i) under the current weights. */
@@ -176,8 +146,8 @@ static void test_policy_init_is_deterministic_from_seed(void)
     vl_policy_t *pa = vl_policy_new(4, 2, 64, 7), *pb = vl_policy_new(4, 2, 64, 7);
     vl_policy_t *pc = vl_policy_new(4, 2, 64, 8);
     VL_CHECK(pa && pb && pc);
-    size_t count = s_flatten(pa, 0, a);
-    VL_CHECK(s_flatten(pb, 0, b) == count && s_flatten(pc, 0, c) == count);
+    size_t count = vl_probe_flatten(pa, 0, a);
+    VL_CHECK(vl_probe_flatten(pb, 0, b) == count && vl_probe_flatten(pc, 0, c) == count);
     vl_policy_destroy(&pa);
     vl_policy_destroy(&pb);
     vl_policy_destroy(&pc);
@@ -261,11 +231,11 @@ static void test_policy_loss_gradient_matches_finite_differences(void)
     s_make_batch(policy, &rng, &b);
     vl_policy_zero_grad(policy);
     s_loss(policy, &b);
-    size_t count = s_flatten(policy, 1, grads);
+    size_t count = vl_probe_flatten(policy, 1, grads);
     const float eps = 2e-3f;
     double worst = 0.0;
     for (size_t k = 0; k < count; k++) {
-        float *p = s_param(policy, k), saved = *p;
+        float *p = vl_probe_param(policy, k), saved = *p;
         *p = saved + eps;
         double up = s_loss(policy, &b);
         *p = saved - eps;
@@ -331,21 +301,21 @@ static void test_policy_gradients_accumulate_and_clip(void)
     s_make_batch(policy, &rng, &b);
     vl_policy_zero_grad(policy);
     s_loss(policy, &b);
-    size_t count = s_flatten(policy, 1, once);
+    size_t count = vl_probe_flatten(policy, 1, once);
     s_loss(policy, &b);
-    s_flatten(policy, 1, twice);
+    vl_probe_flatten(policy, 1, twice);
     double sq = 0.0;
     for (size_t k = 0; k < count; k++) {
         VL_CHECK_NEAR(twice[k], 2.0 * once[k], 1e-6 * (1 + fabs(once[k])));
         sq += (double)twice[k] * twice[k];
     }
     float norm = vl_policy_adam_step(policy, 1e-3f, 0.5f * (float)sqrt(sq));
-    s_flatten(policy, 1, clipped);
+    vl_probe_flatten(policy, 1, clipped);
     double clipped_sq = 0.0;
     for (size_t k = 0; k < count; k++)
         clipped_sq += (double)clipped[k] * clipped[k];
     vl_policy_zero_grad(policy);
-    int zeroed = s_flatten(policy, 1, clipped) == count;
+    int zeroed = vl_probe_flatten(policy, 1, clipped) == count;
     for (size_t k = 0; k < count; k++)
         zeroed &= clipped[k] == 0.0f;
     vl_policy_destroy(&policy);
@@ -385,8 +355,8 @@ static void test_policy_load_round_trips(void)
     int loaded = vl_policy_load(dst, &w);
     VL_CHECK(vl_policy_forward(dst, 1, obs, dst_logits, &dst_value) == 0);
     static float a[S_MAX_PARAMS], b[S_MAX_PARAMS];
-    size_t count = s_flatten(src, 0, a);
-    s_flatten(dst, 0, b);
+    size_t count = vl_probe_flatten(src, 0, a);
+    vl_probe_flatten(dst, 0, b);
     vl_policy_destroy(&src);
     vl_policy_destroy(&dst);
     VL_CHECK(loaded == 0);
@@ -401,9 +371,9 @@ static void test_policy_load_round_trips(void)
 static int s_refused(vl_policy_t *dst, const vl_weights_t *w)
 {
     static float before[S_MAX_PARAMS], after[S_MAX_PARAMS];
-    size_t count = s_flatten(dst, 0, before);
+    size_t count = vl_probe_flatten(dst, 0, before);
     int rc = vl_policy_load(dst, w);
-    s_flatten(dst, 0, after);
+    vl_probe_flatten(dst, 0, after);
     return rc == -1 && memcmp(before, after, count * sizeof(float)) == 0;
 }
 

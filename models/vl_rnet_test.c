@@ -6,6 +6,7 @@
     state, a reset equal to a fresh sequence from zero state, and outputs,
     final state and gradients against PyTorch (models/vl_rnet_reference.py). */
 #include "vl_policy.h"
+#include "vl_policy_probe.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -46,21 +47,6 @@ static vl_policy_t *s_policy(const char *text, const vl_action_spec_t *act, uint
     return p;
 }
 
-/* Returns a pointer to the k-th parameter in tensor order, NULL past the
-   last. */
-static float *s_param(vl_policy_t *policy, size_t k)
-{
-    for (uint32_t i = 0; i < vl_policy_tensor_count(policy); i++) {
-        vl_tensor_t t;
-        vl_policy_tensor(policy, i, &t);
-        size_t size = (size_t)t.rows * t.cols;
-        if (k < size)
-            return t.data + k;
-        k -= size;
-    }
-    return NULL;
-}
-
 /* Copies every gradient of the policy into out in tensor order, writing
    each float's tensor index into owner. Returns the count. */
 static size_t s_grads(vl_policy_t *policy, float *out, uint32_t *owner)
@@ -81,8 +67,8 @@ static size_t s_grads(vl_policy_t *policy, float *out, uint32_t *owner)
    gradient is vanishingly small and the gates leave their midpoint. */
 static void s_scramble(vl_policy_t *policy, vl_rng_t *rng, double scale)
 {
-    for (size_t k = 0; s_param(policy, k); k++)
-        *s_param(policy, k) = (float)(scale * (2.0 * vl_rng_uniform(rng) - 1.0));
+    for (size_t k = 0; vl_probe_param(policy, k); k++)
+        *vl_probe_param(policy, k) = (float)(scale * (2.0 * vl_rng_uniform(rng) - 1.0));
     vl_policy_params_changed(policy);
 }
 
@@ -174,7 +160,7 @@ static double s_worst_gap(const char *text, const vl_action_spec_t *act, uint64_
     const float eps = 2e-3f;
     double worst = isfinite(loss) ? 0.0 : INFINITY;
     for (size_t k = 0; k < count; k++) {
-        float *p = s_param(policy, k), saved = *p;
+        float *p = vl_probe_param(policy, k), saved = *p;
         *p = saved + eps;
         double up = s_loss(policy, &b);
         *p = saved - eps;
@@ -496,8 +482,8 @@ static void test_matches_torch(void)
     vl_policy_t *p = s_policy(s_torso_spec, &act, 1);
     VL_CHECK(p);
     size_t count = 0;
-    for (; s_param(p, count); count++)
-        *s_param(p, count) = (float)s_ref_param(count);
+    for (; vl_probe_param(p, count); count++)
+        *vl_probe_param(p, count) = (float)s_ref_param(count);
     vl_policy_params_changed(p);
     float obs[S_RN * S_OBS], state0[S_RB * S_RSTATE], wo[S_RN * S_A], wv[S_RN];
     uint8_t reset[S_RN] = {0};
