@@ -48,23 +48,6 @@ static vl_policy_t *s_policy(const vl_action_spec_t *act, uint32_t hidden, uint6
     return p;
 }
 
-/* Copies every parameter (grads: every gradient) of the policy into out, in
-   tensor order. Returns the count. */
-static size_t vl_probe_flatten(vl_policy_t *policy, int grads, float *out)
-{
-    size_t count = 0;
-    for (uint32_t i = 0; i < vl_policy_tensor_count(policy); i++) {
-        vl_tensor_t t;
-        if (grads)
-            vl_policy_grad_tensor(policy, i, &t);
-        else
-            vl_policy_tensor(policy, i, &t);
-        memcpy(out + count, t.data, (size_t)t.rows * t.cols * sizeof(float));
-        count += (size_t)t.rows * t.cols;
-    }
-    return count;
-}
-
 /* Returns the joint log-prob of action [dims] at obs_i under the current
    weights. */
 static float s_logp(vl_policy_t *policy, const float *obs_i, const float *action)
