@@ -3,10 +3,12 @@
     a clock; nothing the agent does before the query changes either. */
 #include "vl_memory.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/vl_rng.h"
+#include "vl_builtin.h"
 
 #define S_QUERY_AT (VL_MEMORY_DELAY + 1) // the clock's value on the query observation
 #define S_STR(x)   #x
@@ -27,22 +29,13 @@ typedef struct {
 static void *s_create(const char *arg)
 {
     (void)arg;
-    memory_t *self = calloc(1, sizeof(*self));
-    if (self)
-        vl_rng_seed(&self->rng, 0);
-    return self;
-}
-
-/* Frees the state; safe on NULL. */
-static void s_destroy(void *state)
-{
-    free(state);
+    return vl_builtin_new(sizeof(memory_t), offsetof(memory_t, rng));
 }
 
 /* Seeds the RNG the next reset draws its cue from. */
 static void s_seed(void *state, uint64_t seed)
 {
-    vl_rng_seed(&((memory_t *)state)->rng, seed);
+    vl_builtin_seed(state, offsetof(memory_t, rng), seed);
 }
 
 /* Writes the observation the clock stands at: the cue, a blank, the query,
@@ -112,7 +105,7 @@ const vl_env_t vl_memory_env = {
     .has_solved_return = 1,
     .solved_return = 0.95f,
     .create = s_create,
-    .destroy = s_destroy,
+    .destroy = vl_builtin_destroy,
     .seed = s_seed,
     .reset = s_reset,
     .step = s_step,

@@ -12,9 +12,11 @@
 #include "vl_pendulum.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "../common/vl_rng.h"
+#include "vl_builtin.h"
 
 #define S_PI         3.141592653589793 // np.pi
 #define S_G          10.0
@@ -37,22 +39,13 @@ typedef struct {
 static void *s_create(const char *arg)
 {
     (void)arg;
-    pendulum_t *self = calloc(1, sizeof(*self));
-    if (self)
-        vl_rng_seed(&self->rng, 0);
-    return self;
-}
-
-/* Frees the state; safe on NULL. */
-static void s_destroy(void *state)
-{
-    free(state);
+    return vl_builtin_new(sizeof(pendulum_t), offsetof(pendulum_t, rng));
 }
 
 /* Seeds the RNG the next reset draws from. */
 static void s_seed(void *state, uint64_t seed)
 {
-    vl_rng_seed(&((pendulum_t *)state)->rng, seed);
+    vl_builtin_seed(state, offsetof(pendulum_t, rng), seed);
 }
 
 /* Writes (cos th, sin th, thdot) as floats, as _get_obs does. */
@@ -148,7 +141,7 @@ const vl_env_t vl_pendulum_env = {
     .has_solved_return = 1,
     .solved_return = -250.0f,
     .create = s_create,
-    .destroy = s_destroy,
+    .destroy = vl_builtin_destroy,
     .seed = s_seed,
     .reset = s_reset,
     .step = s_step,

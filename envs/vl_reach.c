@@ -11,9 +11,11 @@
 #include "vl_reach.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "../common/vl_rng.h"
+#include "vl_builtin.h"
 
 #define S_LAST  (VL_REACH_SIZE - 1) // the last column and row
 #define S_CELLS (VL_REACH_SIZE * VL_REACH_SIZE)
@@ -30,22 +32,13 @@ typedef struct {
 static void *s_create(const char *arg)
 {
     (void)arg;
-    reach_t *self = calloc(1, sizeof(*self));
-    if (self)
-        vl_rng_seed(&self->rng, 0);
-    return self;
-}
-
-/* Frees the state; safe on NULL. */
-static void s_destroy(void *state)
-{
-    free(state);
+    return vl_builtin_new(sizeof(reach_t), offsetof(reach_t, rng));
 }
 
 /* Seeds the RNG the next reset draws from. */
 static void s_seed(void *state, uint64_t seed)
 {
-    vl_rng_seed(&((reach_t *)state)->rng, seed);
+    vl_builtin_seed(state, offsetof(reach_t, rng), seed);
 }
 
 /* Writes the agent's and the goal's cells, each coordinate scaled to [0, 1]. */
@@ -138,7 +131,7 @@ const vl_env_t vl_reach_env = {
     .has_solved_return = 1,
     .solved_return = 0.8f,
     .create = s_create,
-    .destroy = s_destroy,
+    .destroy = vl_builtin_destroy,
     .seed = s_seed,
     .reset = s_reset,
     .step = s_step,
