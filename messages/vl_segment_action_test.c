@@ -12,6 +12,7 @@
 #include "../common/vl_rng.h"
 #include "../tests/vl_test.h"
 #include "vl_codec.h"
+#include "vl_segment_probe.h"
 #include "vl_spec.h"
 #include "volley.pb-c.h"
 
@@ -69,34 +70,6 @@ static vl_segment_t s_segment_in(const vl_action_spec_t *space, uint64_t seed)
     return seg;
 }
 
-/* Encodes seg and decodes it into *out and fresh storage of exactly the
-   size its header asks (*arrays, caller frees). Returns the reason,
-   VL_EREASONS (and *arrays NULL) if the encoder refused it. */
-static vl_reason_t s_encode_decode(const vl_segment_t *seg, vl_segment_t *out, void **arrays)
-{
-    uint8_t *buf;
-    size_t size;
-    *arrays = NULL;
-    if (vl_segment_encode(seg, &buf, &size) != 0)
-        return VL_EREASONS;
-    vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims, 0);
-    *arrays = malloc(cap);
-    vl_reason_t r = vl_segment_decode(buf, size, &lim, out, *arrays, cap);
-    free(buf);
-    return r;
-}
-
-/* Returns the decoder's reason for seg encoded. */
-static vl_reason_t s_round_trip(const vl_segment_t *seg)
-{
-    vl_segment_t out;
-    void *arrays;
-    vl_reason_t r = s_encode_decode(seg, &out, &arrays);
-    free(arrays);
-    return r;
-}
-
 /* Returns 1 if a and b hold the same space and the same step arrays, bit
    for bit. */
 static int s_same_steps(const vl_segment_t *a, const vl_segment_t *b)
@@ -117,7 +90,7 @@ static int s_kind_round_trips(const vl_action_spec_t *space)
 {
     vl_segment_t seg = s_segment_in(space, 1), out;
     void *arrays;
-    vl_reason_t r = s_encode_decode(&seg, &out, &arrays);
+    vl_reason_t r = vl_probe_encode_decode(&seg, &out, &arrays);
     int same = r == VL_OK && s_same_steps(&seg, &out) && out.schema == VL_SCHEMA_VERSION;
     free(arrays);
     free(seg.obs);
@@ -184,9 +157,10 @@ static void test_logp_above_zero(void)
     vl_segment_t b = s_segment_in(&box, 3), d = s_segment_in(&two, 3),
                  m = s_segment_in(&buttons, 3);
     b.logp[4] = d.logp[4] = m.logp[4] = 3.5f;
-    vl_reason_t rb = s_round_trip(&b), rd = s_round_trip(&d), rm = s_round_trip(&m);
+    vl_reason_t rb = vl_probe_round_trip(&b), rd = vl_probe_round_trip(&d),
+                rm = vl_probe_round_trip(&m);
     b.logp[4] = INFINITY; // finite, whatever the kind
-    vl_reason_t rinf = s_round_trip(&b);
+    vl_reason_t rinf = vl_probe_round_trip(&b);
     free(b.obs);
     free(d.obs);
     free(m.obs);
@@ -202,7 +176,7 @@ static vl_reason_t s_with_action(const vl_action_spec_t *space, size_t i, float 
 {
     vl_segment_t seg = s_segment_in(space, 4);
     seg.actions[i] = v;
-    vl_reason_t r = s_round_trip(&seg);
+    vl_reason_t r = vl_probe_round_trip(&seg);
     free(seg.obs);
     return r;
 }
@@ -414,7 +388,7 @@ static void test_schema2_segment_decodes(void)
     vl_limits_t lim = vl_limits_default();
     vl_reason_t peeked = vl_segment_peek(buf, size, &lim, &head);
     free(buf);
-    vl_reason_t r2 = r == VL_OK ? s_encode_decode(&out, &again, &arrays2) : VL_EREASONS;
+    vl_reason_t r2 = r == VL_OK ? vl_probe_encode_decode(&out, &again, &arrays2) : VL_EREASONS;
     int same2 = r2 == VL_OK && again.schema == VL_SCHEMA_VERSION && s_same_steps(&out, &again);
     free(arrays);
     free(arrays2);

@@ -13,6 +13,7 @@
 #include "../common/vl_rng.h"
 #include "../tests/vl_test.h"
 #include "vl_codec.h"
+#include "vl_segment_probe.h"
 #include "vl_spec.h"
 #include "volley.pb-c.h"
 
@@ -65,34 +66,6 @@ static vl_segment_t s_segment(uint32_t state_size, uint64_t seed)
     return seg;
 }
 
-/* Encodes seg and decodes it into *out and storage of the size its header
-   asks (*arrays, caller frees). Returns the reason, VL_EREASONS (*arrays
-   NULL) if the encoder refused it. */
-static vl_reason_t s_encode_decode(const vl_segment_t *seg, vl_segment_t *out, void **arrays)
-{
-    uint8_t *buf;
-    size_t size;
-    *arrays = NULL;
-    if (vl_segment_encode(seg, &buf, &size) != 0)
-        return VL_EREASONS;
-    vl_limits_t lim = vl_limits_default();
-    size_t cap = vl_segment_arrays_size(S_T, &seg->obs_spec, 1, seg->state_size);
-    *arrays = malloc(cap);
-    vl_reason_t r = *arrays ? vl_segment_decode(buf, size, &lim, out, *arrays, cap) : VL_ETOOBIG;
-    free(buf);
-    return r;
-}
-
-/* Returns the decoder's reason for seg encoded. */
-static vl_reason_t s_round_trip(const vl_segment_t *seg)
-{
-    vl_segment_t out;
-    void *arrays;
-    vl_reason_t r = s_encode_decode(seg, &out, &arrays);
-    free(arrays);
-    return r;
-}
-
 /* The state comes back bit for bit beside a truncation's final observation,
    and the steps and final observation around it are untouched; a
    memoryless segment has state size 0. */
@@ -100,7 +73,7 @@ static void test_state_round_trips_exactly(void)
 {
     vl_segment_t seg = s_segment(S_STATE, 1), out;
     void *arrays;
-    vl_reason_t r = s_encode_decode(&seg, &out, &arrays);
+    vl_reason_t r = vl_probe_encode_decode(&seg, &out, &arrays);
     int same = r == VL_OK && out.state_size == S_STATE &&
                memcmp(out.state, seg.state, S_STATE * sizeof(float)) == 0 && out.n_truncated == 1 &&
                memcmp(out.final_obs, seg.final_obs, seg.obs_row_bytes) == 0 &&
@@ -112,7 +85,7 @@ static void test_state_round_trips_exactly(void)
     VL_CHECK(r == VL_OK);
     VL_CHECK(same && negative_zero);
     seg = s_segment(0, 2);
-    r = s_encode_decode(&seg, &out, &arrays);
+    r = vl_probe_encode_decode(&seg, &out, &arrays);
     int empty = r == VL_OK && out.state_size == 0;
     free(arrays);
     free(seg.obs);
@@ -127,7 +100,7 @@ static void test_non_finite_state_is_refused(void)
     for (int i = 0; i < 3; i++) {
         vl_segment_t seg = s_segment(S_STATE, 3);
         seg.state[(uint32_t)(4 * i + 3) % S_STATE] = bad[i];
-        vl_reason_t r = s_round_trip(&seg);
+        vl_reason_t r = vl_probe_round_trip(&seg);
         free(seg.obs);
         VL_CHECK(r == VL_ENONFINITE);
     }

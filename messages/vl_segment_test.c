@@ -12,6 +12,7 @@
 #include "../common/vl_rng.h"
 #include "../tests/vl_test.h"
 #include "vl_codec.h"
+#include "vl_segment_probe.h"
 #include "volley.pb-c.h"
 
 #define S_T          32 // horizon of the standard and the pixel-like segment
@@ -132,12 +133,6 @@ static vl_segment_t s_pixel_new(uint64_t seed)
     return s_segment_make(&spec, S_T, seed);
 }
 
-/* Returns the storage of a segment's arrays exactly as its header fixes it. */
-static size_t s_cap(const vl_segment_t *seg)
-{
-    return vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims, 0);
-}
-
 /* Decodes buf with lim into *out, its arrays in a new block of exactly cap
    bytes (so ASan sees any write past them) at *arrays (caller frees).
    Returns the decoder's reason. */
@@ -154,32 +149,6 @@ static vl_reason_t s_decode(const uint8_t *buf, size_t size, const vl_limits_t *
     vl_segment_t out;
     void *arrays;
     vl_reason_t reason = s_decode_alloc(buf, size, lim, cap, &out, &arrays);
-    free(arrays);
-    return reason;
-}
-
-/* Encodes seg and decodes it with default limits into *out and storage of
-   the size its shape needs (*arrays, caller frees). Returns the reason,
-   VL_EREASONS (and *arrays NULL) if encoding failed. */
-static vl_reason_t s_encode_decode(const vl_segment_t *seg, vl_segment_t *out, void **arrays)
-{
-    uint8_t *buf;
-    size_t size;
-    *arrays = NULL;
-    if (vl_segment_encode(seg, &buf, &size) != 0)
-        return VL_EREASONS;
-    vl_limits_t lim = vl_limits_default();
-    vl_reason_t reason = s_decode_alloc(buf, size, &lim, s_cap(seg), out, arrays);
-    free(buf);
-    return reason;
-}
-
-/* Encodes and decodes seg. Returns the reason, VL_EREASONS if encoding failed. */
-static vl_reason_t s_round_trip(const vl_segment_t *seg)
-{
-    vl_segment_t out;
-    void *arrays;
-    vl_reason_t reason = s_encode_decode(seg, &out, &arrays);
     free(arrays);
     return reason;
 }
@@ -258,7 +227,7 @@ static vl_reason_t s_decode_edited_from(const vl_segment_t *seg, s_segment_edit_
     size_t size;
     uint8_t *buf = s_edited_from(seg, edit, &size);
     vl_limits_t lim = vl_limits_default();
-    vl_reason_t reason = s_decode(buf, size, &lim, s_cap(seg));
+    vl_reason_t reason = s_decode(buf, size, &lim, vl_probe_cap(seg));
     free(buf);
     return reason;
 }
@@ -477,14 +446,16 @@ static void test_arrays_size_and_bind(void)
 {
     vl_obs_spec_t std = s_std_spec(), pix = s_pix_spec(), big = vl_obs_spec_flat(65536);
     // rows: 4 bytes a f32 value; the pixel row is 256 + 32 + 2 x 4 bytes
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std, 1, 0), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
-    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &pix, 1, 0), s_arrays_need(S_T, 296, S_PIX_WIRE)));
+    VL_CHECK(
+        s_size_ok(vl_segment_arrays_size(S_T, &std, 1, 0), s_arrays_need(S_T, 4 * S_D, S_WIRE)));
+    VL_CHECK(
+        s_size_ok(vl_segment_arrays_size(S_T, &pix, 1, 0), s_arrays_need(S_T, 296, S_PIX_WIRE)));
     VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, 1, 0), s_arrays_need(7, 296, S_PIX_WIRE)));
     VL_CHECK(s_size_ok(vl_segment_arrays_size(4096, &big, 1, 0),
                        s_arrays_need(4096, 4 * 65536, 4 * 65536)));
     // wider actions: 4 bytes a value in the arrays and in the payload
-    VL_CHECK(
-        s_size_ok(vl_segment_arrays_size(S_T, &std, 3, 0), s_arrays_need_a(S_T, 4 * S_D, S_WIRE, 3)));
+    VL_CHECK(s_size_ok(vl_segment_arrays_size(S_T, &std, 3, 0),
+                       s_arrays_need_a(S_T, 4 * S_D, S_WIRE, 3)));
     VL_CHECK(s_size_ok(vl_segment_arrays_size(7, &pix, VL_ACTION_DIMS_MAX, 0),
                        s_arrays_need_a(7, 296, S_PIX_WIRE, VL_ACTION_DIMS_MAX)));
     VL_CHECK(vl_segment_arrays_size(S_T, &std, 0, 0) == SIZE_MAX);
@@ -538,7 +509,7 @@ static void test_segment_round_trip(void)
 {
     vl_segment_t seg = s_segment_new(1), out;
     void *arrays;
-    vl_reason_t reason = s_encode_decode(&seg, &out, &arrays);
+    vl_reason_t reason = vl_probe_encode_decode(&seg, &out, &arrays);
     int same = reason == VL_OK && out.obs == arrays && s_same_segment(&seg, &out);
     free(arrays);
     free(seg.obs);
@@ -561,7 +532,7 @@ static void test_segment_round_trip_pixels(void)
 {
     vl_segment_t seg = s_pixel_new(2), out;
     void *arrays;
-    vl_reason_t reason = s_encode_decode(&seg, &out, &arrays);
+    vl_reason_t reason = vl_probe_encode_decode(&seg, &out, &arrays);
     int same = reason == VL_OK && s_same_segment(&seg, &out);
     free(arrays);
     free(seg.obs);
@@ -582,7 +553,7 @@ static void test_segment_round_trip_odd_fields(void)
         s_add(&eight, i % VL_OBS_ENCODINGS, 2, (const uint32_t[]){i + 1, 3});
     vl_segment_t seg = s_segment_make(&odd, 7, 3), out;
     void *arrays;
-    vl_reason_t reason = s_encode_decode(&seg, &out, &arrays);
+    vl_reason_t reason = vl_probe_encode_decode(&seg, &out, &arrays);
     int same = reason == VL_OK && s_same_segment(&seg, &out);
     free(arrays);
     free(seg.obs);
@@ -590,7 +561,7 @@ static void test_segment_round_trip_odd_fields(void)
     VL_CHECK(same);
     VL_CHECK(out.obs_dim == 31 && out.obs_wire_bytes == 4 + 2 + 3);
     seg = s_segment_make(&eight, 5, 4);
-    reason = s_encode_decode(&seg, &out, &arrays);
+    reason = vl_probe_encode_decode(&seg, &out, &arrays);
     same = reason == VL_OK && s_same_segment(&seg, &out);
     free(arrays);
     free(seg.obs);
@@ -744,7 +715,7 @@ static void s_check_truncated(const vl_segment_t *seg)
     size_t size;
     uint8_t *buf = s_edited_from(seg, s_edit_nothing, &size);
     vl_limits_t lim = vl_limits_default();
-    size_t cap = s_cap(seg);
+    size_t cap = vl_probe_cap(seg);
     void *arrays = malloc(cap);
     size_t n_ok = 0, n_proto = 0, n_action = 0, n_out_of_range = 0;
     for (size_t cut = 0; cut < size; cut++) {
@@ -876,7 +847,7 @@ static int s_bit_flips(const vl_segment_t *seg, uint64_t seed, int n)
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
     vl_limits_t lim = vl_limits_default();
-    size_t cap = s_cap(seg);
+    size_t cap = vl_probe_cap(seg);
     void *arrays = malloc(cap);
     uint8_t *buf = malloc(size);
     int n_refused = 0, n_broken = 0;
@@ -1239,9 +1210,9 @@ static void test_corrupt_lz4(void)
 static void test_nan_reward(void)
 {
     vl_segment_t seg = s_segment_new(4);
-    VL_CHECK(s_round_trip(&seg) == VL_OK);
+    VL_CHECK(vl_probe_round_trip(&seg) == VL_OK);
     seg.rewards[S_T - 1] = NAN;
-    vl_reason_t reason = s_round_trip(&seg);
+    vl_reason_t reason = vl_probe_round_trip(&seg);
     free(seg.obs);
     VL_CHECK(reason == VL_ENONFINITE);
 }
@@ -1251,7 +1222,7 @@ static void test_inf_observation(void)
 {
     vl_segment_t seg = s_segment_new(5);
     ((float *)seg.obs)[(S_T + 1) * S_D - 1] = INFINITY;
-    vl_reason_t reason = s_round_trip(&seg);
+    vl_reason_t reason = vl_probe_round_trip(&seg);
     free(seg.obs);
     VL_CHECK(reason == VL_ENONFINITE);
 }
@@ -1269,17 +1240,17 @@ static void test_nonfinite_in_mixed_fields(void)
 {
     vl_segment_t seg = s_pixel_new(6);
     VL_CHECK(seg.obs_row_bytes == 256 + 32 + 8);
-    VL_CHECK(s_round_trip(&seg) == VL_OK);
+    VL_CHECK(vl_probe_round_trip(&seg) == VL_OK);
     *s_pix_f32(&seg, 5, 1) = NAN;
-    vl_reason_t middle = s_round_trip(&seg);
+    vl_reason_t middle = vl_probe_round_trip(&seg);
     *s_pix_f32(&seg, 5, 1) = 0.5f;
     *s_pix_f32(&seg, S_T, 1) = -INFINITY; // the bootstrap's last float
-    vl_reason_t last = s_round_trip(&seg);
+    vl_reason_t last = vl_probe_round_trip(&seg);
     *s_pix_f32(&seg, S_T, 1) = 0.5f;
     *s_pix_f32(&seg, 0, 0) = NAN; // the first f32 value
-    vl_reason_t first = s_round_trip(&seg);
+    vl_reason_t first = vl_probe_round_trip(&seg);
     *s_pix_f32(&seg, 0, 0) = 0.5f;
-    vl_reason_t clean = s_round_trip(&seg);
+    vl_reason_t clean = vl_probe_round_trip(&seg);
     free(seg.obs);
     VL_CHECK(middle == VL_ENONFINITE);
     VL_CHECK(last == VL_ENONFINITE);
@@ -1291,10 +1262,10 @@ static void test_nonfinite_logp_and_return(void)
 {
     vl_segment_t seg = s_segment_new(6);
     seg.logp[0] = -INFINITY;
-    vl_reason_t logp_reason = s_round_trip(&seg);
+    vl_reason_t logp_reason = vl_probe_round_trip(&seg);
     seg.logp[0] = -1.0f;
     seg.episode_returns[1] = NAN;
-    vl_reason_t return_reason = s_round_trip(&seg);
+    vl_reason_t return_reason = vl_probe_round_trip(&seg);
     free(seg.obs);
     VL_CHECK(logp_reason == VL_ENONFINITE);
     VL_CHECK(return_reason == VL_ENONFINITE);
@@ -1304,11 +1275,11 @@ static void test_action_out_of_range(void)
 {
     vl_segment_t seg = s_segment_new(7);
     seg.actions[5] = -1;
-    vl_reason_t negative = s_round_trip(&seg);
+    vl_reason_t negative = vl_probe_round_trip(&seg);
     seg.actions[5] = S_ACTIONS;
-    vl_reason_t too_big = s_round_trip(&seg);
+    vl_reason_t too_big = vl_probe_round_trip(&seg);
     seg.actions[5] = S_ACTIONS - 1;
-    vl_reason_t last_valid = s_round_trip(&seg);
+    vl_reason_t last_valid = vl_probe_round_trip(&seg);
     free(seg.obs);
     VL_CHECK(negative == VL_EACTION);
     VL_CHECK(too_big == VL_EACTION);
@@ -1341,9 +1312,9 @@ static void test_logp_positive(void)
 {
     vl_segment_t seg = s_segment_new(9);
     seg.logp[4] = 0.0f; // log-prob of a sure action: allowed
-    vl_reason_t zero = s_round_trip(&seg);
+    vl_reason_t zero = vl_probe_round_trip(&seg);
     seg.logp[4] = 1e-6f;
-    vl_reason_t positive = s_round_trip(&seg);
+    vl_reason_t positive = vl_probe_round_trip(&seg);
     free(seg.obs);
     VL_CHECK(zero == VL_OK);
     VL_CHECK(positive == VL_EDONE);
@@ -1376,7 +1347,7 @@ static void test_arrays_cap_too_small(void)
     size_t size;
     uint8_t *buf = s_edited_from(&pix, s_edit_nothing, &size);
     vl_limits_t lim = vl_limits_default();
-    size_t cap = s_cap(&pix);
+    size_t cap = vl_probe_cap(&pix);
     free(pix.obs);
     vl_reason_t short_by_one = s_decode(buf, size, &lim, cap - 1);
     vl_reason_t no_wire = s_decode(buf, size, &lim, cap - (S_T + 1) * S_PIX_WIRE);
@@ -1442,7 +1413,7 @@ static void test_segment_truncation_round_trip(void)
     s_truncate_at(&seg, 20, 200.0f);
     VL_CHECK(seg.dones[9] == 1.0f && !seg.truncated[9]); // s_segment_make's termination
     void *arrays;
-    vl_reason_t r = s_encode_decode(&seg, &out, &arrays);
+    vl_reason_t r = vl_probe_encode_decode(&seg, &out, &arrays);
     VL_CHECK(r == VL_OK);
     if (r == VL_OK) {
         VL_CHECK(s_same_segment(&seg, &out));
