@@ -1,9 +1,11 @@
 /*  vl_policy_probe: what the policy tests read and poke of a policy's
     parameters, in one place: every parameter (or gradient) flattened in
-    tensor order, and a pointer to the k-th one (for finite differences). */
+    tensor order, a pointer to the k-th one, and the gap between a gradient
+    and central finite differences of a loss. */
 #ifndef VL_POLICY_PROBE_H
 #define VL_POLICY_PROBE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -39,6 +41,30 @@ static inline float *vl_probe_param(vl_policy_t *policy, size_t k)
         k -= size;
     }
     return NULL;
+}
+
+/* A loss of the policy's current parameters on the caller's batch ctx. */
+typedef double (*vl_probe_loss_fn)(vl_policy_t *policy, const void *ctx);
+
+/* Returns the worst relative gap, over the first count parameters in tensor
+   order, between grads[k] and the central difference (loss(p + eps) -
+   loss(p - eps)) / 2 eps, each relative to the larger of the two and 0.05
+   (so that tiny gradients compare absolutely). Every parameter is put back. */
+static inline double vl_probe_fd_gap(vl_policy_t *policy, const float *grads, size_t count,
+                                     vl_probe_loss_fn loss, const void *ctx, float eps)
+{
+    double worst = 0.0;
+    for (size_t k = 0; k < count; k++) {
+        float *p = vl_probe_param(policy, k), saved = *p;
+        *p = saved + eps;
+        double up = loss(policy, ctx);
+        *p = saved - eps;
+        double down = loss(policy, ctx);
+        *p = saved;
+        double fd = (up - down) / (2 * eps), big = fmax(fmax(fabs(fd), fabs(grads[k])), 0.05);
+        worst = fmax(worst, fabs(fd - grads[k]) / big);
+    }
+    return worst;
 }
 
 #endif

@@ -95,6 +95,12 @@ static double s_loss(vl_policy_t *policy, const s_batch_t *b)
                                b->v_target, b->w, NULL);
 }
 
+/* s_loss as the probe calls it. */
+static double s_loss_of(vl_policy_t *policy, const void *b)
+{
+    return s_loss(policy, b);
+}
+
 /* Returns the worst relative gap between the loss's gradient and central
    differences of the loss over every parameter (floor 0.05 on the scale,
    so gradients near 0 are compared absolutely), writing the log-std's
@@ -115,18 +121,7 @@ static double s_worst_gap(const vl_action_spec_t *act, uint64_t seed, float *dlo
     vl_policy_zero_grad(policy);
     s_loss(policy, &b);
     size_t count = vl_probe_flatten(policy, 1, grads);
-    const float eps = 2e-3f;
-    double worst = 0.0;
-    for (size_t k = 0; k < count; k++) {
-        float *p = vl_probe_param(policy, k), saved = *p;
-        *p = saved + eps;
-        double up = s_loss(policy, &b);
-        *p = saved - eps;
-        double down = s_loss(policy, &b);
-        *p = saved;
-        double fd = (up - down) / (2 * eps), big = fmax(fmax(fabs(fd), fabs(grads[k])), 0.05);
-        worst = fmax(worst, fabs(fd - grads[k]) / big);
-    }
+    double worst = vl_probe_fd_gap(policy, grads, count, s_loss_of, &b, 2e-3f);
     char text[VL_ACTION_TEXT_MAX];
     printf("%s: %zu parameters, worst gap %.2g\n", vl_action_str(act, text, sizeof text), count,
            worst);

@@ -133,6 +133,12 @@ static double s_loss(vl_policy_t *policy, const s_batch_t *b)
                                    b->actions, b->old_logp, b->adv, b->v_target, b->w, NULL);
 }
 
+/* s_loss as the probe calls it. */
+static double s_loss_of(vl_policy_t *policy, const void *b)
+{
+    return s_loss(policy, b);
+}
+
 /* Returns the worst relative gap between the loss's gradient and central
    differences of the loss over every parameter of spec text's policy
    (floor 0.05 on the scale, so gradients near 0 are compared absolutely),
@@ -157,20 +163,11 @@ static double s_worst_gap(const char *text, const vl_action_spec_t *act, uint64_
     vl_policy_zero_grad(policy);
     double loss = s_loss(policy, &b);
     size_t count = s_grads(policy, grads, owner);
-    const float eps = 2e-3f;
-    double worst = isfinite(loss) ? 0.0 : INFINITY;
-    for (size_t k = 0; k < count; k++) {
-        float *p = vl_probe_param(policy, k), saved = *p;
-        *p = saved + eps;
-        double up = s_loss(policy, &b);
-        *p = saved - eps;
-        double down = s_loss(policy, &b);
-        *p = saved;
-        double fd = (up - down) / (2 * eps), big = fmax(fmax(fabs(fd), fabs(grads[k])), 0.05);
-        worst = fmax(worst, fabs(fd - grads[k]) / big);
+    double worst =
+        isfinite(loss) ? vl_probe_fd_gap(policy, grads, count, s_loss_of, &b, 2e-3f) : INFINITY;
+    for (size_t k = 0; k < count; k++)
         if (fabsf(grads[k]) > 1e-4f)
             moved[owner[k]] = 1;
-    }
     printf("%s: %zu parameters, loss %.4f, worst gap %.2g\n", text, count, loss, worst);
     vl_policy_destroy(&policy);
     return worst;
