@@ -6,11 +6,11 @@
 
 #include "../messages/vl_spec.h"
 
-/* Returns VL_OK if a valid segment is one this learner trains on, else
-   VL_EMISMATCH after writing which field differs, with both values, into
-   why (if not NULL). */
-static vl_reason_t s_check_fit(const vl_learner_config_t *c, const vl_segment_t *s, char *why,
-                               size_t why_size)
+/* Returns VL_OK if a valid segment is one this learner trains on (its
+   config, and the state_size its buffer holds), else VL_EMISMATCH after
+   writing which field differs, with both values, into why (if not NULL). */
+static vl_reason_t s_check_fit(const vl_learner_config_t *c, uint32_t state_size,
+                               const vl_segment_t *s, char *why, size_t why_size)
 {
     char a[VL_ACTION_TEXT_MAX], b[VL_ACTION_TEXT_MAX];
     if (strcmp(s->policy_id, c->policy) != 0) {
@@ -28,10 +28,9 @@ static vl_reason_t s_check_fit(const vl_learner_config_t *c, const vl_segment_t 
             snprintf(why, why_size, "actions %.48s, learner serves %.48s",
                      vl_action_str(&s->action, a, sizeof a),
                      vl_action_str(&c->action, b, sizeof b));
-    } else if (s->state_size != vl_learner_config_state_size(c)) {
+    } else if (s->state_size != state_size) {
         if (why)
-            snprintf(why, why_size, "state size %u, learner serves %u", s->state_size,
-                     vl_learner_config_state_size(c));
+            snprintf(why, why_size, "state size %u, learner serves %u", s->state_size, state_size);
     } else if (!vl_obs_spec_equal(&s->obs_spec, &c->obs_spec)) {
         vl_spec_obs_str(&s->obs_spec, a, sizeof a);
         vl_spec_obs_str(&c->obs_spec, b, sizeof b);
@@ -47,14 +46,14 @@ static vl_reason_t s_check_fit(const vl_learner_config_t *c, const vl_segment_t 
    NULL), when a segment too big for a slot (r VL_ETOOBIG) has a header this
    learner does not serve (a longer horizon, a wider state): the refusal
    then names its cause as a smaller one's does. Otherwise returns r. */
-static vl_reason_t s_name_oversize(const vl_learner_config_t *c, const vl_limits_t *lim,
-                                   const uint8_t *data, size_t size, vl_reason_t r, char *why,
-                                   size_t why_size)
+static vl_reason_t s_name_oversize(const vl_learner_config_t *c, uint32_t state_size,
+                                   const vl_limits_t *lim, const uint8_t *data, size_t size,
+                                   vl_reason_t r, char *why, size_t why_size)
 {
     vl_segment_t head;
     if (r != VL_ETOOBIG || vl_segment_peek(data, size, lim, &head) != VL_OK)
         return r;
-    return s_check_fit(c, &head, why, why_size) == VL_OK ? r : VL_EMISMATCH;
+    return s_check_fit(c, state_size, &head, why, why_size) == VL_OK ? r : VL_EMISMATCH;
 }
 
 vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, const vl_limits_t *lim,
@@ -75,10 +74,11 @@ vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, const
                                                                                : UINT32_MAX;
         snprintf(refusal->why, sizeof refusal->why, "%s", vl_reason_str(r));
     }
-    r = s_name_oversize(config, lim, data, size, r, refusal ? refusal->why : NULL,
+    uint32_t state_size = vl_buffer_state_size(buf);
+    r = s_name_oversize(config, state_size, lim, data, size, r, refusal ? refusal->why : NULL,
                         refusal ? sizeof refusal->why : 0);
     if (r == VL_OK)
-        r = s_check_fit(config, &seg, refusal ? refusal->why : NULL,
+        r = s_check_fit(config, state_size, &seg, refusal ? refusal->why : NULL,
                         refusal ? sizeof refusal->why : 0);
     if (r != VL_OK) {
         vl_buffer_abandon(buf, slot);

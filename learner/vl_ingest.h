@@ -24,12 +24,13 @@ typedef struct {
 } vl_ingest_refusal_t;
 
 /* Decodes data into a slot of buf and, when it fits config (policy,
-   horizon, action space, observation fields), stamps its recv_ns, calls accept (if not NULL) and commits it;
-   on a refusal the slot is given back and, if refusal is not NULL, it says
-   why ("horizon 32, learner serves 64"). Returns VL_OK or the reason
+   horizon, action space, observation fields) and buf (its state size),
+   stamps its recv_ns, calls accept (if not NULL) and commits it; on a
+   refusal the slot is given back and, if refusal is not NULL, it says why
+   ("horizon 32, learner serves 64"). Returns VL_OK or the reason
    (VL_ETOOBIG when every slot is busy). */
-vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config,
-                      const vl_limits_t *lim, const uint8_t *data, size_t size, int64_t recv_ns,
-                      vl_ingest_fn accept, void *ctx, vl_ingest_refusal_t *refusal);
+vl_reason_t vl_ingest(vl_buffer_t *buf, const vl_learner_config_t *config, const vl_limits_t *lim,
+                      const uint8_t *data, size_t size, int64_t recv_ns, vl_ingest_fn accept,
+                      void *ctx, vl_ingest_refusal_t *refusal);
 
 #endif

@@ -16,6 +16,7 @@
 
 struct vl_buffer_s {
     uint32_t capacity;
+    uint32_t state_size;  // floats of recurrent state a segment's slot holds
     size_t slot_size;     // bytes of array storage per slot
     uint8_t *storage;     // [capacity][slot_size]
     vl_segment_t *segs;   // [capacity] headers of committed segments
@@ -47,6 +48,7 @@ vl_buffer_t *vl_buffer_new(uint32_t capacity, uint32_t T, const vl_obs_spec_t *s
     if (!self)
         return NULL;
     self->capacity = capacity;
+    self->state_size = state_size;
     self->slot_size = (arrays + 63) & ~(size_t)63;
     self->storage = aligned_alloc(64, self->slot_size * capacity);
     self->segs = calloc(capacity, sizeof *self->segs);
@@ -177,4 +179,9 @@ void vl_buffer_wake(vl_buffer_t *self)
     atomic_store(&self->woken, 1);
     pthread_cond_signal(&self->ready_cond);
     pthread_mutex_unlock(&self->lock);
+}
+
+uint32_t vl_buffer_state_size(const vl_buffer_t *self)
+{
+    return self->state_size;
 }

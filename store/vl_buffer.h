@@ -57,6 +57,9 @@ uint64_t vl_buffer_evicted(vl_buffer_t *self);
 /* Returns how many segments wait to be taken. */
 int vl_buffer_waiting(vl_buffer_t *self);
 
+/* Returns the floats of recurrent state its slots hold per segment. */
+uint32_t vl_buffer_state_size(const vl_buffer_t *self);
+
 /* Wakes a trainer blocked in vl_buffer_take (for shutdown). */
 void vl_buffer_wake(vl_buffer_t *self);
 
