@@ -267,13 +267,12 @@ static int s_final_values(vl_trainer_t *self, int n)
 
 static float s_targets(vl_trainer_t *self, int n)
 {
-    size_t T = self->T, A = self->A, W = self->W, rows = (size_t)n * (T + 1);
+    size_t T = self->T, A = self->A, W = self->W;
     // a recurrent policy runs each segment from its stored state (a memoryless one, row by row)
     if (vl_policy_forward_seq(self->policy, (uint32_t)n, (uint32_t)(T + 1), self->obs,
                               self->S ? self->state0 : NULL, self->S ? self->reset : NULL,
                               self->logits, self->values, NULL))
         return -1;
-    (void)rows;
     const vl_action_spec_t *space = vl_policy_action(self->policy);
     const float *logstd = vl_policy_logstd(self->policy);
     for (int i = 0; i < n; i++) {
