@@ -14,6 +14,7 @@
 
 #include "../common/vl_opts.h"
 #include "../messages/vl_obs.h"
+#include "../models/vl_model_spec.h"
 
 #define S_ALIGN       8 // safetensors pads its header so the data starts 8-aligned
 #define S_FORMAT      "volley.policy"
@@ -159,11 +160,14 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
     s_json_str(f, model);
     fputs(", \"observation_fields\": ", f);
     s_json_net_fields(f, kept);
-    const char *lstm = strstr(model, "lstm(");
-    if (lstm)
-        fprintf(f, ", \"core\": {\"kind\": \"lstm\", \"hidden\": %u, \"state\": \"h then c per "
-                   "env, zero at each episode's start\"}",
-                (unsigned)strtoul(lstm + 5, NULL, 10));
+    vl_model_spec_t *spec = vl_model_spec_parse(model, NULL, 0); // the kept net's: it parses
+    uint32_t state = spec ? vl_model_spec_state_size(spec) : 0;
+    vl_model_spec_destroy(&spec);
+    if (state)
+        fprintf(f,
+                ", \"core\": {\"kind\": \"lstm\", \"hidden\": %u, \"state\": \"h then c per "
+                "env, zero at each episode's start\"}",
+                state / 2);
     else
         fputs(", \"core\": null", f);
     int box = vl_action_is_box(&kept->action);
