@@ -105,17 +105,50 @@ static void s_broker_reason(const s_run_t *r)
         fprintf(stderr, "volley up: the broker said: %s", strstr(last, "error:") + 7);
 }
 
+/* Finds the Python that runs the PyTorch learner into out[size]:
+   $VOLLEY_PYTHON; else the .venv of the checkout this volley was built in
+   (BUILD/../.venv/bin/python, which compose/setup.sh makes); else python3
+   from PATH. Points $VOLLEY_LIB at the libvolley beside this executable
+   (unless set), so that the learner runs the library the rest of the run
+   does. */
+static void s_torch_python(char *out, size_t size)
+{
+    char exe[S_PATH_MAX], path[S_PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash)
+        *slash = '\0'; // the executable's folder
+    snprintf(path, sizeof path, "%s/libvolley.so", exe);
+    if (slash && access(path, R_OK) == 0)
+        setenv("VOLLEY_LIB", path, 0);
+    snprintf(path, sizeof path, "%s/../.venv/bin/python", exe);
+    if (getenv("VOLLEY_PYTHON") && *getenv("VOLLEY_PYTHON"))
+        snprintf(out, size, "%s", getenv("VOLLEY_PYTHON"));
+    else
+        snprintf(out, size, "%s", slash && access(path, X_OK) == 0 ? path : "python3");
+}
+
 /* Starts `volley <role> --broker 127.0.0.1:<port>` plus what is common to
-   every child; `a` holds the role's own flags; its output goes to the
-   run's logs/<log>.log. */
+   every child (for the learner with --learner torch, `PYTHON -m volley
+   learner --torch` with the same flags); `a` holds the role's own flags;
+   its output goes to the run's logs/<log>.log. */
 static pid_t s_spawn(s_run_t *r, const char *role, const char *log, s_args_t *a)
 {
     const vl_up_config_t *c = &r->c;
     char broker[32];
+    static char python[S_PATH_MAX + 32];
+    int torch = c->torch && strcmp(role, "learner") == 0;
     snprintf(broker, sizeof broker, "127.0.0.1:%ld", c->port);
     s_args_t full = {.argc = 0};
+    if (torch) {
+        s_torch_python(python, sizeof python);
+        s_add(&full, python);
+        s_add(&full, "-m");
+    }
     s_add(&full, "volley");
     s_add(&full, role);
+    if (torch)
+        s_add(&full, "--torch");
     if (strcmp(role, "broker") != 0) {
         s_add(&full, "--broker");
         s_add(&full, broker);
@@ -135,7 +168,7 @@ static pid_t s_spawn(s_run_t *r, const char *role, const char *log, s_args_t *a)
     int fd = s_open_log(r, log);
     if (fd < 0 && !c->verbose)
         s_add(&full, "--quiet"); // no log file: warnings still reach the terminal
-    pid_t pid = vl_proc_spawn_to(full.argv, fd);
+    pid_t pid = torch ? vl_proc_spawn_exec(python, full.argv, fd) : vl_proc_spawn_to(full.argv, fd);
     if (fd >= 0)
         close(fd);
     if (pid > 0 && strcmp(role, "broker") != 0)
@@ -407,9 +440,10 @@ static int s_run(s_run_t *r)
         fprintf(stderr, "volley up: could not start the run\n");
         rc = 1;
     } else {
-        printf("volley up: %s, broker on 127.0.0.1:%ld, 1 learner, %ld actors x %ld envs; run "
+        printf("volley up: %s, broker on 127.0.0.1:%ld, 1 %slearner, %ld actors x %ld envs; run "
                "directory %s\n",
-               c->env->name, c->port, c->actors, c->envs, vl_rundir_path(r->dir));
+               c->env->name, c->port, c->torch ? "PyTorch " : "", c->actors, c->envs,
+               vl_rundir_path(r->dir));
         fflush(stdout);
         rc = vl_up_watch(c, sub, pids, n, start, last, sizeof last);
     }

@@ -48,8 +48,9 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
                                           .runs = "runs"};
 
 /* The flags that take a text (checked where they are used) or nothing. */
-static const char *const s_texts[] = {"env",  "env-arg", "until",     "checkpoint", "record",
-                                      "name", "runs",    "lr-anneal", "obs-check", "model"};
+static const char *const s_texts[] = {"env",       "env-arg", "until",  "checkpoint",
+                                      "record",    "name",    "runs",   "lr-anneal",
+                                      "obs-check", "model",   "learner"};
 static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force"};
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
@@ -142,6 +143,10 @@ static void s_usage(FILE *out)
             "                     relu', or a preset: mlp (= mlp(64)), mlp(N), cnn (default:\n"
             "                     cnn for image observations, else mlp(--hidden)); see the\n"
             "                     README's 'Models' for the grammar\n"
+            "  --learner c|torch  the learner's engine: c (default), or torch: the PyTorch\n"
+            "                     learner (`python3 -m volley learner --torch`, from the\n"
+            "                     checkout's .venv, $VOLLEY_PYTHON or python3), on CUDA when\n"
+            "                     there is a GPU; the same flags, run directory and reports\n"
             "  --obs-check MODE   the actors' check of observations against their declared\n"
             "                     ranges: error (default), warn or off (see volley actor --help)\n"
             "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
@@ -201,6 +206,10 @@ static int s_check_text(const char *key, const char *value, char *why, size_t wh
     if (strcmp(key, "lr-anneal") == 0 && strcmp(value, "linear") != 0 &&
         strcmp(value, "none") != 0) {
         snprintf(why, why_size, "lr-anneal wants linear or none, not '%s'", value);
+        return -1;
+    }
+    if (strcmp(key, "learner") == 0 && strcmp(value, "c") != 0 && strcmp(value, "torch") != 0) {
+        snprintf(why, why_size, "learner wants c or torch, not '%s'", value);
         return -1;
     }
     if (strcmp(key, "env") == 0 && !vl_env_find(value) && access(value, R_OK) != 0) {
@@ -272,8 +281,8 @@ static const char *s_find_config(int argc, char **argv)
 /* ---- resuming a run: its own configuration is the base ------------------------- */
 
 /* Keys a resumed run cannot change: its checkpoint holds a network for
-   this env and this size. */
-static const char *const s_fixed[] = {"env", "hidden", "model"};
+   this env and this size, and the optimiser state of its learner's engine. */
+static const char *const s_fixed[] = {"env", "hidden", "model", "learner"};
 
 enum { O_TEXT = 1000, O_BOOL = 1100, O_CONFIG = 1200, O_LEARNER = 2000 };
 #define S_NOPTS (S_NNUMS + 64 + S_NTEXTS + S_NBOOLS + 3)
@@ -399,7 +408,7 @@ static int s_overrides(vl_up_config_t *c, const char *name, const char *base, in
         const char *was = s_find_flag(bc, bv, key);
         if (was && s_same(was, v))
             continue;
-        if (s_index(s_fixed, 3, key) >= 0 && was) {
+        if (s_index(s_fixed, (int)(sizeof s_fixed / sizeof s_fixed[0]), key) >= 0 && was) {
             fprintf(stderr,
                     "volley up: --resume: %s: run %s was trained with %s = %s, not %s; resume "
                     "it with the same %s, or start a new run\n",
@@ -565,6 +574,13 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
     case 9:
         c->model = text;
         return 0;
+    case 10:
+        if (strcmp(text, "c") != 0 && strcmp(text, "torch") != 0) {
+            fprintf(stderr, "volley up: --learner wants c or torch, not '%s'\n", text);
+            return -1;
+        }
+        c->torch = text[0] == 't';
+        return 0;
     default: {
         vl_obs_check_t mode;
         if (vl_obs_check_parse(text, &mode) != 0) {
@@ -666,6 +682,7 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     s_kv(out, "env-arg", c->env_arg);
     s_kv(out, "obs-check", c->obs_check);
     s_kv(out, "model", c->model_text); // resolved: a rerun builds the same network
+    s_kv(out, "learner", c->torch ? "torch" : "c");
     s_kv(out, "until", until[c->until]);
     for (int i = 0; i < S_NNUMS; i++) {
         if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)

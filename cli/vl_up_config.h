@@ -20,7 +20,7 @@ typedef struct {
     const char *env_arg; // passed through: --env-arg TEXT
     /* passed through to the actors: --obs-check MODE (NULL: theirs) */
     const char *obs_check;
-    const char *model;                 // --model SPEC as given (NULL: the env's default)
+    const char *model;                  // --model SPEC as given (NULL: the env's default)
     char model_text[VL_SPEC_MODEL_MAX]; // the model resolved: canonical, passed to every role
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
     long max_ahead, wait_ms; // the actors' (-1: theirs)
@@ -37,6 +37,7 @@ typedef struct {
     int verbose;
     int lr_anneal;     // 1: lr falls linearly to 0 at --max-steps
     int deterministic; // one actor in lockstep with the learner: the same run twice
+    int torch;         // 1: the learner is the PyTorch engine's (--learner torch)
     char **argv;       // the arguments parsed (the config file's first), owned
     char *notes;       // owned: lines said after parsing (a resume's overrides), or NULL
     int argc;

@@ -35,14 +35,20 @@ pid_t vl_proc_spawn(char *const argv[])
 
 pid_t vl_proc_spawn_to(char *const argv[], int out_fd)
 {
+    return vl_proc_spawn_exec("/proc/self/exe", argv, out_fd);
+}
+
+pid_t vl_proc_spawn_exec(const char *path, char *const argv[], int out_fd)
+{
     pid_t pid = fork();
     if (pid == 0) {
         if (out_fd >= 0 && (dup2(out_fd, STDOUT_FILENO) < 0 || dup2(out_fd, STDERR_FILENO) < 0))
             _exit(127);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
-        execv("/proc/self/exe", argv);
-        fprintf(stderr, "volley: cannot start %s: %s\n", argv[1], strerror(errno));
+        execvp(path, argv);
+        fprintf(stderr, "volley: cannot start %s (%s): %s\n", argv[1] ? argv[1] : argv[0], path,
+                strerror(errno));
         _exit(127);
     }
     return pid;

@@ -23,6 +23,10 @@ pid_t vl_proc_spawn(char *const argv[]);
 /* As vl_proc_spawn, with the child's stdout and stderr on out_fd (-1: ours). */
 pid_t vl_proc_spawn_to(char *const argv[], int out_fd);
 
+/* Starts the program at path (a name without '/' is looked up on PATH) with
+   argv, its stdout and stderr on out_fd (-1: ours). Returns its pid, or -1. */
+pid_t vl_proc_spawn_exec(const char *path, char *const argv[], int out_fd);
+
 /* Sends SIGTERM to each running child in order, waits up to grace_ms for
    all, then SIGKILLs the rest and reaps them. Entries are set to 0 once
    reaped. */
