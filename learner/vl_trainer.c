@@ -330,18 +330,6 @@ void vl_trainer_set_lr(vl_trainer_t *self, float lr)
     self->c.lr = lr;
 }
 
-/* Fisher-Yates shuffle of 0 .. N-1 into perm. */
-static void s_shuffle(vl_trainer_t *self, uint32_t N)
-{
-    for (uint32_t i = 0; i < N; i++)
-        self->perm[i] = i;
-    for (uint32_t i = N - 1; i > 0; i--) {
-        uint32_t j = vl_rng_below(&self->rng, i + 1), tmp = self->perm[i];
-        self->perm[i] = self->perm[j];
-        self->perm[j] = tmp;
-    }
-}
-
 /* Normalises the m advantages of a minibatch to zero mean and unit
    variance. */
 static void s_normalise_adv(vl_trainer_t *self, uint32_t m)
@@ -454,7 +442,7 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
     vl_update_stats_t acc = {0};
     int steps = 0;
     for (uint32_t e = 0; e < self->c.epochs; e++) {
-        s_shuffle(self, N);
+        vl_rng_shuffle(&self->rng, N, self->perm);
         memset(&acc, 0, sizeof acc);
         steps = 0;
         for (uint32_t from = 0; from < N; from += M) {

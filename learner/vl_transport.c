@@ -20,6 +20,7 @@
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
 #include "vl_publication.h"
+#include "vl_segarray.h"
 
 #define S_CAPACITY_MAX (1u << 20)
 #define S_HIDDEN_MAX   4096
@@ -43,6 +44,7 @@ struct vl_transport_s {
     vl_policy_t *shape; // volley's MLP for the spec, to check publications (lazy)
     int *slots;         // [capacity / 2]: the batch held
     int n_taken;        // its size, 0 when none is held
+    const vl_segment_t **segs; // [capacity / 2]: the batch held, its segments
     uint8_t *last;      // the last weights published (encoded), for the heartbeat
     size_t last_size;
     uint64_t last_version;
@@ -153,8 +155,9 @@ vl_transport_t *vl_transport_new(const char *broker, const char *policy,
                                             S_LINGER_MS, S_MAX_MSG)
                           : NULL;
     self->slots = calloc(capacity / 2, sizeof *self->slots);
+    self->segs = calloc(capacity / 2, sizeof *self->segs);
     self->inlet =
-        self->buf && self->pub && self->slots ? vl_inlet_new(self->ctx, &self->c, self->buf) : NULL;
+        self->buf && self->pub && self->slots && self->segs ? vl_inlet_new(self->ctx, &self->c, self->buf) : NULL;
     if (!self->inlet) {
         s_why(why, why_size, "cannot make the buffer or the sockets (no memory, or a bad address)");
         goto err;
@@ -181,6 +184,7 @@ void vl_transport_destroy(vl_transport_t **self_p)
     vl_policy_destroy(&self->shape);
     free(self->last);
     free(self->slots);
+    free(self->segs);
     free(self);
     *self_p = NULL;
 }
@@ -234,6 +238,8 @@ int vl_transport_take(vl_transport_t *self, uint32_t n, int timeout_ms)
         s_heartbeat(self);
     } while (got == 0 && vl_now_ns() < deadline);
     self->n_taken = got;
+    for (int i = 0; i < got; i++)
+        self->segs[i] = vl_buffer_segment(self->buf, self->slots[i]);
     return got;
 }
 
@@ -244,151 +250,30 @@ void vl_transport_release(vl_transport_t *self)
     self->n_taken = 0;
 }
 
-/* Returns segment i of the batch held. */
-static const vl_segment_t *s_seg(const vl_transport_t *self, int i)
-{
-    return vl_buffer_segment(self->buf, self->slots[i]);
-}
-
-/* Returns the bytes of one segment's share of array (episode arrays: its
-   own count), 0 for an unknown array. */
-static size_t s_bytes_of(const vl_transport_t *self, const vl_segment_t *s,
-                         vl_transport_array_t array)
-{
-    size_t T = self->c.horizon, D = self->c.obs_dim, row = vl_obs_row_bytes(&self->c.obs_spec);
-    switch (array) {
-    case VL_TRANSPORT_OBS:
-        return (T + 1) * D * sizeof(float);
-    case VL_TRANSPORT_OBS_ROWS:
-        return (T + 1) * row;
-    case VL_TRANSPORT_FINAL_OBS:
-        return T * D * sizeof(float);
-    case VL_TRANSPORT_ACTIONS:
-        return T * 4 * self->c.action.dims;
-    case VL_TRANSPORT_REWARDS:
-    case VL_TRANSPORT_DONES:
-    case VL_TRANSPORT_LOGP:
-        return T * 4;
-    case VL_TRANSPORT_TRUNCATED:
-        return T;
-    case VL_TRANSPORT_POLICY_VERSION:
-    case VL_TRANSPORT_SEQ:
-        return 8;
-    case VL_TRANSPORT_ACTOR_ID:
-    case VL_TRANSPORT_ENV_ID:
-    case VL_TRANSPORT_N_EPISODES:
-        return 4;
-    case VL_TRANSPORT_EPISODE_RETURNS:
-    case VL_TRANSPORT_EPISODE_LENGTHS:
-        return s->n_episodes * 4;
-    default:
-        return 0;
-    }
-}
-
 size_t vl_transport_array_bytes(const vl_transport_t *self, vl_transport_array_t array)
 {
-    size_t total = 0;
-    for (int i = 0; i < self->n_taken; i++)
-        total += s_bytes_of(self, s_seg(self, i), array);
-    return total;
-}
-
-/* Writes segment s's final observations as floats at their steps of out
-   [T][D], zeros at the other steps. */
-static void s_final_obs(const vl_transport_t *self, const vl_segment_t *s, float *out)
-{
-    uint32_t T = self->c.horizon, D = self->c.obs_dim, row = s->obs_row_bytes, k = 0;
-    memset(out, 0, (size_t)T * D * sizeof(float));
-    for (uint32_t t = 0; t < T && k < s->n_truncated; t++)
-        if (s->truncated[t])
-            vl_obs_from_rows(&s->obs_spec, 1, s->final_obs + (size_t)(k++) * row,
-                             out + (size_t)t * D);
-}
-
-/* Returns segment s's array held in place (OBS_ROWS, the step arrays,
-   the episode arrays), or NULL for the others. */
-static const void *s_in_place(const vl_segment_t *s, vl_transport_array_t array)
-{
-    switch (array) {
-    case VL_TRANSPORT_OBS_ROWS:
-        return s->obs;
-    case VL_TRANSPORT_ACTIONS:
-        return s->actions;
-    case VL_TRANSPORT_REWARDS:
-        return s->rewards;
-    case VL_TRANSPORT_DONES:
-        return s->dones;
-    case VL_TRANSPORT_TRUNCATED:
-        return s->truncated;
-    case VL_TRANSPORT_LOGP:
-        return s->logp;
-    case VL_TRANSPORT_EPISODE_RETURNS:
-        return s->episode_returns;
-    case VL_TRANSPORT_EPISODE_LENGTHS:
-        return s->episode_lengths;
-    default:
-        return NULL;
-    }
-}
-
-/* Returns the address of segment s's scalar for array, or NULL. */
-static const void *s_scalar(const vl_segment_t *s, vl_transport_array_t array)
-{
-    switch (array) {
-    case VL_TRANSPORT_POLICY_VERSION:
-        return &s->policy_version;
-    case VL_TRANSPORT_SEQ:
-        return &s->seq;
-    case VL_TRANSPORT_ACTOR_ID:
-        return &s->actor_id;
-    case VL_TRANSPORT_ENV_ID:
-        return &s->env_id;
-    case VL_TRANSPORT_N_EPISODES:
-        return &s->n_episodes;
-    default:
-        return NULL;
-    }
-}
-
-/* Copies segment s's share of array into out (s_bytes_of bytes). */
-static void s_copy(const vl_transport_t *self, const vl_segment_t *s, vl_transport_array_t array,
-                   uint8_t *out)
-{
-    size_t n = s_bytes_of(self, s, array);
-    const void *src = s_in_place(s, array) ? s_in_place(s, array) : s_scalar(s, array);
-    if (array == VL_TRANSPORT_OBS)
-        vl_obs_from_rows(&s->obs_spec, self->c.horizon + 1, s->obs, (float *)(void *)out);
-    else if (array == VL_TRANSPORT_FINAL_OBS)
-        s_final_obs(self, s, (float *)(void *)out);
-    else if (src && n)
-        memcpy(out, src, n);
+    if (array < 0 || array >= VL_TRANSPORT_ARRAYS)
+        return 0;
+    return vl_segarray_bytes(self->segs, (uint32_t)self->n_taken, array);
 }
 
 int vl_transport_gather(const vl_transport_t *self, vl_transport_array_t array, void *out,
                         size_t out_size)
 {
-    if (!self->n_taken || array < 0 || array >= VL_TRANSPORT_ARRAYS ||
-        out_size < vl_transport_array_bytes(self, array) || !out)
+    if (!self->n_taken || array < 0 || array >= VL_TRANSPORT_ARRAYS)
         return -1;
-    uint8_t *p = out;
-    for (int i = 0; i < self->n_taken; i++) {
-        const vl_segment_t *s = s_seg(self, i);
-        s_copy(self, s, array, p);
-        p += s_bytes_of(self, s, array);
-    }
-    return 0;
+    return vl_segarray_gather(self->segs, (uint32_t)self->n_taken, array, out, out_size);
 }
 
 const void *vl_transport_segment_array(const vl_transport_t *self, uint32_t i,
                                        vl_transport_array_t array, size_t *bytes)
 {
-    if (i >= (uint32_t)self->n_taken)
+    if (i >= (uint32_t)self->n_taken || array < 0 || array >= VL_TRANSPORT_ARRAYS)
         return NULL;
-    const vl_segment_t *s = s_seg(self, (int)i);
-    const void *p = s_in_place(s, array);
+    const vl_segment_t *s = self->segs[i];
+    const void *p = vl_segarray_in_place(s, array);
     if (p && bytes)
-        *bytes = s_bytes_of(self, s, array);
+        *bytes = vl_segarray_bytes_of(s, array);
     return p;
 }
 
