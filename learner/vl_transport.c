@@ -16,6 +16,7 @@
 #include "../models/vl_policy.h"
 #include "../store/vl_buffer.h"
 #include "../store/vl_checkpoint.h"
+#include "vl_engine.h"
 #include "vl_inlet.h"
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
@@ -23,15 +24,12 @@
 #include "vl_segarray.h"
 
 #define S_CAPACITY_MAX (1u << 20)
-#define S_HIDDEN_MAX   4096
 #define S_MAX_MSG      (64 << 20) // largest message the weights socket sends
 #define S_CONFIG_MAX   16384      // a checkpoint's config section, as the C learner's keeper
 #define S_LINGER_MS    500        // a last publication still leaves when the caller closes
 #define S_HEARTBEAT_NS                                                                             \
     1000000000LL // the last weights again each second, as the C learner:
                  // a broker that restarted, or a lost one
-
-_Static_assert(sizeof(vl_transport_field_t) == sizeof(vl_obs_field_t), "field layouts");
 
 struct vl_transport_s {
     char broker[256];
@@ -59,51 +57,6 @@ static void s_why(char *why, size_t why_size, const char *text)
         snprintf(why, why_size, "%s", text);
 }
 
-/* Sets c's spec from the caller's. Returns 0, or -1 after writing why. */
-static int s_spec_from(vl_learner_config_t *c, const char *policy, const vl_transport_spec_t *in,
-                       char *why, size_t why_size)
-{
-    vl_limits_t lim = vl_limits_default();
-    vl_spec_t spec = {.action = in->action, .horizon = in->horizon, .hidden = in->hidden};
-    char reason[512];
-    snprintf(spec.policy_id, sizeof spec.policy_id, "%s", policy);
-    if (in->n_fields < 1 || in->n_fields > VL_TRANSPORT_FIELDS_MAX) {
-        snprintf(why, why_size, "spec: %u observation fields, expected 1 .. %d", in->n_fields,
-                 VL_TRANSPORT_FIELDS_MAX);
-        return -1;
-    }
-    spec.obs_spec.n_fields = in->n_fields;
-    memcpy(spec.obs_spec.fields, in->fields, in->n_fields * sizeof in->fields[0]);
-    if (vl_action_check(&in->action, &lim, reason, sizeof reason) != 0) {
-        snprintf(why, why_size, "spec: %s", reason);
-        return -1;
-    }
-    if (in->horizon < 1 || in->horizon > lim.max_horizon || in->hidden < 1 ||
-        in->hidden > S_HIDDEN_MAX) {
-        snprintf(why, why_size,
-                 "spec: horizon %u (1 .. %u), hidden %u (1 .. %u): one is out of range",
-                 in->horizon, lim.max_horizon, in->hidden, S_HIDDEN_MAX);
-        return -1;
-    }
-    if (vl_learner_config_set_spec(c, &spec) != 0) {
-        s_why(why, why_size,
-              "spec: the observation fields are invalid (encoding, rank, a dim of "
-              "0, or too many values)");
-        return -1;
-    }
-    if (strnlen(in->model, sizeof in->model) == sizeof in->model) {
-        snprintf(why, why_size, "spec: model: not a NUL-terminated text of at most %zu bytes",
-                 sizeof in->model - 1);
-        return -1;
-    }
-    snprintf(c->model, sizeof c->model, "%s", in->model);
-    if (vl_learner_config_model(c, NULL, NULL, reason, sizeof reason) != 0) {
-        snprintf(why, why_size, "spec: model: %s", reason);
-        return -1;
-    }
-    return 0;
-}
-
 /* Makes the config the inlet serves: the C learner's defaults, no env
    code, this policy and capacity. Returns 0, or -1 after writing why. */
 static int s_config(vl_transport_t *self, const vl_transport_spec_t *spec, uint32_t capacity,
@@ -116,7 +69,7 @@ static int s_config(vl_transport_t *self, const vl_transport_spec_t *spec, uint3
     c->policy = self->policy;
     c->capacity = capacity;
     c->batch_segments = 0; // the credit window is capacity / 2
-    if (spec && s_spec_from(c, self->policy, spec, why, why_size) != 0)
+    if (spec && vl_engine_config_spec_to(c, spec, why, why_size) != 0)
         return -1;
     return vl_learner_spec_settle_within(c, spec != NULL, timeout_ms, why, why_size) == 0 ? 0 : -1;
 }
@@ -191,17 +144,7 @@ void vl_transport_destroy(vl_transport_t **self_p)
 
 void vl_transport_spec(const vl_transport_t *self, vl_transport_spec_t *spec)
 {
-    memset(spec, 0, sizeof *spec);
-    spec->n_fields = self->c.obs_spec.n_fields;
-    memcpy(spec->fields, self->c.obs_spec.fields, spec->n_fields * sizeof spec->fields[0]);
-    spec->action = self->c.action;
-    spec->horizon = self->c.horizon;
-    spec->hidden = self->c.hidden;
-    spec->obs_dim = self->c.obs_dim;
-    spec->row_bytes = vl_obs_row_bytes(&self->c.obs_spec);
-    char why[256];
-    if (vl_learner_config_model(&self->c, NULL, spec->model, why, sizeof why) != 0)
-        spec->model[0] = '\0'; // checked when the spec was set
+    vl_engine_config_spec_from(&self->c, spec);
 }
 
 /* Sends [topic][body] on the weights stream. Returns 0 or -1. */
