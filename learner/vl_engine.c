@@ -10,8 +10,8 @@
 struct vl_engine_s {
     const vl_engine_backend_t *ops;
     void *be;
-    vl_engine_batch_t *batch; // the learner's batches, pointed at its segments
-    float lr;                 // of the next update
+    vl_engine_batch_t *batch;                     // the learner's batches, pointed at its segments
+    float lr;                                     // of the next update
     vl_tensor_t published[VL_ENGINE_TENSORS_MAX]; // vl_engine_tensor's last fill
     uint32_t n_published;
     int stale; // published is older than the last update or load
@@ -54,8 +54,8 @@ vl_engine_t *vl_engine_open(const vl_learner_config_t *c, vl_engine_open_fn open
     return vl_engine_new_learner(c, &ops, why, why_size);
 }
 
-vl_engine_t *vl_engine_new(const vl_engine_config_t *config, const vl_engine_ops_t *ops,
-                           char *why, size_t why_size)
+vl_engine_t *vl_engine_new(const vl_engine_config_t *config, const vl_engine_ops_t *ops, char *why,
+                           size_t why_size)
 {
     vl_learner_config_t c;
     if (!config || vl_engine_config_to(config, &c, why, why_size) != 0) {
@@ -100,8 +100,8 @@ int vl_engine_update(vl_engine_t *self, vl_engine_batch_t *batch, float *adv_sum
 }
 
 int vl_engine_update_segments(vl_engine_t *self, const vl_segment_t *const *segs, uint32_t n,
-                              const float *w, float *adv_sums, vl_engine_stats_t *stats,
-                              char *why, size_t why_size)
+                              const float *w, float *adv_sums, vl_engine_stats_t *stats, char *why,
+                              size_t why_size)
 {
     vl_engine_batch_point(self->batch, segs, n, w);
     return vl_engine_update(self, self->batch, adv_sums, stats, why, why_size);
@@ -166,7 +166,8 @@ int vl_engine_load(vl_engine_t *self, const vl_transport_tensor_t *tensors, uint
     }
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
-        snprintf(copies[i].name, sizeof copies[i].name, "%s", tensors[i].name ? tensors[i].name : "");
+        snprintf(copies[i].name, sizeof copies[i].name, "%s",
+                 tensors[i].name ? tensors[i].name : "");
         copies[i].data = (float *)(uintptr_t)tensors[i].data;
         rc = vl_tensor_set_shape(&copies[i], tensors[i].ndim, tensors[i].shape);
         if (rc != 0)

@@ -61,8 +61,8 @@ void vl_engine_set_lr(vl_engine_t *self, float lr);
 /* One update on n segments with importance weights w (NULL: 1), as
    vl_engine_update. Returns 0, or -1 with why. */
 int vl_engine_update_segments(vl_engine_t *self, const vl_segment_t *const *segs, uint32_t n,
-                              const float *w, float *adv_sums, vl_engine_stats_t *stats,
-                              char *why, size_t why_size);
+                              const float *w, float *adv_sums, vl_engine_stats_t *stats, char *why,
+                              size_t why_size);
 
 /* Fills out[max] with the published tensors (norm.* included, data valid
    until the next update or load). Returns their count. */
@@ -116,8 +116,7 @@ const float *vl_engine_batch_weights(const vl_engine_batch_t *self);
 
 /* Has gather normalise OBS and FINAL_OBS by norm (NULL: not) and scale
    REWARDS by reward_scale. */
-void vl_engine_batch_normalise(vl_engine_batch_t *self, const vl_norm_t *norm,
-                               float reward_scale);
+void vl_engine_batch_normalise(vl_engine_batch_t *self, const vl_norm_t *norm, float reward_scale);
 
 /* Has shuffle draw from rng (the engine's). */
 void vl_engine_batch_use_rng(vl_engine_batch_t *self, vl_rng_t *rng);

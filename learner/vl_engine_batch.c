@@ -3,6 +3,7 @@
     say, their stored states and importance weights, and the minibatch
     order drawn from the engine's RNG. vl_engine_batch_new makes one from
     the caller's arrays, encoded as actors encode them. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +184,10 @@ static int s_segments(vl_engine_batch_t *self, const vl_learner_config_t *c, uin
 {
     uint32_t S = vl_learner_config_state_size(c);
     size_t size = vl_segment_arrays_size(c->horizon, &c->obs_spec, c->action.dims, S);
+    if (size == SIZE_MAX) {
+        snprintf(why, why_size, "the spec's segments are too large (or its state, %u floats)", S);
+        return -1;
+    }
     size = (size + 63) & ~(size_t)63;
     self->owned = calloc(n, sizeof *self->owned);
     self->arrays = calloc(n, size);
@@ -192,8 +197,11 @@ static int s_segments(vl_engine_batch_t *self, const vl_learner_config_t *c, uin
     }
     for (uint32_t i = 0; i < n; i++) {
         vl_segment_t *s = &self->owned[i];
-        *s = (vl_segment_t){.horizon = c->horizon, .action = c->action, .state_size = S,
-                            .actor_id = a->actor_id ? a->actor_id[i] : 0, .env_id = i};
+        *s = (vl_segment_t){.horizon = c->horizon,
+                            .action = c->action,
+                            .state_size = S,
+                            .actor_id = a->actor_id ? a->actor_id[i] : 0,
+                            .env_id = i};
         snprintf(s->policy_id, sizeof s->policy_id, "%s", c->policy);
         vl_segment_set_spec(s, &c->obs_spec);
         vl_segment_bind(s, (uint8_t *)self->arrays + i * size);
@@ -206,8 +214,7 @@ static int s_segments(vl_engine_batch_t *self, const vl_learner_config_t *c, uin
 }
 
 vl_engine_batch_t *vl_engine_batch_new(const vl_engine_config_t *config, uint32_t n,
-                                       const vl_engine_arrays_t *arrays, char *why,
-                                       size_t why_size)
+                                       const vl_engine_arrays_t *arrays, char *why, size_t why_size)
 {
     char ignored[8];
     if (!why || !why_size)
@@ -229,7 +236,12 @@ vl_engine_batch_t *vl_engine_batch_new(const vl_engine_config_t *config, uint32_
         vl_engine_batch_destroy(&self);
         return NULL;
     }
-    if (arrays->weights && (self->weights = malloc(n * sizeof(float))))
+    if (arrays->weights && !(self->weights = malloc(n * sizeof(float)))) {
+        snprintf(why, why_size, "no memory");
+        vl_engine_batch_destroy(&self);
+        return NULL;
+    }
+    if (arrays->weights)
         memcpy(self->weights, arrays->weights, n * sizeof(float));
     self->w = self->weights;
     return self;

@@ -27,9 +27,8 @@ static int s_update(void *be, vl_engine_batch_t *batch, float lr, float *adv_sum
         return -1;
     }
     if (stats)
-        *stats = (vl_engine_stats_t){us.policy_loss, us.value_loss,   us.entropy,
-                                     us.approx_kl,   us.clip_frac,    us.mean_abs_adv,
-                                     us.explained_var};
+        *stats = (vl_engine_stats_t){us.policy_loss, us.value_loss,   us.entropy,      us.approx_kl,
+                                     us.clip_frac,   us.mean_abs_adv, us.explained_var};
     return 0;
 }
 

@@ -51,8 +51,9 @@ int vl_engine_config_spec_to(vl_learner_config_t *c, const vl_transport_spec_t *
     spec.obs_spec.n_fields = in->n_fields;
     memcpy(spec.obs_spec.fields, in->fields, in->n_fields * sizeof in->fields[0]);
     if (vl_learner_config_set_spec(c, &spec) != 0) {
-        snprintf(why, why_size, "spec: the observation fields are invalid (encoding, rank, a "
-                                "dim of 0, or too many values)");
+        snprintf(why, why_size,
+                 "spec: the observation fields are invalid (encoding, rank, a "
+                 "dim of 0, or too many values)");
         return -1;
     }
     snprintf(c->model, sizeof c->model, "%s", in->model);
@@ -112,8 +113,9 @@ int vl_engine_config_to(const vl_engine_config_t *config, vl_learner_config_t *c
         return -1;
     if (config->batch_segments < 1 || config->epochs < 1 || config->minibatch < 1 ||
         (config->burn_in && config->burn_in >= config->spec.horizon)) {
-        snprintf(why, why_size, "batch_segments, epochs and minibatch must be at least 1, "
-                                "burn_in below the horizon");
+        snprintf(why, why_size,
+                 "batch_segments, epochs and minibatch must be at least 1, "
+                 "burn_in below the horizon");
         return -1;
     }
     c->batch_segments = config->batch_segments;

@@ -66,8 +66,8 @@ static void s_fill(s_arrays_t *a, uint64_t seed)
     for (int i = 0; i < S_N; i++) {
         for (int t = 0; t <= S_T; t++)
             for (int k = 0; k < S_D; k++)
-                a->obs[i][t][k] = k < 3 ? (float)(5 + 3 * vl_rng_normal(&r))
-                                        : (float)vl_rng_below(&r, 256);
+                a->obs[i][t][k] =
+                    k < 3 ? (float)(5 + 3 * vl_rng_normal(&r)) : (float)vl_rng_below(&r, 256);
         for (int t = 0; t < S_T; t++) {
             a->actions[i][t] = (float)vl_rng_below(&r, 3);
             a->rewards[i][t] = (float)(4 * vl_rng_uniform(&r) - 1);
@@ -201,8 +201,7 @@ static int s_rec_weights(void *self, vl_transport_tensor_t *out, uint32_t max, u
     return 0;
 }
 
-static int s_rec_optimizer(void *self, const void **data, size_t *size, char *why,
-                           size_t why_size)
+static int s_rec_optimizer(void *self, const void **data, size_t *size, char *why, size_t why_size)
 {
     s_rec_t *r = self;
     (void)why, (void)why_size;
@@ -271,8 +270,8 @@ static void test_outside_engine_batch_normalised(void)
     for (int i = 0; i < S_N; i++)
         vl_norm_update_obs(norm, S_T, &a.obs[i][0][0]);
     for (int i = 0; i < S_N; i++)
-        vl_norm_update_returns(norm, (uint64_t)a.actor_id[i] << 32 | (uint32_t)i, S_T,
-                               a.rewards[i], a.dones[i]);
+        vl_norm_update_returns(norm, (uint64_t)a.actor_id[i] << 32 | (uint32_t)i, S_T, a.rewards[i],
+                               a.dones[i]);
     float scale = vl_norm_reward_scale(norm), want[S_N][S_T + 1][S_D], fin[S_N][S_T][S_D];
     vl_norm_obs(norm, S_N * (S_T + 1), &a.obs[0][0][0], &want[0][0][0]);
     memset(fin, 0, sizeof fin);
@@ -433,7 +432,8 @@ static void test_config_default_settles(void)
     VL_CHECK(vl_engine_config_default(&c, &spec, why, sizeof why) == 0);
     VL_CHECK(c.lr == VL_LEARNER_BOX_LR && c.norm_obs == 1 && c.norm_reward == 1);
     VL_CHECK(c.batch_segments == 16 && c.epochs == 4 && c.seed == 1 && c.state_size == 0);
-    VL_CHECK(strcmp(spec.model, "linear(32) tanh linear(32) tanh") == 0 && strcmp(c.spec.model, spec.model) == 0);
+    VL_CHECK(strcmp(spec.model, "linear(32) tanh linear(32) tanh") == 0 &&
+             strcmp(c.spec.model, spec.model) == 0);
     VL_CHECK(spec.obs_dim == 3 && spec.row_bytes == 12 && strcmp(c.policy, "default") == 0);
 }
 

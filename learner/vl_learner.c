@@ -15,12 +15,12 @@
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
 #include "../store/vl_buffer.h"
+#include "vl_engine.h"
 #include "vl_inlet.h"
 #include "vl_keeper.h"
 #include "vl_metrics.h"
 #include "vl_replay.h"
 #include "vl_resume.h"
-#include "vl_engine.h"
 
 #define S_HEARTBEAT_NS 1000000000LL // weights republished every second
 #define S_MAX_MSG      (64 << 20)   // largest message the weights socket sends
@@ -33,7 +33,7 @@ struct vl_learner_s {
     vl_curve_watch_t *pub_watch; // train thread, with CURVE: a refused key logged, retried
     vl_buffer_t *buf;
     vl_engine_t *engine; // the update engine: volley's own, or an outside one
-    vl_inlet_t *inlet; // the ingest thread
+    vl_inlet_t *inlet;   // the ingest thread
     // train thread only
     vl_replay_t *replay;
     uint64_t version, trained;

@@ -124,7 +124,8 @@ int vl_segarray_gather(const vl_segment_t *const *segs, uint32_t n, int array, v
                        size_t out_size)
 {
     // the transport's arrays and the state (VL_ENGINE_STATE follows them)
-    if (array < 0 || array > VL_ENGINE_STATE || !out || out_size < vl_segarray_bytes(segs, n, array))
+    if (array < 0 || array > VL_ENGINE_STATE || !out ||
+        out_size < vl_segarray_bytes(segs, n, array))
         return -1;
     uint8_t *p = out;
     for (uint32_t i = 0; i < n; i++) {
