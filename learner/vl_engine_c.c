@@ -20,6 +20,9 @@ static int s_update(void *be, vl_engine_batch_t *batch, float lr, float *adv_sum
     s_c_t *self = be;
     vl_update_stats_t us;
     vl_trainer_set_lr(self->trainer, lr);
+    // the trainer normalises inside its policy and shuffles with its own RNG
+    vl_engine_batch_normalise(batch, NULL, 1.0f);
+    vl_engine_batch_use_rng(batch, vl_trainer_rng(self->trainer));
     if (vl_trainer_update(self->trainer, vl_engine_batch_segments(batch),
                           (int)vl_engine_batch_size(batch), vl_engine_batch_weights(batch),
                           adv_sums, &us) != 0) {
