@@ -437,6 +437,40 @@ static void test_config_default_settles(void)
     VL_CHECK(spec.obs_dim == 3 && spec.row_bytes == 12 && strcmp(c.policy, "default") == 0);
 }
 
+/* OBS_PACKED gives a 2-bit screen as the wire packs it, four values a byte
+   (value i in bits 2(i%4) of byte i/4): a quarter of OBS_ROWS' bytes, and
+   unpacked by hand it is OBS. */
+static void test_batch_packed_u2(void)
+{
+    enum { T = 4, N = 2, V = 256 }; // catch's 16x16 screen of values 0 .. 3
+    vl_transport_spec_t spec = {
+        .n_fields = 1,
+        .fields = {{.encoding = VL_TRANSPORT_U2, .ndim = 3, .shape = {1, 16, 16}}},
+        .action = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {3}},
+        .horizon = T,
+        .hidden = 8};
+    vl_engine_config_t c;
+    char why[256];
+    VL_CHECK(vl_engine_config_default(&c, &spec, why, sizeof why) == 0);
+    static float obs[N][T + 1][V], zeros[N * T * 4], back[N][T + 1][V];
+    for (size_t k = 0; k < (size_t)N * (T + 1) * V; k++)
+        (&obs[0][0][0])[k] = (float)((k * 7 + k / 5) % 4);
+    vl_engine_arrays_t a = {
+        .obs = &obs[0][0][0], .actions = zeros, .rewards = zeros, .dones = zeros, .logp = zeros};
+    vl_engine_batch_t *b = vl_engine_batch_new(&c, N, &a, why, sizeof why);
+    VL_CHECK(b != NULL);
+    uint8_t packed[N][T + 1][V / 4];
+    VL_CHECK(vl_engine_batch_bytes(b, VL_ENGINE_OBS_PACKED) == sizeof packed);
+    VL_CHECK(vl_engine_batch_bytes(b, VL_TRANSPORT_OBS_ROWS) == 4 * sizeof packed);
+    VL_CHECK(vl_engine_batch_gather(b, VL_ENGINE_OBS_PACKED, packed, sizeof packed) == 0);
+    for (size_t k = 0; k < (size_t)N * (T + 1) * V; k++) {
+        uint8_t byte = (&packed[0][0][0])[k / 4];
+        (&back[0][0][0])[k] = (float)((byte >> (2 * (k % 4))) & 3);
+    }
+    VL_CHECK(memcmp(back, obs, sizeof obs) == 0);
+    vl_engine_batch_destroy(&b);
+}
+
 int main(void)
 {
     VL_RUN(test_c_engine_matches_trainer_mlp);
@@ -445,5 +479,6 @@ int main(void)
     VL_RUN(test_outside_engine_checkpoint_round_trip);
     VL_RUN(test_batch_new_round_trips);
     VL_RUN(test_config_default_settles);
+    VL_RUN(test_batch_packed_u2);
     return VL_DONE();
 }

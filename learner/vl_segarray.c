@@ -5,6 +5,14 @@
 
 #include "volley/engine.h"
 
+/* Returns the wire's bytes of one of segment s's observations. */
+static size_t s_wire_bytes(const vl_segment_t *s)
+{
+    vl_limits_t lim = vl_limits_default();
+    uint32_t dim = 0, wire = 0;
+    return vl_obs_spec_check(&s->obs_spec, &lim, &dim, &wire) == VL_OK ? wire : 0;
+}
+
 size_t vl_segarray_bytes_of(const vl_segment_t *s, int array)
 {
     size_t T = s->horizon, D = s->obs_dim;
@@ -13,6 +21,8 @@ size_t vl_segarray_bytes_of(const vl_segment_t *s, int array)
         return (T + 1) * D * sizeof(float);
     case VL_TRANSPORT_OBS_ROWS:
         return (T + 1) * s->obs_row_bytes;
+    case VL_ENGINE_OBS_PACKED:
+        return (T + 1) * s_wire_bytes(s);
     case VL_TRANSPORT_FINAL_OBS:
         return T * D * sizeof(float);
     case VL_TRANSPORT_ACTIONS:
@@ -114,6 +124,8 @@ static void s_copy(const vl_segment_t *s, int array, uint8_t *out)
         src = s_scalar(s, array);
     if (array == VL_TRANSPORT_OBS)
         vl_obs_from_rows(&s->obs_spec, (size_t)s->horizon + 1, s->obs, (float *)(void *)out);
+    else if (array == VL_ENGINE_OBS_PACKED)
+        vl_obs_pack_rows(&s->obs_spec, (size_t)s->horizon + 1, s->obs, out);
     else if (array == VL_TRANSPORT_FINAL_OBS)
         s_final_obs(s, (float *)(void *)out);
     else if (src && n)
@@ -123,8 +135,8 @@ static void s_copy(const vl_segment_t *s, int array, uint8_t *out)
 int vl_segarray_gather(const vl_segment_t *const *segs, uint32_t n, int array, void *out,
                        size_t out_size)
 {
-    // the transport's arrays and the state (VL_ENGINE_STATE follows them)
-    if (array < 0 || array > VL_ENGINE_STATE || !out ||
+    // the transport's arrays, the state (VL_ENGINE_STATE follows them) and the packed rows
+    if (array < 0 || (array > VL_ENGINE_STATE && array != VL_ENGINE_OBS_PACKED) || !out ||
         out_size < vl_segarray_bytes(segs, n, array))
         return -1;
     uint8_t *p = out;

@@ -23,7 +23,9 @@
     A batch is read with vl_engine_batch_gather, the arrays of
     volley/learner.h's vl_transport_array_t (OBS_ROWS gives the wire's
     encoding, u8 and u2 one byte a value, for a device to unpack), plus the
-    segments' stored recurrent states and importance weights. */
+    segments' stored recurrent states and importance weights, and
+    OBS_PACKED (the wire's bytes, u2 four values a byte: a quarter of
+    OBS_ROWS' bytes for a 2-bit screen). */
 #ifndef VOLLEY_ENGINE_H
 #define VOLLEY_ENGINE_H
 
@@ -43,6 +45,11 @@ enum {
                                            // state before its step 0 (S = state_size)
     VL_ENGINE_WEIGHTS,                     // float32 [n]: importance weights (1 without
                                            // --retain's prioritized sampling)
+    VL_ENGINE_OBS_PACKED,                  // uint8 [n, T+1, wire_bytes]: observations as the
+                                           // wire packs them, field after field: f32 as
+                                           // floats, u8 a byte a value, u2 four values a byte
+                                           // (value i in bits 2(i%4) of byte i/4), u1 eight;
+                                           // the fewest bytes to move to a device
     VL_ENGINE_ARRAYS
 };
 
@@ -110,8 +117,8 @@ typedef struct {
 
 /* Makes an outside engine for config: fills ops. Returns 0, or -1 after
    writing why. */
-typedef int (*vl_engine_open_fn)(void *ctx, const vl_engine_config_t *config,
-                                 vl_engine_ops_t *ops, char *why, size_t why_size);
+typedef int (*vl_engine_open_fn)(void *ctx, const vl_engine_config_t *config, vl_engine_ops_t *ops,
+                                 char *why, size_t why_size);
 
 /* Returns the batch's segment count n. */
 VL_EXPORT uint32_t vl_engine_batch_size(const vl_engine_batch_t *batch);
