@@ -30,7 +30,6 @@ without blocking, and waited for only when the learner asks for them.
 from __future__ import annotations
 
 import contextlib
-import io
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -42,7 +41,7 @@ from .vtrace import vtrace
 
 __all__ = ["TorchEngine", "row_layout", "obs_from_rows", "unpack_u2", "default_device"]
 
-_ENC_MAX = {"f32": None, "u8": 255, "u2": 3, "u1": 1}
+OPT_MAGIC = b"volley-torch-adam1\n"  # optimizer()'s first bytes
 
 
 def default_device() -> torch.device:
@@ -396,10 +395,40 @@ class TorchEngine:
         return {k: h.numpy().copy() for k, h in self._host.items()}
 
     def optimizer(self) -> bytes:
-        """Adam's state_dict, serialised (torch.save)."""
-        out = io.BytesIO()
-        torch.save(self.opt.state_dict(), out)
-        return out.getvalue()
+        """Adam's state as bytes: OPT_MAGIC, the parameter count (uint32), then
+        per parameter in the module's order its size and steps (uint64 each)
+        and its two moments (float32), as vl_adam keeps one array's."""
+        parts = [OPT_MAGIC, np.uint32(len(self.opt.param_groups[0]["params"])).tobytes()]
+        for p in self.opt.param_groups[0]["params"]:
+            st = self.opt.state.get(p, {})
+            steps = int(st["step"]) if "step" in st else 0
+            parts.append(np.array([p.numel(), steps], np.uint64).tobytes())
+            for k in ("exp_avg", "exp_avg_sq"):
+                m = st.get(k)
+                m = torch.zeros(p.numel()) if m is None else m.detach().float().reshape(-1)
+                parts.append(m.cpu().numpy().tobytes())
+        return b"".join(parts)
+
+    def _load_optimizer(self, raw: bytes) -> None:
+        """Adam's state from optimizer()'s bytes; ValueError for any other."""
+        params = self.opt.param_groups[0]["params"]
+        head = len(OPT_MAGIC) + 4
+        if raw[:len(OPT_MAGIC)] != OPT_MAGIC or len(raw) < head or \
+                int(np.frombuffer(raw, np.uint32, 1, len(OPT_MAGIC))[0]) != len(params):
+            raise ValueError("the checkpoint's optimiser state is not this engine's Adam (a C "
+                             "learner's checkpoint, or another model's?)")
+        sd, at = self.opt.state_dict(), head
+        for i, p in enumerate(params):
+            numel, steps = (int(x) for x in np.frombuffer(raw, np.uint64, 2, at))
+            if numel != p.numel() or len(raw) < at + 16 + 8 * numel:
+                raise ValueError(f"optimiser state: parameter {i} has {numel} values, the "
+                                 f"module's {p.numel()}")
+            at += 16
+            m, v = (torch.from_numpy(np.frombuffer(raw, np.float32, numel, at + j * 4 * numel)
+                                     .copy()).reshape(p.shape) for j in (0, 1))
+            at += 8 * numel
+            sd["state"][i] = {"step": torch.tensor(float(steps)), "exp_avg": m, "exp_avg_sq": v}
+        self.opt.load_state_dict(sd)
 
     def load(self, tensors: Dict[str, np.ndarray], opt: bytes = b"") -> None:
         """A checkpoint's weights (norm.* ignored: the learner keeps its own)
@@ -407,14 +436,7 @@ class TorchEngine:
         load_weights(self.module, {k: v for k, v in tensors.items() if k not in NORM_TENSORS})
         self.module.set_norm(False)
         if opt:
-            try:
-                state = torch.load(io.BytesIO(opt), map_location=self.device, weights_only=True)
-            except TypeError:  # a torch without weights_only
-                state = torch.load(io.BytesIO(opt), map_location=self.device)
-            except Exception as e:
-                raise ValueError(f"the checkpoint's optimiser state is not this engine's Adam "
-                                 f"(a C learner's checkpoint?): {e}") from None
-            self.opt.load_state_dict(state)
+            self._load_optimizer(bytes(opt))
         self._stage_weights()
 
     def close(self) -> None:
