@@ -28,7 +28,6 @@ from typing import Any, List, Optional, Sequence, Tuple
 import torch
 
 from . import engine as E
-from .torch_engine import TorchEngine
 
 __all__ = ["TorchLearner", "main", "split_argv", "TORCH_HELP"]
 
@@ -62,8 +61,9 @@ class TorchOptions:
             except RuntimeError as e:
                 raise ValueError(f"--device: {e}") from None
 
-    def open(self, config: E.Config) -> TorchEngine:
+    def open(self, config: E.Config) -> "TorchEngine":
         """The engine for the learner's config."""
+        from .torch_engine import TorchEngine  # after volley.torch, which imports this module
         torch.set_num_threads(config.threads or 1)
         return TorchEngine(config, device=self.device, compile=self.compile, amp=self.amp)
 
@@ -145,9 +145,9 @@ class TorchLearner:
         self.options = TorchOptions(None if device is None else str(device), compile, amp)
         self.options.check()
         self.argv = ["learner", "--broker", broker, "--policy", policy] + _flag_args(flags)
-        self.engine: Optional[TorchEngine] = None
+        self.engine: Optional["TorchEngine"] = None
 
-    def _open(self, config: E.Config) -> TorchEngine:
+    def _open(self, config: E.Config) -> "TorchEngine":
         self.engine = self.options.open(config)
         return self.engine
 
