@@ -37,7 +37,7 @@ torch options (python3 -m volley learner --torch):
   --device D         torch device (default: cuda when available, else cpu)
   --compile          torch.compile the module (PyTorch 2)
   --amp bf16         forward and loss under bfloat16 autocast on the device
-torch's CPU threads are --threads', else 1.
+torch's CPU threads: --threads, else 1.
 """
 
 
