@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""py_torch_learner_bench: volley's TorchLearner update beside a plain
+"""py_torch_learner_bench: volley's torch engine update beside a plain
 PyTorch loop, the same model on the same batches, in ms per update and the
 overhead of volley's path (goal: 20 % or less).
 
@@ -8,9 +8,10 @@ overhead of volley's path (goal: 20 % or less).
            log-probs recomputed, V-trace in torch (a reverse loop over T,
            vectorized over segments), PPO epochs (clipped surrogate, value
            loss, entropy, Adam, gradient-norm clip)
-  volley   TorchLearner.update on a volley.Batch (the arrays and layout the
-           transport's gather hands over): the same steps, with volley.vtrace
-           (the C kernel) for V-trace
+  volley   volley.torch_engine.TorchEngine's update as the C learner's loop
+           calls it (vl_engine_update on a batch of vl_engine_batch_new):
+           the arrays gathered by C, volley.vtrace (the C kernel) for
+           V-trace, the learner's minibatch order
 
 Cases (each a fixed batch generated from a seed, both arms fed the same one,
 the same initial weights and minibatch order):
@@ -45,7 +46,18 @@ except ImportError as e:
     sys.exit(f"py_torch_learner_bench: needs torch ({e}; Debian: python3-torch)")
 
 import volley  # noqa: E402
-from volley.torch_learner import Hyper, TorchLearner, build_model  # noqa: E402
+from volley import engine as E  # noqa: E402
+from volley.torch import build  # noqa: E402
+from volley.torch_engine import TorchEngine  # noqa: E402
+
+
+class Hyper:
+    """The plain arm's hyperparameters: the C learner's defaults."""
+
+    def __init__(self, epochs=4, lr=1e-3, minibatch=256):
+        self.epochs, self.lr, self.minibatch = epochs, lr, minibatch
+        self.gamma, self.lam, self.clip, self.ent_coef, self.vf_coef = 0.99, 0.95, 0.2, 0.01, 0.5
+        self.max_grad_norm, self.rho_bar, self.c_bar = 0.5, 1.0, 1.0
 
 CASES = [  # name, fields, actions, model, n, T, epochs
     ("cartpole-mlp", [((4,), "f32")], 2, "mlp", 16, 64, 4),
@@ -57,7 +69,7 @@ CASES = [  # name, fields, actions, model, n, T, epochs
 def make_model(case, seed):
     """The case's network, built by volley.torch (the C model's initial weights for seed)."""
     name, fields, A, spec, n, T, epochs = case
-    return build_model(spec, fields, A, seed=seed)
+    return build(spec, fields, A, seed=seed)
 
 
 def make_batch(case, seed):
@@ -102,7 +114,7 @@ def vtrace_torch(values, rewards, dones, log_rhos, boot, h):
 
 
 def plain_update(model, opt, b, h, gen):
-    """The plain loop's update: what TorchLearner.update does, in torch alone."""
+    """The plain loop's update: what the torch engine's update does, in torch alone."""
     n, T = b.actions.shape
     obs = torch.from_numpy(b.obs)
     actions = torch.from_numpy(b.actions).long()
@@ -135,22 +147,26 @@ def plain_update(model, opt, b, h, gen):
     return float(pg), float(vf), float(ent)
 
 
-def volley_learner(model, h, seed):
-    """A TorchLearner without a broker: its update path alone (what run()
-    calls on every batch the transport hands over)."""
-    tl = TorchLearner.__new__(TorchLearner)
-    tl.hyper, tl.device, tl.model = h, torch.device("cpu"), model
-    tl.opt = torch.optim.Adam(model.parameters(), lr=h.lr, eps=1e-5)
-    tl._gen = torch.Generator().manual_seed(seed)
-    return tl
+def volley_engine(case, b, h):
+    """The torch engine for the case inside vl_engine_new, and the case's batch
+    made by vl_engine_batch_new: (engine, C wrapper, batch)."""
+    name, fields, A, spec, n, T, epochs = case
+    cfg = E.config_default(fields, A, horizon=T, model=spec).replace(
+        epochs=h.epochs, lr=h.lr, minibatch=h.minibatch, batch_segments=n, norm_obs=False,
+        norm_reward=False, seed=1)
+    eng = TorchEngine(cfg, device="cpu")
+    arrays = dict(obs=b.obs, actions=b.actions[..., None].astype(np.float32), rewards=b.rewards,
+                  dones=b.dones, logp=b.logp, truncated=b.truncated, final_obs=b.final_obs)
+    return eng, E.CEngine(cfg, eng), E.make_batch(cfg, n, arrays)
 
 
 def check_vtrace(case, b, h):
     """The two arms' V-trace agree on the case's batch: returns the largest
     difference."""
-    model = make_model(case, 1)
-    tl = volley_learner(model, h, 1)
-    _, _, _, vs_v, adv_v = tl.targets(b)
+    eng, wrapper, batch = volley_engine(case, b, h)
+    t = eng.targets(eng.load_batch(batch))
+    vs_v, adv_v = torch.from_numpy(t["vs"]).reshape(-1), torch.from_numpy(t["adv"]).reshape(-1)
+    model = eng.module
     n, T = b.actions.shape
     with torch.no_grad():
         obs = torch.from_numpy(b.obs)
@@ -164,6 +180,7 @@ def check_vtrace(case, b, h):
             boot[cut] = model(torch.from_numpy(b.final_obs)[cut])[1]
         vs, adv = vtrace_torch(values, torch.from_numpy(b.rewards), torch.from_numpy(b.dones),
                                logp - torch.from_numpy(b.logp), boot, h)
+    wrapper.close()
     return max(float((vs.reshape(-1) - vs_v).abs().max()),
                float((adv.reshape(-1) - adv_v).abs().max()))
 
@@ -200,16 +217,17 @@ def main():
             sys.exit(f"py_torch_learner_bench: {name}: V-trace differs by {diff:g}")
         runs = 1 if a.quick else a.runs
         updates = 1 if a.quick else {"cartpole-mlp": 10, "catch-pixels": 3}.get(name, 2)
-        m_plain, m_volley = make_model(case, 1), make_model(case, 1)
+        m_plain = make_model(case, 1)
         opt = torch.optim.Adam(m_plain.parameters(), lr=h.lr, eps=1e-5)
         gen = torch.Generator().manual_seed(1)
-        tl = volley_learner(m_volley, h, 1)
+        _, wrapper, batch = volley_engine(case, b, h)
         # alternate the arms so that neither gets the quieter half of a busy machine
         t_plain = t_volley = math.inf
         for _ in range(runs):
             t_plain = min(t_plain, time_arm(lambda: plain_update(m_plain, opt, b, h, gen), 1,
                                             updates))
-            t_volley = min(t_volley, time_arm(lambda: tl.update(b), 1, updates))
+            t_volley = min(t_volley, time_arm(
+                lambda: np.array(list(wrapper.update(batch)[0].values())[:3]), 1, updates))
         over = t_volley / t_plain - 1
         worst = max(worst, over)
         print(f"{name:13s} {n}x{T} {spec:4s} plain {t_plain:8.2f} ms  volley "

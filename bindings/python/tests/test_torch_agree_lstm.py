@@ -178,10 +178,3 @@ def test_act_carries_a_state_per_env_and_resets_it():
     assert torch.equal(a[1], want[1, 0].argmax())
     np.testing.assert_allclose(net._carried[1].numpy(), net.forward_seq(obs[1:2, :1])[2][0]
                                .detach().numpy(), rtol=1e-6, atol=1e-7)
-
-
-def test_the_torch_learner_refuses_a_recurrent_model():
-    from volley.torch_learner import build_model
-    with pytest.raises(ValueError, match="recurrent"):
-        build_model(SPECS[0], FIELDS, 3)
-    assert not build_model("mlp(8)", FIELDS, 3).hidden

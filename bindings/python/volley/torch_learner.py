@@ -22,6 +22,7 @@ torch's CPU threads: the learner's --threads, else 1.
 from __future__ import annotations
 
 import ctypes
+import signal
 import sys
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -152,11 +153,17 @@ class TorchLearner:
         return self.engine
 
     def run(self) -> int:
-        """Runs the learner (blocking); returns its exit code."""
+        """Runs the learner (blocking) until --max-steps' budget is spent and
+        SIGINT or SIGTERM comes (the C learner catches them while it runs;
+        Python's handlers are put back after); returns its exit code."""
+        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             return E.main_engine(self.argv, self._open)
         finally:
             _flush_c_stdout()
+            for s, handler in saved.items():
+                if handler is not None:
+                    signal.signal(s, handler)
 
     def weights(self) -> dict:
         """The engine's tensors (C names, float32 NumPy copies); {} before run."""
