@@ -1,16 +1,17 @@
-"""The torch engine's device path on the CPU: observations that cross as
-their stored rows (OBS_ROWS, one byte a value for u8/u2/u1 fields) become on
-the "device" exactly the floats C gathers as OBS (vl_obs_from_rows), for
-mixed fields; the engine takes rows exactly when normalisation is off and a
-field is not f32; u2 values packed four a byte unpack by shifts and masks as
-a plain loop reads them."""
+"""The torch engine's device path on the CPU: observations that cross as the
+wire packs them (OBS_PACKED: u8 a byte a value, u2 four values a byte, u1
+eight) become on the "device" exactly the floats C gathers as OBS
+(vl_obs_from_rows), for mixed fields, in fewer bytes than the stored rows;
+the engine takes packed observations exactly when normalisation is off and
+a field is not f32; u2 values packed four a byte unpack by shifts and masks
+as a plain loop reads them."""
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
 
 from volley import engine as E  # noqa: E402
-from volley.torch_engine import TorchEngine, obs_from_rows, row_layout, unpack_u2  # noqa: E402
+from volley.torch_engine import TorchEngine, obs_from_packed, packed_layout, unpack_u2  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not E._lib.has("vl_engine_new"),
                                 reason="libvolley without include/volley/engine.h's engines")
@@ -34,28 +35,36 @@ def batch_of(cfg, n, seed=1):
     return E.make_batch(cfg, n, arrays), arrays["obs"]
 
 
-def test_rows_become_cs_floats_on_the_device():
+def test_packed_observations_become_cs_floats_on_the_device():
     cfg = E.config_default(FIELDS, 2, horizon=4, model="mlp")
     b, obs = batch_of(cfg, 3)
     c_obs = b.gather(E.OBS).reshape(3, 5, cfg.obs_dim)
     assert np.array_equal(c_obs, obs)
-    rows = b.gather(E.OBS_ROWS, np.uint8).reshape(3, 5, cfg.row_bytes)
-    assert rows.nbytes < c_obs.nbytes / 2  # the image crosses as bytes
-    assert sum(4 * c if e == "f32" else (c + 3) & ~3 for e, c, _ in row_layout(FIELDS)) == \
-        cfg.row_bytes
-    got = obs_from_rows(torch.from_numpy(rows), row_layout(FIELDS))
+    packed = b.gather(E.OBS_PACKED, np.uint8)
+    wire = 72 + 4 * 3 + 2 + 1 + 4 * 2  # u8 2x6x6, f32 3, u2 5 (2 bytes), u1 7 (1 byte), f32 2
+    assert packed.size == 3 * 5 * wire and packed.size < b.nbytes(E.OBS_ROWS)
+    got = obs_from_packed(torch.from_numpy(packed.reshape(3, 5, wire)), packed_layout(FIELDS))
     assert got.dtype == torch.float32 and np.array_equal(got.numpy(), c_obs)
 
 
-def test_the_engine_gathers_rows_only_without_normalisation():
+def test_a_2bit_screen_crosses_in_a_quarter_of_its_rows():
+    cfg = E.config_default([((1, 16, 16), "u2")], 3, horizon=4)
+    b, obs = batch_of(cfg, 2)
+    packed = b.gather(E.OBS_PACKED, np.uint8)
+    assert packed.size * 4 == b.nbytes(E.OBS_ROWS) == 2 * 5 * 256
+    got = obs_from_packed(torch.from_numpy(packed.reshape(2, 5, 64)), packed_layout(cfg.fields))
+    assert np.array_equal(got.numpy(), obs)
+
+
+def test_the_engine_gathers_packed_only_without_normalisation():
     cfg = E.config_default(FIELDS, 2, horizon=4, model="mlp")
     b, obs = batch_of(cfg, 3)
     eng = TorchEngine(cfg, device="cpu")
-    assert eng.rows
+    assert eng.packed
     assert np.array_equal(eng.load_batch(b)["obs"].numpy(), obs)
     normed = TorchEngine(cfg.replace(norm_obs=True), device="cpu")
-    assert not normed.rows
-    assert not TorchEngine(E.config_default([((4,), "f32")], 2, horizon=4), device="cpu").rows
+    assert not normed.packed
+    assert not TorchEngine(E.config_default([((4,), "f32")], 2, horizon=4), device="cpu").packed
 
 
 def test_u2_unpacks_as_a_plain_loop_reads_it():

@@ -39,9 +39,8 @@ __all__ = ["Config", "Batch", "Stats", "ops_for", "main_engine", "CEngine", "con
 # include/volley/learner.h's vl_transport_array_t, then engine.h's own arrays
 (OBS, OBS_ROWS, ACTIONS, REWARDS, DONES, TRUNCATED, LOGP, FINAL_OBS, POLICY_VERSION, ACTOR_ID,
  ENV_ID, SEQ, N_EPISODES, EPISODE_RETURNS, EPISODE_LENGTHS) = range(15)
-STATE, WEIGHTS = 15, 16
-ARRAYS = 17
-OBS_PACKED = None  # engine.h's VL_ENGINE_OBS_PACKED, when the library has it (see _packed_index)
+STATE, WEIGHTS, OBS_PACKED = 15, 16, 17
+ARRAYS = 18
 
 
 class _config(ctypes.Structure):

@@ -22,8 +22,9 @@ and its Adam, and takes one update on a batch exactly as the C engine
 
 The device path: each array is gathered by C straight into a pinned host
 tensor (two sets, alternating) and copied to the device without blocking;
-with observation normalisation off, fields other than f32 cross as their
-stored bytes (OBS_ROWS, one byte a value) and become floats on the device.
+with observation normalisation off, observations with a field other than
+f32 cross as the wire packs them (OBS_PACKED: u8 a byte a value, u2 four
+values a byte) and are unpacked to floats on the device.
 Published weights are copied to pinned host memory after each update
 without blocking, and waited for only when the learner asks for them.
 """
@@ -39,7 +40,8 @@ from . import engine as E
 from .torch import NORM_TENSORS, VolleyNet, build, load_weights
 from .vtrace import vtrace
 
-__all__ = ["TorchEngine", "row_layout", "obs_from_rows", "unpack_u2", "default_device"]
+__all__ = ["TorchEngine", "packed_layout", "obs_from_packed", "unpack_u2", "unpack_u1",
+           "default_device"]
 
 OPT_MAGIC = b"volley-torch-adam1\n"  # optimizer()'s first bytes
 
@@ -49,32 +51,49 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def row_layout(fields: Sequence[Tuple[Tuple[int, ...], str]]) -> List[Tuple[str, int, int]]:
-    """Where each field sits in a stored observation row (OBS_ROWS):
-    [(encoding, values, byte offset)]; f32 fields four bytes a value, the
-    others one, each field starting 4-byte aligned."""
+_WIRE_BYTES = {"f32": lambda n: 4 * n, "u8": lambda n: n, "u2": lambda n: (n + 3) // 4,
+               "u1": lambda n: (n + 7) // 8}
+
+
+def packed_layout(fields: Sequence[Tuple[Tuple[int, ...], str]]) -> List[Tuple[str, int, int]]:
+    """Where each field sits in an observation as the wire packs it
+    (OBS_PACKED): [(encoding, values, byte offset)], field after field with
+    no padding: f32 four bytes a value, u8 one, u2 four values a byte, u1
+    eight."""
     out, offset = [], 0
     for shape, enc in fields:
         count = int(np.prod(shape))
         out.append((enc, count, offset))
-        offset += 4 * count if enc == "f32" else (count + 3) & ~3
+        offset += _WIRE_BYTES[enc](count)
     return out
 
 
-def obs_from_rows(rows: torch.Tensor, layout: List[Tuple[str, int, int]]) -> torch.Tensor:
-    """Observations float32 [..., D] of stored rows uint8 [..., row_bytes]
-    (on any device): f32 fields as their bytes read as floats, the others
-    each byte as a whole number, as vl_obs_from_rows converts them."""
-    lead, parts = rows.shape[:-1], []
-    flat = rows.reshape(-1, rows.shape[-1])
+def obs_from_packed(packed: torch.Tensor, layout: List[Tuple[str, int, int]]) -> torch.Tensor:
+    """Observations float32 [..., D] of packed observations uint8 [...,
+    wire_bytes] (on any device): f32 fields as their bytes read as floats,
+    u8 each byte, u2 and u1 unpacked by shifts and masks, each value as a
+    whole number, as vl_obs_from_rows converts them."""
+    lead, parts = packed.shape[:-1], []
+    flat = packed.reshape(-1, packed.shape[-1])
     for enc, count, offset in layout:
+        raw = flat[:, offset:offset + _WIRE_BYTES[enc](count)]
         if enc == "f32":
-            raw = flat[:, offset:offset + 4 * count].contiguous()
-            parts.append(raw.view(torch.float32))
+            parts.append(raw.contiguous().view(torch.float32))
+        elif enc == "u8":
+            parts.append(raw.to(torch.float32))
         else:
-            parts.append(flat[:, offset:offset + count].to(torch.float32))
+            parts.append((unpack_u2(raw, count) if enc == "u2" else unpack_u1(raw, count))
+                         .to(torch.float32))
     out = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
     return out.reshape(*lead, -1)
+
+
+def unpack_u1(packed: torch.Tensor, count: int) -> torch.Tensor:
+    """count u1 values uint8 [..., count] of bytes packed eight values a byte,
+    the first in the lowest bit (the wire's order)."""
+    shifts = torch.arange(8, dtype=torch.uint8, device=packed.device)
+    vals = (packed.unsqueeze(-1) >> shifts) & 1
+    return vals.reshape(*packed.shape[:-1], -1)[..., :count]
 
 
 def unpack_u2(packed: torch.Tensor, count: int) -> torch.Tensor:
@@ -137,8 +156,8 @@ class TorchEngine:
         self.opt = torch.optim.Adam(self.module.parameters(), lr=c.lr, eps=1e-5)
         self.T, self.D, self.W = c.horizon, c.obs_dim, c.action.dims
         self.A, self.S = self.module.num_actions, self.module.state_size
-        self.layout = row_layout(c.fields)
-        self.rows = not c.norm_obs and any(enc != "f32" for _, enc in c.fields)
+        self.layout = packed_layout(c.fields)
+        self.packed = not c.norm_obs and any(enc != "f32" for _, enc in c.fields)
         self.staging = _Staging(self.device)
         self._host: Dict[str, torch.Tensor] = {}
         self._event: Any = None
@@ -167,10 +186,10 @@ class TorchEngine:
         n, T, D, W = batch.n, self.T, self.D, self.W
         self.staging.next()
         f32 = torch.float32
-        if self.rows:
-            R = self.config.row_bytes
-            _, rows = self._gather(batch, E.OBS_ROWS, torch.uint8, (n, T + 1, R))
-            obs = obs_from_rows(rows, self.layout)
+        if self.packed:
+            wire = self.layout[-1][2] + _WIRE_BYTES[self.layout[-1][0]](self.layout[-1][1])
+            _, packed = self._gather(batch, E.OBS_PACKED, torch.uint8, (n, T + 1, wire))
+            obs = obs_from_packed(packed, self.layout)
         else:
             _, obs = self._gather(batch, E.OBS, f32, (n, T + 1, D))
         _, actions = self._gather(batch, E.ACTIONS, f32, (n, T, W))
