@@ -221,6 +221,7 @@ static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_
     const vl_role_opts_t role = *r;
     int rc;
     vl_log_init("learner", (vl_log_level_t)role.log_level);
+    vl_interrupted = 0; // a process may serve again after an earlier run was stopped
     vl_proc_catch_signals();
     vl_curve_t *curve;
     if (vl_sock_client_curve(role.cert, role.broker_key, &curve) != 0)
