@@ -6,8 +6,9 @@
 #   pendulum  solved (mean >= -250), then greedy eval >= -200
 #   memory    linear(64) lstm(64): solved (mean >= 0.95), greedy eval >= 0.95
 #   pixels    catch-pixels with the cnn preset: solved (>= 9), greedy eval >= 9
-# Each run is --deterministic (one actor in lockstep with the learner), so it is the same run
-# every time on a machine.
+# Each run is --deterministic (one actor in lockstep with the learner, torch on one CPU
+# thread), so it is the same run every time on a machine: for cartpole a second run must end
+# at the same step count with the same weights checksum.
 # Usage: torch_tasks_test.sh path/to/volley TASK
 . "$(dirname "$0")/lib.sh"
 TASK=${2:?usage: $0 path/to/volley cartpole|pendulum|memory|pixels}
@@ -35,3 +36,11 @@ score=$(sed -n 's/^return \([-0-9.]*\) .*/\1/p' eval.log)
 awk -v s="$score" -v bar="$bar" 'BEGIN { exit !(s != "" && s >= bar) }' ||
     fail "greedy eval of the torch-trained $TASK scored $score, under $bar"
 pass "greedy eval by C actors of the torch-trained weights: $(tail -1 eval.log)"
+[ "$TASK" = cartpole ] || exit 0
+"$VOLLEY" up --learner torch "${flags[@]}" --deterministic --max-steps 2000000 --name again \
+    > again.log 2>&1 || fail "the second run did not solve it: $(tail -3 again.log)"
+first=$(grep -E "^(weights|solved):" up.log | sed 's/ in [0-9.]* s.*//')
+second=$(grep -E "^(weights|solved):" again.log | sed 's/ in [0-9.]* s.*//')
+[ -n "$first" ] && [ "$first" = "$second" ] ||
+    fail "two --deterministic torch runs differ: '$first' against '$second'"
+pass "a second --deterministic run is the same run: $(echo $first)"

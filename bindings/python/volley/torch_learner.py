@@ -66,7 +66,20 @@ class TorchOptions:
         """The engine for the learner's config."""
         from .torch_engine import TorchEngine  # after volley.torch, which imports this module
         torch.set_num_threads(config.threads or 1)
-        return TorchEngine(config, device=self.device, compile=self.compile, amp=self.amp)
+        engine = TorchEngine(config, device=self.device, compile=self.compile, amp=self.amp)
+        _log(f"torch engine: {config.model} on {engine.device} (torch {torch.__version__}, "
+             f"{torch.get_num_threads()} CPU threads, compile {'on' if self.compile else 'off'}, "
+             f"amp {self.amp or 'off'})")
+        return engine
+
+
+def _log(text: str) -> None:
+    """One line on stderr as the C learner logs: time, role, pid, level."""
+    import os
+    import time
+    now = time.time()
+    print(f"{time.strftime('%H:%M:%S', time.localtime(now))}.{int(now % 1 * 1000):03d} "
+          f"learner[{os.getpid()}] info: {text}", file=sys.stderr, flush=True)
 
 
 def split_argv(argv: Sequence[str]) -> Tuple[List[str], TorchOptions]:
