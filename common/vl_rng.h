@@ -58,6 +58,20 @@ static inline uint32_t vl_rng_below(vl_rng_t *r, uint32_t n)
     return (uint32_t)(((vl_rng_next(r) >> 32) * (uint64_t)n) >> 32);
 }
 
+/* Writes a random permutation of 0 .. n-1 into perm[n] (Fisher-Yates from
+   the top, one vl_rng_below per swap): the learner's minibatch order,
+   drawn the same way whichever engine trains. */
+static inline void vl_rng_shuffle(vl_rng_t *r, uint32_t n, uint32_t *perm)
+{
+    for (uint32_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (uint32_t i = n ? n - 1 : 0; i > 0; i--) {
+        uint32_t j = vl_rng_below(r, i + 1), tmp = perm[i];
+        perm[i] = perm[j];
+        perm[j] = tmp;
+    }
+}
+
 /* Returns a standard normal deviate (Box-Muller). */
 static inline double vl_rng_normal(vl_rng_t *r)
 {

@@ -271,10 +271,10 @@ vl_keeper_t *vl_keeper_new(const vl_learner_config_t *c, char *why, size_t why_s
     return self;
 }
 
-int vl_keeper_load(vl_keeper_t *self, vl_trainer_t *trainer, vl_resume_state_t *st, char *why,
+int vl_keeper_load(vl_keeper_t *self, vl_engine_t *engine, vl_resume_state_t *st, char *why,
                    size_t why_size)
 {
-    int rc = vl_resume_load(self->path, self->c.policy, trainer, st, why, why_size);
+    int rc = vl_resume_load(self->path, self->c.policy, engine, st, why, why_size);
     if (rc > 0)
         snprintf(why, why_size, "no checkpoint at %s", self->path);
     if (rc != 0)
@@ -296,7 +296,7 @@ int vl_keeper_load(vl_keeper_t *self, vl_trainer_t *trainer, vl_resume_state_t *
 }
 
 /* Writes the checkpoint to path with the config and the mean return. */
-static int s_write(vl_keeper_t *self, const char *path, vl_trainer_t *trainer,
+static int s_write(vl_keeper_t *self, const char *path, vl_engine_t *engine,
                    const vl_resume_state_t *st, const vl_returns_summary_t *ret)
 {
     char text[S_CONFIG_MAX];
@@ -309,7 +309,7 @@ static int s_write(vl_keeper_t *self, const char *path, vl_trainer_t *trainer,
              ret ? (double)ret->mean : 0.0, ret ? ret->n : 0);
     vl_spec_t spec;
     vl_learner_config_spec(&self->c, &spec);
-    return vl_resume_save(path, self->c.policy, trainer, st, text, &spec);
+    return vl_resume_save(path, self->c.policy, engine, st, text, &spec);
 }
 
 /* Keeps this save as <policy>-v<version>.ckpt and forgets the oldest
@@ -336,15 +336,15 @@ static int s_keep_numbered(vl_keeper_t *self, uint64_t version)
     return 0;
 }
 
-int vl_keeper_save(vl_keeper_t *self, vl_trainer_t *trainer, const vl_resume_state_t *st,
+int vl_keeper_save(vl_keeper_t *self, vl_engine_t *engine, const vl_resume_state_t *st,
                    const vl_returns_summary_t *ret)
 {
     int64_t t0 = vl_now_ns();
-    int rc = s_write(self, self->path, trainer, st, ret);
+    int rc = s_write(self, self->path, engine, st, ret);
     if (rc == 0 && self->c.keep > 1)
         rc = s_keep_numbered(self, st->version);
     if (rc == 0 && ret && ret->n >= S_BEST_MIN && ret->mean > self->best_return) {
-        rc = s_write(self, self->best, trainer, st, ret);
+        rc = s_write(self, self->best, engine, st, ret);
         if (rc == 0)
             self->best_return = ret->mean;
     }

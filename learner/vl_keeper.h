@@ -20,7 +20,7 @@
 #include "vl_learner.h"
 #include "vl_resume.h"
 #include "vl_returns.h"
-#include "vl_trainer.h"
+#include "vl_engine.h"
 
 typedef struct vl_keeper_s vl_keeper_t;
 
@@ -35,16 +35,16 @@ int vl_keeper_check(const vl_learner_config_t *c, int with_spec, char *why, size
    Caller destroys. */
 vl_keeper_t *vl_keeper_new(const vl_learner_config_t *c, char *why, size_t why_size);
 
-/* Loads the newest checkpoint into trainer and st (--resume); logs the
+/* Loads the newest checkpoint into engine and st (--resume); logs the
    hyperparameters that differ from the checkpoint's. Returns 0, or -1 with
    why (nothing changed then). */
-int vl_keeper_load(vl_keeper_t *self, vl_trainer_t *trainer, vl_resume_state_t *st, char *why,
+int vl_keeper_load(vl_keeper_t *self, vl_engine_t *engine, vl_resume_state_t *st, char *why,
                    size_t why_size);
 
-/* Saves the trainer's state as the newest checkpoint, keeps the last
+/* Saves the engine's state as the newest checkpoint, keeps the last
    --keep, and the best by ret's mean (over at least 10 episodes). Returns
    0, or -1 after logging why (counted: vl_keeper_failures). */
-int vl_keeper_save(vl_keeper_t *self, vl_trainer_t *trainer, const vl_resume_state_t *st,
+int vl_keeper_save(vl_keeper_t *self, vl_engine_t *engine, const vl_resume_state_t *st,
                    const vl_returns_summary_t *ret);
 
 /* Returns how many saves failed. */

@@ -15,12 +15,12 @@
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
 #include "../store/vl_buffer.h"
+#include "vl_engine.h"
 #include "vl_inlet.h"
 #include "vl_keeper.h"
 #include "vl_metrics.h"
 #include "vl_replay.h"
 #include "vl_resume.h"
-#include "vl_trainer.h"
 
 #define S_HEARTBEAT_NS 1000000000LL // weights republished every second
 #define S_MAX_MSG      (64 << 20)   // largest message the weights socket sends
@@ -32,13 +32,13 @@ struct vl_learner_s {
     void *pub;                   // train thread: weights and stats to the broker
     vl_curve_watch_t *pub_watch; // train thread, with CURVE: a refused key logged, retried
     vl_buffer_t *buf;
-    vl_trainer_t *trainer;
-    vl_inlet_t *inlet; // the ingest thread
+    vl_engine_t *engine; // the update engine: volley's own, or an outside one
+    vl_inlet_t *inlet;   // the ingest thread
     // train thread only
     vl_replay_t *replay;
     uint64_t version, trained;
     uint64_t *lag_counts; // [max_lag + 1] segments trained on at each lag since the last report
-    vl_update_stats_t last;
+    vl_engine_stats_t last;
     int64_t start_ns;
     double trained_recv_sum; // recv_ns of the segments in the update not yet published
     int trained_n;
@@ -231,11 +231,8 @@ static void s_publish(vl_learner_t *self, const char *topic, uint8_t *body, size
 /* Publishes the current weights as self->version. */
 static void s_publish_weights(vl_learner_t *self)
 {
-    vl_policy_t *p = vl_trainer_policy(self->trainer);
-    uint32_t n = vl_policy_tensor_count(p);
-    vl_tensor_t tensors[64];
-    for (uint32_t i = 0; i < n && i < 64; i++)
-        vl_policy_tensor(p, i, &tensors[i]);
+    vl_tensor_t tensors[VL_ENGINE_TENSORS_MAX];
+    uint32_t n = vl_engine_tensors(self->engine, tensors, VL_ENGINE_TENSORS_MAX);
     uint8_t *buf;
     size_t size;
     if (vl_weights_encode(self->c.policy, self->version, tensors, n, &buf, &size) == 0)
@@ -358,7 +355,7 @@ static void s_publish_stats(vl_learner_t *self)
 }
 
 /* Opens the checkpoint directory (vl_keeper) and, with --resume, loads the
-   newest checkpoint into the trainer, setting *st. Returns 0, or -1 after
+   newest checkpoint into the engine, setting *st. Returns 0, or -1 after
    logging why (a corrupt or mismatched checkpoint is refused, never half
    loaded). */
 static int s_checkpoint_setup(vl_learner_t *self, vl_resume_state_t *st)
@@ -373,13 +370,13 @@ static int s_checkpoint_setup(vl_learner_t *self, vl_resume_state_t *st)
     }
     if (!c->resume)
         return 0;
-    if (vl_keeper_load(self->keeper, self->trainer, st, why, sizeof why) != 0) {
+    if (vl_keeper_load(self->keeper, self->engine, st, why, sizeof why) != 0) {
         vl_error("refusing checkpoint %s: %s", vl_keeper_path(self->keeper), why);
         return -1;
     }
     self->version = st->version;
     self->trained = st->trained;
-    *vl_trainer_rng(self->trainer) = st->rng;
+    *vl_engine_rng(self->engine) = st->rng;
     vl_info("resumed from %s at version %llu, %llu env steps", vl_keeper_path(self->keeper),
             (unsigned long long)st->version, (unsigned long long)st->env_steps);
     return 0;
@@ -394,16 +391,19 @@ static int s_checkpoint_save(vl_learner_t *self)
     vl_inlet_counts_t in;
     vl_inlet_counts(self->inlet, &in);
     vl_resume_state_t st = {self->version, self->trained, in.env_steps, in.episodes,
-                            *vl_trainer_rng(self->trainer)};
+                            *vl_engine_rng(self->engine)};
     vl_returns_summary_t ret = vl_inlet_returns(self->inlet);
-    return vl_keeper_save(self->keeper, self->trainer, &st, &ret);
+    return vl_keeper_save(self->keeper, self->engine, &st, &ret);
 }
 
-vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
+vl_learner_t *vl_learner_new(const vl_learner_config_t *c, vl_engine_t *engine)
 {
     vl_learner_t *self = calloc(1, sizeof *self);
-    if (!self)
+    if (!self) {
+        vl_engine_destroy(&engine);
         return NULL;
+    }
+    self->engine = engine;
     self->c = *c;
     self->D = c->obs_dim;
     self->A = vl_action_outputs(&c->action);
@@ -411,10 +411,12 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c)
     self->ctx = zmq_ctx_new();
     self->buf = vl_buffer_new(c->capacity, c->horizon, &c->obs_spec, c->action.dims,
                               vl_learner_config_state_size(c));
-    self->trainer = vl_trainer_new(c, self->D);
+    char why[1024] = "";
+    if (!self->engine && !(self->engine = vl_engine_new_learner(c, NULL, why, sizeof why)))
+        vl_error("engine: %s", why);
     self->replay = self->buf ? vl_replay_new(c, self->buf) : NULL;
     self->lag_counts = calloc(c->max_lag + 1, sizeof *self->lag_counts);
-    if (!self->ctx || !self->buf || !self->trainer || !self->replay || !self->lag_counts)
+    if (!self->ctx || !self->buf || !self->engine || !self->replay || !self->lag_counts)
         goto err;
     vl_resume_state_t resumed = {0};
     if (s_checkpoint_setup(self, &resumed) != 0)
@@ -451,7 +453,7 @@ static void s_schedule_lr(vl_learner_t *self)
         lr = (float)(self->c.lr * (left > 0 ? left : 0));
     }
     if (lr != self->lr)
-        vl_trainer_set_lr(self->trainer, lr);
+        vl_engine_set_lr(self->engine, lr);
     self->lr = lr;
 }
 
@@ -471,7 +473,11 @@ static int s_train_once(vl_learner_t *self)
     if (n > 0) {
         s_count_lags(self, lags, n);
         s_schedule_lr(self);
-        rc = vl_trainer_update(self->trainer, segs, n, w_used ? w : NULL, sums, &self->last);
+        char why[1024] = "";
+        rc = vl_engine_update_segments(self->engine, segs, (uint32_t)n, w_used ? w : NULL, sums,
+                                       &self->last, why, sizeof why);
+        if (rc != 0)
+            vl_error("update failed: %s", why);
         rc = rc == 0 ? 1 : -1;
         self->trained += (uint64_t)n;
         for (int i = 0; i < n; i++)
@@ -492,7 +498,7 @@ int vl_learner_run(vl_learner_t *self)
     while (!vl_interrupted && !vl_inlet_failed(self->inlet)) {
         int rc = s_train_once(self);
         if (rc < 0) {
-            vl_error("update failed (out of memory or diverged); stopping");
+            vl_error("the update failed; stopping");
             return -1;
         }
         if (rc > 0) {
@@ -534,7 +540,7 @@ void vl_learner_destroy(vl_learner_t **self_p)
         zmq_close(self->pub);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
-    vl_trainer_destroy(&self->trainer);
+    vl_engine_destroy(&self->engine);
     vl_replay_destroy(&self->replay);
     free(self->lag_counts);
     vl_buffer_destroy(&self->buf);

@@ -127,9 +127,13 @@ void vl_learner_config_settle(vl_learner_config_t *c, uint64_t given);
    policy and env name). */
 void vl_learner_config_spec(const vl_learner_config_t *c, vl_spec_t *spec);
 
-/* Creates a learner, connects it and starts its ingest thread. Returns NULL
-   after logging why. Caller destroys. */
-vl_learner_t *vl_learner_new(const vl_learner_config_t *config);
+typedef struct vl_engine_s vl_engine_t;
+
+/* Creates a learner training with engine (taken, destroyed with the
+   learner or at once on failure; NULL: the C engine for config), connects
+   it and starts its ingest thread. Returns NULL after logging why. Caller
+   destroys. */
+vl_learner_t *vl_learner_new(const vl_learner_config_t *config, vl_engine_t *engine);
 
 /* Trains until vl_interrupted is set. Returns 0, or -1 on error. */
 int vl_learner_run(vl_learner_t *self);
@@ -138,7 +142,8 @@ int vl_learner_run(vl_learner_t *self);
    NULL and twice. */
 void vl_learner_destroy(vl_learner_t **self_p);
 
-/* The `volley learner` command. Returns the process exit code. */
+/* The `volley learner` command with the C engine (vl_learner_main_engine
+   with no open). Returns the process exit code. */
 int vl_learner_main(int argc, char **argv);
 
 #endif

@@ -8,6 +8,7 @@
 #include "../common/vl_proc.h"
 #include "../common/vl_rundir.h"
 #include "../common/vl_sock.h"
+#include "vl_engine.h"
 #include "vl_keeper.h"
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
@@ -82,6 +83,9 @@ static void s_usage(FILE *out)
                  "another learner's spec holds the policy.\n"
                  "Without --env it takes the spec from the broker, waiting until an actor has\n"
                  "declared it; the learner host needs no environment code.\n"
+                 "\n"
+                 "`python3 -m volley learner --torch` takes the same flags and trains with a\n"
+                 "PyTorch engine in this same loop (checkpoints, resume, reports, budget).\n"
                  "\n");
     vl_opt_print_role(out, "policy to train");
     fprintf(out,
@@ -194,10 +198,24 @@ static int s_check_model(const vl_learner_config_t *c, const char *text)
     return 0;
 }
 
+/* Makes the learner for c with the engine open makes (NULL: the C engine).
+   Returns it, or NULL after logging why. */
+static vl_learner_t *s_learner(const vl_learner_config_t *c, vl_engine_open_fn open, void *ctx)
+{
+    char why[1024] = "";
+    vl_engine_t *engine = vl_engine_open(c, open, ctx, why, sizeof why);
+    if (!engine) {
+        vl_error("cannot make the update engine: %s", why);
+        return NULL;
+    }
+    return vl_learner_new(c, engine);
+}
+
 /* Runs the learner c describes (its checkpoint checked, its spec settled,
-   the run's config.ini written). Returns the exit code. */
+   the run's config.ini written) with the engine open makes. Returns the
+   exit code. */
 static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_env_ops_t *env,
-                   vl_rundir_t *dir)
+                   vl_rundir_t *dir, vl_engine_open_fn open, void *ctx)
 {
     vl_learner_config_t c = *c_in;
     const vl_role_opts_t role = *r;
@@ -228,7 +246,7 @@ static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_
     }
     if (settled == 0 && dir && s_write_run_config(dir, &c) != 0)
         settled = 2;
-    vl_learner_t *learner = settled == 0 ? vl_learner_new(&c) : NULL;
+    vl_learner_t *learner = settled == 0 ? s_learner(&c, open, ctx) : NULL;
     if (learner && env)
         settled = vl_learner_spec_settle(&c);
     if (settled != 0) {
@@ -243,6 +261,11 @@ static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_
 }
 
 int vl_learner_main(int argc, char **argv)
+{
+    return vl_learner_main_engine(argc, argv, NULL, NULL);
+}
+
+int vl_learner_main_engine(int argc, char **argv, vl_engine_open_fn open, void *ctx)
 {
     vl_learner_config_t c = vl_learner_config_default();
     vl_role_opts_t role = {.policy = c.policy, .env = NULL, .log_level = VL_LOG_INFO, .learner = 1};
@@ -266,7 +289,7 @@ int vl_learner_main(int argc, char **argv)
     vl_rundir_t *dir = NULL;
     if (role.run_dir && s_open_run_dir(&c, role.run_dir, &dir) != 0)
         return 2;
-    rc = s_serve(&c, &role, env, dir);
+    rc = s_serve(&c, &role, env, dir, open, ctx);
     vl_rundir_destroy(&dir);
     return rc;
 }

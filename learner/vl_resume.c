@@ -44,23 +44,19 @@ int vl_resume_write(const char *path, const char *policy_id, const vl_tensor_t *
     return rc;
 }
 
-int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
+int vl_resume_save(const char *path, const char *policy_id, vl_engine_t *engine,
                    const vl_resume_state_t *st, const char *config, const vl_spec_t *spec)
 {
-    vl_policy_t *p = vl_trainer_policy(trainer);
-    uint32_t n = vl_policy_tensor_count(p);
     vl_tensor_t tensors[S_TENSORS_MAX];
-    size_t opt_size = vl_policy_optimizer_size(p);
-    uint8_t *opt = malloc(opt_size ? opt_size : 1);
-    int rc = -1;
-    if (opt && n <= S_TENSORS_MAX) {
-        for (uint32_t i = 0; i < n; i++)
-            vl_policy_tensor(p, i, &tensors[i]);
-        vl_policy_save_optimizer(p, opt);
-        rc = vl_resume_write(path, policy_id, tensors, n, opt, opt_size, st, config, spec);
+    uint32_t n = vl_engine_tensors(engine, tensors, S_TENSORS_MAX);
+    const void *opt = NULL;
+    size_t opt_size = 0;
+    char why[512];
+    if (vl_engine_optimizer(engine, &opt, &opt_size, why, sizeof why) != 0) {
+        vl_error("checkpoint %s: %s", path, why);
+        return -1;
     }
-    free(opt);
-    return rc;
+    return vl_resume_write(path, policy_id, tensors, n, opt, opt_size, st, config, spec);
 }
 
 /* Decodes the weights section of ck under the default limits into *out
@@ -103,9 +99,10 @@ vl_weights_t *vl_resume_read_weights(const char *path, vl_spec_t *spec, int *has
     return w;
 }
 
-/* Checks and applies the weights section. Returns 0, or -1 with why. */
-static int s_load_weights(const vl_checkpoint_t *ck, const char *policy_id, vl_policy_t *p,
-                          char *why, size_t why_size)
+/* Checks the weights section and loads it with the optimizer's bytes into
+   the engine. Returns 0, or -1 with why. */
+static int s_load_weights(const vl_checkpoint_t *ck, const char *policy_id, vl_engine_t *engine,
+                          const void *opt, size_t opt_size, char *why, size_t why_size)
 {
     vl_weights_t *w = NULL;
     vl_reason_t r = s_decode_weights(ck, &w);
@@ -114,15 +111,13 @@ static int s_load_weights(const vl_checkpoint_t *ck, const char *policy_id, vl_p
         snprintf(why, why_size, "its weights are unreadable (%s)", vl_reason_str(r));
     else if (strcmp(w->policy_id, policy_id) != 0)
         snprintf(why, why_size, "it is for policy '%s', not '%s'", w->policy_id, policy_id);
-    else if (vl_policy_load(p, w) != 0)
-        snprintf(why, why_size, "its network does not match (--hidden, --env?)");
     else
-        rc = 0;
+        rc = vl_engine_load_weights(engine, w, opt, opt_size, why, why_size);
     vl_weights_destroy(&w);
     return rc;
 }
 
-int vl_resume_load(const char *path, const char *policy_id, vl_trainer_t *trainer,
+int vl_resume_load(const char *path, const char *policy_id, vl_engine_t *engine,
                    vl_resume_state_t *st, char *why, size_t why_size)
 {
     struct stat sb;
@@ -131,18 +126,16 @@ int vl_resume_load(const char *path, const char *policy_id, vl_trainer_t *traine
     vl_checkpoint_t *ck = vl_checkpoint_read(path, why, why_size);
     if (!ck)
         return -1;
-    vl_policy_t *p = vl_trainer_policy(trainer);
     size_t opt_size = 0, state_size = 0;
     const void *opt = vl_checkpoint_get(ck, "optimizer", &opt_size);
     const void *state = vl_checkpoint_get(ck, "state", &state_size);
     uint64_t words[S_STATE_WORDS];
     int rc = -1;
-    if (!opt || opt_size != vl_policy_optimizer_size(p))
+    if (!opt)
         snprintf(why, why_size, "its optimizer state does not match this network");
     else if (!state || state_size != sizeof words)
         snprintf(why, why_size, "its state section has the wrong size");
-    else if (s_load_weights(ck, policy_id, p, why, why_size) == 0) {
-        vl_policy_load_optimizer(p, opt, opt_size);
+    else if (s_load_weights(ck, policy_id, engine, opt, opt_size, why, why_size) == 0) {
         memcpy(words, state, sizeof words);
         *st = (vl_resume_state_t){
             words[0], words[1], words[2], words[3], {{words[4], words[5], words[6], words[7]}}};

@@ -12,7 +12,7 @@
 #include "../common/vl_rng.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_spec.h"
-#include "vl_trainer.h"
+#include "vl_engine.h"
 
 /* The scalars a checkpoint carries besides weights and optimizer. */
 typedef struct {
@@ -20,21 +20,21 @@ typedef struct {
     uint64_t trained;   // segments trained on
     uint64_t env_steps; // steps in every valid segment ingested
     uint64_t episodes;
-    vl_rng_t rng; // the trainer's minibatch RNG
+    vl_rng_t rng; // the engine's minibatch RNG
 } vl_resume_state_t;
 
-/* Writes the trainer's policy and optimizer, st, (if not NULL) the
+/* Writes the engine's published tensors and optimizer bytes, st, (if not NULL) the
    configuration text it was trained with and (if not NULL) the policy's
    spec (its observation fields, actions and model, which rebuild the
    network: `volley eval` and `volley export` read it) to path for
    policy_id. Returns 0, or -1 after logging why. */
-int vl_resume_save(const char *path, const char *policy_id, vl_trainer_t *trainer,
+int vl_resume_save(const char *path, const char *policy_id, vl_engine_t *engine,
                    const vl_resume_state_t *st, const char *config, const vl_spec_t *spec);
 
 /* Writes a learner's checkpoint to path: n tensors (ranks 1 to 4, every
    dimension kept) as policy_id's weights at st->version, the optimizer's
    opt_size bytes, st, (if not NULL) the configuration text and (if not
-   NULL) the policy's spec. What vl_resume_save writes for a trainer, from
+   NULL) the policy's spec. What vl_resume_save writes for an engine, from
    tensors held anywhere. Returns 0, or -1 after logging why. */
 int vl_resume_write(const char *path, const char *policy_id, const vl_tensor_t *tensors, uint32_t n,
                     const void *opt, size_t opt_size, const vl_resume_state_t *st,
@@ -54,11 +54,12 @@ vl_weights_t *vl_resume_read_weights(const char *path, vl_spec_t *spec, int *has
    -1 with why (unreadable, corrupt, too long). */
 int vl_resume_config(const char *path, char *out, size_t size, char *why, size_t why_size);
 
-/* Loads path into the trainer and st after checking everything: the file,
-   the policy id, the weights' shapes and values, the optimizer's size.
+/* Loads path into the engine and st after checking everything: the file,
+   the policy id, the weights' shapes and values, the optimizer's size (as
+   the engine checks them).
    Returns 0; 1 if there is no file at path; -1 with the reason in
    why[why_size] (nothing is changed then). */
-int vl_resume_load(const char *path, const char *policy_id, vl_trainer_t *trainer,
+int vl_resume_load(const char *path, const char *policy_id, vl_engine_t *engine,
                    vl_resume_state_t *st, char *why, size_t why_size);
 
 #endif

@@ -80,26 +80,25 @@ static void test_trainer_checkpoint_round_trip(void)
     c.horizon = 8;
     c.batch_segments = 2;
     c.hidden = 16;
-    vl_trainer_t *tr = vl_trainer_new(&c, 3);
+    char why[512];
+    vl_engine_t *tr = vl_engine_new_learner(&c, NULL, why, sizeof why);
     VL_CHECK(tr);
-    char path[512], why[512];
+    char path[512];
     s_path(path, sizeof path, "mlp.ckpt");
     vl_resume_state_t st = {.version = 5, .episodes = 3}, back;
     VL_CHECK(vl_resume_save(path, "default", tr, &st, NULL, NULL) == 0);
     vl_weights_t *w = vl_resume_read_weights(path, NULL, NULL, why, sizeof why);
-    vl_policy_t *p = vl_trainer_policy(tr);
-    VL_CHECK(w && w->n_tensors == vl_policy_tensor_count(p));
-    for (uint32_t i = 0; w && i < w->n_tensors; i++) {
-        vl_tensor_t mine;
-        vl_policy_tensor(p, i, &mine);
-        VL_CHECK(vl_tensor_same_shape(&w->tensors[i], &mine) && mine.ndim <= 2);
-    }
+    vl_tensor_t mine[VL_ENGINE_TENSORS_MAX];
+    uint32_t n = vl_engine_tensors(tr, mine, VL_ENGINE_TENSORS_MAX);
+    VL_CHECK(w && w->n_tensors == n);
+    for (uint32_t i = 0; w && i < w->n_tensors; i++)
+        VL_CHECK(vl_tensor_same_shape(&w->tensors[i], &mine[i]) && mine[i].ndim <= 2);
     vl_weights_destroy(&w);
     VL_CHECK(vl_resume_load(path, "default", tr, &back, why, sizeof why) == 0);
     VL_CHECK(back.version == 5 && back.episodes == 3);
     VL_CHECK(vl_resume_load(path, "other", tr, &back, why, sizeof why) == -1 &&
              strstr(why, "policy 'default'"));
-    vl_trainer_destroy(&tr);
+    vl_engine_destroy(&tr);
 }
 
 /* A weights section whose rank-4 tensor has a dimension of 0 (its bytes

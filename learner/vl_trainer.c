@@ -110,7 +110,7 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D)
     self->W = W;
     self->T = c->horizon;
     size_t n = c->batch_segments, T = c->horizon, rows = n * (T + 1), N = n * T, M = c->minibatch;
-    vl_rng_seed(&self->rng, c->seed ^ 0x5eed5eedULL);
+    vl_rng_seed(&self->rng, c->seed ^ VL_TRAINER_RNG_SALT);
     char why[512];
     vl_model_spec_t *spec = NULL;
     if (vl_learner_config_model(c, &spec, NULL, why, sizeof why) != 0 ||
@@ -212,24 +212,30 @@ static void s_gather_batch(vl_trainer_t *self, const vl_segment_t *const *segs, 
     }
 }
 
-/* Adds the batch to the statistics the trainer keeps: its observations
-   (each segment's T acted-on rows) and its rewards per env stream; then
-   scales the rewards by the return's std. */
+float vl_trainer_norm_add(vl_norm_t *norm, int norm_obs, int norm_reward,
+                         const vl_segment_t *const *segs, int n, uint32_t T, uint32_t D,
+                         const float *obs)
+{
+    for (int i = 0; norm_obs && i < n; i++)
+        vl_norm_update_obs(norm, T, obs + (size_t)i * (T + 1) * D);
+    if (!norm_reward)
+        return 1.0f;
+    for (int i = 0; i < n; i++)
+        vl_norm_update_returns(norm, (uint64_t)segs[i]->actor_id << 32 | segs[i]->env_id, T,
+                               segs[i]->rewards, segs[i]->dones);
+    return vl_norm_reward_scale(norm);
+}
+
+/* Adds the batch to the statistics the trainer keeps, then scales the
+   rewards by the return's std. */
 static void s_update_norm(vl_trainer_t *self, const vl_segment_t *const *segs, int n)
 {
     vl_norm_t *norm = vl_policy_norm(self->policy);
-    size_t T = self->T, D = self->D;
     if (!norm)
         return;
-    for (int i = 0; self->norm_obs && i < n; i++)
-        vl_norm_update_obs(norm, (uint32_t)T, self->obs + i * (T + 1) * D);
-    if (!self->norm_reward)
-        return;
-    for (int i = 0; i < n; i++)
-        vl_norm_update_returns(norm, (uint64_t)segs[i]->actor_id << 32 | segs[i]->env_id,
-                               (uint32_t)T, segs[i]->rewards, segs[i]->dones);
-    float scale = vl_norm_reward_scale(norm);
-    for (size_t k = 0; k < (size_t)n * T; k++)
+    float scale = vl_trainer_norm_add(norm, self->norm_obs, self->norm_reward, segs, n, self->T,
+                                      self->D, self->obs);
+    for (size_t k = 0; self->norm_reward && k < (size_t)n * self->T; k++)
         self->rewards[k] *= scale;
 }
 
@@ -328,18 +334,6 @@ static float s_explained_var(const vl_trainer_t *self, int n)
 void vl_trainer_set_lr(vl_trainer_t *self, float lr)
 {
     self->c.lr = lr;
-}
-
-/* Fisher-Yates shuffle of 0 .. N-1 into perm. */
-static void s_shuffle(vl_trainer_t *self, uint32_t N)
-{
-    for (uint32_t i = 0; i < N; i++)
-        self->perm[i] = i;
-    for (uint32_t i = N - 1; i > 0; i--) {
-        uint32_t j = vl_rng_below(&self->rng, i + 1), tmp = self->perm[i];
-        self->perm[i] = self->perm[j];
-        self->perm[j] = tmp;
-    }
 }
 
 /* Normalises the m advantages of a minibatch to zero mean and unit
@@ -454,7 +448,7 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
     vl_update_stats_t acc = {0};
     int steps = 0;
     for (uint32_t e = 0; e < self->c.epochs; e++) {
-        s_shuffle(self, N);
+        vl_rng_shuffle(&self->rng, N, self->perm);
         memset(&acc, 0, sizeof acc);
         steps = 0;
         for (uint32_t from = 0; from < N; from += M) {

@@ -13,6 +13,9 @@
 
 typedef struct vl_trainer_s vl_trainer_t;
 
+// The minibatch RNG is seeded with the run's seed xor this: apart from the weights' draws.
+#define VL_TRAINER_RNG_SALT 0x5eed5eedULL
+
 typedef struct {
     float policy_loss, value_loss, entropy, approx_kl, clip_frac; // means over the last epoch
     float mean_abs_adv;                                           // before normalisation
@@ -47,5 +50,13 @@ vl_policy_t *vl_trainer_policy(vl_trainer_t *self);
    memory. */
 int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n,
                       const float *seg_w, float *adv_sums, vl_update_stats_t *stats);
+
+/* Adds n segments to norm as an update does before it trains: each
+   segment's T acted-on rows of obs [n][T+1][D] (norm_obs on), its rewards
+   to its stream's returns (actor_id << 32 | env_id; norm_reward on).
+   Returns the factor rewards are then scaled by (1 with norm_reward off). */
+float vl_trainer_norm_add(vl_norm_t *norm, int norm_obs, int norm_reward,
+                         const vl_segment_t *const *segs, int n, uint32_t T, uint32_t D,
+                         const float *obs);
 
 #endif

@@ -16,21 +16,20 @@
 #include "../models/vl_policy.h"
 #include "../store/vl_buffer.h"
 #include "../store/vl_checkpoint.h"
+#include "vl_engine.h"
 #include "vl_inlet.h"
 #include "vl_learner.h"
 #include "vl_learner_spec.h"
 #include "vl_publication.h"
+#include "vl_segarray.h"
 
 #define S_CAPACITY_MAX (1u << 20)
-#define S_HIDDEN_MAX   4096
 #define S_MAX_MSG      (64 << 20) // largest message the weights socket sends
 #define S_CONFIG_MAX   16384      // a checkpoint's config section, as the C learner's keeper
 #define S_LINGER_MS    500        // a last publication still leaves when the caller closes
 #define S_HEARTBEAT_NS                                                                             \
     1000000000LL // the last weights again each second, as the C learner:
                  // a broker that restarted, or a lost one
-
-_Static_assert(sizeof(vl_transport_field_t) == sizeof(vl_obs_field_t), "field layouts");
 
 struct vl_transport_s {
     char broker[256];
@@ -43,6 +42,7 @@ struct vl_transport_s {
     vl_policy_t *shape; // volley's MLP for the spec, to check publications (lazy)
     int *slots;         // [capacity / 2]: the batch held
     int n_taken;        // its size, 0 when none is held
+    const vl_segment_t **segs; // [capacity / 2]: the batch held, its segments
     uint8_t *last;      // the last weights published (encoded), for the heartbeat
     size_t last_size;
     uint64_t last_version;
@@ -57,51 +57,6 @@ static void s_why(char *why, size_t why_size, const char *text)
         snprintf(why, why_size, "%s", text);
 }
 
-/* Sets c's spec from the caller's. Returns 0, or -1 after writing why. */
-static int s_spec_from(vl_learner_config_t *c, const char *policy, const vl_transport_spec_t *in,
-                       char *why, size_t why_size)
-{
-    vl_limits_t lim = vl_limits_default();
-    vl_spec_t spec = {.action = in->action, .horizon = in->horizon, .hidden = in->hidden};
-    char reason[512];
-    snprintf(spec.policy_id, sizeof spec.policy_id, "%s", policy);
-    if (in->n_fields < 1 || in->n_fields > VL_TRANSPORT_FIELDS_MAX) {
-        snprintf(why, why_size, "spec: %u observation fields, expected 1 .. %d", in->n_fields,
-                 VL_TRANSPORT_FIELDS_MAX);
-        return -1;
-    }
-    spec.obs_spec.n_fields = in->n_fields;
-    memcpy(spec.obs_spec.fields, in->fields, in->n_fields * sizeof in->fields[0]);
-    if (vl_action_check(&in->action, &lim, reason, sizeof reason) != 0) {
-        snprintf(why, why_size, "spec: %s", reason);
-        return -1;
-    }
-    if (in->horizon < 1 || in->horizon > lim.max_horizon || in->hidden < 1 ||
-        in->hidden > S_HIDDEN_MAX) {
-        snprintf(why, why_size,
-                 "spec: horizon %u (1 .. %u), hidden %u (1 .. %u): one is out of range",
-                 in->horizon, lim.max_horizon, in->hidden, S_HIDDEN_MAX);
-        return -1;
-    }
-    if (vl_learner_config_set_spec(c, &spec) != 0) {
-        s_why(why, why_size,
-              "spec: the observation fields are invalid (encoding, rank, a dim of "
-              "0, or too many values)");
-        return -1;
-    }
-    if (strnlen(in->model, sizeof in->model) == sizeof in->model) {
-        snprintf(why, why_size, "spec: model: not a NUL-terminated text of at most %zu bytes",
-                 sizeof in->model - 1);
-        return -1;
-    }
-    snprintf(c->model, sizeof c->model, "%s", in->model);
-    if (vl_learner_config_model(c, NULL, NULL, reason, sizeof reason) != 0) {
-        snprintf(why, why_size, "spec: model: %s", reason);
-        return -1;
-    }
-    return 0;
-}
-
 /* Makes the config the inlet serves: the C learner's defaults, no env
    code, this policy and capacity. Returns 0, or -1 after writing why. */
 static int s_config(vl_transport_t *self, const vl_transport_spec_t *spec, uint32_t capacity,
@@ -114,7 +69,7 @@ static int s_config(vl_transport_t *self, const vl_transport_spec_t *spec, uint3
     c->policy = self->policy;
     c->capacity = capacity;
     c->batch_segments = 0; // the credit window is capacity / 2
-    if (spec && s_spec_from(c, self->policy, spec, why, why_size) != 0)
+    if (spec && vl_engine_config_spec_to(c, spec, why, why_size) != 0)
         return -1;
     return vl_learner_spec_settle_within(c, spec != NULL, timeout_ms, why, why_size) == 0 ? 0 : -1;
 }
@@ -153,8 +108,9 @@ vl_transport_t *vl_transport_new(const char *broker, const char *policy,
                                             S_LINGER_MS, S_MAX_MSG)
                           : NULL;
     self->slots = calloc(capacity / 2, sizeof *self->slots);
+    self->segs = calloc(capacity / 2, sizeof *self->segs);
     self->inlet =
-        self->buf && self->pub && self->slots ? vl_inlet_new(self->ctx, &self->c, self->buf) : NULL;
+        self->buf && self->pub && self->slots && self->segs ? vl_inlet_new(self->ctx, &self->c, self->buf) : NULL;
     if (!self->inlet) {
         s_why(why, why_size, "cannot make the buffer or the sockets (no memory, or a bad address)");
         goto err;
@@ -181,23 +137,14 @@ void vl_transport_destroy(vl_transport_t **self_p)
     vl_policy_destroy(&self->shape);
     free(self->last);
     free(self->slots);
+    free(self->segs);
     free(self);
     *self_p = NULL;
 }
 
 void vl_transport_spec(const vl_transport_t *self, vl_transport_spec_t *spec)
 {
-    memset(spec, 0, sizeof *spec);
-    spec->n_fields = self->c.obs_spec.n_fields;
-    memcpy(spec->fields, self->c.obs_spec.fields, spec->n_fields * sizeof spec->fields[0]);
-    spec->action = self->c.action;
-    spec->horizon = self->c.horizon;
-    spec->hidden = self->c.hidden;
-    spec->obs_dim = self->c.obs_dim;
-    spec->row_bytes = vl_obs_row_bytes(&self->c.obs_spec);
-    char why[256];
-    if (vl_learner_config_model(&self->c, NULL, spec->model, why, sizeof why) != 0)
-        spec->model[0] = '\0'; // checked when the spec was set
+    vl_engine_config_spec_from(&self->c, spec);
 }
 
 /* Sends [topic][body] on the weights stream. Returns 0 or -1. */
@@ -234,6 +181,8 @@ int vl_transport_take(vl_transport_t *self, uint32_t n, int timeout_ms)
         s_heartbeat(self);
     } while (got == 0 && vl_now_ns() < deadline);
     self->n_taken = got;
+    for (int i = 0; i < got; i++)
+        self->segs[i] = vl_buffer_segment(self->buf, self->slots[i]);
     return got;
 }
 
@@ -244,151 +193,30 @@ void vl_transport_release(vl_transport_t *self)
     self->n_taken = 0;
 }
 
-/* Returns segment i of the batch held. */
-static const vl_segment_t *s_seg(const vl_transport_t *self, int i)
-{
-    return vl_buffer_segment(self->buf, self->slots[i]);
-}
-
-/* Returns the bytes of one segment's share of array (episode arrays: its
-   own count), 0 for an unknown array. */
-static size_t s_bytes_of(const vl_transport_t *self, const vl_segment_t *s,
-                         vl_transport_array_t array)
-{
-    size_t T = self->c.horizon, D = self->c.obs_dim, row = vl_obs_row_bytes(&self->c.obs_spec);
-    switch (array) {
-    case VL_TRANSPORT_OBS:
-        return (T + 1) * D * sizeof(float);
-    case VL_TRANSPORT_OBS_ROWS:
-        return (T + 1) * row;
-    case VL_TRANSPORT_FINAL_OBS:
-        return T * D * sizeof(float);
-    case VL_TRANSPORT_ACTIONS:
-        return T * 4 * self->c.action.dims;
-    case VL_TRANSPORT_REWARDS:
-    case VL_TRANSPORT_DONES:
-    case VL_TRANSPORT_LOGP:
-        return T * 4;
-    case VL_TRANSPORT_TRUNCATED:
-        return T;
-    case VL_TRANSPORT_POLICY_VERSION:
-    case VL_TRANSPORT_SEQ:
-        return 8;
-    case VL_TRANSPORT_ACTOR_ID:
-    case VL_TRANSPORT_ENV_ID:
-    case VL_TRANSPORT_N_EPISODES:
-        return 4;
-    case VL_TRANSPORT_EPISODE_RETURNS:
-    case VL_TRANSPORT_EPISODE_LENGTHS:
-        return s->n_episodes * 4;
-    default:
-        return 0;
-    }
-}
-
 size_t vl_transport_array_bytes(const vl_transport_t *self, vl_transport_array_t array)
 {
-    size_t total = 0;
-    for (int i = 0; i < self->n_taken; i++)
-        total += s_bytes_of(self, s_seg(self, i), array);
-    return total;
-}
-
-/* Writes segment s's final observations as floats at their steps of out
-   [T][D], zeros at the other steps. */
-static void s_final_obs(const vl_transport_t *self, const vl_segment_t *s, float *out)
-{
-    uint32_t T = self->c.horizon, D = self->c.obs_dim, row = s->obs_row_bytes, k = 0;
-    memset(out, 0, (size_t)T * D * sizeof(float));
-    for (uint32_t t = 0; t < T && k < s->n_truncated; t++)
-        if (s->truncated[t])
-            vl_obs_from_rows(&s->obs_spec, 1, s->final_obs + (size_t)(k++) * row,
-                             out + (size_t)t * D);
-}
-
-/* Returns segment s's array held in place (OBS_ROWS, the step arrays,
-   the episode arrays), or NULL for the others. */
-static const void *s_in_place(const vl_segment_t *s, vl_transport_array_t array)
-{
-    switch (array) {
-    case VL_TRANSPORT_OBS_ROWS:
-        return s->obs;
-    case VL_TRANSPORT_ACTIONS:
-        return s->actions;
-    case VL_TRANSPORT_REWARDS:
-        return s->rewards;
-    case VL_TRANSPORT_DONES:
-        return s->dones;
-    case VL_TRANSPORT_TRUNCATED:
-        return s->truncated;
-    case VL_TRANSPORT_LOGP:
-        return s->logp;
-    case VL_TRANSPORT_EPISODE_RETURNS:
-        return s->episode_returns;
-    case VL_TRANSPORT_EPISODE_LENGTHS:
-        return s->episode_lengths;
-    default:
-        return NULL;
-    }
-}
-
-/* Returns the address of segment s's scalar for array, or NULL. */
-static const void *s_scalar(const vl_segment_t *s, vl_transport_array_t array)
-{
-    switch (array) {
-    case VL_TRANSPORT_POLICY_VERSION:
-        return &s->policy_version;
-    case VL_TRANSPORT_SEQ:
-        return &s->seq;
-    case VL_TRANSPORT_ACTOR_ID:
-        return &s->actor_id;
-    case VL_TRANSPORT_ENV_ID:
-        return &s->env_id;
-    case VL_TRANSPORT_N_EPISODES:
-        return &s->n_episodes;
-    default:
-        return NULL;
-    }
-}
-
-/* Copies segment s's share of array into out (s_bytes_of bytes). */
-static void s_copy(const vl_transport_t *self, const vl_segment_t *s, vl_transport_array_t array,
-                   uint8_t *out)
-{
-    size_t n = s_bytes_of(self, s, array);
-    const void *src = s_in_place(s, array) ? s_in_place(s, array) : s_scalar(s, array);
-    if (array == VL_TRANSPORT_OBS)
-        vl_obs_from_rows(&s->obs_spec, self->c.horizon + 1, s->obs, (float *)(void *)out);
-    else if (array == VL_TRANSPORT_FINAL_OBS)
-        s_final_obs(self, s, (float *)(void *)out);
-    else if (src && n)
-        memcpy(out, src, n);
+    if (array < 0 || array >= VL_TRANSPORT_ARRAYS)
+        return 0;
+    return vl_segarray_bytes(self->segs, (uint32_t)self->n_taken, array);
 }
 
 int vl_transport_gather(const vl_transport_t *self, vl_transport_array_t array, void *out,
                         size_t out_size)
 {
-    if (!self->n_taken || array < 0 || array >= VL_TRANSPORT_ARRAYS ||
-        out_size < vl_transport_array_bytes(self, array) || !out)
+    if (!self->n_taken || array < 0 || array >= VL_TRANSPORT_ARRAYS)
         return -1;
-    uint8_t *p = out;
-    for (int i = 0; i < self->n_taken; i++) {
-        const vl_segment_t *s = s_seg(self, i);
-        s_copy(self, s, array, p);
-        p += s_bytes_of(self, s, array);
-    }
-    return 0;
+    return vl_segarray_gather(self->segs, (uint32_t)self->n_taken, array, out, out_size);
 }
 
 const void *vl_transport_segment_array(const vl_transport_t *self, uint32_t i,
                                        vl_transport_array_t array, size_t *bytes)
 {
-    if (i >= (uint32_t)self->n_taken)
+    if (i >= (uint32_t)self->n_taken || array < 0 || array >= VL_TRANSPORT_ARRAYS)
         return NULL;
-    const vl_segment_t *s = s_seg(self, (int)i);
-    const void *p = s_in_place(s, array);
+    const vl_segment_t *s = self->segs[i];
+    const void *p = vl_segarray_in_place(s, array);
     if (p && bytes)
-        *bytes = s_bytes_of(self, s, array);
+        *bytes = vl_segarray_bytes_of(s, array);
     return p;
 }
 

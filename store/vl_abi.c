@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "volley/actor.h"
+#include "volley/engine.h"
 #include "volley/env.h"
 #include "volley/learner.h"
 #include "volley/replay.h"
@@ -20,6 +21,8 @@ static const struct {
     S_SIZE(vl_vtrace_params_t),    S_SIZE(vl_env_field_t),       S_SIZE(vl_env_t),
     S_SIZE(vl_actor_params_t),     S_SIZE(vl_rbuf_field_t),      S_SIZE(vl_transport_field_t),
     S_SIZE(vl_transport_spec_t),   S_SIZE(vl_transport_counts_t), S_SIZE(vl_transport_tensor_t),
+    S_SIZE(vl_engine_config_t),    S_SIZE(vl_engine_stats_t),     S_SIZE(vl_engine_arrays_t),
+    S_SIZE(vl_engine_ops_t),
 };
 
 size_t vl_abi_sizeof(const char *name)

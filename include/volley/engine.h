@@ -148,7 +148,8 @@ VL_EXPORT int vl_engine_config_default(vl_engine_config_t *config, vl_transport_
 
 /* Makes an engine for config as the learner does: ops NULL for the C
    engine, else an outside one (whose ops.self the engine then owns: close
-   is called by destroy). Returns it (caller destroys), or NULL with why. */
+   is called by destroy, or at once when this fails). Returns it (caller
+   destroys), or NULL with why. */
 VL_EXPORT vl_engine_t *vl_engine_new(const vl_engine_config_t *config, const vl_engine_ops_t *ops,
                                      char *why, size_t why_size);
 
