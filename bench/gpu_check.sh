@@ -172,7 +172,7 @@ build() {
     [ -z "$bad" ] || { echo "$bad"; fail build "found outside the prefix"; return 1; }
     # The headers compiled were the prefix's (the dependency files CMake keeps).
     local deps; deps=$(find "$B" -name 'compiler_depend.make' -o -name '*.o.d' | head -2000)
-    bad=$(cat $deps 2>/dev/null | grep -oE '/usr/include/(zmq|czmq|lz4|protobuf-c|oneapi|dnnl)[^ :]*' | sort -u | head)
+    bad=$(cat $deps 2>/dev/null | grep -oE '(^|[ :])/usr/include/(zmq|czmq|lz4|protobuf-c|oneapi|dnnl)[^ :]*' | sort -u | head)
     [ -z "$bad" ] || { echo "$bad"; fail build "system headers compiled"; return 1; }
     cat $deps 2>/dev/null | grep -q "$P/usr/include/zmq.h" || { fail build "zmq.h not seen in the prefix"; return 1; }
     # What was built runs: every library resolves, the ones the prefix holds from it.
@@ -209,7 +209,6 @@ agree() {
     local out rc tests
     out=$("$PY" "$ROOT/bench/torch_engine_bench.py" --agree --device "$DEVICE" 2>&1); rc=$?
     echo "$out"
-    grep '^agree ' <<<"$out" | while read -r line; do echo "$line"; done >/dev/null
     while read -r line; do FIGURES+=("$line"); done < <(grep '^agree ' <<<"$out")
     [ $rc -eq 0 ] || { fail agree "torch_engine_bench.py --agree exit $rc"; return 1; }
     tests=$(ls "$ROOT"/bindings/python/tests/test_torch_engine*.py 2>/dev/null)
