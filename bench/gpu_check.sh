@@ -274,7 +274,7 @@ import json, sys
 for line in sys.stdin:
     try: r = json.loads(line)
     except ValueError: continue
-    if r.get('window', 0) >= 100 and (r.get('mean_return') or -1e9) >= 9:
+    if r.get('window', 0) >= 100 and (r.get('return_mean') or -1e9) >= 9:
         print(r['env_steps']); break")
         [ -n "$got" ] && break
         local now; now=$(date +%s.%N)
