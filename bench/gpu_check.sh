@@ -162,9 +162,9 @@ build() {
     rm -rf "$B"
     cmake -S "$ROOT" -B "$B" -DCMAKE_PREFIX_PATH="$P/usr" -DPKG_CONFIG_EXECUTABLE="$P/usr/bin/pkgconf" \
         -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$P/usr/lib/x86_64-linux-gnu" \
-        -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$P/usr/lib/x86_64-linux-gnu" >"$B.log" 2>&1 &&
-        cmake --build "$B" -j"$(nproc)" --target volley volley_shared >>"$B.log" 2>&1 ||
-        { tail -30 "$B.log"; fail build "cmake (log: $B.log)"; return 1; }
+        -DCMAKE_SHARED_LINKER_FLAGS="-Wl,-rpath-link,$P/usr/lib/x86_64-linux-gnu" >"$GPU/build.log" 2>&1 &&
+        cmake --build "$B" -j"$(nproc)" --target volley volley_shared >>"$GPU/build.log" 2>&1 ||
+        { tail -30 "$GPU/build.log"; fail build "cmake (log: $GPU/build.log)"; return 1; }
     # Every dependency CMake found is the prefix's.
     local bad
     bad=$(grep -E '^(VL_DNNL_INCLUDE|VL_DNNL_LIB|PROTOC_C|PKG_CONFIG_EXECUTABLE|pkgcfg_lib_[A-Z0-9]+_[a-z0-9_]+):' \
