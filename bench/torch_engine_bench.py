@@ -19,9 +19,10 @@ cnn preset, 4 x 64 = one minibatch of 256 samples, 1 epoch) and
 lstm (obs 4 f32, linear(256) lstm(256), 16 x 64). Each figure is the best
 of RUNS runs of UPDATES updates; overhead = engine / plain - 1 (target
 <= 10 %). Then the bytes moved host->device per sample and per batch, and
-their time on the device, for 4x84x84 u8 and a 72x80 u2 screen: one byte a
-value (what the engine moves), four u2 values a byte (computed: the engine
-has no packed transfer) and float32.
+their time on the device, for 4x84x84 u8 and a 72x80 u2 screen: as the
+engine moves them (OBS_PACKED: u8 a byte a value, u2 four values a byte,
+counted from a batch's own gather), one byte a value (the stored rows) and
+float32.
 
 --agree instead takes one update of the torch engine on the device and of
 the C engine on the same batch, for mlp, cnn, lstm, a box and a
@@ -234,11 +235,15 @@ def bench_case(case, device, runs, updates):
 def h2d(device, quick):
     """Bytes and time host->device per batch of 256 samples (T+1 rows of 4 segments of 64)."""
     rows = 4 * 65
-    for name, shape, per_byte in (("4x84x84 u8", (4, 84, 84), 1), ("72x80 u2", (72, 80), 4)):
+    for name, shape, enc in (("4x84x84 u8", (4, 84, 84), "u8"), ("72x80 u2", (1, 72, 80), "u2")):
         values = int(np.prod(shape))
-        forms = [("u8 rows", values), ("float32", 4 * values)]
-        if per_byte == 4:
-            forms.insert(1, ("u2 packed 4/byte (not in the engine)", (values + 3) // 4))
+        cfg = E.config_default([(shape, enc)], 2, horizon=64, model="linear(16)").replace(
+            batch_segments=4)
+        batch = E.make_batch(cfg, 4, arrays(cfg, 4, 1))
+        packed = batch.nbytes(E.OBS_PACKED) // rows  # what the engine moves
+        batch.close()
+        forms = [(f"{enc} as the engine moves it", packed), ("one byte a value", values),
+                 ("float32", 4 * values)]
         for form, per_row in forms:
             host = torch.empty(rows * per_row, dtype=torch.uint8,
                                pin_memory=device.type == "cuda")

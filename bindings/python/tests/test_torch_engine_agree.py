@@ -8,8 +8,11 @@ normalisation on and a multi-discrete one; each with two epochs of several
 minibatches, so the learner's shuffle orders both. Figures agree to 1e-5
 relative (the policy loss, a mean of unit-sized terms that nearly cancel,
 relative to 1; approx_kl and clip_frac relative to the losses' size), weights to 1e-4 (rel_err: relative to the tensor's
-largest value)."""
+largest value). The torch engine runs on $VOLLEY_TORCH_DEVICE (cpu unless
+set: bench/gpu_check.sh sets cuda), with TF32 off, so a GPU's sums are held
+to the same bounds."""
 import math
+import os
 
 import numpy as np
 import pytest
@@ -22,6 +25,10 @@ from volley.torch_engine import TorchEngine  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not E._lib.has("vl_engine_new"),
                                 reason="libvolley without include/volley/engine.h's engines")
+DEVICE = os.environ.get("VOLLEY_TORCH_DEVICE", "cpu")
+if DEVICE.startswith("cuda"):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def rel_err(got, want):
@@ -73,7 +80,7 @@ def one_update(cfg, n, **kw):
     """(C's figures, C's weights, torch's figures, torch's weights, adv sums of both)."""
     arrays = make_arrays(cfg, n, seed=7, **kw)
     c_eng = E.CEngine(cfg)
-    torch_eng = TorchEngine(cfg, device="cpu")
+    torch_eng = TorchEngine(cfg, device=DEVICE)
     start = net_tensors(c_eng.tensors())
     for k, v in torch_eng.state_dict().items():  # both start from the seed's weights
         assert rel_err(v, start[k]) < 1e-6, k
@@ -149,11 +156,11 @@ def test_weights_and_optimizer_round_trip_through_load():
     cfg = E.config_default([((4,), "f32")], 2, horizon=8).replace(minibatch=16,
                                                                    batch_segments=4)
     arrays = make_arrays(cfg, 4, seed=3)
-    a = TorchEngine(cfg, device="cpu")
+    a = TorchEngine(cfg, device=DEVICE)
     ea = E.CEngine(cfg, a)
     try:
         ea.update(E.make_batch(cfg, 4, arrays))
-        b = TorchEngine(cfg, device="cpu")
+        b = TorchEngine(cfg, device=DEVICE)
         b.load(a.state_dict(), a.optimizer())
         assert b.optimizer() == a.optimizer()
         with pytest.raises(ValueError, match="not this engine's Adam"):
