@@ -31,6 +31,9 @@ grep -q "volley learner --torch\|-m volley learner --torch" runs/run/config.ini 
     fail "config.ini's [learner] command is not the torch learner's"
 [ -s runs/run/metrics.jsonl ] || fail "no metrics rows in the run directory"
 pass "$TASK: $(tail -1 up.log)"
+# The checkpoint holds the torch engine's optimiser state: resuming with the C engine is refused.
+if "$VOLLEY" up --name run --resume --learner c > swap.log 2>&1; then fail "a resume with another engine ran"; fi
+grep -q "trained with learner = torch, not c" swap.log || fail "engine swap on resume: $(cat swap.log)"
 "$VOLLEY" eval runs/run --episodes "$episodes" --greedy > eval.log 2>&1 || fail "eval: $(cat eval.log)"
 score=$(sed -n 's/^return \([-0-9.]*\) .*/\1/p' eval.log)
 awk -v s="$score" -v bar="$bar" 'BEGIN { exit !(s != "" && s >= bar) }' ||
