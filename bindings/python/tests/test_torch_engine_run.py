@@ -5,8 +5,9 @@ cores; the bound of 240 s only ends a broken run), keep a run directory whose
 checkpoint `volley eval` plays and whose metrics.jsonl has rows; then
 --resume continues the weights version and the env-step count and restores
 Adam's state (its step count in the checkpoint goes on from where it was).
-Also the command's --help (the C learner's plus the torch options) and its
-refusals."""
+Also the command's --help (the C learner's plus the torch options), its
+refusals, and an engine whose update raises: the learner stops with a
+non-zero exit, its log naming the exception."""
 import json
 import subprocess
 import sys
@@ -113,3 +114,29 @@ def test_refusals_name_the_option():
         out = subprocess.run([PYTHON, "-m", "volley", "learner", "--torch", "--compile"],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 2 and "needs PyTorch 2" in out.stderr
+
+
+FAILING_ENGINE = """
+import sys
+import volley.torch_engine as te
+def update(self, batch, lr):
+    raise RuntimeError("the device went away")
+te.TorchEngine.update = update
+from volley.torch_learner import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_engine_that_fails_stops_the_learner_saying_why(procs, tmp_path):
+    port = free_port()
+    broker = f"127.0.0.1:{port}"
+    procs.broker(port)
+    learner = procs.python("learner", "-c", FAILING_ENGINE, "--broker", broker, "--env",
+                           "cartpole", "--device", "cpu", "--run-dir", tmp_path / "run")
+    procs.volley("actor", "actor", "--broker", broker, "--id", 1, "--env", "cartpole", "--quiet")
+    try:
+        rc = learner.wait(60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the learner went on after its engine failed\n" + procs.dump())
+    assert rc != 0, procs.dump()
+    assert "the device went away" in procs.text(learner), procs.dump()
