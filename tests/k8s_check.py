@@ -12,7 +12,8 @@
       ConfigMaps' envFrom, env, then --set), $(VAR) expanded in them as Kubernetes
       does, and every path under one of the pod's mounts moved into DIR/<volume>:
       Secret volumes written there from the manifests in --keys (volley keygen
-      --k8s-secrets), the volume claim and emptyDirs as plain directories. /volley
+      --k8s-secrets) as the kubelet lays them out (links into a hidden directory),
+      the volume claim and emptyDirs as plain directories. /volley
       (the image's copy of the repository) is ROOT; `volley` is the first on PATH.
 """
 import base64
@@ -231,13 +232,9 @@ def run(argv):
         os.makedirs(local, exist_ok=True)
         v = vols.get(m["name"], {})
         if "secret" in v:
-            sec = find(load_dir(opts["--keys"]), "Secret", v["secret"]["secretName"])
-            for k, b64 in sec["data"].items():
-                f = os.path.join(local, k)
-                if not os.path.exists(f):
-                    with open(os.open(f, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as out:
-                        out.write(base64.b64decode(b64))
-                os.chmod(f, v["secret"].get("defaultMode", 0o644) & 0o700)
+            if not os.path.exists(os.path.join(local, "..data")):
+                sec = find(load_dir(opts["--keys"]), "Secret", v["secret"]["secretName"])
+                write_secret(local, sec["data"], v["secret"].get("defaultMode", 0o644) & 0o700)
         else:
             assert m["name"] in claims or "emptyDir" in v, "volume %s" % m["name"]
         mapping[m["mountPath"]] = local
@@ -261,6 +258,22 @@ def run(argv):
     env["PATH"] = os.environ["PATH"]  # the image's, with this build's volley first
     sys.stdout.flush()
     os.execvpe(cmd[0], cmd, env)
+
+
+def write_secret(local, data, mode):
+    """Lays a Secret volume out as the kubelet does: the files in a hidden
+    timestamped directory, ..data a link to it, and a link per key to
+    ..data/KEY (the links swap when the Secret changes)."""
+    stamp = "..2026_01_01_00_00_00.000000001"
+    os.makedirs(os.path.join(local, stamp))
+    for k, b64 in data.items():
+        f = os.path.join(local, stamp, k)
+        with open(os.open(f, os.O_WRONLY | os.O_CREAT, 0o600), "wb") as out:
+            out.write(base64.b64decode(b64))
+        os.chmod(f, mode)
+    os.symlink(stamp, os.path.join(local, "..data"))
+    for k in data:
+        os.symlink(os.path.join("..data", k), os.path.join(local, k))
 
 
 def load_dir(d):
