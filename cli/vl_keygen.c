@@ -171,8 +171,8 @@ static int s_make_role(const char *dir, const char *role, long n, const char *po
 
 /* Writes Secret manifests into dir for the clients named (n) or, when n is
    0, counted per role (role-1 .. role-N). Returns vl_keygen_k8s's code. */
-static int s_k8s(const char *dir, char **names, int n, const long *counts,
-                 const char *const *roles, const char *policies)
+static int s_k8s(const char *dir, char **names, int n, const long *counts, const char *const *roles,
+                 const char *policies)
 {
     static char numbered[4 * S_MAX_CLIENTS][64];
     const char *all[4 * S_MAX_CLIENTS], *their[4 * S_MAX_CLIENTS];
@@ -239,8 +239,9 @@ int vl_keygen_main(int argc, char **argv)
     }
     if (optind != argc - (k8s_dir ? 0 : 1)) {
         fprintf(stderr, "volley keygen: %s\n",
-                k8s_dir ? "--k8s-secrets DIR takes no other DIR"
-                        : optind < argc ? "one DIR" : "which DIR?");
+                k8s_dir         ? "--k8s-secrets DIR takes no other DIR"
+                : optind < argc ? "one DIR"
+                                : "which DIR?");
         return 2;
     }
     char *names[S_MAX_CLIENTS];

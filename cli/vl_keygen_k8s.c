@@ -206,8 +206,7 @@ static int s_write_all(const char *dir, const s_pair_t *broker, const s_pair_t *
         if (!(f = s_open(dir, &c)))
             return -1;
         snprintf(key, sizeof key, "%s.cert", names[i]);
-        bad = s_entry(f, "broker.cert", broker->public_txt) ||
-              s_entry(f, key, pairs[i].public_txt);
+        bad = s_entry(f, "broker.cert", broker->public_txt) || s_entry(f, key, pairs[i].public_txt);
         snprintf(key, sizeof key, "%s.cert_secret", names[i]);
         bad = bad || s_entry(f, key, pairs[i].secret_txt);
         if (s_close(f, bad) != 0)
