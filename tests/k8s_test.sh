@@ -7,8 +7,9 @@
 # `volley keygen --k8s-secrets` written where the pod mounts them, the headless
 # Service's name replaced by 127.0.0.1 and the base port by a free one through
 # the ConfigMap's variables; CartPole trains with CURVE on to a mean return of
-# 195, the learner's liveness probe passes, and a learner restarted on the same
-# volume resumes from its checkpoint. No cluster is needed.
+# 195, an edit of the allowed keys' Secret takes effect without a restart, the
+# learner's liveness probe passes, and a learner restarted on the same volume
+# resumes from its checkpoint. No cluster is needed.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K=$ROOT/deploy/k8s
@@ -130,6 +131,36 @@ for i in 1 2; do
 done
 pass "with CURVE, the rendered containers train CartPole to a mean return of $solved over 100 episodes in $((SECONDS - start)) s; actor ids ${ids% } from their pods' names"
 
+# The Secret volley-allowed edited: the kubelet writes the new files into a new hidden
+# directory, swaps ..data to it and adds or removes the links. The broker follows.
+swap_allowed() { # KEY...: the allowed mount's new content, from the applied Secret's files
+    local dir=$VOLS/allowed new=..$(date +%s%N) k old
+    old=$(readlink "$dir/..data")
+    mkdir "$dir/$new"
+    for k in "$@"; do cp "$dir/$old/$k" "$dir/$new/$k" 2> /dev/null || cp "$TMP/allowed-$k" "$dir/$new/$k"; done
+    for k in "$dir/$old"/*; do cp "$k" "$TMP/allowed-${k##*/}"; done
+    ln -s "$new" "$dir/..data_tmp" && mv -T "$dir/..data_tmp" "$dir/..data"
+    find "$dir" -maxdepth 1 -type l ! -name ..data -delete
+    for k in "$@"; do ln -s "..data/$k" "$dir/$k"; done
+    rm -rf "${dir:?}/$old"
+}
+monitor_status() {
+    timeout 10 "$VOLLEY" ctl --broker 127.0.0.1:$PORT --cert "$TMP/mon/monitor.cert" \
+        --broker-key "$TMP/mon/broker.cert" status > /dev/null 2>&1
+}
+mkdir "$TMP/mon"
+"$PY" -c 'import base64, sys, yaml
+for k, v in yaml.safe_load(open(sys.argv[1]))["data"].items():
+    open(sys.argv[2] + "/" + k, "wb").write(base64.b64decode(v))' "$KEYS/volley-monitor.yaml" "$TMP/mon"
+monitor_status || fail "the monitor's key is refused"
+swap_allowed actor.cert admin.cert learner.cert
+for _ in $(seq 20); do monitor_status || break; sleep 0.5; done
+monitor_status && fail "the monitor's key still gets in with its certificate gone from volley-allowed"
+swap_allowed actor.cert admin.cert learner.cert monitor.cert
+for _ in $(seq 20); do monitor_status && break; sleep 0.5; done
+monitor_status || fail "the monitor's key does not get back in once volley-allowed has it again"
+pass "an edit of the Secret volley-allowed, swapped in as the kubelet does, shuts a client out and lets it back in"
+
 PATH="$BIN:$PATH" "$PY" "$ROOT/tests/k8s_check.py" run "$TMP/cpu.yaml" learner --probe --root "$ROOT" \
     --keys "$KEYS" --vols "$VOLS" "${SET[@]}" > "$TMP/probe.log" 2>&1 ||
     fail "the learner's liveness probe fails while it trains: $(cat "$TMP/probe.log")"
@@ -162,4 +193,4 @@ sleep 1
 kill -0 $LEARNER_PID 2> /dev/null || fail "the learner did not start fresh: $(tail -5 "$TMP/learner3.log")"
 stop $LEARNER_PID
 pass "a restarted learner resumes from the claim's checkpoint; a run left without one is moved aside"
-echo "5 passed, 0 failed"
+echo "6 passed, 0 failed"
