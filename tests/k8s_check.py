@@ -7,13 +7,15 @@
       overlay, no key material in the manifests, each container mounting only its
       own Secret, probes, non-root and read-only, resources; prints what it checked.
   k8s_check.py run RENDER.yaml CONTAINER [--probe] --root ROOT --vols DIR --keys DIR [--set VAR=VALUE...]
+                  [--replace-arg OLD=NEW...]
       runs CONTAINER's command and arguments (or, with --probe, its liveness probe's
       command) as a local process: the environment as the kubelet makes it (the
       ConfigMaps' envFrom, env, then --set), $(VAR) expanded in them as Kubernetes
       does, and every path under one of the pod's mounts moved into DIR/<volume>:
       Secret volumes written there from the manifests in --keys (volley keygen
       --k8s-secrets) as the kubelet lays them out (links into a hidden directory),
-      the volume claim and emptyDirs as plain directories. /volley
+      the volume claim and emptyDirs as plain directories; --replace-arg swaps an
+      argument (the gpu overlay's learner on --device cpu). /volley
       (the image's copy of the repository) is ROOT; `volley` is the first on PATH.
 """
 import base64
@@ -216,8 +218,8 @@ def run(argv):
     while i < len(argv):
         if argv[i] == "--probe":
             probe, i = True, i + 1
-        elif argv[i] == "--set":
-            opts["--set"].append(argv[i + 1])
+        elif argv[i] in ("--set", "--replace-arg"):
+            opts.setdefault(argv[i], []).append(argv[i + 1])
             i += 2
         else:
             opts[argv[i]], i = argv[i + 1], i + 2
@@ -254,6 +256,10 @@ def run(argv):
 
     cmd = c["livenessProbe"]["exec"]["command"] if probe else c.get("command", []) + c.get("args", [])
     cmd = [local(expand(a, env)) for a in cmd]  # expanded as the kubelet does, then moved
+    for kv in opts.get("--replace-arg", []):
+        old, new = kv.split("=", 1)
+        assert old in cmd, "no argument %r to replace in %s" % (old, cmd)
+        cmd = [new if a == old else a for a in cmd]
     env = {k: local(v) for k, v in env.items()}
     env["PATH"] = os.environ["PATH"]  # the image's, with this build's volley first
     sys.stdout.flush()

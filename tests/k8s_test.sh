@@ -80,10 +80,11 @@ ln -s "$VOLLEY" "$BIN/volley"
 PORT=$(free_port)
 SET=(--set VOLLEY_PORT=$PORT --set VOLLEY_BROKER=127.0.0.1:$PORT)
 VOLS=$TMP/pod # the learner host's pod: its volumes, the claim's among them
+RENDER=$TMP/cpu.yaml
 container() { # LOG NAME [run args]: runs the rendered container NAME like the kubelet
     local log=$1 name=$2
     shift 2
-    PATH="$BIN:$PATH" "$PY" "$ROOT/tests/k8s_check.py" run "$TMP/cpu.yaml" "$name" --root "$ROOT" \
+    PATH="$BIN:$PATH" "$PY" "$ROOT/tests/k8s_check.py" run "$RENDER" "$name" --root "$ROOT" \
         --keys "$KEYS" "${SET[@]}" "$@" > "$TMP/$log.log" 2>&1 &
     LAST=$!
     PIDS+=($LAST)
@@ -183,6 +184,15 @@ LEARNER_PID=$LAST
 wait_for "$TMP/learner2.log" 20 "resumed from" || fail "the restarted learner did not resume: $(tail -5 "$TMP/learner2.log")"
 grep -q "learner: resuming from " "$TMP/learner2.log" || fail "the container did not add --resume"
 stop $LEARNER_PID
+# The gpu overlay's learner container (the PyTorch learner), on the CPU here, on a fresh volume.
+RENDER=$TMP/gpu.yaml
+container torch learner --vols "$TMP/gpu-pod" --replace-arg cuda=cpu
+LEARNER_PID=$LAST
+wait_for "$TMP/torch.log" 60 "checkpoint saved: version=[1-9]" ||
+    fail "the gpu overlay's learner did not train: $(tail -5 "$TMP/torch.log")"
+grep -q "torch engine: .* on cpu" "$TMP/torch.log" || fail "not the torch engine: $(head -5 "$TMP/torch.log")"
+stop $LEARNER_PID
+RENDER=$TMP/cpu.yaml
 stop $BROKER_PID
 # A run directory without a checkpoint (stopped before its first) is moved aside.
 rm -f "$VOLS"/volley-data/run/checkpoints/*
@@ -192,5 +202,5 @@ wait_for "$TMP/learner3.log" 20 "has no checkpoint: moved to" || fail "no fresh 
 sleep 1
 kill -0 $LEARNER_PID 2> /dev/null || fail "the learner did not start fresh: $(tail -5 "$TMP/learner3.log")"
 stop $LEARNER_PID
-pass "a restarted learner resumes from the claim's checkpoint; a run left without one is moved aside"
+pass "a restarted learner resumes from the claim's checkpoint; a run left without one is moved aside; the gpu overlay's PyTorch learner (on the CPU) trains"
 echo "6 passed, 0 failed"
