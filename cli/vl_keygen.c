@@ -1,6 +1,7 @@
 /*  vl_keygen: a broker certificate, one per client name, and the broker's
     directory of allowed public certificates. */
 #include "vl_keygen.h"
+#include "vl_keygen_k8s.h"
 
 #include <czmq.h>
 #include <errno.h>
@@ -21,6 +22,7 @@ static void s_usage(FILE *out)
         out,
         "usage: volley keygen DIR [--actors N] [--learners N] [--admins N] [--observers N]\n"
         "                         [--policies LIST] [--clients NAME[,NAME...]]\n"
+        "       volley keygen --k8s-secrets DIR [the same flags]\n"
         "\n"
         "Writes the CURVE certificates of a secured run into DIR (made, mode 0700):\n"
         "  DIR/broker.cert, DIR/broker.cert_secret      the broker's (--cert on the broker;\n"
@@ -47,6 +49,13 @@ static void s_usage(FILE *out)
         "  --clients LIST     client names instead, each's role from how it begins (actor,\n"
         "                     learner, admin, monitor or observer; else actor); default\n"
         "                     actor,learner,monitor,admin\n"
+        "  --k8s-secrets DIR  Kubernetes Secret manifests instead of files (DIR made,\n"
+        "                     mode 0700; each manifest 0600; the keys are written nowhere\n"
+        "                     else): volley-broker.yaml (broker.cert, broker.cert_secret:\n"
+        "                     the broker's container only), volley-allowed.yaml (the\n"
+        "                     clients' public certificates: --allow), volley-NAME.yaml per\n"
+        "                     client (NAME.cert, NAME.cert_secret, broker.cert); names in\n"
+        "                     lower case. kubectl apply -f DIR (deploy/k8s/README.md)\n"
         "  -h, --help         this text\n");
 }
 
@@ -160,6 +169,27 @@ static int s_make_role(const char *dir, const char *role, long n, const char *po
     return 0;
 }
 
+/* Writes Secret manifests into dir for the clients named (n) or, when n is
+   0, counted per role (role-1 .. role-N). Returns vl_keygen_k8s's code. */
+static int s_k8s(const char *dir, char **names, int n, const long *counts, const char *const *roles,
+                 const char *policies)
+{
+    static char numbered[4 * S_MAX_CLIENTS][64];
+    const char *all[4 * S_MAX_CLIENTS], *their[4 * S_MAX_CLIENTS];
+    int m = 0;
+    for (int i = 0; i < n; i++, m++) {
+        all[m] = names[i];
+        their[m] = s_role_of(names[i]);
+    }
+    for (int r = 0; r < 4; r++)
+        for (long i = 1; i <= counts[r]; i++, m++) {
+            snprintf(numbered[m], sizeof numbered[m], "%s-%ld", roles[r], i);
+            all[m] = numbered[m];
+            their[m] = roles[r];
+        }
+    return vl_keygen_k8s(dir, all, their, m, policies);
+}
+
 int vl_keygen_main(int argc, char **argv)
 {
     static const struct option opts[] = {{"clients", required_argument, 0, 'c'},
@@ -168,12 +198,13 @@ int vl_keygen_main(int argc, char **argv)
                                          {"admins", required_argument, 0, 'd'},
                                          {"observers", required_argument, 0, 'o'},
                                          {"policies", required_argument, 0, 'p'},
+                                         {"k8s-secrets", required_argument, 0, 'k'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     char list[1024] = "actor,learner,monitor,admin";
     long counts[4] = {0, 0, 0, 0}; // actors, learners, admins, observers
     static const char *roles[4] = {"actor", "learner", "admin", "observer"};
-    const char *policies = NULL;
+    const char *policies = NULL, *k8s_dir = NULL;
     int opt, by_role = 0;
     opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
     while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -196,6 +227,8 @@ int vl_keygen_main(int argc, char **argv)
             if (s_check_policies(optarg) != 0)
                 return 2;
             policies = optarg;
+        } else if (opt == 'k') {
+            k8s_dir = optarg;
         } else if (opt == 'h') {
             s_usage(stdout);
             return 0;
@@ -204,14 +237,19 @@ int vl_keygen_main(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc - 1) {
-        fprintf(stderr, "volley keygen: %s\n", optind < argc ? "one DIR" : "which DIR?");
+    if (optind != argc - (k8s_dir ? 0 : 1)) {
+        fprintf(stderr, "volley keygen: %s\n",
+                k8s_dir         ? "--k8s-secrets DIR takes no other DIR"
+                : optind < argc ? "one DIR"
+                                : "which DIR?");
         return 2;
     }
     char *names[S_MAX_CLIENTS];
     int n = by_role ? 0 : s_split(list, names);
     if (!by_role && n <= 0)
         return 2;
+    if (k8s_dir)
+        return s_k8s(k8s_dir, names, n, counts, roles, policies);
     const char *dir = argv[optind];
     char allowed[4096];
     snprintf(allowed, sizeof allowed, "%s/allowed", dir);

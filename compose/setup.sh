@@ -29,8 +29,9 @@ fi
 # The Python package goes into a virtual environment inside this checkout, .venv (it sees
 # Debian's numpy, torch and matplotlib), installed editable: .venv/bin/python imports this
 # checkout's bindings/python, which loads build/libvolley.so. Nothing outside the checkout
-# changes, so another clone's setup never redirects this one's `import volley`. Gymnasium
-# and TensorBoard come from PyPI for the tests (the package itself needs neither). The
+# changes, so another clone's setup never redirects this one's `import volley`. Gymnasium,
+# TensorBoard and kubernetes-validate come from PyPI for the tests (the package itself needs
+# none of them). The
 # editable install is a path in .venv's site directory (editable_mode=compat), which comes
 # before any volley.pth of another checkout in the system's.
 PY=.venv/bin/python
@@ -40,12 +41,13 @@ if "$PY" -c '
 import importlib.util as u, sys
 spec = u.find_spec("volley")
 assert spec and spec.origin.startswith(sys.argv[1] + "/")
-assert u.find_spec("gymnasium") and u.find_spec("tensorboard")' "$BINDINGS" 2>/dev/null; then
-    echo "setup: .venv has volley (editable, $BINDINGS), gymnasium and tensorboard"
+assert u.find_spec("gymnasium") and u.find_spec("tensorboard")
+assert u.find_spec("kubernetes_validate")' "$BINDINGS" 2>/dev/null; then
+    echo "setup: .venv has volley (editable, $BINDINGS), gymnasium, tensorboard and kubernetes-validate"
 else
     "$PY" -m pip install -q --no-build-isolation --config-settings editable_mode=compat \
         -e "bindings/python[test]"
-    echo "setup: installed bindings/python (editable), gymnasium and tensorboard into .venv"
+    echo "setup: installed bindings/python (editable), gymnasium, tensorboard and kubernetes-validate into .venv"
 fi
 
 # An earlier setup wrote volley.pth into the system python's site directory; remove it when it

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# deploy/k8s/: the kustomize base and the cpu and gpu overlays render with
+# `kubectl kustomize`, pass kubernetes-validate --strict against two Kubernetes
+# versions, and hold what the README promises (tests/k8s_check.py check). Then
+# the cpu overlay's containers run as plain processes (tests/k8s_check.py run):
+# their commands and arguments as rendered, the Secrets from a real
+# `volley keygen --k8s-secrets` written where the pod mounts them, the headless
+# Service's name replaced by 127.0.0.1 and the base port by a free one through
+# the ConfigMap's variables; CartPole trains with CURVE on to a mean return of
+# 195, an edit of the allowed keys' Secret takes effect without a restart, the
+# learner's liveness probe passes, and a learner restarted on the same volume
+# resumes from its checkpoint. No cluster is needed.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+K=$ROOT/deploy/k8s
+VERSIONS="1.30.0 1.37.0" # kubernetes-validate's schemas: an older supported release and its newest
+
+if ! command -v kubectl > /dev/null; then
+    if [ "$(id -u)" -eq 0 ]; then
+        apt-get install -y -q --no-install-recommends kubernetes-client > "$TMP/apt.log" 2>&1 ||
+            { apt-get update -q > /dev/null 2>&1 &&
+                apt-get install -y -q --no-install-recommends kubernetes-client > "$TMP/apt.log" 2>&1; } ||
+            { echo "SKIP: kubectl missing and Debian's kubernetes-client did not install: $(tail -1 "$TMP/apt.log")"; exit 0; }
+    else
+        echo "SKIP: kubectl is not installed (as root this test installs Debian's kubernetes-client)"
+        exit 0
+    fi
+fi
+PY=$ROOT/.venv/bin/python
+[ -x "$PY" ] || { echo "SKIP: no .venv (bash compose/setup.sh makes it)"; exit 0; }
+if ! "$PY" -c 'import kubernetes_validate' 2> /dev/null; then
+    "$PY" -m pip install -q kubernetes-validate > "$TMP/pip.log" 2>&1 ||
+        { echo "SKIP: kubernetes-validate is not in .venv and did not install: $(tail -1 "$TMP/pip.log")"; exit 0; }
+fi
+
+# --- render, validate, check ---
+# kubectl before 1.21 (Debian 12's kubernetes-client is 1.20) embeds kustomize 2,
+# which takes a directory only under `bases:` and patch files only under
+# `patchesStrategicMerge:`; the same kustomizations are rendered there in that form.
+cp -r "$K" "$TMP/k8s"
+if ! kubectl kustomize "$TMP/k8s/overlays/cpu" > /dev/null 2> "$TMP/probe.err" &&
+    grep -q "must be a file" "$TMP/probe.err"; then
+    for f in "$TMP"/k8s/overlays/*/kustomization.yaml; do
+        sed -i -e 's/^resources:/bases:/' -e 's/^patches:/patchesStrategicMerge:/' \
+            -e 's/^  - path: /  - /' "$f"
+    done
+    echo "     this kubectl's kustomize predates directories under resources: overlays rendered in kustomize 2's form"
+fi
+for o in base cpu gpu; do
+    d=$TMP/k8s/overlays/$o
+    [ $o = base ] && d=$TMP/k8s/base
+    kubectl kustomize "$d" > "$TMP/$o.yaml" 2> "$TMP/$o.err" || fail "kubectl kustomize $o: $(cat "$TMP/$o.err")"
+    for v in $VERSIONS; do
+        "$PY" -m kubernetes_validate --strict --quiet -k "$v" "$TMP/$o.yaml" > "$TMP/validate.log" 2>&1 ||
+            fail "$o does not validate against Kubernetes $v: $(cat "$TMP/validate.log")"
+    done
+    "$PY" "$ROOT/tests/k8s_check.py" check $o "$TMP/$o.yaml" || fail "$o's manifests"
+done
+sed 's/^\(  *\)serviceName:/\1serviceNmae:/' "$TMP/cpu.yaml" > "$TMP/typo.yaml"
+"$PY" -m kubernetes_validate --strict --quiet -k 1.37.0 "$TMP/typo.yaml" > /dev/null 2>&1 &&
+    fail "kubernetes-validate --strict let a misspelt field through"
+pass "base, cpu and gpu render and validate (--strict, Kubernetes ${VERSIONS// /, }); a misspelt field is caught"
+
+# --- keys ---
+KEYS=$TMP/keys
+"$VOLLEY" keygen --k8s-secrets "$KEYS" > "$TMP/keygen.log" || fail "keygen --k8s-secrets: $(cat "$TMP/keygen.log")"
+"$PY" -c 'import sys, yaml
+for f in sys.argv[1:]: print("secret/" + yaml.safe_load(open(f))["metadata"]["name"])' "$KEYS"/*.yaml \
+    > "$TMP/secrets.txt" || fail "keygen's manifests are not YAML"
+for v in $VERSIONS; do
+    "$PY" -m kubernetes_validate --strict --quiet -k "$v" "$KEYS"/*.yaml > "$TMP/validate.log" 2>&1 ||
+        fail "keygen's Secrets against Kubernetes $v: $(cat "$TMP/validate.log")"
+done
+pass "keygen --k8s-secrets: $(tr '\n' ' ' < "$TMP/secrets.txt")valid"
+
+# --- the cpu overlay's containers as processes ---
+BIN=$TMP/bin # `volley` in the manifests: this build's
+mkdir -p "$BIN"
+ln -s "$VOLLEY" "$BIN/volley"
+PORT=$(free_port)
+SET=(--set VOLLEY_PORT=$PORT --set VOLLEY_BROKER=127.0.0.1:$PORT)
+VOLS=$TMP/pod # the learner host's pod: its volumes, the claim's among them
+RENDER=$TMP/cpu.yaml
+container() { # LOG NAME [run args]: runs the rendered container NAME like the kubelet
+    local log=$1 name=$2
+    shift 2
+    PATH="$BIN:$PATH" "$PY" "$ROOT/tests/k8s_check.py" run "$RENDER" "$name" --root "$ROOT" \
+        --keys "$KEYS" "${SET[@]}" "$@" > "$TMP/$log.log" 2>&1 &
+    LAST=$!
+    PIDS+=($LAST)
+}
+status() {
+    "$VOLLEY" ctl --broker 127.0.0.1:$PORT --cert "$VOLS/learner-key/learner.cert" \
+        --broker-key "$VOLS/learner-key/broker.cert" status 2> /dev/null
+}
+stop() { # PID: SIGTERM as the kubelet sends; fails after 10 s
+    kill -TERM "$1" 2> /dev/null
+    for _ in $(seq 100); do kill -0 "$1" 2> /dev/null || break; sleep 0.1; done
+    kill -0 "$1" 2> /dev/null && fail "pid $1 ignored SIGTERM"
+    wait "$1" 2> /dev/null
+}
+# The newest report's mean return over its last 100 episodes (none before 100 have ended).
+return_mean() {
+    sed -n 's/.*"window": *100,.*"return_mean": *\([-0-9.e]*\).*/\1/p' \
+        "$VOLS/volley-data/run/metrics.jsonl" 2> /dev/null | tail -1
+}
+
+container broker broker --vols "$VOLS"
+BROKER_PID=$LAST
+wait_for "$TMP/broker.log" 10 "listening on ports $PORT " || fail "the broker did not start"
+grep -q "CURVE on" "$TMP/broker.log" || fail "the broker's container did not turn CURVE on"
+container learner learner --vols "$VOLS"
+LEARNER_PID=$LAST
+for i in 1 2; do
+    container actor-$i actor --vols "$TMP/actor-pod-$i" --set POD_NAME=volley-actor-7d9f8c6b5-x$i
+done
+start=$SECONDS
+solved=""
+while [ $((SECONDS - start)) -lt 240 ]; do
+    r=$(return_mean)
+    if [ -n "$r" ] && awk "BEGIN{exit !($r >= 195)}"; then solved=$r; break; fi
+    for p in $BROKER_PID $LEARNER_PID; do kill -0 $p 2> /dev/null || fail "a container exited"; done
+    sleep 1
+done
+[ -n "$solved" ] || fail "CartPole not at a mean return of 195 in 240 s (last ${r:-none})"
+status > "$TMP/status.txt" || fail "ctl status with the learner's key"
+ids=$(sed -n 's/.* kind=actor id=\([0-9]*\) .* alive=1 .*/\1/p' "$TMP/status.txt" | sort -n | tr '\n' ' ')
+[ "$(echo $ids | wc -w)" -eq 2 ] || fail "wanted 2 actors with distinct ids, got '$ids'"
+for i in 1 2; do
+    want=$(($(printf %s volley-actor-7d9f8c6b5-x$i | cksum | cut -d' ' -f1) % 2147483647 + 1))
+    [[ " $ids" == *" $want "* ]] || fail "actor $i's id is not its pod name's hash $want: '$ids'"
+done
+pass "with CURVE, the rendered containers train CartPole to a mean return of $solved over 100 episodes in $((SECONDS - start)) s; actor ids ${ids% } from their pods' names"
+
+# The Secret volley-allowed edited: the kubelet writes the new files into a new hidden
+# directory, swaps ..data to it and adds or removes the links. The broker follows.
+swap_allowed() { # KEY...: the allowed mount's new content, from the applied Secret's files
+    local dir=$VOLS/allowed new=..$(date +%s%N) k old
+    old=$(readlink "$dir/..data")
+    mkdir "$dir/$new"
+    for k in "$@"; do cp "$dir/$old/$k" "$dir/$new/$k" 2> /dev/null || cp "$TMP/allowed-$k" "$dir/$new/$k"; done
+    for k in "$dir/$old"/*; do cp "$k" "$TMP/allowed-${k##*/}"; done
+    ln -s "$new" "$dir/..data_tmp" && mv -T "$dir/..data_tmp" "$dir/..data"
+    find "$dir" -maxdepth 1 -type l ! -name ..data -delete
+    for k in "$@"; do ln -s "..data/$k" "$dir/$k"; done
+    rm -rf "${dir:?}/$old"
+}
+monitor_status() {
+    timeout 10 "$VOLLEY" ctl --broker 127.0.0.1:$PORT --cert "$TMP/mon/monitor.cert" \
+        --broker-key "$TMP/mon/broker.cert" status > /dev/null 2>&1
+}
+mkdir "$TMP/mon"
+"$PY" -c 'import base64, sys, yaml
+for k, v in yaml.safe_load(open(sys.argv[1]))["data"].items():
+    open(sys.argv[2] + "/" + k, "wb").write(base64.b64decode(v))' "$KEYS/volley-monitor.yaml" "$TMP/mon"
+monitor_status || fail "the monitor's key is refused"
+swap_allowed actor.cert admin.cert learner.cert
+for _ in $(seq 20); do monitor_status || break; sleep 0.5; done
+monitor_status && fail "the monitor's key still gets in with its certificate gone from volley-allowed"
+swap_allowed actor.cert admin.cert learner.cert monitor.cert
+for _ in $(seq 20); do monitor_status && break; sleep 0.5; done
+monitor_status || fail "the monitor's key does not get back in once volley-allowed has it again"
+pass "an edit of the Secret volley-allowed, swapped in as the kubelet does, shuts a client out and lets it back in"
+
+PATH="$BIN:$PATH" "$PY" "$ROOT/tests/k8s_check.py" run "$TMP/cpu.yaml" learner --probe --root "$ROOT" \
+    --keys "$KEYS" --vols "$VOLS" "${SET[@]}" > "$TMP/probe.log" 2>&1 ||
+    fail "the learner's liveness probe fails while it trains: $(cat "$TMP/probe.log")"
+stop $LEARNER_PID
+# The broker forgets a learner 5 s after its last hello (one a second).
+gone=""
+for i in $(seq 20); do
+    PATH="$BIN:$PATH" "$PY" "$ROOT/tests/k8s_check.py" run "$TMP/cpu.yaml" learner --probe --root "$ROOT" \
+        --keys "$KEYS" --vols "$VOLS" "${SET[@]}" > "$TMP/probe.log" 2>&1 || { gone=$i; break; }
+    sleep 1
+done
+[ -n "$gone" ] || fail "the learner's liveness probe still passes 20 s after the learner has gone"
+ckpt=$VOLS/volley-data/run/checkpoints/default.ckpt
+[ -s "$ckpt" ] || fail "no checkpoint on the claim at run/checkpoints/default.ckpt"
+pass "the learner's liveness probe passes while it trains and fails once it is gone; its checkpoint is on the claim"
+
+# The pod rescheduled: the learner's container starts again on the same volume.
+container learner2 learner --vols "$VOLS"
+LEARNER_PID=$LAST
+wait_for "$TMP/learner2.log" 20 "resumed from" || fail "the restarted learner did not resume: $(tail -5 "$TMP/learner2.log")"
+grep -q "learner: resuming from " "$TMP/learner2.log" || fail "the container did not add --resume"
+stop $LEARNER_PID
+# The gpu overlay's learner container (the PyTorch learner), on the CPU here, on a fresh volume.
+RENDER=$TMP/gpu.yaml
+container torch learner --vols "$TMP/gpu-pod" --replace-arg cuda=cpu
+LEARNER_PID=$LAST
+wait_for "$TMP/torch.log" 60 "checkpoint saved: version=[1-9]" ||
+    fail "the gpu overlay's learner did not train: $(tail -5 "$TMP/torch.log")"
+grep -q "torch engine: .* on cpu" "$TMP/torch.log" || fail "not the torch engine: $(head -5 "$TMP/torch.log")"
+stop $LEARNER_PID
+RENDER=$TMP/cpu.yaml
+stop $BROKER_PID
+# A run directory without a checkpoint (stopped before its first) is moved aside.
+rm -f "$VOLS"/volley-data/run/checkpoints/*
+container learner3 learner --vols "$VOLS"
+LEARNER_PID=$LAST
+wait_for "$TMP/learner3.log" 20 "has no checkpoint: moved to" || fail "no fresh start: $(tail -5 "$TMP/learner3.log")"
+sleep 1
+kill -0 $LEARNER_PID 2> /dev/null || fail "the learner did not start fresh: $(tail -5 "$TMP/learner3.log")"
+stop $LEARNER_PID
+pass "a restarted learner resumes from the claim's checkpoint; a run left without one is moved aside; the gpu overlay's PyTorch learner (on the CPU) trains"
+echo "6 passed, 0 failed"
