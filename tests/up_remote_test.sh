@@ -37,6 +37,27 @@ grep -q "^bind" "$TMP/runs/remote/config.ini" && fail "config.ini keeps bind: a 
 [ -s "$TMP/runs/remote/checkpoints/default.ckpt" ] || fail "no checkpoint in the run directory"
 pass "up --actors 0 --bind 127.0.0.1 solves CartPole on two actors started apart: $last"
 
+# A requeued job starts again on the same --port at once: the stopped broker's connections in
+# TIME_WAIT must not have the port refused as busy (the broker's own bind reuses it).
+P=$(free_port)
+"$VOLLEY" up --actors 0 --bind 127.0.0.1 --port "$P" --batch 16 --runs "$TMP/runs" --name again \
+    --lr 0 --max-seconds 60 > "$TMP/again1.log" 2>&1 &
+UP=$!
+PIDS+=($UP)
+start_actors "$P" 2
+wait_for "$TMP/again1.log" 20 "^[0-9:]{8} steps=[1-9]" || fail "no progress on remote actors: $(cat "$TMP/again1.log")"
+kill -TERM "$UP"
+wait "$UP"
+ss -tan | grep -qE "127.0.0.1:($P|$((P + 1))|$((P + 2))|$((P + 3))|$((P + 4)))[[:space:]].*" ||
+    echo "     (no connection left in TIME_WAIT: the check below proves less)"
+"$VOLLEY" up --actors 0 --bind 127.0.0.1 --port "$P" --batch 16 --runs "$TMP/runs" --name again \
+    --resume --until seconds --max-seconds 3 > "$TMP/again2.log" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "a restart on --port $P right after the last run: exit $rc: $(cat "$TMP/again2.log")"
+grep -q "resumed from" "$TMP/runs/again/logs/learner-2.log" || fail "the restart did not resume"
+for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+pass "a run restarted at once on the same --port (TIME_WAIT left by the last) starts and resumes"
+
 K="$TMP/keys"
 "$VOLLEY" keygen "$K" > "$TMP/keygen.log" 2>&1 || fail "keygen: $(cat "$TMP/keygen.log")"
 P=$(free_port)
@@ -59,4 +80,4 @@ grep -q -- "--cert $K/broker.cert --allow $K/allowed" "$TMP/runs/curve/logs/brok
     fail "the broker did not get the keys: $(grep -A1 '^\[broker\]' "$TMP/runs/curve/config.ini")"
 kill "$OPEN" 2>/dev/null
 pass "up --actors 0 --keys DIR: broker, learner, up's watcher and the remote actors on CURVE solve: $last"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"
