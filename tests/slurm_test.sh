@@ -54,9 +54,12 @@ MpiDefault=none
 ReturnToService=2
 KillWait=20
 MinJobAge=600
-NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$MEM State=UNKNOWN
+GresTypes=gpu
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=$MEM Gres=gpu:1 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
 EOF
+# A "GPU" that is /dev/null: enough for the het job's --gres=gpu:1 to be understood
+echo "NodeName=localhost Name=gpu File=/dev/null" > "$S/gres.conf"
 
 DAEMONS=()
 JOBS=()
@@ -93,7 +96,7 @@ for _ in $(seq 60); do
     sinfo -h -N -o '%T' 2> /dev/null | grep -qE '^(idle|mixed)' && { up=1; break; }
     sleep 0.5
 done
-[ $up = 1 ] || fail "the cluster did not come up: $(sinfo -N 2>&1; tail -5 "$S/slurmctld.log" "$S/slurmd.log")"
+[ $up = 1 ] || fail "the cluster did not come up: $(sinfo -N 2>&1; tail -n 5 "$S/slurmctld.log" "$S/slurmd.log")"
 pass "a one-node Slurm cluster (munged, slurmctld, slurmd) runs from $S"
 
 # Waits up to $2 s for job $1 to leave the queue and prints its final state.
@@ -160,11 +163,11 @@ pass "job $JOB requeued at its USR1 and resumed: $resumed (the last report befor
 echo "     resumed run's first report: $first"
 
 # ---- the heterogeneous variant --------------------------------------------------------------
-# One node cannot hold two components, and this node has no GPU: --test-only checks the script's
-# directives and the request's shape against a two-node GPU cluster's configuration instead.
-out=$(sbatch --test-only "$ROOT/deploy/slurm/volley-het.sbatch" 2>&1)
-echo "$out" | grep -q "Requested node configuration is not available\|to start at\|allocation" ||
-    fail "sbatch --test-only volley-het.sbatch: $out"
+# One node with that stand-in GPU: --test-only checks the script's directives, its two components
+# and its GPU request, each component shrunk to fit here (one node, not exclusive).
+sed 's/--nodes=2/--nodes=1/; s/ --exclusive//' "$ROOT/deploy/slurm/volley-het.sbatch" > "$TMP/het.sbatch"
+out=$(sbatch --test-only "$TMP/het.sbatch" 2>&1)
+echo "$out" | grep -q "to start at" || fail "sbatch --test-only volley-het.sbatch: $out"
 bash -n "$ROOT/deploy/slurm/volley-het.sbatch" || fail "volley-het.sbatch does not parse"
 pass "volley-het.sbatch: sbatch --test-only reads it: $(echo "$out" | tail -1)"
 echo "4 passed, 0 failed"
