@@ -105,6 +105,31 @@ static void s_broker_reason(const s_run_t *r)
         fprintf(stderr, "volley up: the broker said: %s", strstr(last, "error:") + 7);
 }
 
+/* Writes where this box reaches the broker, "HOST:PORT", into out[size]:
+   its --bind address, or loopback when it binds every interface or none. */
+static void s_broker_addr(const vl_up_config_t *c, char *out, size_t size)
+{
+    const char *host = c->bind && strcmp(c->bind, "*") != 0 && strcmp(c->bind, "0.0.0.0") != 0
+                           ? c->bind
+                           : "127.0.0.1";
+    snprintf(out, size, "%s:%ld", host, c->port);
+}
+
+/* Appends a CURVE client's flags for a role's certificate in the --keys
+   directory (nothing without --keys); paths are kept in store[2][size]. */
+static void s_add_keys(s_args_t *a, const vl_up_config_t *c, const char *cert,
+                       char store[2][S_PATH_MAX])
+{
+    if (!c->keys)
+        return;
+    snprintf(store[0], S_PATH_MAX, "%s/%s", c->keys, cert);
+    snprintf(store[1], S_PATH_MAX, "%s/broker.cert", c->keys);
+    s_add(a, "--cert");
+    s_add(a, store[0]);
+    s_add(a, "--broker-key");
+    s_add(a, store[1]);
+}
+
 /* Finds the Python that runs the PyTorch learner into out[size]:
    $VOLLEY_PYTHON; else the .venv of the checkout this volley was built in
    (BUILD/../.venv/bin/python, which compose/setup.sh makes); else python3
@@ -128,17 +153,18 @@ static void s_torch_python(char *out, size_t size)
         snprintf(out, size, "%s", slash && access(path, X_OK) == 0 ? path : "python3");
 }
 
-/* Starts `volley <role> --broker 127.0.0.1:<port>` plus what is common to
+/* Starts `volley <role> --broker <host>:<port>` (s_broker_addr) plus what is common to
    every child (for the learner with --learner torch, `PYTHON -m volley
    learner --torch` with the same flags); `a` holds the role's own flags;
    its output goes to the run's logs/<log>.log. */
 static pid_t s_spawn(s_run_t *r, const char *role, const char *log, s_args_t *a)
 {
     const vl_up_config_t *c = &r->c;
-    char broker[32];
+    char broker[300];
     static char python[S_PATH_MAX + 32];
+    static char keys[2][S_PATH_MAX];
     int torch = c->torch && strcmp(role, "learner") == 0;
-    snprintf(broker, sizeof broker, "127.0.0.1:%ld", c->port);
+    s_broker_addr(c, broker, sizeof broker);
     s_args_t full = {.argc = 0};
     if (torch) {
         s_torch_python(python, sizeof python);
@@ -162,6 +188,7 @@ static pid_t s_spawn(s_run_t *r, const char *role, const char *log, s_args_t *a)
         s_add_long(&full, "--hidden", c->hidden);
         s_add(&full, "--model");
         s_add(&full, c->model_text);
+        s_add_keys(&full, c, strcmp(role, "learner") == 0 ? "learner.cert" : "actor.cert", keys);
     }
     for (int i = 0; i < a->argc; i++)
         s_add(&full, a->argv[i]);
@@ -203,9 +230,18 @@ static pid_t s_start_broker(s_run_t *r)
         return -1;
     fcntl(fds[1], F_SETFD, 0); // the broker inherits the write end, nobody else
     s_args_t a = {.argc = 0};
+    char cert[S_PATH_MAX], allow[S_PATH_MAX];
     s_add_long(&a, "--port", c->port);
     s_add(&a, "--bind");
-    s_add(&a, "127.0.0.1");
+    s_add(&a, c->bind ? c->bind : "127.0.0.1");
+    if (c->keys) { // every port a CURVE server; the clients keygen let in
+        snprintf(cert, sizeof cert, "%s/broker.cert", c->keys);
+        snprintf(allow, sizeof allow, "%s/allowed", c->keys);
+        s_add(&a, "--cert");
+        s_add(&a, cert);
+        s_add(&a, "--allow");
+        s_add(&a, allow);
+    }
     s_add_long(&a, "--ready-fd", fds[1]);
     if (r->record[0]) {
         s_add(&a, "--record");
@@ -247,11 +283,12 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     const vl_up_config_t *c = &r->c;
     int n = 0;
     long batch = c->batch ? c->batch : c->actors * c->envs;
+    long acting = c->actors ? c->actors * c->envs : batch; // remote actors: --batch counts them
     s_args_t a = {.argc = 0};
     s_add_long(&a, "--seed", c->seed);
     s_add_long(&a, "--max-steps", c->max_steps); // takes nothing past it: the budget is exact
     s_add_long(&a, "--batch", batch);
-    s_add_long(&a, "--capacity", 4 * batch + 4 * c->actors * c->envs + c->retain);
+    s_add_long(&a, "--capacity", 4 * batch + 4 * acting + c->retain);
     s_add_long(&a, "--retain", c->retain);
     s_add(&a, "--checkpoint");
     s_add(&a, r->checkpoint);
@@ -311,7 +348,7 @@ static pid_t s_broker_up(s_run_t *r, int *rc)
     int explicit_port = c->port != 0;
     if (explicit_port && vl_free_base_port((int)c->port) != c->port) {
         fprintf(stderr,
-                "volley up: --port %ld: ports %ld-%ld are not all free on 127.0.0.1; choose "
+                "volley up: --port %ld: ports %ld-%ld are not all free on this box; choose "
                 "another, or leave --port out to pick free ones\n",
                 c->port, c->port, c->port + VL_PORT_COUNT - 1);
         *rc = 2;
@@ -429,9 +466,13 @@ static int s_run(s_run_t *r)
     }
     int n = 1 + s_start_rest(r, pids + 1);
     void *ctx = zmq_ctx_new();
-    char broker[32];
-    snprintf(broker, sizeof broker, "127.0.0.1:%ld", c->port);
-    void *sub = vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 1 << 20);
+    char broker[300], cert[S_PATH_MAX], broker_key[S_PATH_MAX];
+    s_broker_addr(c, broker, sizeof broker);
+    vl_curve_t *curve = NULL; // up watches as the keys' monitor (an observer)
+    snprintf(cert, sizeof cert, "%s/monitor.cert", c->keys ? c->keys : ".");
+    snprintf(broker_key, sizeof broker_key, "%s/broker.cert", c->keys ? c->keys : ".");
+    int curve_rc = c->keys ? vl_sock_client_curve(cert, broker_key, &curve) : 0;
+    void *sub = curve_rc == 0 ? vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 1 << 20) : NULL;
     if (sub)
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
     if (sub && c->deterministic) // the weights too: their checksum ends the run
@@ -440,10 +481,10 @@ static int s_run(s_run_t *r)
         fprintf(stderr, "volley up: could not start the run\n");
         rc = 1;
     } else {
-        printf("volley up: %s, broker on 127.0.0.1:%ld, 1 %slearner, %ld actors x %ld envs; run "
+        printf("volley up: %s, broker on %s:%ld, 1 %slearner, %ld actors x %ld envs; run "
                "directory %s\n",
-               c->env->name, c->port, c->torch ? "PyTorch " : "", c->actors, c->envs,
-               vl_rundir_path(r->dir));
+               c->env->name, c->bind ? c->bind : "127.0.0.1", c->port, c->torch ? "PyTorch " : "",
+               c->actors, c->envs, vl_rundir_path(r->dir));
         fflush(stdout);
         rc = vl_up_watch(c, sub, pids, n, start, last, sizeof last);
     }
@@ -465,6 +506,7 @@ static int s_run(s_run_t *r)
     if (sub)
         zmq_close(sub);
     zmq_ctx_term(ctx);
+    vl_sock_client_curve_end(&curve);
     return rc;
 }
 

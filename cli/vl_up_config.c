@@ -17,7 +17,8 @@
     VL_NUM_OPT(vl_up_config_t, name, VL_OPT_LONG, field, lo, hi, help)
 
 static const vl_num_opt_t s_nums[] = {
-    S_OPT("actors", actors, 1, VL_UP_MAX_ACTORS, "actor processes"),
+    S_OPT("actors", actors, 0, VL_UP_MAX_ACTORS,
+          "actor processes on this box (0: only remote ones, which needs --bind and --batch)"),
     S_OPT("envs", envs, 1, 4096, "environments per actor"),
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
           "broker base port; it and the 4 after it must be free (0: pick free ports)"),
@@ -50,7 +51,8 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
 /* The flags that take a text (checked where they are used) or nothing. */
 static const char *const s_texts[] = {"env",       "env-arg", "until",  "checkpoint",
                                       "record",    "name",    "runs",   "lr-anneal",
-                                      "obs-check", "model",   "learner"};
+                                      "obs-check", "model",   "learner", "bind",
+                                      "keys"};
 static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force"};
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
@@ -157,6 +159,13 @@ static void s_usage(FILE *out)
             "                     weights checksum (printed before the last line) every\n"
             "                     time on this machine. Other runs are asynchronous and\n"
             "                     differ; `volley replay` repeats a recorded run exactly\n"
+            "  --bind ADDR        the broker listens on ADDR (an interface's address, or *\n"
+            "                     for all) instead of 127.0.0.1, so that actors on other\n"
+            "                     hosts can join: `volley actor --broker ADDR:PORT`; with\n"
+            "                     --actors 0 only they act (not kept in config.ini)\n"
+            "  --keys DIR         CURVE: DIR is what `volley keygen DIR` wrote; the broker\n"
+            "                     uses broker.cert and allowed/, the learner learner.cert,\n"
+            "                     the actors here actor.cert, up itself monitor.cert\n"
             "  --verbose          the processes log to this terminal instead of the run's\n"
             "                     logs/\n"
             "  -h, --help         this text\n");
@@ -399,11 +408,12 @@ __attribute__((format(printf, 2, 3))) static void s_note(vl_up_config_t *c, cons
 static int s_overrides(vl_up_config_t *c, const char *name, const char *base, int bc, char **bv,
                        int argc, char **argv)
 {
-    static const char *const unsaved[] = {"resume", "name", "runs", "verbose", "force"};
+    static const char *const unsaved[] = {"resume", "name",  "runs",
+                                          "verbose", "force", "bind", "keys"};
     char key[64];
     for (int i = 1; i < argc; i++) {
         const char *v = s_flag_value(argc, argv, &i, key, sizeof key);
-        if (!v || s_index(unsaved, 5, key) >= 0) // not kept in a run's configuration
+        if (!v || s_index(unsaved, 7, key) >= 0) // not kept in a run's configuration
             continue;
         const char *was = s_find_flag(bc, bv, key);
         if (was && s_same(was, v))
@@ -534,6 +544,15 @@ static int s_check(vl_up_config_t *c)
     }
     if (c->deterministic)
         c->actors = 1;
+    if (c->actors == 0 && (!c->bind || !c->batch)) {
+        fprintf(stderr, "volley up: --actors 0 trains on remote actors: give --bind ADDR (where "
+                        "they reach the broker) and --batch N (their actors x envs)\n");
+        return -1;
+    }
+    if (c->keys && c->torch) {
+        fprintf(stderr, "volley up: --keys: the PyTorch learner has no CURVE; use --learner c\n");
+        return -1;
+    }
     if (c->name && (!*c->name || strchr(c->name, '/') || c->name[0] == '.')) {
         fprintf(stderr, "volley up: --name wants a plain name (no '/', not starting with '.')\n");
         return -1;
@@ -573,6 +592,12 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
         return 0;
     case 9:
         c->model = text;
+        return 0;
+    case 11:
+        c->bind = text;
+        return 0;
+    case 12:
+        c->keys = text;
         return 0;
     case 10:
         if (strcmp(text, "c") != 0 && strcmp(text, "torch") != 0) {

@@ -32,6 +32,8 @@ typedef struct {
     const char *name;       // the run's name (NULL: time and env)
     const char *runs;       // where run directories go
     const char *config;     // --config FILE read first, or NULL
+    const char *bind;       // the broker's interface, reached by remote actors (NULL: loopback)
+    const char *keys;       // a `volley keygen` directory: every role uses CURVE (NULL: none)
     int resume;
     int force; // the learner starts over where --checkpoint DIR holds one (kept as .bak)
     int verbose;

@@ -122,12 +122,15 @@ int vl_opt_policy(const char *cmd, const char *policy)
     return ok ? 0 : -1;
 }
 
-/* Returns 1 if a TCP port on 127.0.0.1 can be bound right now. */
+/* Returns 1 if a TCP port on 127.0.0.1 can be bound right now by a
+   listener as libzmq makes one (SO_REUSEADDR): connections of a stopped
+   broker still in TIME_WAIT do not hold its ports, a listening socket does. */
 static int s_port_free(int port)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), on = 1;
     if (fd < 0)
         return 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
