@@ -549,10 +549,6 @@ static int s_check(vl_up_config_t *c)
                         "they reach the broker) and --batch N (their actors x envs)\n");
         return -1;
     }
-    if (c->keys && c->torch) {
-        fprintf(stderr, "volley up: --keys: the PyTorch learner has no CURVE; use --learner c\n");
-        return -1;
-    }
     if (c->name && (!*c->name || strchr(c->name, '/') || c->name[0] == '.')) {
         fprintf(stderr, "volley up: --name wants a plain name (no '/', not starting with '.')\n");
         return -1;

@@ -4,7 +4,8 @@
 # `volley eval` plays the run's checkpoint greedily with C actors and must score the task's bar.
 #   cartpole  solved (mean >= 475 over 100 episodes), greedy eval >= 475
 #   pendulum  solved (mean >= -250), then greedy eval >= -200
-#   memory    linear(64) lstm(64): solved (mean >= 0.95), greedy eval >= 0.95
+#   memory    linear(64) lstm(64): solved (mean >= 0.95), greedy eval >= 0.95, every role on
+#             CURVE (--keys from `volley keygen`): the torch learner is the C learner's loop
 #   pixels    catch-pixels with the cnn preset: solved (>= 9), greedy eval >= 9
 # Each run is --deterministic (one actor in lockstep with the learner, torch on one CPU
 # thread), so it is the same run every time on a machine: for cartpole a second run must end
@@ -17,7 +18,8 @@ cd "$TMP" || fail "no temp dir"
 case $TASK in
 cartpole) flags=(--env cartpole) bar=475 episodes=100 ;;
 pendulum) flags=(--env pendulum) bar=-200 episodes=100 ;;
-memory) flags=(--env memory --model "linear(64) lstm(64)") bar=0.95 episodes=200 ;;
+memory) flags=(--env memory --model "linear(64) lstm(64)" --keys keys) bar=0.95 episodes=200
+    "$VOLLEY" keygen keys > keygen.log 2>&1 || fail "keygen: $(cat keygen.log)" ;;
 pixels) flags=(--env catch-pixels) bar=9 episodes=100 ;;
 *) fail "unknown task '$TASK'" ;;
 esac
@@ -31,6 +33,10 @@ grep -q "volley learner --torch\|-m volley learner --torch" runs/run/config.ini 
     fail "config.ini's [learner] command is not the torch learner's"
 [ -s runs/run/metrics.jsonl ] || fail "no metrics rows in the run directory"
 pass "$TASK: $(tail -1 up.log)"
+if [ "$TASK" = memory ]; then
+    grep -q "CURVE on" runs/run/logs/learner.log || fail "the torch learner did not run on CURVE"
+    pass "the torch learner trained over CURVE"
+fi
 # The checkpoint holds the torch engine's optimiser state: resuming with the C engine is refused.
 if "$VOLLEY" up --name run --resume --learner c > swap.log 2>&1; then fail "a resume with another engine ran"; fi
 grep -q "trained with learner = torch, not c" swap.log || fail "engine swap on resume: $(cat swap.log)"
