@@ -50,7 +50,10 @@ int vl_specs_declare(vl_specs_t *self, const vl_spec_t *spec, const char *who, i
     if (have) {
         uint32_t i = (uint32_t)(have - self->specs);
         int rc = vl_spec_diff(have, spec, who, why, why_size);
-        if (rc == 1 && learner && !self->by_learner[i]) { // the learner's word over actors'
+        // The learner's word over actors'; and a network named over one left open.
+        int replace = !self->by_learner[i] &&
+                      ((rc == 1 && learner) || (rc == 0 && have->model_open && !spec->model_open));
+        if (replace) {
             self->specs[i] = *spec;
             rc = 0;
         }

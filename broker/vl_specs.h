@@ -4,7 +4,9 @@
     every segment that does not fit it, each with a reason naming the field.
     A learner's word outranks an actor's: a learner's SPEC replaces a spec
     only actors declared (so no actor, which on an open broker may be anyone,
-    can hold a policy's spec against its learner), never another learner's. */
+    can hold a policy's spec against its learner), never another learner's.
+    A spec that leaves the network open (an actor following its learner)
+    agrees with any network, and is replaced by the first that names one. */
 #ifndef VL_SPECS_H
 #define VL_SPECS_H
 

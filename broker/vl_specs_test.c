@@ -69,11 +69,35 @@ static void test_learner_agreeing_holds_it(void)
     vl_specs_destroy(&t);
 }
 
+/* An actor that leaves the network open agrees with any network, before or
+   after one is named, and the first named one becomes the policy's. */
+static void test_open_model_follows(void)
+{
+    vl_specs_t *t = vl_specs_new(4);
+    char why[256] = "";
+    vl_spec_t open = s_spec(64), lstm = s_spec(64), mlp = s_spec(64), short_h = s_spec(32);
+    open.model_open = 1;
+    strcpy(lstm.model, "linear(64) lstm(64)");
+    lstm.state_size = 128;
+    short_h.model_open = 1;
+    VL_CHECK(t && vl_specs_declare(t, &open, "this actor", 0, why, sizeof why) == 0);
+    VL_CHECK(vl_specs_declare(t, &lstm, "this learner", 1, why, sizeof why) == 0);
+    VL_CHECK(strcmp(vl_specs_find(t, "default")->model, "linear(64) lstm(64)") == 0);
+    VL_CHECK(!vl_specs_find(t, "default")->model_open);
+    VL_CHECK(vl_specs_declare(t, &open, "this actor", 0, why, sizeof why) == 0); // still agrees
+    VL_CHECK(vl_specs_declare(t, &mlp, "this actor", 0, why, sizeof why) == 1);  // names another
+    VL_CHECK(strstr(why, "state size: policy 'default' has 128, this actor 0") == why);
+    VL_CHECK(vl_specs_declare(t, &short_h, "this actor", 0, why, sizeof why) == 1);
+    VL_CHECK(strstr(why, "horizon") == why); // the rest is still compared
+    vl_specs_destroy(&t);
+}
+
 int main(void)
 {
     VL_RUN(test_first_come);
     VL_RUN(test_action_space_differs);
     VL_RUN(test_learner_outranks_actors);
     VL_RUN(test_learner_agreeing_holds_it);
+    VL_RUN(test_open_model_follows);
     return VL_DONE();
 }

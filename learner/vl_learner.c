@@ -71,8 +71,10 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec)
     c->obs_dim = dim;
     c->action = spec->action;
     c->horizon = spec->horizon;
-    c->hidden = spec->hidden;
-    vl_spec_model(spec, c->model, sizeof c->model);
+    if (!spec->model_open) { // else the network is this learner's own
+        c->hidden = spec->hidden;
+        vl_spec_model(spec, c->model, sizeof c->model);
+    }
     snprintf(c->env_name, sizeof c->env_name, "%s", spec->env[0] ? spec->env : "(from the broker)");
     return 0;
 }
@@ -208,8 +210,8 @@ vl_learner_config_t vl_learner_config_default(void)
 int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
 {
     if (c->burn_in && c->burn_in >= c->horizon) {
-        fprintf(stderr, "volley %s: --burn-in (%u) must be below --horizon (%u)\n", cmd,
-                c->burn_in, c->horizon);
+        fprintf(stderr, "volley %s: --burn-in (%u) must be below --horizon (%u)\n", cmd, c->burn_in,
+                c->horizon);
         return -1;
     }
     if (c->capacity >= 2 * c->batch_segments + c->retain)

@@ -78,8 +78,9 @@ vl_learner_config_t vl_learner_config_default(void);
 void vl_learner_config_set_env(vl_learner_config_t *c, const vl_env_ops_t *env);
 
 /* Sets what the learner trains from a policy's spec (observation fields,
-   actions, horizon, hidden); c->env becomes NULL. Returns 0, or -1 if the
-   spec's fields are invalid. */
+   actions, horizon, and its network unless the spec leaves it open: then c
+   keeps its own); c->env becomes NULL. Returns 0, or -1 if the spec's
+   fields are invalid. */
 int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
 
 /* Returns the floats of recurrent state the config's model carries per

@@ -156,6 +156,10 @@ static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, int *re
                 s_refused(why, why_size, "the broker's spec cannot be served", what);
                 return 2;
             }
+            snprintf(c->model, sizeof c->model, "%s", model); // canonical, as --model is compared
+            spec.model_open = 0;
+            snprintf(spec.model, sizeof spec.model, "%s", model);
+            spec.hidden = c->hidden;
             vl_spec_str(&spec, line, sizeof line);
             vl_info("policy '%s' from the broker: %s", c->policy, line);
             return 0;

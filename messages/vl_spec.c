@@ -95,6 +95,7 @@ void vl_spec_to_msg(const vl_spec_t *spec, Volley__Spec *msg, Volley__ObsField *
     msg->hidden = spec->hidden;
     msg->env = (char *)spec->env;
     msg->model = (char *)spec->model;
+    msg->model_open = spec->model_open != 0;
 }
 
 int vl_spec_model_ok(const char *text)
@@ -170,6 +171,7 @@ vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl
     tmp.state_size = msg->state_size;
     tmp.horizon = msg->horizon;
     tmp.hidden = msg->hidden;
+    tmp.model_open = msg->model_open;
     r = s_check_sizes(&tmp, lim);
     if (r != VL_OK)
         return r;
@@ -253,6 +255,8 @@ int vl_spec_diff(const vl_spec_t *policy, const vl_spec_t *sender, const char *w
     }
     if (policy->horizon != sender->horizon)
         return s_differs("horizon", policy, policy->horizon, who, sender->horizon, why, why_size);
+    if (policy->model_open || sender->model_open)
+        return 0; // one side takes the other's network
     if (policy->state_size != sender->state_size)
         return s_differs("state size", policy, policy->state_size, who, sender->state_size, why,
                          why_size);

@@ -24,9 +24,11 @@ typedef struct {
     vl_action_spec_t action; // the action space
     uint32_t state_size;     // floats of the recurrent state a segment carries (0: none)
     uint32_t horizon;
-    uint32_t hidden;            // hidden units per layer of volley's MLP
-    char env[VL_POLICY_ID_MAX]; // the environment's name, for people ("" if unknown)
+    uint32_t hidden;               // hidden units per layer of volley's MLP
+    char env[VL_POLICY_ID_MAX];    // the environment's name, for people ("" if unknown)
     char model[VL_SPEC_MODEL_MAX]; // canonical model spec; "" = mlp of `hidden` (see below)
+    int model_open; // 1: the sender follows the policy's network; model, hidden, state_size
+                    // are placeholders that no other spec is compared with
 } vl_spec_t;
 
 /* Writes the model spec's canonical text spec stands for into out: its
@@ -73,7 +75,8 @@ vl_reason_t vl_spec_from_msg(const Volley__Spec *msg, const vl_limits_t *lim, vl
 /* Compares a sender's spec with the policy's. Returns 0 when they agree
    (the env name is not compared), else 1 after writing the first field that
    differs, e.g. "horizon: policy 'default' has 64, this actor 32", with `who`
-   naming the sender ("this actor", "this learner"). */
+   naming the sender ("this actor", "this learner"). The network (model,
+   state size) is not compared when either spec leaves it open. */
 int vl_spec_diff(const vl_spec_t *policy, const vl_spec_t *sender, const char *who, char *why,
                  size_t why_size);
 
