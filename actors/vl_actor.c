@@ -106,8 +106,8 @@ static int s_alloc(vl_actor_t *self)
         vl_segment_arrays_size(self->c.horizon, &self->ops.obs_spec, self->W, self->S);
     self->arrays = self->arrays_size == SIZE_MAX ? NULL : calloc(N, self->arrays_size);
     int ok = self->obs && self->final_obs && self->rewards && self->term && self->trunc &&
-             self->actions && self->logps && self->state && self->logits && self->ep_return && self->ep_len &&
-             self->segs && self->arrays;
+             self->actions && self->logps && self->state && self->logits && self->ep_return &&
+             self->ep_len && self->segs && self->arrays;
     for (uint32_t i = 0; ok && i < N; i++) {
         vl_segment_t *s = &self->segs[i];
         s->actor_id = self->c.actor_id;
@@ -135,6 +135,7 @@ static void s_fill_spec(vl_actor_t *self)
     sp->horizon = self->c.horizon;
     sp->hidden = self->c.hidden;
     snprintf(sp->model, sizeof sp->model, "%s", self->model);
+    sp->model_open = self->follows;
     if (vl_wire_name_ok(self->ops.name, sizeof sp->env))
         snprintf(sp->env, sizeof sp->env, "%s", self->ops.name);
 }
@@ -225,6 +226,7 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
         return NULL;
     }
     self->c.model = self->model;
+    self->follows = !p->model && !p->external;
     self->S = vl_model_spec_state_size(model);
     if (p->external && self->S) {
         vl_actor_fail(0, why, size,
@@ -337,6 +339,69 @@ static uint32_t s_hash(const char *text)
     return h;
 }
 
+/* Makes the state and segment arrays fit a state of S floats per env.
+   Returns 0, or -1 on no memory. */
+static int s_resize_state(vl_actor_t *self, uint32_t S)
+{
+    size_t size = vl_segment_arrays_size(self->c.horizon, &self->ops.obs_spec, self->W, S);
+    float *state = calloc((size_t)self->N * S + 1, sizeof(float));
+    uint8_t *arrays = size == SIZE_MAX ? NULL : calloc(self->N, size);
+    if (!state || !arrays) {
+        free(state);
+        free(arrays);
+        return -1;
+    }
+    free(self->state);
+    free(self->arrays);
+    self->state = state;
+    self->arrays = arrays;
+    self->arrays_size = size;
+    self->S = S;
+    for (uint32_t i = 0; i < self->N; i++) {
+        self->segs[i].state_size = S;
+        vl_segment_bind(&self->segs[i], self->arrays + (size_t)i * size);
+    }
+    return 0;
+}
+
+/* A follower takes the network of its policy's spec (the broker's answer to
+   GETSPEC), once one names it: rebuilds its policy when it differs, then
+   loads the weights that waited for it. A network it cannot build stops it. */
+static void s_adopt(vl_actor_t *self, const vl_spec_t *spec)
+{
+    char text[VL_SPEC_MODEL_MAX], why[VL_SPEC_REASON_MAX];
+    if (self->adopted || spec->model_open || strcmp(spec->policy_id, self->c.policy) != 0)
+        return;
+    vl_spec_model(spec, text, sizeof text);
+    vl_model_spec_t *model =
+        vl_model_spec_for(text, &self->ops.obs_spec, spec->hidden, why, sizeof why);
+    vl_policy_t *policy = model ? vl_policy_new_spec(model, &self->ops.obs_spec, &self->ops.action,
+                                                     self->c.seed, 1, why, sizeof why)
+                                : NULL;
+    uint32_t S = model ? vl_model_spec_state_size(model) : 0;
+    if (policy && vl_model_spec_format(model, self->model, sizeof self->model) >= 0 &&
+        s_resize_state(self, S) == 0) {
+        vl_policy_destroy(&self->policy);
+        self->policy = policy;
+        self->c.hidden = spec->hidden;
+        self->adopted = 1;
+        s_fill_spec(self);
+        vl_info("policy '%s' acts with its learner's network: %s", self->c.policy, self->model);
+        if (self->waiting && vl_policy_load(self->policy, self->waiting) == 0) {
+            self->version = self->waiting->version;
+            self->have_weights = 1;
+        }
+        vl_weights_destroy(&self->waiting);
+    } else {
+        vl_policy_destroy(&policy);
+        snprintf(self->refusal, sizeof self->refusal, "the policy's model '%.200s': %.200s", text,
+                 why);
+        vl_error("cannot act with %s", self->refusal);
+        self->refused_spec = 1;
+    }
+    vl_model_spec_destroy(&model);
+}
+
 /* Takes one ["REFUSED"][what][reason] from the broker: a refused spec stops
    the actor; refused segments are logged once per reason, then counted. */
 static void s_on_refused(vl_actor_t *self, const char *what, const char *reason)
@@ -380,6 +445,10 @@ static int s_recv_texts(vl_actor_t *self, char text[3][VL_SPEC_REASON_MAX])
     for (; more; n++) {
         if (zmq_msg_recv(&m, self->control, n ? 0 : ZMQ_DONTWAIT) < 0)
             break;
+        vl_spec_t spec;
+        if (n == 1 && self->follows && strcmp(text[0], VL_VERB_SPEC) == 0 &&
+            vl_spec_decode(zmq_msg_data(&m), zmq_msg_size(&m), &self->limits, &spec) == VL_OK)
+            s_adopt(self, &spec); // the answer to our GETSPEC
         if (n < 3)
             s_frame_text(&m, text[n], VL_SPEC_REASON_MAX);
         more = zmq_msg_more(&m);
@@ -388,8 +457,8 @@ static int s_recv_texts(vl_actor_t *self, char text[3][VL_SPEC_REASON_MAX])
     return n == 0 ? -1 : n > 3 ? 0 : n;
 }
 
-/* Reads what the broker sent on the control socket: refusals. Anything
-   else is ignored. */
+/* Reads what the broker sent on the control socket: refusals, and a
+   follower's policy spec. Anything else is ignored. */
 static void s_read_control(vl_actor_t *self)
 {
     char text[3][VL_SPEC_REASON_MAX];
@@ -435,6 +504,10 @@ static void s_beat(vl_actor_t *self)
         self->beat_ns = now - S_BEAT_EVERY_NS + S_BEAT_RETRY_NS;
         return;
     }
+    if (self->follows && !self->adopted &&
+        zmq_send(self->control, VL_VERB_GETSPEC, strlen(VL_VERB_GETSPEC),
+                 ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+        zmq_send(self->control, self->c.policy, strlen(self->c.policy), ZMQ_DONTWAIT);
     self->beats_out++;
     self->beat_ns = now;
     self->beat_steps = self->steps;
@@ -451,6 +524,7 @@ static int s_take_weights(vl_actor_t *self, vl_weights_t **w)
     if (self->policy)
         return vl_policy_load(self->policy, *w);
     vl_weights_destroy(&self->raw);
+    vl_weights_destroy(&self->waiting);
     self->raw = *w;
     *w = NULL;
     return 0;
@@ -463,6 +537,11 @@ static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
     vl_reason_t r = vl_weights_decode(data, size, &self->limits, &w);
     if (r != VL_OK) {
         vl_warn("ignoring weights: %s", vl_reason_str(r));
+        return;
+    }
+    if (self->follows && !self->adopted && strcmp(w->policy_id, self->c.policy) == 0) {
+        vl_weights_destroy(&self->waiting); // for the network the policy's spec will name
+        self->waiting = w;
         return;
     }
     if (strcmp(w->policy_id, self->c.policy) == 0 &&

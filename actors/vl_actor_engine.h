@@ -25,11 +25,14 @@ struct vl_actor_s {
     char policy_id[VL_POLICY_ID_MAX];
     char env_name[VL_ACTOR_NAME_MAX];
     char model[VL_SPEC_MODEL_MAX]; // the model spec's canonical text
-    vl_env_ops_t ops; // the env's spec; table NULL for a caller's env
-    uint32_t N, D, A; // envs, observation size, head outputs (vl_action_outputs)
-    uint32_t W;       // values per action (the space's dims)
-    uint32_t S;       // floats of the policy's recurrent state per env (0: memoryless)
-    vl_spec_t spec;   // what our segments look like, declared in every beat
+    int follows;                   // no model given: act with the network the policy's spec names
+    int adopted;                   // a follower has built the policy's network (it may act)
+    vl_weights_t *waiting;         // a follower's weights that came before the policy's spec
+    vl_env_ops_t ops;              // the env's spec; table NULL for a caller's env
+    uint32_t N, D, A;              // envs, observation size, head outputs (vl_action_outputs)
+    uint32_t W;                    // values per action (the space's dims)
+    uint32_t S;                    // floats of the policy's recurrent state per env (0: memoryless)
+    vl_spec_t spec;                // what our segments look like, declared in every beat
     /* each observation value's declared range, and what --obs-check does */
     vl_obs_rules_t obs_rules;
     void *ctx, *push, *sub;

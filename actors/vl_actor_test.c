@@ -137,6 +137,7 @@ static vl_actor_params_t s_params(const char *addr, int external)
     p.n_envs = N;
     p.horizon = T;
     p.hidden = 8;
+    p.model = "linear(8) tanh linear(8) tanh"; // the network the test broker's weights fit
     p.actor_id = 5;
     p.max_ahead = 0;
     p.external = external;
