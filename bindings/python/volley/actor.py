@@ -249,7 +249,9 @@ def _field_of(name, space):
         raise ValueError(f"{where}: {len(shape)} dimensions, volley takes 1..{NDIM_MAX}")
     dt = np.dtype(space.dtype)
     if dt == np.uint8:
-        return (name, U8, shape, 0.0, 0.0)
+        # four values (0..3) travel four to a byte, as a C env's U2 field does
+        low, high = np.asarray(space.low), np.asarray(space.high)
+        return (name, U2 if low.min() >= 0 and high.max() <= 3 else U8, shape, 0.0, 0.0)
     if dt.kind != "f":
         raise ValueError(f"{where}: dtype {dt}, volley takes float32 or uint8 Boxes")
     # Each element keeps its own bounds (Spec checks every value against its own).
