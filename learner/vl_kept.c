@@ -326,18 +326,28 @@ vl_policy_t *vl_kept_policy(vl_kept_t *self)
     return p;
 }
 
-/* Forward pass of p over n observations into logp and values. Returns 0 or
-   -1 on no memory. */
-static int s_forward(vl_policy_t *p, uint32_t n, uint32_t a, const float *obs, float *logp,
-                     float *values)
+/* Forward pass of p over n observations into logp [n][a] and values: a
+   discrete kind's log-probabilities, each dimension's over its own n[d]
+   choices in turn; a box's means as they are. Returns 0 or -1 on no
+   memory. */
+static int s_forward(vl_policy_t *p, const vl_action_spec_t *action, uint32_t n, uint32_t a,
+                     const float *obs, float *logp, float *values)
 {
     float *logits = malloc((size_t)n * a * sizeof *logits);
     if (!logits || vl_policy_forward(p, n, obs, logits, values) != 0) {
         free(logits);
         return -1;
     }
-    for (uint32_t i = 0; logp && i < n; i++)
-        vl_log_softmax(logits + (size_t)i * a, a, logp + (size_t)i * a);
+    for (uint32_t i = 0; logp && i < n; i++) {
+        const float *in = logits + (size_t)i * a;
+        float *out = logp + (size_t)i * a;
+        if (vl_action_is_box(action)) {
+            memcpy(out, in, a * sizeof *out);
+            continue;
+        }
+        for (uint32_t d = 0, at = 0; d < action->dims; at += action->n[d++])
+            vl_log_softmax(in + at, action->n[d], out + at);
+    }
     free(logits);
     return 0;
 }
@@ -353,7 +363,8 @@ int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num
     if (kept->obs_dim != obs_dim || kept->num_actions != num_actions)
         snprintf(why, why_size, "the policy takes %u observations and %u actions, not %u and %u",
                  kept->obs_dim, kept->num_actions, obs_dim, num_actions);
-    else if (!(p = vl_kept_policy(kept)) || s_forward(p, n, num_actions, obs, logp, values) != 0)
+    else if (!(p = vl_kept_policy(kept)) ||
+             s_forward(p, &kept->action, n, num_actions, obs, logp, values) != 0)
         snprintf(why, why_size, "no memory");
     else
         rc = 0;

@@ -51,8 +51,9 @@ VL_EXPORT const char *vl_kept_policy_id(const vl_kept_t *self);
 VL_EXPORT int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits);
 
 /* Loads the policy kept at path (as vl_kept_load) and runs its forward
-   pass on n observations obs [n][obs_dim]; writes log-probabilities logp [n][num_actions] and
-   values [n] (either may be NULL). Returns 0, or -1 with why (also when obs_dim or num_actions
+   pass on n observations obs [n][obs_dim]; writes logp [n][num_actions] (log-probabilities,
+   each dimension's over its own choices for a multi-discrete policy; a box policy's means)
+   and values [n] (either may be NULL). Returns 0, or -1 with why (also when obs_dim or num_actions
    differ from the kept policy's). */
 VL_EXPORT int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num_actions,
                               const float *obs, float *logp, float *values, char *why,
