@@ -273,20 +273,6 @@ static int s_entry(void *ctx, const char *section, const char *key, const char *
     return -1;
 }
 
-/* Returns the value of --config in argv (either form), or NULL. */
-static const char *s_find_config(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-            return argv[i + 1];
-        if (strncmp(argv[i], "--config=", 9) == 0)
-            return argv[i] + 9;
-    }
-    return NULL;
-}
-
 /* ---- resuming a run: its own configuration is the base ------------------------- */
 
 /* Keys a resumed run cannot change: its checkpoint holds a network for
@@ -459,7 +445,7 @@ static int s_merge(int argc, char **argv, vl_up_config_t *c)
     s_file_args_t a = {.argv = NULL};
     char why[600] = "", base[4200];
     int rc = s_push(&a, argv[0], why, sizeof why);
-    c->config = s_find_config(argc, argv);
+    c->config = s_find_flag(argc, argv, "config");
     const char *name = s_find_flag(argc, argv, "name"), *runs = s_find_flag(argc, argv, "runs");
     int resuming = !c->config && name && s_find_flag(argc, argv, "resume") &&
                    s_run_config(runs ? runs : s_defaults.runs, name, base, sizeof base) == 0;

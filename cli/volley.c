@@ -1,4 +1,5 @@
 /*  volley: one executable, one subcommand per role. */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,7 @@
 
 #include "../actors/vl_actor.h"
 #include "../broker/vl_broker.h"
+#include "../common/vl_opts.h"
 #include "../learner/vl_learner.h"
 #include "vl_eval.h"
 #include "vl_export.h"
@@ -41,16 +43,32 @@ static const s_command_t s_commands[] = {
      .summary = "a kept policy as safetensors, for PyTorch"},
     {.name = "plot", .main = vl_plot_main, .summary = "learning curves of runs, to PNG/SVG"},
 };
+#define S_NCOMMANDS (sizeof s_commands / sizeof s_commands[0])
 
 static void s_usage(FILE *out)
 {
     fprintf(out, "usage: volley <command> [options]   (volley <command> --help for its options)\n\n"
                  "volley is an actor-learner framework for reinforcement learning on ZeroMQ.\n\n"
                  "commands:\n");
-    for (size_t i = 0; i < sizeof s_commands / sizeof s_commands[0]; i++)
+    for (size_t i = 0; i < S_NCOMMANDS; i++)
         fprintf(out, "  %-9s %s\n", s_commands[i].name, s_commands[i].summary);
     fprintf(out, "\nquick start: volley up    (learns CartPole on this machine)\n"
                  "volley --version prints the version of the libvolley it runs on.\n");
+}
+
+/* Prints one line refusing an unknown command, naming the nearest one as
+   an unknown flag's line does. */
+static void s_unknown(const char *name)
+{
+    struct option names[S_NCOMMANDS + 1] = {{0}};
+    for (size_t i = 0; i < S_NCOMMANDS; i++)
+        names[i].name = s_commands[i].name;
+    const char *near = vl_opt_nearest(name, names);
+    if (near)
+        fprintf(stderr, "volley: unknown command '%s' (did you mean '%s'?); see --help\n", name,
+                near);
+    else
+        fprintf(stderr, "volley: unknown command '%s'; see --help\n", name);
 }
 
 /* From a build tree, points the Python package's commands (plot, eval of a
@@ -76,10 +94,9 @@ int main(int argc, char **argv)
         printf("volley %s\n", vl_version());
         return 0;
     }
-    for (size_t i = 0; i < sizeof s_commands / sizeof s_commands[0]; i++)
+    for (size_t i = 0; i < S_NCOMMANDS; i++)
         if (strcmp(argv[1], s_commands[i].name) == 0)
             return s_commands[i].main(argc - 1, argv + 1);
-    fprintf(stderr, "volley: unknown command '%s'\n\n", argv[1]);
-    s_usage(stderr);
+    s_unknown(argv[1]);
     return 2;
 }

@@ -246,9 +246,7 @@ static int s_distance(const char *a, const char *b)
     return d[n][m] < S_MAX - 1 ? d[n][m] : S_MAX - 1;
 }
 
-/* Returns the long option nearest to name, or NULL when none is near enough
-   to be what was meant (more than a third of its letters, at least 2, off). */
-static const char *s_nearest(const char *name, const struct option *opts)
+const char *vl_opt_nearest(const char *name, const struct option *opts)
 {
     const char *best = NULL;
     int best_d = 1 << 20;
@@ -288,7 +286,7 @@ void vl_opt_refused(const char *cmd, char **argv, const struct option *opts, con
         fprintf(stderr, "volley %s: unknown flag -%c; see --help\n", cmd, optopt);
         return;
     }
-    const char *near = s_nearest(name, opts);
+    const char *near = vl_opt_nearest(name, opts);
     if (near)
         fprintf(stderr, "volley %s: unknown flag --%s (did you mean --%s?); see --help\n", cmd, name,
                 near);

@@ -85,6 +85,11 @@ void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaul
    base + its index. Returns n. */
 int vl_opt_getopt(const vl_num_opt_t *opts, int n, int base, struct option *out);
 
+/* Returns the name in opts (ending with a zeroed entry) nearest to name,
+   or NULL when none is near enough to be what was meant (more than a third
+   of its letters, at least 2, off). */
+const char *vl_opt_nearest(const char *name, const struct option *opts);
+
 /* Prints one line for the argument getopt_long just refused (call it when
    getopt_long returned '?', with opterr 0 so getopt printed nothing): an
    unknown flag with the nearest known one ("volley up: unknown flag

@@ -37,5 +37,12 @@ expect_refusal "--record-flush wants always, everysec or never" broker --record-
 expect_refusal "--max-lag wants a whole number" broker --max-lag -1
 expect_refusal "--policies: ' b' is not a policy id" keygen "$TMP/keys" --learners 1 --policies "a, b"
 [ ! -e "$TMP/keys" ] || fail "a refused keygen wrote keys"
+# getopt takes an abbreviation of --config; so does the reading of its file (a run that
+# did not read it would be a short one).
+printf 'actors = 1\nlearning-rate = 0.1\n' > "$TMP/abbrev.ini"
+for conf in "--conf $TMP/abbrev.ini" "--conf=$TMP/abbrev.ini"; do
+    # shellcheck disable=SC2086
+    expect_refusal "abbrev.ini:2: unknown key 'learning-rate'" up $conf --max-steps 64 --runs "$TMP/runs"
+done
 pass "bad flags are refused with a reason and exit 2"
 echo "2 passed, 0 failed"

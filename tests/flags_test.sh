@@ -35,4 +35,7 @@ expect_typo "top --brokr 127.0.0.1" "unknown flag --brokr (did you mean --broker
 expect_typo "eval --greddy runs/x" "unknown flag --greddy (did you mean --greedy?)"
 expect_typo "keygen --zzzzzzzzzz" "unknown flag --zzzzzzzzzz;"
 expect_typo "up -x" "unknown flag -x"
+# A command is refused as a flag is: one line, the nearest command named.
+expect_typo "lerner --broker 127.0.0.1" "unknown command 'lerner' (did you mean 'learner'?)"
+expect_typo "zzzzzzzzzz" "unknown command 'zzzzzzzzzz';"
 echo "$n passed, 0 failed"

@@ -1,5 +1,5 @@
-/*  volley/replay.h: volley's replay buffer (seeds/000), for outside code and
-    the Python package. A buffer holds `capacity` samples; each sample is a
+/*  volley/replay.h: volley's replay buffer, for outside code and the
+    Python package. A buffer holds `capacity` samples; each sample is a
     set of named fields of fixed shape and dtype, stored field by field in
     contiguous arrays ([capacity][field bytes]), so a field's array is one
     NumPy array and a batch of rows is one memcpy per field.
