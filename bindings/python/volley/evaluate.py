@@ -5,7 +5,8 @@ Plays a kept policy on an env written in Python (a function returning one env
 with Gymnasium's API, as `python3 -m volley actor --env` takes) and prints, as
 its last line, the mean ± std of the episodes' return and length, in
 `volley eval`'s words. The policy's forward pass is libvolley's (the C policy
-of the checkpoint); Python steps the envs. Episodes are spread evenly over up
+of the checkpoint; a recurrent one carries each env's state, zeroed at each
+episode's start); Python steps the envs. Episodes are spread evenly over up
 to 16 envs, each playing its own fixed number (taking the first N to end would
 favour short ones). Exit 0 after the episodes, 1 when the env fails, 2 on bad
 usage or input.
