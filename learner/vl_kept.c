@@ -486,9 +486,32 @@ void vl_kept_action(const vl_kept_t *self, vl_env_action_t *action)
     *action = self->action;
 }
 
+/* Returns the network self holds, built on first use; NULL on no memory. */
+static vl_policy_t *s_held(vl_kept_t *self)
+{
+    if (!self->policy)
+        self->policy = vl_kept_policy(self);
+    return self->policy;
+}
+
 int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits)
 {
-    if (!self->policy && !(self->policy = vl_kept_policy(self)))
+    return vl_kept_step(self, n, obs, NULL, NULL, logits);
+}
+
+uint32_t vl_kept_state_size(vl_kept_t *self)
+{
+    vl_policy_t *p = s_held(self);
+    return p ? vl_policy_state_size(p) : 0;
+}
+
+int vl_kept_step(vl_kept_t *self, uint32_t n, const float *obs, float *state, const uint8_t *first,
+                 float *logits)
+{
+    vl_policy_t *p = s_held(self);
+    if (!p)
         return -1;
-    return vl_policy_forward(self->policy, n, obs, logits, NULL) != 0 ? -1 : 0;
+    if (vl_policy_state_size(p) == 0)
+        state = NULL, first = NULL;
+    return vl_policy_forward_seq(p, n, 1, obs, state, first, logits, NULL, state) != 0 ? -1 : 0;
 }
