@@ -5,6 +5,8 @@
     through the Secret that mounts it. */
 #include "vl_keygen_k8s.h"
 
+#include "../common/vl_curve.h"
+
 #include <czmq.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,15 +50,9 @@ static char *s_cert_text(zcert_t *cert, int with_secret)
    into pair. Returns 0, or -1. */
 static int s_pair_new(s_pair_t *pair, const char *name, const char *role, const char *policies)
 {
-    zcert_t *cert = zcert_new();
+    zcert_t *cert = vl_curve_cert_new(name, role, policies);
     if (!cert)
         return -1;
-    zcert_set_meta(cert, "name", "%s", name);
-    zcert_set_meta(cert, "made-by", "volley keygen");
-    if (role)
-        zcert_set_meta(cert, "role", "%s", role);
-    if (policies)
-        zcert_set_meta(cert, "policies", "%s", policies);
     pair->public_txt = s_cert_text(cert, 0);
     pair->secret_txt = s_cert_text(cert, 1);
     zcert_destroy(&cert);

@@ -117,20 +117,28 @@ const char *vl_curve_public_txt(const vl_curve_t *self)
     return zcert_public_txt(self->cert);
 }
 
-int vl_curve_keygen(const char *path, const char *name, const char *role, const char *policies,
-                    char *why, size_t why_size)
+void *vl_curve_cert_new(const char *name, const char *role, const char *policies)
 {
     zcert_t *cert = zcert_new();
-    if (!cert) {
-        snprintf(why, why_size, "cannot make a key pair");
-        return -1;
-    }
+    if (!cert)
+        return NULL;
     zcert_set_meta(cert, "name", "%s", name);
     zcert_set_meta(cert, "made-by", "volley keygen");
     if (role)
         zcert_set_meta(cert, "role", "%s", role);
     if (policies)
         zcert_set_meta(cert, "policies", "%s", policies);
+    return cert;
+}
+
+int vl_curve_keygen(const char *path, const char *name, const char *role, const char *policies,
+                    char *why, size_t why_size)
+{
+    zcert_t *cert = vl_curve_cert_new(name, role, policies);
+    if (!cert) {
+        snprintf(why, why_size, "cannot make a key pair");
+        return -1;
+    }
     int rc = zcert_save(cert, path);
     if (rc != 0)
         snprintf(why, why_size, "cannot write %s or %s_secret", path, path);

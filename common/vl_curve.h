@@ -41,6 +41,11 @@ int vl_curve_apply(const vl_curve_t *self, void *sock);
 /* Returns the identity's public key, Z85 text (40 characters). */
 const char *vl_curve_public_txt(const vl_curve_t *self);
 
+/* Returns a new certificate pair (a czmq zcert_t, caller destroys) named
+   name in its metadata, with its role and policies when not NULL, or NULL
+   on no memory. */
+void *vl_curve_cert_new(const char *name, const char *role, const char *policies);
+
 /* Writes a new certificate pair to path and path_secret, named name in its
    metadata, with its role and (for a learner) the policies it may serve
    when not NULL (the broker reads them from its allow directory). Returns

@@ -326,18 +326,28 @@ vl_policy_t *vl_kept_policy(vl_kept_t *self)
     return p;
 }
 
-/* Forward pass of p over n observations into logp and values. Returns 0 or
-   -1 on no memory. */
-static int s_forward(vl_policy_t *p, uint32_t n, uint32_t a, const float *obs, float *logp,
-                     float *values)
+/* Forward pass of p over n observations into logp [n][a] and values: a
+   discrete kind's log-probabilities, each dimension's over its own n[d]
+   choices in turn; a box's means as they are. Returns 0 or -1 on no
+   memory. */
+static int s_forward(vl_policy_t *p, const vl_action_spec_t *action, uint32_t n, uint32_t a,
+                     const float *obs, float *logp, float *values)
 {
     float *logits = malloc((size_t)n * a * sizeof *logits);
     if (!logits || vl_policy_forward(p, n, obs, logits, values) != 0) {
         free(logits);
         return -1;
     }
-    for (uint32_t i = 0; logp && i < n; i++)
-        vl_log_softmax(logits + (size_t)i * a, a, logp + (size_t)i * a);
+    for (uint32_t i = 0; logp && i < n; i++) {
+        const float *in = logits + (size_t)i * a;
+        float *out = logp + (size_t)i * a;
+        if (vl_action_is_box(action)) {
+            memcpy(out, in, a * sizeof *out);
+            continue;
+        }
+        for (uint32_t d = 0, at = 0; d < action->dims; at += action->n[d++])
+            vl_log_softmax(in + at, action->n[d], out + at);
+    }
     free(logits);
     return 0;
 }
@@ -353,7 +363,8 @@ int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num
     if (kept->obs_dim != obs_dim || kept->num_actions != num_actions)
         snprintf(why, why_size, "the policy takes %u observations and %u actions, not %u and %u",
                  kept->obs_dim, kept->num_actions, obs_dim, num_actions);
-    else if (!(p = vl_kept_policy(kept)) || s_forward(p, n, num_actions, obs, logp, values) != 0)
+    else if (!(p = vl_kept_policy(kept)) ||
+             s_forward(p, &kept->action, n, num_actions, obs, logp, values) != 0)
         snprintf(why, why_size, "no memory");
     else
         rc = 0;
@@ -475,9 +486,32 @@ void vl_kept_action(const vl_kept_t *self, vl_env_action_t *action)
     *action = self->action;
 }
 
+/* Returns the network self holds, built on first use; NULL on no memory. */
+static vl_policy_t *s_held(vl_kept_t *self)
+{
+    if (!self->policy)
+        self->policy = vl_kept_policy(self);
+    return self->policy;
+}
+
 int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits)
 {
-    if (!self->policy && !(self->policy = vl_kept_policy(self)))
+    return vl_kept_step(self, n, obs, NULL, NULL, logits);
+}
+
+uint32_t vl_kept_state_size(vl_kept_t *self)
+{
+    vl_policy_t *p = s_held(self);
+    return p ? vl_policy_state_size(p) : 0;
+}
+
+int vl_kept_step(vl_kept_t *self, uint32_t n, const float *obs, float *state, const uint8_t *first,
+                 float *logits)
+{
+    vl_policy_t *p = s_held(self);
+    if (!p)
         return -1;
-    return vl_policy_forward(self->policy, n, obs, logits, NULL) != 0 ? -1 : 0;
+    if (vl_policy_state_size(p) == 0)
+        state = NULL, first = NULL;
+    return vl_policy_forward_seq(p, n, 1, obs, state, first, logits, NULL, state) != 0 ? -1 : 0;
 }

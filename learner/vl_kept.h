@@ -29,7 +29,7 @@ struct vl_kept_s {
     vl_action_spec_t action;           // the action space (the spec's; else discrete)
     uint32_t hidden;                   // units per hidden layer (pi.0.weight's rows)
     vl_policy_t *policy;               // owned: the network load checked, or the first
-                                       // vl_kept_logits made (vl_kept_policy hands it over)
+                                       // vl_kept_step made (vl_kept_policy hands it over)
     int has_spec;                      // the checkpoint carries its policy's spec:
     vl_spec_t spec;                    // its fields, actions and model rebuild the network
 };

@@ -33,14 +33,16 @@ struct vl_trainer_s {
     float *mb_actions;                          // [minibatch][W]
     int norm_obs, norm_reward;                  // statistics this trainer keeps
     /* a recurrent policy (S > 0): each segment is a sequence from its stored state */
-    uint32_t S, burn;        // floats of the state; steps that only rebuild it (--burn-in)
-    float *state0;           // [n][S] each segment's state before step 0
-    uint8_t *reset;          // [n][T+1] the state zeroed before step t (an episode began)
-    float *obs2, *values2;   // [n][T+1][D], [n][T+1]: final observations in place (bootstraps)
-    uint8_t *reset2;         // [n][T+1]
-    float *mb_state;         // [seqs][S]
-    uint8_t *mb_reset;       // [seqs][T]
-    float *mb_burn;          // [seqs][burn][D]
+    uint32_t S, burn;      // floats of the state; steps that only rebuild it (--burn-in)
+    float *state0;         // [n][S] each segment's state before step 0
+    uint8_t *reset;        // [n][T+1] the state zeroed before step t (an episode began)
+    float *obs2, *values2; // [rows2][D], [rows2]: sequences with final observations inserted
+    uint8_t *reset2;       // [rows2]
+    size_t rows2;          // rows the three above hold
+    uint32_t *final_row;   // [n*T] the row of obs2 each final observation went to
+    float *mb_state;       // [seqs][S]
+    uint8_t *mb_reset;     // [seqs][T]
+    float *mb_burn;        // [seqs][burn][D]
 };
 
 /* Turns on the policy's statistics when either normalisation is on.
@@ -73,9 +75,7 @@ static int s_recurrent_new(vl_trainer_t *self)
     self->burn = self->c.burn_in < T ? self->c.burn_in : 0;
     self->state0 = malloc(n * self->S * sizeof(float));
     self->reset = malloc(n * (T + 1));
-    self->reset2 = malloc(n * (T + 1));
-    self->obs2 = malloc(n * (T + 1) * D * sizeof(float));
-    self->values2 = malloc(n * (T + 1) * sizeof(float));
+    self->final_row = malloc(n * T * sizeof(uint32_t));
     self->mb_state = malloc(M * self->S * sizeof(float));
     self->mb_reset = malloc(M * T);
     self->mb_burn = malloc((M * self->burn + 1) * D * sizeof(float));
@@ -92,8 +92,8 @@ static int s_recurrent_new(vl_trainer_t *self)
     float *acts = ok ? realloc(self->mb_actions, M * T * W * sizeof(float)) : NULL;
     if (acts)
         self->mb_actions = acts;
-    return acts && self->state0 && self->reset && self->reset2 && self->obs2 && self->values2 &&
-                   self->mb_state && self->mb_reset && self->mb_burn
+    return acts && self->state0 && self->reset && self->final_row && self->mb_state &&
+                   self->mb_reset && self->mb_burn
                ? 0
                : -1;
 }
@@ -150,14 +150,13 @@ void vl_trainer_destroy(vl_trainer_t **self_p)
     if (!self)
         return;
     vl_policy_destroy(&self->policy);
-    void *bufs[] = {self->obs,        self->logits,      self->values,   self->rewards,
-                    self->dones,      self->log_rhos,    self->old_logp, self->vs,
-                    self->adv,        self->actions,     self->perm,     self->mb_obs,
-                    self->mb_adv,     self->mb_old_logp, self->mb_vs,    self->mb_w,
-                    self->mb_actions, self->final_obs,   self->final_at, self->boot,
-                    self->final_v,    self->state0,      self->reset,    self->reset2,
-                    self->obs2,       self->values2,     self->mb_state, self->mb_reset,
-                    self->mb_burn};
+    void *bufs[] = {
+        self->obs,      self->logits,     self->values,    self->rewards,     self->dones,
+        self->log_rhos, self->old_logp,   self->vs,        self->adv,         self->actions,
+        self->perm,     self->mb_obs,     self->mb_adv,    self->mb_old_logp, self->mb_vs,
+        self->mb_w,     self->mb_actions, self->final_obs, self->final_at,    self->boot,
+        self->final_v,  self->state0,     self->reset,     self->reset2,      self->obs2,
+        self->values2,  self->mb_state,   self->mb_reset,  self->mb_burn,     self->final_row};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self);
@@ -213,8 +212,8 @@ static void s_gather_batch(vl_trainer_t *self, const vl_segment_t *const *segs, 
 }
 
 float vl_trainer_norm_add(vl_norm_t *norm, int norm_obs, int norm_reward,
-                         const vl_segment_t *const *segs, int n, uint32_t T, uint32_t D,
-                         const float *obs)
+                          const vl_segment_t *const *segs, int n, uint32_t T, uint32_t D,
+                          const float *obs)
 {
     for (int i = 0; norm_obs && i < n; i++)
         vl_norm_update_obs(norm, T, obs + (size_t)i * (T + 1) * D);
@@ -239,38 +238,111 @@ static void s_update_norm(vl_trainer_t *self, const vl_segment_t *const *segs, i
         self->rewards[k] *= scale;
 }
 
-/* Recomputes values and log-probs with the current weights, then V-trace.
-   Returns the mean |advantage|, or -1 on no memory. */
-/* The values of the final observations of truncated episodes, into
-   final_v. A memoryless policy reads them alone; a recurrent one after the
-   history that led to them: its sequences again with each final observation
-   in place of the next episode's first (and no reset there), read where it
-   stands. Two truncations in one segment: the second's history then holds
-   the first's final observation, not the episode that followed it. Returns
-   0, or -1 on no memory. */
-static int s_final_values(vl_trainer_t *self, int n)
+/* Grows the rows a recurrent policy's bootstrap sequences take to at least
+   rows. Returns 0, or -1 on no memory. */
+static int s_reserve_finals(vl_trainer_t *self, size_t rows)
 {
-    if (!self->S)
-        return vl_policy_forward(self->policy, self->n_final, self->final_obs, NULL,
-                                 self->final_v);
-    size_t T = self->T, D = self->D, rows = (size_t)n * (T + 1);
-    memcpy(self->obs2, self->obs, rows * D * sizeof(float));
-    memcpy(self->reset2, self->reset, rows);
-    for (uint32_t k = 0; k < self->n_final; k++) {
-        size_t i = self->final_at[k] / T, t = self->final_at[k] % T, row = i * (T + 1) + t + 1;
-        memcpy(self->obs2 + row * D, self->final_obs + (size_t)k * D, D * sizeof(float));
-        self->reset2[row] = 0;
-    }
-    if (vl_policy_forward_seq(self->policy, (uint32_t)n, (uint32_t)(T + 1), self->obs2,
-                              self->state0, self->reset2, NULL, self->values2, NULL) != 0)
+    if (rows <= self->rows2)
+        return 0;
+    float *obs2 = realloc(self->obs2, rows * self->D * sizeof(float));
+    if (obs2)
+        self->obs2 = obs2;
+    float *values2 = realloc(self->values2, rows * sizeof(float));
+    if (values2)
+        self->values2 = values2;
+    uint8_t *reset2 = realloc(self->reset2, rows);
+    if (reset2)
+        self->reset2 = reset2;
+    if (!obs2 || !values2 || !reset2)
         return -1;
-    for (uint32_t k = 0; k < self->n_final; k++) {
-        size_t i = self->final_at[k] / T, t = self->final_at[k] % T;
-        self->final_v[k] = self->values2[i * (T + 1) + t + 1];
-    }
+    self->rows2 = rows;
     return 0;
 }
 
+/* Returns the most truncations one of the batch's segments holds. */
+static uint32_t s_most_finals(const vl_trainer_t *self)
+{
+    uint32_t most = 0, run = 0;
+    for (uint32_t k = 0; k < self->n_final; k++) {
+        int same = k > 0 && self->final_at[k] / self->T == self->final_at[k - 1] / self->T;
+        run = same ? run + 1 : 1;
+        most = run > most ? run : most;
+    }
+    return most;
+}
+
+/* Lays segment i out again in L rows from obs2 + i*L: its T+1 rows with
+   their resets, each truncated step's final observation inserted after it
+   (no reset there, so it reads after its episode's history; the next
+   episode's first row still resets), then zero rows. *k is the first final
+   observation of segment i and moves past its last; final_row[k] notes
+   the row each went to. */
+static void s_layout_finals(vl_trainer_t *self, size_t i, size_t L, uint32_t *k)
+{
+    size_t T = self->T, D = self->D, r = i * L;
+    for (size_t t = 0; t <= T; t++, r++) {
+        memcpy(self->obs2 + r * D, self->obs + (i * (T + 1) + t) * D, D * sizeof(float));
+        self->reset2[r] = self->reset[i * (T + 1) + t];
+        if (t < T && *k < self->n_final && self->final_at[*k] == i * T + t) {
+            r++;
+            memcpy(self->obs2 + r * D, self->final_obs + (size_t)*k * D, D * sizeof(float));
+            self->reset2[r] = 0;
+            self->final_row[(*k)++] = (uint32_t)r;
+        }
+    }
+    memset(self->obs2 + r * D, 0, ((i + 1) * L - r) * D * sizeof(float));
+    memset(self->reset2 + r, 1, (i + 1) * L - r);
+}
+
+/* The values of the final observations of truncated episodes, into
+   final_v. A memoryless policy reads them alone; a recurrent one after the
+   history that led to them: each segment's sequence again with each final
+   observation inserted after its step, so that every episode, the second
+   of two truncated in one segment included, reads its own history alone.
+   Returns 0, or -1 on no memory. */
+static int s_final_values(vl_trainer_t *self, int n)
+{
+    if (!self->S)
+        return vl_policy_forward(self->policy, self->n_final, self->final_obs, NULL, self->final_v);
+    size_t L = self->T + 1 + s_most_finals(self);
+    if (s_reserve_finals(self, (size_t)n * L) != 0)
+        return -1;
+    uint32_t k = 0;
+    for (size_t i = 0; i < (size_t)n; i++)
+        s_layout_finals(self, i, L, &k);
+    if (vl_policy_forward_seq(self->policy, (uint32_t)n, (uint32_t)L, self->obs2, self->state0,
+                              self->reset2, NULL, self->values2, NULL) != 0)
+        return -1;
+    for (k = 0; k < self->n_final; k++)
+        self->final_v[k] = self->values2[self->final_row[k]];
+    return 0;
+}
+
+/* Writes boot [n][T]: V(final observation) at the truncated steps, 0
+   elsewhere. Returns 0, or -1 on no memory. */
+static int s_boot(vl_trainer_t *self, int n)
+{
+    if (s_final_values(self, n) != 0)
+        return -1;
+    memset(self->boot, 0, (size_t)n * self->T * sizeof(float));
+    for (uint32_t k = 0; k < self->n_final; k++)
+        self->boot[self->final_at[k]] = self->final_v[k];
+    return 0;
+}
+
+int vl_trainer_boot(vl_trainer_t *self, const vl_segment_t *const *segs, int n, float *boot)
+{
+    if (n <= 0 || (uint32_t)n > self->c.batch_segments)
+        return -1;
+    s_gather_batch(self, segs, n);
+    if (s_boot(self, n) != 0)
+        return -1;
+    memcpy(boot, self->boot, (size_t)n * self->T * sizeof(float));
+    return 0;
+}
+
+/* Recomputes values and log-probs with the current weights, then V-trace.
+   Returns the mean |advantage|, or -1 on no memory. */
 static float s_targets(vl_trainer_t *self, int n)
 {
     size_t T = self->T, A = self->A, W = self->W;
@@ -298,11 +370,8 @@ static float s_targets(vl_trainer_t *self, int n)
         vl_vtrace(&p, n, (int)T, self->values, self->rewards, self->dones, self->log_rhos, self->vs,
                   self->adv);
     } else { // a time limit cut some episodes: bootstrap from their final observations
-        if (s_final_values(self, n) != 0)
+        if (s_boot(self, n) != 0)
             return -1;
-        memset(self->boot, 0, (size_t)n * T * sizeof(float));
-        for (uint32_t k = 0; k < self->n_final; k++)
-            self->boot[self->final_at[k]] = self->final_v[k];
         vl_vtrace_boot(&p, n, (int)T, self->values, self->rewards, self->dones, self->boot,
                        self->log_rhos, self->vs, self->adv);
     }
@@ -405,9 +474,9 @@ static float s_sequence_step(vl_trainer_t *self, const vl_loss_params_t *lp, uin
 {
     uint32_t K = self->burn, L = self->T - K;
     s_gather_sequences(self, from, seqs);
-    if (K && vl_policy_forward_seq(self->policy, seqs, K, self->mb_burn, self->mb_state,
-                                   self->mb_reset + (size_t)seqs * L, NULL, NULL,
-                                   self->mb_state) != 0)
+    if (K &&
+        vl_policy_forward_seq(self->policy, seqs, K, self->mb_burn, self->mb_state,
+                              self->mb_reset + (size_t)seqs * L, NULL, NULL, self->mb_state) != 0)
         return NAN;
     vl_policy_zero_grad(self->policy);
     return vl_policy_loss_grad_seq(self->policy, lp, seqs, L, self->mb_obs, self->mb_state,
@@ -461,8 +530,8 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
                 s_gather_minibatch(self, from, m);
                 vl_policy_zero_grad(self->policy);
                 loss = vl_policy_loss_grad(self->policy, &lp, m, self->mb_obs, self->mb_actions,
-                                           self->mb_old_logp, self->mb_adv, self->mb_vs,
-                                           self->mb_w, &ls);
+                                           self->mb_old_logp, self->mb_adv, self->mb_vs, self->mb_w,
+                                           &ls);
             }
             if (isnan(loss))
                 return -1;

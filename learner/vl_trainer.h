@@ -51,12 +51,19 @@ vl_policy_t *vl_trainer_policy(vl_trainer_t *self);
 int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n,
                       const float *seg_w, float *adv_sums, vl_update_stats_t *stats);
 
+/* Writes boot [n][T]: the value each truncated step of n segments
+   bootstraps from with the current weights, as an update computes it (a
+   recurrent policy's after its episode's history alone), 0 at the other
+   steps; adds nothing to the statistics. Returns 0, or -1 on bad n or no
+   memory. */
+int vl_trainer_boot(vl_trainer_t *self, const vl_segment_t *const *segs, int n, float *boot);
+
 /* Adds n segments to norm as an update does before it trains: each
    segment's T acted-on rows of obs [n][T+1][D] (norm_obs on), its rewards
    to its stream's returns (actor_id << 32 | env_id; norm_reward on).
    Returns the factor rewards are then scaled by (1 with norm_reward off). */
 float vl_trainer_norm_add(vl_norm_t *norm, int norm_obs, int norm_reward,
-                         const vl_segment_t *const *segs, int n, uint32_t T, uint32_t D,
-                         const float *obs);
+                          const vl_segment_t *const *segs, int n, uint32_t T, uint32_t D,
+                          const float *obs);
 
 #endif

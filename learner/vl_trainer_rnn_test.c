@@ -4,7 +4,9 @@
     every weight finite and moving; with --burn-in K its loss sees only the
     last T - K steps of each segment: batches that differ only in the
     actions, log-probs and rewards of the first K steps train to the same
-    weights bit for bit, which they do not without burn-in; and ingest
+    weights bit for bit, which they do not without burn-in; each truncated
+    episode bootstraps from the value of its final observation read after
+    its own history alone, two of them in one segment included; and ingest
     refuses a segment of another state size with the sizes named. */
 #include "vl_trainer.h"
 
@@ -221,6 +223,67 @@ static void test_burn_in_hides_the_first_steps_from_the_loss(void)
     VL_CHECK(full_gap > n / 2 && burn_effect > n / 2);
 }
 
+/* Returns V(final) of the episode of obs rows [from, to] of a segment
+   followed by final, run alone from a zero state; NAN on failure. */
+static float s_alone(vl_policy_t *p, const float *obs, uint32_t from, uint32_t to,
+                     const float *final)
+{
+    float rows[(S_T + 2) * S_D], values[S_T + 2], zero[S_STATE] = {0};
+    uint32_t len = to - from + 1;
+    memcpy(rows, obs + from * S_D, len * S_D * sizeof(float));
+    memcpy(rows + len * S_D, final, S_D * sizeof(float));
+    if (vl_policy_forward_seq(p, 1, len + 1, rows, zero, NULL, NULL, values, NULL) != 0)
+        return NAN;
+    return values[len];
+}
+
+/* Segment 0 holds two truncated episodes (steps 0..4 and 5..10), segment 1
+   one cut at its first step and one at its last: each bootstrap is the
+   value its episode gives alone from a zero state, the second's history
+   holding nothing of the first's final observation. */
+static void test_two_truncations_in_one_segment_bootstrap_alone(void)
+{
+    static const uint32_t cuts[2][2] = {{4, 10}, {0, S_T - 1}};
+    vl_learner_config_t c = s_config(0);
+    c.norm_obs = c.norm_reward = 0;
+    vl_trainer_t *tr = vl_trainer_new(&c, S_D);
+    s_batch_t b;
+    VL_CHECK(tr && s_batch_new(&b) == 0);
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 5);
+    s_fill(&b, &rng, &rng);
+    for (int i = 0; i < 2; i++) {
+        vl_segment_t *s = &b.segs[i];
+        memset(s->state, 0, S_STATE * sizeof(float));
+        s->n_truncated = 0;
+        for (uint32_t t = 0; t < S_T; t++) {
+            int cut = t == cuts[i][0] || t == cuts[i][1];
+            s->dones[t] = (float)cut;
+            s->truncated[t] = (uint8_t)cut;
+            for (int k = 0; cut && k < S_D; k++)
+                ((float *)s->final_obs)[s->n_truncated * S_D + k] = (float)vl_rng_normal(&rng);
+            s->n_truncated += cut;
+        }
+    }
+    float boot[2][S_T];
+    VL_CHECK(vl_trainer_boot(tr, b.ptrs, 2, &boot[0][0]) == 0);
+    double worst = 0;
+    for (int i = 0; i < 2; i++) {
+        const float *obs = (const float *)b.segs[i].obs, *fin = (const float *)b.segs[i].final_obs;
+        for (int e = 0; e < 2; e++) {
+            uint32_t from = e ? cuts[i][0] + 1 : 0, to = cuts[i][e];
+            float want = s_alone(vl_trainer_policy(tr), obs, from, to, fin + e * S_D);
+            double err = fabs((double)boot[i][to] - want) / fmax(fabs(want), 1e-3);
+            printf("segment %d, episode %u..%u: bootstrap %.6f, alone %.6f\n", i, from, to,
+                   boot[i][to], want);
+            worst = err > worst || isnan(err) ? err : worst;
+        }
+    }
+    vl_trainer_destroy(&tr);
+    free(b.block);
+    VL_CHECK(worst < 1e-5);
+}
+
 /* Encodes a segment of state_size floats (zeros) for the config's policy
    into *out (caller frees). Returns 0, or -1. */
 static int s_encoded(uint32_t state_size, uint8_t **out, size_t *size)
@@ -272,6 +335,7 @@ int main(void)
 {
     VL_RUN(test_updates_stay_finite);
     VL_RUN(test_burn_in_hides_the_first_steps_from_the_loss);
+    VL_RUN(test_two_truncations_in_one_segment_bootstrap_alone);
     VL_RUN(test_ingest_refuses_another_state_size);
     return VL_DONE();
 }

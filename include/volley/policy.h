@@ -46,13 +46,28 @@ VL_EXPORT const char *vl_kept_policy_id(const vl_kept_t *self);
 /* Writes the policy's head outputs [n][outputs] (the logits of every
    discrete dimension in turn, or a box's means) for n observations obs
    [n][obs_dim] (normalised first with the statistics the weights carry,
-   when they carry them), through the C forward pass. Returns 0, or -1 on
-   no memory. */
+   when they carry them), through the C forward pass; a recurrent policy
+   runs one step from the zero state (vl_kept_step carries it). Returns 0,
+   or -1 on no memory. */
 VL_EXPORT int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits);
 
+/* Returns the floats of one env's recurrent state (2H for an lstm core: h
+   then c), 0 for a memoryless policy or on no memory. */
+VL_EXPORT uint32_t vl_kept_state_size(vl_kept_t *self);
+
+/* One step of the policy for n envs, as vl_kept_logits, carrying each
+   env's recurrent state: state [n][vl_kept_state_size] (the caller's,
+   zeros at the start) is read and replaced by the state after the step;
+   env i's is zeroed first where first [n] (NULL: none) is set, as at the
+   start of its episode. A memoryless policy ignores state and first
+   (either may be NULL). Returns 0, or -1 on no memory. */
+VL_EXPORT int vl_kept_step(vl_kept_t *self, uint32_t n, const float *obs, float *state,
+                           const uint8_t *first, float *logits);
+
 /* Loads the policy kept at path (as vl_kept_load) and runs its forward
-   pass on n observations obs [n][obs_dim]; writes log-probabilities logp [n][num_actions] and
-   values [n] (either may be NULL). Returns 0, or -1 with why (also when obs_dim or num_actions
+   pass on n observations obs [n][obs_dim]; writes logp [n][num_actions] (log-probabilities,
+   each dimension's over its own choices for a multi-discrete policy; a box policy's means)
+   and values [n] (either may be NULL). Returns 0, or -1 with why (also when obs_dim or num_actions
    differ from the kept policy's). */
 VL_EXPORT int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num_actions,
                               const float *obs, float *logp, float *values, char *why,

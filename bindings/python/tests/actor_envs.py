@@ -111,7 +111,12 @@ class SameStepVec(_Vec):
 
 
 class NextStepVec(_Vec):
+    """Says NEXT_STEP, returns each ended episode's final observation, and
+    resets every env whatever options["reset_mask"] says."""
     metadata = {"autoreset_mode": Mode("NEXT_STEP", "NextStep")}
+
+    def step(self, actions):
+        return self._step(actions, None)
 
 
 class SilentVec(_Vec):

@@ -2,8 +2,8 @@
 pre-1.0 vector env (info["final_observation"]) and a 1.0 SAME_STEP vector env
 (info["final_obs"]): next_obs is the next episode's first observation where
 one ended, final_obs the ended one's last (so truncation bootstraps from
-it); a NEXT_STEP vector env and one that hides its final observation are
-refused with a reason. A real broker and C learner take the segments."""
+it); a NEXT_STEP vector env whose reset ignores options["reset_mask"] and
+one that hides its final observation are refused with a reason. A real broker and C learner take the segments."""
 import numpy as np
 import pytest
 
@@ -66,7 +66,7 @@ def test_next_step_and_silent_autoreset_are_refused(procs):
     port = free_port()
     procs.broker(port)
     procs.learner(port)
-    with pytest.raises(ValueError, match="autoreset mode NEXT_STEP.*SAME_STEP"):
+    with pytest.raises(ValueError, match="changed envs the mask left out"):
         volley.run_actor(NextStepVec(N), broker=f"127.0.0.1:{port}", horizon=T, max_steps=STEPS)
     with pytest.raises(ValueError, match="without info\\['final_observation'\\]"):
         volley.run_actor(SilentVec(N), broker=f"127.0.0.1:{port}", horizon=T, max_steps=STEPS)

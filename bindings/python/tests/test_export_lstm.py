@@ -8,10 +8,7 @@ memory env's twin in Python) as trained: a mean return >= 0.9, where the same
 weights without their state score chance. An export whose core and model
 disagree is refused."""
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,17 +121,3 @@ def test_a_core_that_is_not_the_models_is_refused(exported, tmp_path, core, why)
     with pytest.raises(ValueError, match=why):
         volley.load_torch_policy(bad)
 
-
-def test_python_eval_refuses_a_recurrent_checkpoint_rather_than_play_it_blind(exported):
-    """`python3 -m volley eval` plays through libvolley's kept-policy forward, one step
-    from the zero state: on a recurrent policy that is not the policy, so it says so
-    and how to play it (exit 2) instead of reporting a chance score."""
-    here = Path(__file__).resolve().parent
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here.parent), str(here)]))
-    r = subprocess.run([sys.executable, "-m", "volley", "eval", str(exported[0]), "--env",
-                        "memory_envs:make_recall", "--episodes", "4"], env=env,
-                       capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "recurrent" in r.stderr and "load_torch_policy" in r.stderr, r.stderr
-    from volley.evaluate import Kept
-    assert Kept(exported[0]).recurrent

@@ -1,8 +1,10 @@
 """The Python actor on Gymnasium's own code (from PyPI, in the checkout's .venv):
 CartPole-v1 made by gymnasium.make trains to solved through `python -m volley actor`;
-its vector envs work in SAME_STEP autoreset (each ended episode's final observation is a
-real end of CartPole and the next observation a fresh reset) and are refused in 1.x's
-default NEXT_STEP with the reason; a C broker and learner take the segments."""
+its vector envs work as they come, in each autoreset mode (SAME_STEP, 1.x's default
+NEXT_STEP and DISABLED; sync and async): each ended episode's final observation is a
+real end of CartPole and the next observation a fresh reset, and on a deterministic
+counting env the steps recorded are exactly those of a list of single envs, none of
+them a NEXT_STEP reset step; a C broker and learner take the segments."""
 import signal
 import time
 
@@ -10,8 +12,10 @@ import numpy as np
 import pytest
 
 import volley
+from actor_envs import Counter
 from conftest import need
 from procs import free_port, top_kind
+from test_actor_autoreset import N, STEPS, T, check, record
 
 gym = need("gymnasium")
 
@@ -40,7 +44,18 @@ def ended_state(obs):
     return abs(obs[0]) > 2.4 or abs(obs[2]) > 12 * 2 * np.pi / 360
 
 
-def test_same_step_vector_env(procs, monkeypatch):
+MODES = ["SAME_STEP", "NEXT_STEP", "DISABLED"]
+
+
+def make_vec(env_id, num_envs, mode):
+    """gym.make_vec as a user writes it: NEXT_STEP is the default, so not named."""
+    kw = {} if mode == "NEXT_STEP" else {
+        "vector_kwargs": {"autoreset_mode": gym.vector.AutoresetMode[mode]}}
+    return gym.make_vec(env_id, num_envs=num_envs, vectorization_mode="sync", **kw)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_cartpole_vector_env_in_each_autoreset_mode(procs, monkeypatch, mode):
     port = free_port()
     procs.broker(port)
     procs.learner(port, "--batch", 4)
@@ -48,16 +63,18 @@ def test_same_step_vector_env(procs, monkeypatch):
 
     def observe(self, rewards, terminated, truncated, next_obs, final_obs=None):
         seen.append((np.array(terminated, bool), np.array(truncated, bool),
-                     np.array(next_obs, np.float32), np.array(final_obs, np.float32)))
+                     np.array(next_obs, np.float32), np.array(final_obs, np.float32),
+                     np.array(rewards, np.float64)))
         return real(self, rewards, terminated, truncated, next_obs, final_obs)
     monkeypatch.setattr(volley.Actor, "observe", observe)
-    venv = gym.make_vec("CartPole-v1", num_envs=4, vectorization_mode="sync",
-                        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})
+    venv = make_vec("CartPole-v1", 4, mode)
+    assert venv.metadata["autoreset_mode"] == gym.vector.AutoresetMode[mode]
     steps = 4 * 16 * 20
     assert volley.run_actor(venv, broker=f"127.0.0.1:{port}", horizon=16,
                             max_steps=steps) == steps
     ends = 0
-    for term, trunc, nxt, final in seen:
+    for term, trunc, nxt, final, rew in seen:
+        assert np.all(rew == 1.0), "a CartPole step pays 1 (a NEXT_STEP reset step pays 0)"
         for k in np.flatnonzero(term | trunc):
             ends += 1
             assert not term[k] or ended_state(final[k]), final[k]
@@ -71,12 +88,41 @@ def test_same_step_vector_env(procs, monkeypatch):
     assert int(top_kind(port, "learner").get("env_steps", 0)) > 0, procs.dump()
 
 
-def test_next_step_vector_env_is_refused(procs):
+class GymCounter(gym.Env):
+    """actor_envs.Counter as a Gymnasium env, for Gymnasium's own vector envs."""
+
+    def __init__(self, k):
+        self.counter = Counter(k)
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=(4,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.counter.reset()
+
+    def step(self, action):
+        return self.counter.step(action)
+
+
+def test_gymnasium_vector_envs_record_a_list_of_envs_steps(procs, monkeypatch):
+    """SyncVectorEnv and AsyncVectorEnv of Counters in each autoreset mode
+    record exactly the steps a list of the same envs does."""
     port = free_port()
     procs.broker(port)
-    venv = gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync")
-    with pytest.raises(ValueError, match="autoreset mode NEXT_STEP.*SAME_STEP"):
-        volley.run_actor(venv, broker=f"127.0.0.1:{port}", horizon=8, max_steps=64)
+    procs.learner(port, "--batch", 3)
+    want = record(monkeypatch, port, [lambda k=k: Counter(k) for k in range(N)])
+    assert check(want) > 5
+    fns = [lambda k=k: GymCounter(k) for k in range(N)]
+    for cls in (gym.vector.SyncVectorEnv, gym.vector.AsyncVectorEnv):
+        for mode in MODES:
+            venv = cls(fns, autoreset_mode=gym.vector.AutoresetMode[mode])
+            try:
+                got = record(monkeypatch, port, venv)
+            finally:
+                venv.close()
+            for a, b in zip(want, got):
+                for x, y in zip(a, b):
+                    assert np.array_equal(x, y), (cls.__name__, mode, x, y)
 
 
 def test_gymnasium_action_spaces_are_read_and_acted_in():

@@ -3,7 +3,9 @@
 engine (vl_engine_new, ops NULL) and of TorchEngine (vl_engine_new with its
 ops) give the same loss figures and the same updated weights, for an mlp on
 cartpole's fields (importance weights not all 1), a conv net on a u8 image,
-linear(64) lstm(64) with burn-in and truncations, a Gaussian box policy with
+linear(64) lstm(64) with burn-in and truncations (and with two truncated
+episodes in one segment, each bootstrapped after its own history alone, as
+a reference running each episode alone gives), a Gaussian box policy with
 normalisation on and a multi-discrete one; each with two epochs of several
 minibatches, so the learner's shuffle orders both. Figures agree to 1e-5
 relative (the policy loss, a mean of unit-sized terms that nearly cancel,
@@ -76,9 +78,10 @@ def net_tensors(d):
     return {k: v for k, v in d.items() if not k.startswith("norm.")}
 
 
-def one_update(cfg, n, **kw):
-    """(C's figures, C's weights, torch's figures, torch's weights, adv sums of both)."""
-    arrays = make_arrays(cfg, n, seed=7, **kw)
+def one_update(cfg, n, arrays=None, **kw):
+    """(C's figures, C's weights, torch's figures, torch's weights, adv sums of both)
+    of arrays (None: make_arrays')."""
+    arrays = make_arrays(cfg, n, seed=7, **kw) if arrays is None else arrays
     c_eng = E.CEngine(cfg)
     torch_eng = TorchEngine(cfg, device=DEVICE)
     start = net_tensors(c_eng.tensors())
@@ -136,6 +139,46 @@ def test_lstm_with_burn_in_and_truncations():
     assert cfg.state_size == 128
     cfg = cfg.replace(epochs=2, minibatch=32, burn_in=4, batch_segments=6)
     check_agree(cfg, 6, state=True)
+
+
+def two_truncations(cfg, n, seed):
+    """make_arrays' segments with segment 0's episodes cut by time limits at
+    steps 4 and 10 and segment 1's at its first and last steps."""
+    arrays = make_arrays(cfg, n, seed=seed, state=True)
+    T = cfg.horizon
+    for i, cuts in ((0, (4, 10)), (1, (0, T - 1))):
+        arrays["dones"][i] = 0
+        arrays["truncated"][i] = 0
+        arrays["dones"][i, list(cuts)] = 1
+        arrays["truncated"][i, list(cuts)] = 1
+    arrays["final_obs"] = (arrays["obs"][:, 1:] * 0.5 + 1.0) * arrays["truncated"][..., None]
+    return arrays
+
+
+def test_lstm_two_truncations_in_one_segment():
+    cfg = E.config_default([((4,), "f32")], 2, horizon=16, model="linear(32) lstm(16)")
+    cfg = cfg.replace(epochs=2, minibatch=32, batch_segments=4)
+    arrays = two_truncations(cfg, 4, seed=11)
+    eng = TorchEngine(cfg, device=DEVICE)
+    b = eng.load_batch(E.make_batch(cfg, 4, arrays))
+    reset = torch.zeros(4, cfg.horizon + 1, dtype=torch.bool, device=eng.device)
+    reset[:, 1:] = b["dones"] != 0
+    with torch.no_grad():
+        boot = eng._boot(b, reset)
+    obs, fin, st = (torch.from_numpy(arrays[k]) for k in ("obs", "final_obs", "state"))
+    with torch.no_grad():
+        for i, t in zip(*np.nonzero(arrays["truncated"])):
+            cuts = np.nonzero(arrays["dones"][i, :t])[0]
+            start = int(cuts[-1]) + 1 if cuts.size else 0
+            # each episode alone: the segment's stored state for its first, zeros after a reset
+            seq = torch.cat([obs[i, start:t + 1], fin[i, t][None]])[None].to(eng.device)
+            s0 = st[i][None].to(eng.device) if start == 0 else None
+            want = float(eng.module.forward_seq(seq, s0)[1][0, -1])
+            assert abs(boot[i, t] - want) <= 1e-5 * max(abs(want), 1e-3), (i, t, boot[i, t], want)
+    c_fig, c_w, t_fig, t_w, c_sums, t_sums, start = one_update(cfg, 4, arrays=arrays)
+    assert rel_err(t_sums, c_sums) < 1e-5
+    for k in c_w:
+        assert rel_err(t_w[k], c_w[k]) < 1e-4, (k, rel_err(t_w[k], c_w[k]))
 
 
 def test_box_policy_with_normalisation_on():

@@ -249,7 +249,9 @@ def _field_of(name, space):
         raise ValueError(f"{where}: {len(shape)} dimensions, volley takes 1..{NDIM_MAX}")
     dt = np.dtype(space.dtype)
     if dt == np.uint8:
-        return (name, U8, shape, 0.0, 0.0)
+        # four values (0..3) travel four to a byte, as a C env's U2 field does
+        low, high = np.asarray(space.low), np.asarray(space.high)
+        return (name, U2 if low.min() >= 0 and high.max() <= 3 else U8, shape, 0.0, 0.0)
     if dt.kind != "f":
         raise ValueError(f"{where}: dtype {dt}, volley takes float32 or uint8 Boxes")
     # Each element keeps its own bounds (Spec checks every value against its own).
@@ -666,22 +668,66 @@ def _autoreset_mode(venv):
     return text.lower().replace("_", "").replace("autoresetmode.", "")
 
 
+def _has_reset_mask():
+    """Whether the installed Gymnasium's vector envs reset only the envs
+    options["reset_mask"] names (Gymnasium 1.1 and later)."""
+    try:
+        import gymnasium
+    except ImportError:
+        return False
+    major, minor = (int(x) if x.isdigit() else 0 for x in gymnasium.__version__.split(".")[:2])
+    return (major, minor) >= (1, 1)
+
+
 class _VectorEnv:
-    """A Gymnasium vector env: pre-1.0 (info["final_observation"]) and 1.0's
-    SAME_STEP (info["final_obs"]) autoreset; NEXT_STEP and DISABLED refused."""
+    """A Gymnasium vector env in any autoreset mode. Pre-1.0
+    (info["final_observation"]) and 1.0's SAME_STEP (info["final_obs"]):
+    the step that ends an episode returns the next one's first observation.
+    NEXT_STEP (Gymnasium 1.x's default) and DISABLED: the step that ends an
+    episode returns its final observation, and the ended envs are reset
+    there and then (reset with options["reset_mask"]), so the step after an
+    end, which NEXT_STEP would spend on the reset, is experience like any
+    other."""
 
     def __init__(self, venv, spec, seed):
         mode = _autoreset_mode(venv)
-        if mode is not None and "samestep" not in mode:
+        self.reset_ended = mode is not None and "samestep" not in mode
+        if self.reset_ended and not _has_reset_mask():
             style = "NEXT_STEP" if "next" in mode else "DISABLED" if "disab" in mode else mode
             raise ValueError(
-                f"vector env autoreset mode {style}: volley needs each step's final observation "
-                f"in the same step (NEXT_STEP spends a step on a dummy reset that is no "
-                f"transition). Make it with autoreset_mode=AutoresetMode.SAME_STEP, or pass a "
-                f"list of env factories")
+                f"vector env autoreset mode {style}: volley resets the ended envs with "
+                f"reset(options={{'reset_mask': ...}}), which needs Gymnasium 1.1 or later. "
+                f"Make it with autoreset_mode=AutoresetMode.SAME_STEP, or pass a list of env "
+                f"factories")
         self.key = "final_obs" if mode is not None else "final_observation"
         self.venv, self.spec = venv, spec
         self.obs = spec.flatten_batch(venv.reset(seed=int(seed))[0])
+
+    def _infos_final(self, info, done, final):
+        """Copies the ended envs' final observations out of info into final."""
+        key = self.key
+        if key not in info and self.key == "final_observation" and "final_obs" in info:
+            key = self.key = "final_obs"  # 1.0 SAME_STEP without metadata
+        if key not in info:
+            raise ValueError(
+                "vector env ended an episode without info['final_observation'] (or "
+                "'final_obs') and declares no metadata['autoreset_mode']: volley cannot "
+                "tell its final observation; use SAME_STEP autoreset or env factories")
+        mask = np.asarray(info.get("_" + key, done), bool)
+        if not np.array_equal(mask & done, done):
+            raise ValueError(f"vector env: info['_{key}'] does not cover every ended episode")
+        for i in np.flatnonzero(done):
+            final[i] = self.spec.flatten(info[key][i])
+
+    def _reset_ended(self, obs, done, final):
+        """The step's observations [N, D] with the ended envs' (their final
+        ones, into final) replaced by a reset's first ones."""
+        final[done] = obs[done]
+        fresh = self.spec.flatten_batch(self.venv.reset(options={"reset_mask": done.copy()})[0])
+        if not np.array_equal(fresh[~done], obs[~done]):
+            raise ValueError("vector env: reset(options={'reset_mask': ...}) changed envs the "
+                             "mask left out; use SAME_STEP autoreset or env factories")
+        return fresh
 
     def step(self, actions):
         """Steps with float actions [N, dims] as the space's env takes them."""
@@ -689,21 +735,13 @@ class _VectorEnv:
         te, tr = np.asarray(te, bool), np.asarray(tr, bool)
         done = te | tr
         final = np.zeros_like(self.obs)
+        obs = self.spec.flatten_batch(o)
         if done.any():
-            key = self.key
-            if key not in info and self.key == "final_observation" and "final_obs" in info:
-                key = self.key = "final_obs"  # 1.0 SAME_STEP without metadata
-            if key not in info:
-                raise ValueError(
-                    "vector env ended an episode without info['final_observation'] (or "
-                    "'final_obs') and declares no metadata['autoreset_mode']: volley cannot "
-                    "tell its final observation; use SAME_STEP autoreset or env factories")
-            mask = np.asarray(info.get("_" + key, done), bool)
-            if not np.array_equal(mask & done, done):
-                raise ValueError(f"vector env: info['_{key}'] does not cover every ended episode")
-            for i in np.flatnonzero(done):
-                final[i] = self.spec.flatten(info[key][i])
-        self.obs = self.spec.flatten_batch(o)
+            if self.reset_ended:
+                obs = self._reset_ended(obs, done, final)
+            else:
+                self._infos_final(info, done, final)
+        self.obs = obs
         return self.obs, np.asarray(r, np.float64), te, tr, final
 
 

@@ -5,7 +5,8 @@ Plays a kept policy on an env written in Python (a function returning one env
 with Gymnasium's API, as `python3 -m volley actor --env` takes) and prints, as
 its last line, the mean ± std of the episodes' return and length, in
 `volley eval`'s words. The policy's forward pass is libvolley's (the C policy
-of the checkpoint); Python steps the envs. Episodes are spread evenly over up
+of the checkpoint; a recurrent one carries each env's state, zeroed at each
+episode's start); Python steps the envs. Episodes are spread evenly over up
 to 16 envs, each playing its own fixed number (taking the first N to end would
 favour short ones). Exit 0 after the episodes, 1 when the env fails, 2 on bad
 usage or input.
@@ -33,28 +34,25 @@ _lib.bind({
                                        ctypes.POINTER(ctypes.c_uint64)]),
     "vl_kept_policy_id": (ctypes.c_char_p, [_lib._P]),
     "vl_kept_logits": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P]),
+    "vl_kept_state_size": (ctypes.c_uint32, [_lib._P]),
+    "vl_kept_step": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P, _lib._P,
+                                    _lib._P]),
     "vl_kept_action": (None, [_lib._P, ctypes.POINTER(CAction)]),
     "vl_kept_tensor": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _lib._P, ctypes.c_size_t,
                                       ctypes.c_char_p, ctypes.c_size_t]),
 })
 
 
-# libvolley's kept-policy API runs one step from the zero state: a recurrent
-# policy played through it would forget at every step, so it is not played.
-RECURRENT = ("a recurrent policy (lstm): this libvolley plays kept policies one step from "
-             "the zero state, which is not how it acts; export it (`volley export RUN --to "
-             "P.safetensors`) and play volley.load_torch_policy(P), which carries its state "
-             "per env")
-
-
 class Kept:
     """A kept policy (checkpoint file or run directory) loaded by libvolley:
     obs_dim, num_actions (the head's outputs), hidden, version, policy_id,
     env (the run's, "" when unknown), action (its ActionSpace), logstd (a
-    box's pi.logstd [dims], else None), recurrent (the net has an lstm) and
+    box's pi.logstd [dims], else None), state_size (floats of one env's
+    recurrent state, 0 for a memoryless policy), recurrent (state_size > 0),
     logits(obs [n, obs_dim]) by the C forward pass (observations normalised
-    as the weights say; one step from the zero state). Raises VolleyError
-    with libvolley's reason."""
+    as the weights say; one step from the zero state) and step(obs, state,
+    first), the same carrying each env's state. Raises VolleyError with
+    libvolley's reason."""
 
     def __init__(self, path, policy=None):
         self._h = None
@@ -82,17 +80,11 @@ class Kept:
                                    f"space {self.action}")
         if self.action.kind == BOX:
             self.logstd = self._tensor(path, "pi.logstd", self.action.dims)
-        self.recurrent = self._has(path, "lstm.weight_hh")
-
-    @staticmethod
-    def _has(path, name):
-        """Whether the kept weights hold a tensor name: asked for 0 values,
-        libvolley refuses either way, saying "no tensor" when there is none."""
-        why = _lib.why_buffer()
-        if _lib.lib.vl_kept_tensor(os.fsencode(os.fspath(path)), name.encode(), None, 0, why,
-                                   len(why)) == 0:
-            return True
-        return not why.value.decode(errors="replace").startswith("no tensor")
+        if not _lib.has("vl_kept_step"):
+            raise _lib.VolleyError(f"{_lib.path} is older than this package (no vl_kept_step): "
+                                   f"point VOLLEY_LIB at this build's libvolley.so")
+        self.state_size = int(_lib.lib.vl_kept_state_size(self._h))
+        self.recurrent = self.state_size > 0
 
     def _tensor(self, path, name, n):
         out = np.empty(n, np.float32)
@@ -104,10 +96,32 @@ class Kept:
             raise _lib.VolleyError(f"{path}: {name} holds a value that is not finite")
         return out
 
-    def logits(self, obs):
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        """Head outputs [n, num_actions] for obs [n, obs_dim], one step from the zero state."""
         obs = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, self.obs_dim)
         out = np.empty((len(obs), self.num_actions), np.float32)
         if _lib.lib.vl_kept_logits(self._h, len(obs), obs.ctypes.data, out.ctypes.data) != 0:
+            raise MemoryError("volley eval: no memory for the forward pass")
+        return out
+
+    def new_state(self, n: int) -> np.ndarray:
+        """The zero state of n envs: float32 [n, state_size]."""
+        return np.zeros((n, self.state_size), np.float32)
+
+    def step(self, obs: np.ndarray, state: np.ndarray, first: np.ndarray) -> np.ndarray:
+        """Head outputs [n, num_actions] for obs [n, obs_dim], carrying state
+        (new_state(n)'s array, advanced in place by libvolley) and zeroing
+        env i's first where first [n] is set, at its episode's start."""
+        obs = np.ascontiguousarray(obs, dtype=np.float32).reshape(-1, self.obs_dim)
+        n = len(obs)
+        if state.shape != (n, self.state_size) or state.dtype != np.float32 or \
+                not state.flags.c_contiguous:
+            raise ValueError(f"state: expected a C-ordered float32 [{n}, {self.state_size}] "
+                             f"array, got {state.dtype} {state.shape}")
+        first = np.ascontiguousarray(first, dtype=np.uint8).reshape(n)
+        out = np.empty((n, self.num_actions), np.float32)
+        if _lib.lib.vl_kept_step(self._h, n, obs.ctypes.data, state.ctypes.data,
+                                 first.ctypes.data, out.ctypes.data) != 0:
             raise MemoryError("volley eval: no memory for the forward pass")
         return out
 
@@ -146,10 +160,9 @@ def _pick(space, outputs, logstd, greedy, rng):
 def play(kept, make_env, episodes, seed=1, greedy=False):
     """Plays episodes on up to MAX_ENVS envs made by make_env; returns
     (returns, lengths, env name). Raises ValueError when the env's spaces do
-    not fit the policy; what an env raises passes through."""
+    not fit the policy; what an env raises passes through. A recurrent
+    policy carries each env's state, zeroed at each of its episodes' start."""
     from .actor import spec_from_spaces, _env_name
-    if getattr(kept, "recurrent", False):
-        raise ValueError(RECURRENT)
     n = min(episodes, MAX_ENVS)
     envs = [make_env() for _ in range(n)]
     spec = spec_from_spaces(envs[0].observation_space, envs[0].action_space)
@@ -161,9 +174,12 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
                     for i, e in enumerate(envs)])
     rng = np.random.default_rng(seed ^ 0x5DEECE66D)
     ret, length = np.zeros(n), np.zeros(n, np.int64)
+    state, first = kept.new_state(n), np.ones(n, np.uint8)
     returns, lengths = [], []
     while any(quota):
-        acts = _pick(kept.action, kept.logits(obs), kept.logstd, greedy, rng)
+        outputs = kept.step(obs, state, first)
+        first[:] = 0
+        acts = _pick(kept.action, outputs, kept.logstd, greedy, rng)
         for i, env in enumerate(envs):
             if not quota[i]:
                 continue
@@ -175,6 +191,7 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
                 lengths.append(int(length[i]))
                 quota[i] -= 1
                 ret[i], length[i] = 0, 0
+                first[i] = 1
                 o, _ = env.reset()
             obs[i] = spec.flatten(o)
     return np.array(returns), np.array(lengths), _env_name(envs[0])
@@ -212,17 +229,14 @@ def main(argv=None):
     if not 1 <= a.episodes <= 100000 or not 0 <= a.seed <= 0x7fffffff:
         print("volley eval: --episodes wants 1..100000 and --seed 0..2147483647", file=sys.stderr)
         return 2
-    if not _lib.has("vl_kept_logits"):
-        print(f"volley eval: {_lib.path} is older than this package (no vl_kept_logits); point "
+    if not _lib.has("vl_kept_step"):
+        print(f"volley eval: {_lib.path} is older than this package (no vl_kept_step); point "
               f"VOLLEY_LIB at this build's libvolley.so", file=sys.stderr)
         return 2
     try:
         kept = Kept(a.source, a.policy)
     except _lib.VolleyError as e:
         print(f"volley eval: {e}", file=sys.stderr)
-        return 2
-    if kept.recurrent:
-        print(f"volley eval: {a.source}: {RECURRENT}", file=sys.stderr)
         return 2
     env_text = a.env or kept.env
     if ":" not in (env_text or ""):

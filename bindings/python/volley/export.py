@@ -224,7 +224,9 @@ _lib.bind({
 def policy_forward(checkpoint, obs, num_actions):
     """The C policy (libvolley's forward pass) of a checkpoint file or run
     directory on obs [n, obs_dim]: (log-probs [n, num_actions], values [n])
-    as float32 arrays. Raises VolleyError with the C side's reason."""
+    as float32 arrays; a multi-discrete policy's log-probs are each
+    dimension's over its own choices in turn, a box policy's outputs its
+    Gaussian's means. Raises VolleyError with the C side's reason."""
     if not _lib.has("vl_kept_forward"):
         raise _lib.VolleyError("this libvolley has no vl_kept_forward")
     obs = np.ascontiguousarray(obs, dtype=np.float32)

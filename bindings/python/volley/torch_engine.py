@@ -11,8 +11,8 @@ and its Adam, and takes one update on a batch exactly as the C engine
      model: each segment from its stored state, reset after a done); the
      model's log-probs of the actions are PPO's old log-probs, and minus the
      behaviour's, V-trace's log-rhos; V-trace (volley.vtrace, in C)
-     bootstraps truncated steps from V(final observation), read after the
-     segment's history for a recurrent model;
+     bootstraps truncated steps from V(final observation), read after its
+     episode's history alone for a recurrent model;
   2. `epochs` passes over the batch in the learner's order
      (vl_engine_batch_shuffle): minibatches of `minibatch` samples, or of
      whole segments for a recurrent model (the first burn_in steps only
@@ -247,18 +247,34 @@ class TorchEngine:
 
     def _boot(self, b: Dict[str, Any], reset: Optional[torch.Tensor]) -> np.ndarray:
         """V(final observation) at each truncated step [n, T] (0 elsewhere); a
-        recurrent model's after the segment's history, the final observation
-        in place of the next episode's first and no reset there."""
+        recurrent model's after its episode's history alone, as
+        learner/vl_trainer.c lays it out: each segment's T+1 rows again with
+        each final observation inserted after its step (no reset there, the
+        next episode's first row still resetting), then zero rows up to the
+        most truncations one segment holds."""
         cut = b["truncated"]
         n, T = cut.shape
-        ii, tt = (torch.from_numpy(a.astype(np.int64)).to(self.device) for a in np.nonzero(cut))
+        ii, tt = np.nonzero(cut)
         if not self.S:
-            fv = self.net(b["final"][ii, tt])[1].float()
+            fv = self.net(b["final"][torch.from_numpy(ii).to(self.device),
+                                     torch.from_numpy(tt).to(self.device)])[1].float()
         else:
-            obs2, reset2 = b["obs"].clone(), reset.clone()
-            obs2[ii, tt + 1] = b["final"][ii, tt]
-            reset2[ii, tt + 1] = False
-            fv = self._seq(obs2, b["state"], reset2)[1].float()[ii, tt + 1]
+            before = np.zeros((n, T + 1), np.int64)  # truncations before each row
+            before[:, 1:] = np.cumsum(cut, axis=1)
+            L = T + 1 + int(before[:, -1].max())
+            rows = np.arange(T + 1)[None, :] + before  # where each row goes
+            frow = tt + before[ii, tt] + 1  # where each final observation goes
+            seg = torch.arange(n, device=self.device)[:, None]
+            dev_rows = torch.from_numpy(rows).to(self.device)
+            dev_i, dev_t, dev_f = (torch.from_numpy(a.astype(np.int64)).to(self.device)
+                                   for a in (ii, tt, frow))
+            obs2 = torch.zeros(n, L, self.D, dtype=b["obs"].dtype, device=self.device)
+            reset2 = torch.ones(n, L, dtype=torch.bool, device=self.device)
+            obs2[seg, dev_rows] = b["obs"]
+            reset2[seg, dev_rows] = reset
+            obs2[dev_i, dev_f] = b["final"][dev_i, dev_t].to(obs2.dtype)
+            reset2[dev_i, dev_f] = False
+            fv = self._seq(obs2, b["state"], reset2)[1].float()[dev_i, dev_f]
         boot = np.zeros((n, T), np.float32)
         boot[cut] = fv.cpu().numpy()
         return boot
