@@ -8,7 +8,7 @@
 set -u
 VOLLEY=${1:-build/volley}
 N=${2:-500}
-FLOOD="python3 $(cd "$(dirname "$0")/.." && pwd)/tests/conn_flood.py"
+FLOOD="/usr/bin/python3 $(cd "$(dirname "$0")/.." && pwd)/tests/conn_flood.py"
 PORT=$((21000 + RANDOM % 2000 * 5))
 LOG=$(mktemp)
 "$VOLLEY" broker --port $PORT --bind 127.0.0.1 --log-every 0 > "$LOG" 2>&1 &
