@@ -28,6 +28,8 @@ vl_broker_config_t vl_broker_config_default(void)
                                 .max_lag = 0,
                                 .log_every_s = 10,
                                 .max_actors = 4096,
+                                .max_conns = 4096,
+                                .max_conns_per_addr = 256,
                                 .record = NULL,
                                 .record_flush = VL_FLUSH_EVERYSEC};
 }
@@ -45,7 +47,8 @@ static void *s_bind(vl_broker_t *self, const vl_broker_config_t *c, int type, in
    bounds, bound to its own port, and the ephemeral one closed. NULL on error. */
 static void *s_bind_xpub(vl_broker_t *self, const vl_broker_config_t *c, int offset)
 {
-    void *s = vl_sock_bind(self->ctx, ZMQ_XPUB, c->bind_host, 0, 0, VLB_SUB_MSG_MAX);
+    int64_t max = vl_sock_curve_on() ? VLB_SUB_MSG_MAX_CURVE : VLB_SUB_MSG_MAX;
+    void *s = vl_sock_bind(self->ctx, ZMQ_XPUB, c->bind_host, 0, 0, max);
     char first[300], endpoint[300];
     size_t len = sizeof first;
     int hwm = VLB_SUB_RCVHWM;
@@ -145,6 +148,8 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->specs = vl_specs_new(VLB_MAX_SPECS);
     self->roles = vl_roles_new(c->cert ? c->allow : NULL);
     self->n_fds = s_fd_limit();
+    self->max_conns = c->max_conns;
+    self->max_conns_per_addr = c->max_conns_per_addr;
     self->subs_by_fd = calloc((size_t)self->n_fds, sizeof *self->subs_by_fd);
     self->conn_by_fd = calloc((size_t)self->n_fds, sizeof *self->conn_by_fd);
     self->resent_by_fd = calloc((size_t)self->n_fds, sizeof *self->resent_by_fd);
@@ -161,6 +166,9 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->xpub = s_bind_xpub(self, c, VL_PORT_WEIGHTS_OUT);
     self->control = s_bind(self, c, ZMQ_ROUTER, VL_PORT_CONTROL);
     if (!self->pull || !self->router || !self->xsub || !self->xpub || !self->control)
+        goto err;
+    void *ports[VLB_PORTS] = {self->pull, self->router, self->xsub, self->xpub, self->control};
+    if (vl_conns_watch(self, ports, VLB_PORTS) != 0)
         goto err;
     // The recording file after the ports: a broker that cannot listen leaves no file behind
     // (`volley up` tries other free ports with the same --record).
@@ -193,6 +201,7 @@ static void s_tick(vl_broker_t *self)
     int64_t now = vl_now_ns();
     vl_roster_tick(self->roster, now);
     vl_roles_tick(self->roles, now);
+    vl_conns_tick(self, now);
     int64_t elapsed = now - self->window_ns;
     if (elapsed >= VLB_WINDOW_NS) {
         self->received_per_s = (float)(self->win_received * 1e9 / (double)elapsed);
@@ -222,22 +231,31 @@ static void s_expire_learners(vl_broker_t *self)
 
 int vl_broker_run(vl_broker_t *self)
 {
-    // Control first, then hellos and weights: control is never queued behind bulk data.
-    zmq_pollitem_t items[] = {{self->control, 0, ZMQ_POLLIN, 0},
-                              {self->router, 0, ZMQ_POLLIN, 0},
-                              {self->xsub, 0, ZMQ_POLLIN, 0},
-                              {self->xpub, 0, ZMQ_POLLIN, 0},
-                              {self->pull, 0, ZMQ_POLLIN, 0}};
-    int (*handlers[])(vl_broker_t *) = {vl_control_recv, vl_learners_recv, vl_lvc_recv_publication,
-                                        vl_lvc_recv_subscription, vl_learners_recv_segment};
+    // Connection events first (one over a bound is cut before it sends much), then control,
+    // hellos and weights: control is never queued behind bulk data.
+    zmq_pollitem_t items[2 * VLB_PORTS] = {{self->control, 0, ZMQ_POLLIN, 0},
+                                           {self->router, 0, ZMQ_POLLIN, 0},
+                                           {self->xsub, 0, ZMQ_POLLIN, 0},
+                                           {self->xpub, 0, ZMQ_POLLIN, 0},
+                                           {self->pull, 0, ZMQ_POLLIN, 0}};
+    int (*handlers[2 * VLB_PORTS])(vl_broker_t *) = {
+        vl_control_recv, vl_learners_recv, vl_lvc_recv_publication, vl_lvc_recv_subscription,
+        vl_learners_recv_segment};
+    int n = VLB_PORTS;
+    for (int i = 0; i < self->n_monitors; i++, n++) {
+        memmove(&items[1], &items[0], (size_t)n * sizeof *items);
+        memmove(&handlers[1], &handlers[0], (size_t)n * sizeof *handlers);
+        items[0] = (zmq_pollitem_t){self->monitors[i], 0, ZMQ_POLLIN, 0};
+        handlers[0] = vl_conns_recv;
+    }
     while (!atomic_load(&self->stop) && !self->shutdown) {
-        if (zmq_poll(items, 5, 250) < 0) {
+        if (zmq_poll(items, n, 250) < 0) {
             if (zmq_errno() == EINTR)
                 continue;
             vl_error("poll failed: %s", zmq_strerror(zmq_errno()));
             return -1;
         }
-        for (int i = 0; i < 5; i++)
+        for (int i = 0; i < n; i++)
             for (int b = 0; (items[i].revents & ZMQ_POLLIN) && b < VLB_BATCH; b++)
                 if (handlers[i](self) < 0)
                     break;
@@ -259,6 +277,7 @@ void vl_broker_destroy(vl_broker_t **self_p)
         return;
     vl_learners_free_queues(self);
     vl_lvc_free(self);
+    vl_conns_unwatch(self);
     vl_recorder_destroy(&self->recorder);
     vl_inspect_destroy(&self->inspect);
     vl_roster_destroy(&self->roster);

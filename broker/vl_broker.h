@@ -14,25 +14,28 @@
 typedef struct vl_broker_s vl_broker_t;
 
 typedef struct {
-    const char *bind_host; // interface to listen on, "*" for all
-    int port;              // base port; the broker uses port .. port + 4
-    int64_t max_msg;       // bytes; larger messages are refused by libzmq
-    int sndhwm;            // messages queued per learner before drops
-    int inspect_full;      // 1: decode every segment in full; 0: headers only
-    size_t queue_bytes;    // bound of each learner's queue of segments waiting for credit
-    uint64_t max_lag;      // drop segments this many versions behind the newest weights (0: never)
-    int log_every_s;       // seconds between key=value status log lines (0: none)
-    uint32_t max_actors;   // actors accounted for at once
-    const char *record;    // file to record every segment message into (NULL: none)
-    int record_flush;      // a vl_flush_t: when the recording reaches the disk
-    const char *cert;      // CURVE: the broker's certificate (NULL: no security)
-    const char *allow;     // CURVE: directory of the public certificates let in, with roles
-    const char *trust;     // open broker: CIDRs trusted as learners and admins beyond loopback
+    const char *bind_host;  // interface to listen on, "*" for all
+    int port;               // base port; the broker uses port .. port + 4
+    int64_t max_msg;        // bytes; larger messages are refused by libzmq
+    int sndhwm;             // messages queued per learner before drops
+    int inspect_full;       // 1: decode every segment in full; 0: headers only
+    size_t queue_bytes;     // bound of each learner's queue of segments waiting for credit
+    uint64_t max_lag;       // drop segments this many versions behind the newest weights (0: never)
+    int log_every_s;        // seconds between key=value status log lines (0: none)
+    uint32_t max_actors;    // actors accounted for at once
+    int max_conns;          // connections open at once on each port
+    int max_conns_per_addr; // of them from one source address
+    const char *record;     // file to record every segment message into (NULL: none)
+    int record_flush;       // a vl_flush_t: when the recording reaches the disk
+    const char *cert;       // CURVE: the broker's certificate (NULL: no security)
+    const char *allow;      // CURVE: directory of the public certificates let in, with roles
+    const char *trust;      // open broker: CIDRs trusted as learners and admins beyond loopback
 } vl_broker_config_t;
 
 /* Returns the defaults: all interfaces, port 7600, 64 MiB, 1000 messages,
    full inspection, 64 MiB queued per learner, no lag bound, status logged
-   every 10 s, 4096 actors, no recording (flushed every second if on). */
+   every 10 s, 4096 actors, 4096 connections per port and 256 of them
+   per source address, no recording (flushed every second if on). */
 vl_broker_config_t vl_broker_config_default(void);
 
 /* Creates a broker and binds its sockets. Returns NULL after logging why

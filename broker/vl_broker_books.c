@@ -12,8 +12,8 @@
 #include "../messages/vl_status.h"
 #include "vl_broker_engine.h"
 
-static const char *s_kind_names[VLB_KINDS] = {"segments", "hellos", "credits",      "publications",
-                                              "commands", "specs",  "subscriptions"};
+static const char *s_kind_names[VLB_KINDS] = {"segments", "hellos", "credits",       "publications",
+                                              "commands", "specs",  "subscriptions", "connections"};
 
 const char *vl_books_reason_str(int reason)
 {
@@ -34,6 +34,9 @@ const char *vl_books_reason_str(int reason)
         [VLB_DROP_JUNK - VL_EREASONS] = "junk: not a subscription",
         [VLB_DROP_PER_CONN - VL_EREASONS] = "bound: subscriptions per connection (cut)",
         [VLB_DROP_CEILING - VL_EREASONS] = "bound: declared size over its policy's ceiling",
+        [VLB_DROP_CONNS_ADDR - VL_EREASONS] =
+            "bound: connections per address (--max-conns-per-addr)",
+        [VLB_DROP_CONNS - VL_EREASONS] = "bound: connections per port (--max-conns)",
     };
     if (reason >= VL_EREASONS && reason < VLB_DROP_REASONS)
         return own[reason - VL_EREASONS];

@@ -19,7 +19,8 @@ static void s_usage(FILE *out)
         out,
         "usage: volley broker [--port N] [--bind HOST] [--max-msg BYTES] [--hwm N]\n"
         "                     [--queue-bytes N] [--inspect full|header] [--max-lag N]\n"
-        "                     [--log-every S] [--max-actors N] [--record FILE]\n"
+        "                     [--log-every S] [--max-actors N] [--max-conns N]\n"
+        "                     [--max-conns-per-addr N] [--record FILE]\n"
         "                     [--record-flush always|everysec|never]\n"
         "                     [--cert FILE --allow DIR] [--trust CIDR] [--quiet|--verbose]\n"
         "\n"
@@ -47,6 +48,9 @@ static void s_usage(FILE *out)
         "                   10; 0: only at exit)\n"
         "  --max-actors N   actors accounted for at once (default 4096); beyond it, new\n"
         "                   actors replace the longest silent\n"
+        "  --max-conns N    connections open at once on each port (default 4096); one\n"
+        "                   beyond it is cut as it comes, counted and logged\n"
+        "  --max-conns-per-addr N  of them from one source address (default 256)\n"
         "  --record FILE    record every segment message received, as received, into FILE\n"
         "                   (a new file; `volley replay FILE` trains on it again, bit for bit)\n"
         "  --record-flush always|everysec|never  when the recording reaches the disk:\n"
@@ -108,6 +112,8 @@ int vl_broker_main(int argc, char **argv)
                                          {"max-lag", required_argument, 0, 'L'},
                                          {"log-every", required_argument, 0, 'E'},
                                          {"max-actors", required_argument, 0, 'A'},
+                                         {"max-conns", required_argument, 0, 'N'},
+                                         {"max-conns-per-addr", required_argument, 0, 'P'},
                                          {"record", required_argument, 0, 'R'},
                                          {"record-flush", required_argument, 0, 'F'},
                                          {"cert", required_argument, 0, 'C'},
@@ -170,6 +176,16 @@ int vl_broker_main(int argc, char **argv)
             if (vl_opt_long("broker", "max-actors", optarg, 1, VL_STATUS_MAX_ACTORS, &v))
                 return 2;
             c.max_actors = (uint32_t)v;
+            break;
+        case 'N':
+            if (vl_opt_long("broker", "max-conns", optarg, 1, 1 << 20, &v))
+                return 2;
+            c.max_conns = (int)v;
+            break;
+        case 'P':
+            if (vl_opt_long("broker", "max-conns-per-addr", optarg, 1, 1 << 20, &v))
+                return 2;
+            c.max_conns_per_addr = (int)v;
             break;
         case 'R':
             c.record = optarg;

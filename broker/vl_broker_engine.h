@@ -14,6 +14,7 @@
 #include "../common/vl_curve.h"
 #include "../messages/vl_codec.h"
 #include "vl_broker.h"
+#include "vl_conns.h"
 #include "vl_inspect.h"
 #include "vl_notify.h"
 #include "vl_recorder.h"
@@ -57,10 +58,17 @@
 #define VLB_CONN_FDS_MAX                                                                           \
     (1 << 20) // descriptors followed at most (the table is sized by
               // RLIMIT_NOFILE: every connection the process can have)
-// A subscription message is 1 + topic bytes; libzmq cuts a peer sending a larger message. The
-// bound holds for the CURVE handshake too, whose INITIATE is 257 bytes plus the client's
-// metadata (its socket type, ...): this leaves room for that, not for a topic of any use.
-#define VLB_SUB_MSG_MAX 512
+// libzmq files every subscription it reads (XPUB_MANUAL too) in a prefix tree of a node per
+// topic byte before the broker sees it, so what a connection may send is bounded where libzmq
+// reads it: a message over this is the end of the connection. The longest subscription the
+// broker takes is the ZMTP 3.1 SUBSCRIBE command ("\x09SUBSCRIBE", 10 bytes) with a topic of
+// VL_POLICY_ID_MAX - 1 bytes; an older peer's "\x01" + topic is shorter, and so are the
+// handshake's READY and the heartbeats.
+#define VLB_SUB_MSG_MAX (10 + VL_POLICY_ID_MAX - 1)
+// Under CURVE the bound holds for the handshake too, whose INITIATE is 257 bytes plus the
+// client's metadata: this leaves room for that. Only a key of the allow directory gets past
+// it, and the broker cuts its connection at the first topic over VL_POLICY_ID_MAX - 1 bytes.
+#define VLB_SUB_MSG_MAX_CURVE 512
 // libzmq files every subscription it reads from a connection in its own table (XPUB_MANUAL
 // too) before the broker sees it, and reads as long as the connection's queue has room. A
 // queue this short paces a connection's subscriptions to the broker's own reading, so the
@@ -98,6 +106,8 @@ enum {
     VLB_DROP_JUNK,        // a message on the weights-out port that is no subscription
     VLB_DROP_PER_CONN,    // subscriptions beyond VLB_SUBS_PER_CONN: the connection is cut
     VLB_DROP_CEILING,     // a segment declaring more than its policy's spec implies
+    VLB_DROP_CONNS_ADDR,  // a connection beyond --max-conns-per-addr from its address
+    VLB_DROP_CONNS,       // a connection beyond --max-conns on its port
     VLB_DROP_REASONS
 };
 
@@ -110,6 +120,7 @@ enum {
     VLB_COMMAND,
     VLB_SPEC,
     VLB_SUBSCRIPTION,
+    VLB_CONNECTION,
     VLB_KINDS
 };
 
@@ -164,6 +175,8 @@ typedef struct {
     zmq_msg_t body;
 } vlb_cached_t;
 
+#define VLB_PORTS 5 // segments, learners, weights in, weights out, control
+
 struct vl_broker_s {
     void *ctx;
     int own_ctx;       // 0: czmq's, shared with the authenticator
@@ -180,10 +193,17 @@ struct vl_broker_s {
     int n_cached;
     char sub_topics[VLB_MAX_SUB_TOPICS][VL_POLICY_ID_MAX]; // topics subscribers may hold
     int n_sub_topics;
-    int n_fds;                // descriptors followed: the process's RLIMIT_NOFILE
-    uint16_t *subs_by_fd;     // subscriptions made on each connection (by file descriptor)
-    uint32_t *conn_by_fd;     // a hash of each descriptor's peer, to see a descriptor reused
-    int64_t *resent_by_fd;    // monotonic, when each connection's cached-value resends are paid off
+    int n_fds;              // descriptors followed: the process's RLIMIT_NOFILE
+    uint16_t *subs_by_fd;   // subscriptions made on each connection (by file descriptor)
+    uint32_t *conn_by_fd;   // a hash of each descriptor's peer, to see a descriptor reused
+    int64_t *resent_by_fd;  // monotonic, when each connection's cached-value resends are paid off
+    vl_conns_t *conns;      // open connections by port and address
+    int max_conns;          // per port
+    int max_conns_per_addr; // per port and source address
+    void *monitors[VLB_PORTS]; // each port's connection events
+    int n_monitors;
+    int64_t trim_until_ns;    // monotonic: freed memory is handed back until then
+    int64_t trimmed_ns;       // monotonic, when it last was
     int64_t resend_window_ns; // monotonic, start of the current resend window
     int resends;              // cached-value resends in it
     vl_inspect_t *inspect;
@@ -255,6 +275,20 @@ int vl_lvc_recv_publication(vl_broker_t *self);
 int vl_lvc_recv_subscription(vl_broker_t *self);
 /* Frees the cached last values. */
 void vl_lvc_free(vl_broker_t *self);
+
+/* connections (vl_broker_conns.c) */
+
+/* Watches the connections of socks[0 .. n) (the ports, in order) and
+   creates the count. Returns 0, or -1 after logging. */
+int vl_conns_watch(vl_broker_t *self, void *const *socks, int n);
+/* Takes one connection event: counts an accepted connection or cuts it;
+   counts one ended. Returns 0, or -1 when none is waiting. */
+int vl_conns_recv(vl_broker_t *self);
+/* Hands freed memory back to the system, at most once a second, for a few
+   seconds after connections ended. */
+void vl_conns_tick(vl_broker_t *self, int64_t now_ns);
+/* Closes the monitors and frees the count. */
+void vl_conns_unwatch(vl_broker_t *self);
 
 /* control verbs (vl_broker_control.c) */
 

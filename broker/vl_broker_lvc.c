@@ -290,6 +290,11 @@ int vl_lvc_recv_subscription(vl_broker_t *self)
             ;
     } else if (d[0] == 0) { // an unsubscription: always taken
         zmq_setsockopt(self->xpub, ZMQ_UNSUBSCRIBE, d + 1, n - 1);
+    } else if (n > VL_POLICY_ID_MAX && zmq_msg_get(&m, ZMQ_SRCFD) >= 0) {
+        // Past the port's message bound only under CURVE (its handshake needs room): cut as
+        // libzmq cuts an open broker's peer, so a key's long topics stop at the first.
+        vl_books_refuse_peer(self, VLB_SUBSCRIPTION, VLB_DROP_TOPIC, &peer, NULL);
+        shutdown(zmq_msg_get(&m, ZMQ_SRCFD), SHUT_RDWR);
     } else if (!s_conn_allows(self, &m, &peer)) {
         // counted first: libzmq holds every subscription it read, refused ones too
     } else if (!vl_peer_may(&peer, VL_ROLE_ACTOR | VL_ROLE_OBSERVER | VL_ROLE_LEARNER, NULL)) {

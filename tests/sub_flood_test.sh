@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Three connections, one after the other, from an address the broker does not trust
-# (127.0.0.2) each send 50,000 subscriptions of 200 bytes with random prefixes (10 MB, the most
-# prefix-tree nodes per byte) to the weights-out port at once, while a learner and a real actor
+# (127.0.0.2) each send 50,000 subscriptions of 63 bytes (the longest topic the port reads) with
+# random prefixes (3 MB, the most prefix-tree nodes per byte) to the weights-out port at once, while a learner and a real actor
 # train from loopback. The broker's RSS (VmRSS from /proc) grows by at most 32 MB during the
 # flood and is within 32 MB of its start after the connections close; the actor keeps
 # receiving new weights meanwhile. First, a late joiner of two cached topics gets both.
@@ -10,7 +10,7 @@ INJECT=${2:?usage: $0 volley vl_inject}
 PORT=$(free_port)
 FROM="127.0.0.2:0;127.0.0.1:$PORT"
 BOUND_KB=$((32 * 1024))
-F="sub-flood=50000:200:random"
+F="sub-flood=50000:63:random"
 FLOODS="$F $F $F" # three connections one after the other, each flooding at once
 
 "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --max-lag 20 > "$TMP/broker.log" 2>&1 &
@@ -78,7 +78,7 @@ kill -0 $FLOOD 2>/dev/null || fail "the flooder ended early: $(cat "$TMP/flood.o
 for _ in $(seq 20); do sample; sleep 0.1; done
 echo "     broker VmRSS $rss0 kB at start, $peak kB at most during the flood"
 [ $((peak - rss0)) -le $BOUND_KB ] || fail "the flood grew the broker's RSS by $((peak - rss0)) kB (bound $BOUND_KB kB)"
-pass "3 connections one after the other, each 50,000 random-prefix subscriptions of 200 B at once: RSS +$((peak - rss0)) kB, the actor got weights $v0 -> $v"
+pass "3 connections one after the other, each 50,000 random-prefix subscriptions of 63 B at once: RSS +$((peak - rss0)) kB, the actor got weights $v0 -> $v"
 
 kill -TERM $FLOOD
 wait $FLOOD 2>/dev/null

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Many connections, each from its own loopback address, while a learner and an actor train:
+# 500 to the weights-out port each sending 60 subscriptions of 500 random bytes (libzmq ends
+# each at its first: over the port's message bound), then 500 idle ones to the segments port.
+# The connections are libzmq's own (tests/conn_flood.py, python3-zmq). The broker's RSS (VmRSS from /proc) grows by at most 32 MB at its
+# peak and is within 8 MB of its start 10 s after they close; `volley ctl status` answers
+# within 1 s throughout; training goes on. Then 300 connections from one address: those over
+# --max-conns-per-addr are cut, counted and the address logged once.
+. "$(dirname "$0")/lib.sh"
+FLOOD="/usr/bin/python3 $(dirname "$0")/conn_flood.py"
+PORT=$(free_port)
+PEAK_KB=$((32 * 1024))
+AFTER_KB=$((8 * 1024))
+
+"$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 > "$TMP/broker.log" 2>&1 &
+BROKER=$!
+PIDS+=($BROKER)
+"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
+PIDS+=($!)
+"$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
+PIDS+=($!)
+rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
+version() { grep -oE "version=[0-9]+" "$TMP/learner.log" | tail -1 | cut -d= -f2; }
+status_ms() { # how long `volley ctl status` takes to answer; 9999 when it does not
+    local t0 t1
+    t0=$(date +%s%N)
+    timeout 5 "$VOLLEY" ctl --broker 127.0.0.1:$PORT status > /dev/null 2>&1 || { echo 9999; return; }
+    t1=$(date +%s%N)
+    echo $(((t1 - t0) / 1000000))
+}
+wait_for "$TMP/learner.log" 30 "version=([3-9][0-9]|[0-9]{3,})" || fail "training did not start"
+
+# Runs the flooder ($@) and watches the broker: prints "peak_kB after_kB slowest_status_ms".
+watch_flood() {
+    local rss0 peak r ms slowest=0
+    rss0=$(rss_kb)
+    peak=$rss0
+    $FLOOD "$@" > "$TMP/flood.out" 2>&1 &
+    local flood=$!
+    while kill -0 $flood 2>/dev/null; do
+        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
+        ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
+        sleep 0.2
+    done
+    for _ in $(seq 40); do # 10 s after the close
+        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
+        sleep 0.25
+    done
+    ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
+    echo "$rss0 $peak $(rss_kb) $slowest"
+}
+check_flood() { # what, rss0 peak after slowest
+    local what=$1 rss0=$2 peak=$3 after=$4 slowest=$5
+    echo "     $what: VmRSS $rss0 kB at start, $peak kB at peak (+$((peak - rss0))), $after kB 10 s after the close (+$((after - rss0))); slowest status ${slowest} ms; flooder: $(tr '\n' ' ' < "$TMP/flood.out")"
+    [ $((peak - rss0)) -le $PEAK_KB ] || fail "$what grew the broker by $((peak - rss0)) kB (bound $PEAK_KB)"
+    [ $((after - rss0)) -le $AFTER_KB ] || fail "$what: the broker kept $((after - rss0)) kB after the close (bound $AFTER_KB)"
+    [ "$slowest" -le 1000 ] || fail "$what: volley ctl status took $slowest ms"
+    pass "$what: RSS +$((peak - rss0)) kB at peak, +$((after - rss0)) kB after, status within $slowest ms"
+}
+
+v0=$(version)
+check_flood "500 XSUB x 60 subscriptions of 500 B" \
+    $(watch_flood 127.0.0.1:$((PORT + 3)) XSUB 500 --subs 60 --size 500 --hold 4)
+grep -q "ended by the broker 500 of 500" "$TMP/flood.out" ||
+    fail "a subscription over the port's message bound did not end its connection: $(cat "$TMP/flood.out")"
+pass "every connection sending a 500-byte subscription was ended by libzmq"
+check_flood "500 idle PUSH" $(watch_flood 127.0.0.1:$PORT PUSH 500 --hold 4)
+v1=$(version)
+[ "${v1:-0}" -ge $((v0 + 5)) ] || fail "training stalled during the floods (version $v0 -> $v1)"
+pass "training went on: version $v0 -> $v1"
+
+$FLOOD 127.0.0.1:$PORT PUSH 300 --from 127.0.0.3 --hold 2 > "$TMP/one.out" 2>&1 || fail "flooder failed: $(cat "$TMP/one.out")"
+grep -q "ended by the broker 44 of 300" "$TMP/one.out" || fail "not 44 of 300 cut: $(cat "$TMP/one.out")"
+for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null || fail "a process died"; done
+kill -TERM $BROKER
+wait $BROKER
+expect_dropped connections "bound: connections per address (--max-conns-per-addr)" 44
+[ "$(grep -c "refusing connections from 127.0.0.3" "$TMP/broker.log")" = 1 ] || fail "127.0.0.3 not logged once"
+grep -q "they add up" "$TMP/broker.log" || fail "the books do not add up"
+pass "300 connections from one address: 44 over --max-conns-per-addr cut, counted, logged once"
+echo "5 passed, 0 failed"
