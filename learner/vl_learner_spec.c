@@ -145,20 +145,20 @@ static int s_fetch(void *sock, vl_learner_config_t *c, int64_t deadline, int *re
             vl_spec_decode(reply, (size_t)n, &lim, &spec) == VL_OK &&
             strcmp(spec.policy_id, c->policy) == 0) {
             char line[1400];
-            char model[512];
+            char model[512], canon[VL_SPEC_MODEL_MAX];
             if (vl_learner_config_set_spec(c, &spec) != 0) {
                 s_refused(why, why_size, "the broker's spec cannot be served", "invalid fields");
                 return 2;
             }
-            if (vl_learner_config_model(c, NULL, NULL, model, sizeof model) != 0) {
+            if (vl_learner_config_model(c, NULL, canon, model, sizeof model) != 0) {
                 char what[600];
                 snprintf(what, sizeof what, "model: %s", model);
                 s_refused(why, why_size, "the broker's spec cannot be served", what);
                 return 2;
             }
-            snprintf(c->model, sizeof c->model, "%s", model); // canonical, as --model is compared
+            snprintf(c->model, sizeof c->model, "%s", canon); // canonical, as --model is compared
             spec.model_open = 0;
-            snprintf(spec.model, sizeof spec.model, "%s", model);
+            snprintf(spec.model, sizeof spec.model, "%s", canon);
             spec.hidden = c->hidden;
             vl_spec_str(&spec, line, sizeof line);
             vl_info("policy '%s' from the broker: %s", c->policy, line);
