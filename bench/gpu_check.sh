@@ -5,8 +5,8 @@
 #   bash bench/gpu_check.sh --prepare
 #       where Debian 12's registry and PyPI answer: downloads into .gpu/ (ignored) the .debs that
 #       build and run libvolley and build-gpu/volley there (bench/gpu_check_debs.py lists them)
-#       and a numpy wheel for CPython 3.12, prints the size carried, and fails over 55 MiB.
-#   bash bench/gpu_check.sh [--device cuda|cpu] [--quick] [--solve-seconds S]
+#       and numpy and pytest wheels for CPython 3.12, prints the size carried, and fails over 55 MiB.
+#   bash bench/gpu_check.sh [--device cuda|cpu] [--quick] [--solve-seconds S] [--steps LIST]
 #       there (or here, to rehearse with --device cpu): unpacks the .debs into a prefix under
 #       /tmp (never into /), builds libvolley and volley against that prefix alone into
 #       build-gpu/, and runs the checks, each printing PASS or FAIL and its figures:
@@ -20,6 +20,7 @@
 #                 the bytes and time host->device per batch (u8, u2 72x80, float32)
 #         solve   catch-pixels solved by C actors through build-gpu/volley broker, with the
 #                 torch learner on the device, beside the C learner, same actors, same machine
+#       (--steps names which of agree, bench, solve run; all three by default),
 #       then a summary; the exit code is 1 when a step failed. The whole runs in under
 #       10 minutes on 16 cores and one GPU (--solve-seconds bounds each solve, 150 s).
 #
@@ -31,7 +32,7 @@ GPU=$ROOT/.gpu
 PY=${PYTHON:-python3}
 P=${GPU_CHECK_PREFIX:-/tmp/volley-gpu-prefix}
 B=$ROOT/${GPU_CHECK_BUILD:-build-gpu}
-MODE=check DEVICE=cuda QUICK=0 SOLVE_S=150
+MODE=check DEVICE=cuda QUICK=0 SOLVE_S=150 STEPS=agree,bench,solve
 LIMIT_MIB=55
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -41,6 +42,7 @@ while [ $# -gt 0 ]; do
     --device) DEVICE=${2:?--device cuda|cpu}; shift ;;
     --quick) QUICK=1 ;;
     --solve-seconds) SOLVE_S=${2:?--solve-seconds S}; shift ;;
+    --steps) STEPS=${2:?--steps agree,bench,solve}; shift ;;
     -h | --help) usage 0 ;;
     *) echo "gpu_check: unknown argument $1" >&2; usage ;;
     esac
@@ -63,6 +65,8 @@ prepare() {
         --implementation cp --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         --platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 -d "$GPU/wheels" \
         "numpy>=1.26,<3" || { echo "FAIL prepare: pip download numpy"; return 1; }
+    "$PY" -m pip download -q --only-binary=:all: --python-version 3.12 -d "$GPU/wheels" pytest ||
+        { echo "FAIL prepare: pip download pytest"; return 1; }
     echo "debs: $(ls "$GPU"/debs/main | wc -l) main, $(ls "$GPU"/debs/base | wc -l) base;" \
          "wheels: $(ls "$GPU"/wheels)"
     # The newest glibc symbol version the carried libraries ask for: the machine needs it.
@@ -192,6 +196,11 @@ python_env() {
             { fail python "numpy missing, and its wheel would not install"; return 1; }
         export PYTHONPATH=$PYTHONPATH:/tmp/volley-gpu-site
     fi
+    if ! "$PY" -c "import pytest" 2>/dev/null; then
+        "$PY" -m pip install -q --no-index --find-links "$GPU/wheels" --target /tmp/volley-gpu-site-pytest pytest ||
+            { fail python "pytest missing, and its wheels would not install"; return 1; }
+        export PYTHONPATH=$PYTHONPATH:/tmp/volley-gpu-site-pytest
+    fi
     "$PY" -c "
 import numpy, torch, volley, volley._lib as L
 print('numpy', numpy.__version__, 'torch', torch.__version__, 'cuda', torch.cuda.is_available(),
@@ -213,7 +222,7 @@ agree() {
     [ $rc -eq 0 ] || { fail agree "torch_engine_bench.py --agree exit $rc"; return 1; }
     tests=$(ls "$ROOT"/bindings/python/tests/test_torch_engine*.py 2>/dev/null)
     if [ -n "$tests" ]; then
-        VOLLEY_TORCH_DEVICE=$DEVICE "$PY" -m pytest -q -x $tests 2>&1 | tail -5
+        VOLLEY_TORCH_DEVICE=$DEVICE VOLLEY_BIN=$B/volley "$PY" -m pytest -q -x $tests 2>&1 | tail -5
         [ "${PIPESTATUS[0]}" -eq 0 ] || { fail agree "pytest $(basename -a $tests | tr '\n' ' ')"; return 1; }
     else
         echo "  (no bindings/python/tests/test_torch_engine*.py to run)"
@@ -302,5 +311,10 @@ solve() {
 }
 
 machine
-make_prefix && build && python_env && { agree; bench; solve; }
+wanted() { [[ ",$STEPS," == *",$1,"* ]]; }
+make_prefix && build && python_env && {
+    wanted agree && agree
+    wanted bench && bench
+    wanted solve && solve
+}
 summary

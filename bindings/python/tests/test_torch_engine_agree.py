@@ -28,6 +28,11 @@ from volley.torch_engine import TorchEngine  # noqa: E402
 pytestmark = pytest.mark.skipif(not E._lib.has("vl_engine_new"),
                                 reason="libvolley without include/volley/engine.h's engines")
 DEVICE = os.environ.get("VOLLEY_TORCH_DEVICE", "cpu")
+# Adam divides each step by its gradient's running size, so an element whose
+# gradient is near zero moves by lr whatever its sign: float32 sums taken in
+# another order (a GPU's reductions) reach the weights at 1e-4 after a few
+# steps (an H200: 1.1e-4 on lstm's pi.weight after 6); on the CPU, 1e-4 holds.
+WEIGHTS_TOL = 1e-4 if DEVICE == "cpu" else 1e-3
 if DEVICE.startswith("cuda"):
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -117,7 +122,7 @@ def check_agree(cfg, n, **kw):
     moved = max(rel_err(c_w[k], start[k]) for k in c_w)
     assert moved > 1e-3  # the update changed the weights, so agreeing means something
     for k in c_w:
-        assert rel_err(t_w[k], c_w[k]) < 1e-4, (k, rel_err(t_w[k], c_w[k]))
+        assert rel_err(t_w[k], c_w[k]) < WEIGHTS_TOL, (k, rel_err(t_w[k], c_w[k]))
     return c_fig
 
 
@@ -178,7 +183,7 @@ def test_lstm_two_truncations_in_one_segment():
     c_fig, c_w, t_fig, t_w, c_sums, t_sums, start = one_update(cfg, 4, arrays=arrays)
     assert rel_err(t_sums, c_sums) < 1e-5
     for k in c_w:
-        assert rel_err(t_w[k], c_w[k]) < 1e-4, (k, rel_err(t_w[k], c_w[k]))
+        assert rel_err(t_w[k], c_w[k]) < WEIGHTS_TOL, (k, rel_err(t_w[k], c_w[k]))
 
 
 def test_box_policy_with_normalisation_on():
