@@ -12,15 +12,7 @@ PORT=$(free_port)
 PEAK_KB=$((32 * 1024))
 AFTER_KB=$((8 * 1024))
 
-"$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 > "$TMP/broker.log" 2>&1 &
-BROKER=$!
-PIDS+=($BROKER)
-"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
-PIDS+=($!)
-"$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
-PIDS+=($!)
-rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
-version() { grep -oE "version=[0-9]+" "$TMP/learner.log" | tail -1 | cut -d= -f2; }
+training_broker
 status_ms() { # how long `volley ctl status` takes to answer; 9999 when it does not
     local t0 t1
     t0=$(date +%s%N)
@@ -58,14 +50,14 @@ check_flood() { # what, rss0 peak after slowest
     pass "$what: RSS +$((peak - rss0)) kB at peak, +$((after - rss0)) kB after, status within $slowest ms"
 }
 
-v0=$(version)
+v0=$(learner_version)
 check_flood "500 XSUB x 60 subscriptions of 500 B" \
     $(watch_flood 127.0.0.1:$((PORT + 3)) XSUB 500 --subs 60 --size 500 --hold 4)
 grep -q "ended by the broker 500 of 500" "$TMP/flood.out" ||
     fail "a subscription over the port's message bound did not end its connection: $(cat "$TMP/flood.out")"
 pass "every connection sending a 500-byte subscription was ended by libzmq"
 check_flood "500 idle PUSH" $(watch_flood 127.0.0.1:$PORT PUSH 500 --hold 4)
-v1=$(version)
+v1=$(learner_version)
 [ "${v1:-0}" -ge $((v0 + 5)) ] || fail "training stalled during the floods (version $v0 -> $v1)"
 pass "training went on: version $v0 -> $v1"
 

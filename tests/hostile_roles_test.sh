@@ -14,27 +14,19 @@ PORT=$(free_port)
 FROM="127.0.0.2:0;127.0.0.1:$PORT" # an outsider: another address on this host
 RSS_BOUND_KB=$((48 * 1024))         # what any attack below may add to the broker's RSS
 
-"$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --max-lag 20 > "$TMP/broker.log" 2>&1 &
-BROKER=$!
-PIDS+=($BROKER)
-"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
-PIDS+=($!)
-"$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
-PIDS+=($!)
-version() { grep -oE "version=[0-9]+" "$TMP/learner.log" | tail -1 | cut -d= -f2; }
-rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
+training_broker --max-lag 20
 trains_on() { # training goes on: 5 more versions after the attack
     local v0=$1
     for _ in $(seq 150); do
-        [ "$(version)" -ge $((v0 + 5)) ] && return 0
+        [ "$(learner_version)" -ge $((v0 + 5)) ] && return 0
         sleep 0.2
     done
-    fail "training stalled after $2 (version $(version), was $v0)"
+    fail "training stalled after $2 (version $(learner_version), was $v0)"
 }
 wait_for "$TMP/learner.log" 30 "version=([3-9][0-9]|[0-9]{3,})" || fail "training did not start"
 rss0=$(rss_kb)
 
-v=$(version)
+v=$(learner_version)
 "$INJECT" "$FROM" "pub-forged=4611686018427387904" > "$TMP/forge.out" || fail "vl_inject failed"
 grep -q "forged weights version" "$TMP/forge.out" || fail "no weights to forge: $(cat "$TMP/forge.out")"
 trains_on "$v" "forged weights"
@@ -46,7 +38,7 @@ grep -q "4611686018427387904" "$TMP/s1" && fail "the forged version reached an a
 "$INJECT" 127.0.0.1:$PORT "pub-forged=1" > /dev/null || fail "vl_inject failed"
 pass "forged weights (version 2^62) from an outsider: refused, reached no actor, no segment too stale, training on"
 
-v=$(version)
+v=$(learner_version)
 "$INJECT" "$FROM" "hello-forged=20" || fail "vl_inject failed"
 trains_on "$v" "forged hellos"
 grep -q "replaced by a new connection" "$TMP/broker.log" && fail "a forged hello replaced the learner"
@@ -59,7 +51,7 @@ kill -0 $BROKER 2>/dev/null || fail "the broker stopped"
 "$VOLLEY" ctl --broker "$FROM" status > "$TMP/s2" 2>&1 || fail "status refused to an outsider on an open broker"
 pass "pause and shutdown from an outsider refused; status answered"
 
-v=$(version)
+v=$(learner_version)
 "$INJECT" "$FROM" "seg-huge=10" "seg-huge=10:fresh" > "$TMP/huge.out" || fail "vl_inject failed"
 sed 's/^/     /' "$TMP/huge.out"
 trains_on "$v" "huge segments"
@@ -82,7 +74,7 @@ pass "100,000 made-up subscriptions: RSS within its bound"
 # A topic longer than any the broker takes: over the weights-out port's message bound, it ends
 # its connection inside libzmq, before libzmq files it or the broker reads it (so it is in no
 # count); one of 64 bytes is within that bound: the broker counts it and ends its connection.
-v=$(version)
+v=$(learner_version)
 $CONN_FLOOD 127.0.0.1:$((PORT + 3)) XSUB 20 --subs 60 --size 200 --from 127.0.0.2 --hold 1 \
     > "$TMP/long.out" 2>&1 || fail "flooder failed: $(cat "$TMP/long.out")"
 grep -q "ended by the broker 20 of 20" "$TMP/long.out" || fail "200-byte topics: $(cat "$TMP/long.out")"

@@ -43,3 +43,18 @@ expect_dropped() {
     [ -n "$n" ] && [ "$n" -ge "$3" ] || fail "broker did not count $1 refused for '$2' (got '${n:-none}', want >= $3)"
     echo "     counted $n $1: $2"
 }
+# Starts a broker on $PORT (bound to 127.0.0.1, with any further broker flags given), a
+# cartpole learner logging every version to $TMP/learner.log and one actor of 4 envs; sets
+# BROKER to the broker's pid. rss_kb prints the broker's resident memory in kB, and
+# learner_version the last weights version the learner logged.
+training_broker() {
+    "$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 "$@" > "$TMP/broker.log" 2>&1 &
+    BROKER=$!
+    PIDS+=($BROKER)
+    "$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
+    PIDS+=($!)
+    "$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
+    PIDS+=($!)
+}
+rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
+learner_version() { grep -oE "version=[0-9]+" "$TMP/learner.log" | tail -1 | cut -d= -f2; }

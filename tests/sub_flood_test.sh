@@ -13,14 +13,7 @@ BOUND_KB=$((32 * 1024))
 F="sub-flood=50000:63:random"
 FLOODS="$F $F $F" # three connections one after the other, each flooding at once
 
-"$VOLLEY" broker --port "$PORT" --bind 127.0.0.1 --max-lag 20 > "$TMP/broker.log" 2>&1 &
-BROKER=$!
-PIDS+=($BROKER)
-"$VOLLEY" learner --env cartpole --broker 127.0.0.1:$PORT --verbose > "$TMP/learner.log" 2>&1 &
-PIDS+=($!)
-"$VOLLEY" actor --broker 127.0.0.1:$PORT --envs 4 --quiet > "$TMP/actor.log" 2>&1 &
-PIDS+=($!)
-rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
+training_broker --max-lag 20
 actor_version() { # the weights version the actor acts with, from its heartbeat
     "$VOLLEY" top --broker 127.0.0.1:$PORT --kv --once 2>/dev/null |
         sed -n 's/.* kind=actor .* weights_version=\([0-9]*\).*/\1/p' | head -1
