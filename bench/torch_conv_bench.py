@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""torch_conv_bench: the PyTorch reference for bench/vl_conv_bench.c.
+"""torch_conv_bench: the PyTorch reference for bench/vl_net_bench.c.
 
 Builds the network of --spec (conv(out,k,stride[,pad]), linear(n), relu: the
-expanded text vl_conv_bench passes) over --shape C,H,W frames, and times on
+expanded text vl_net_bench passes) over --shape C,H,W frames, and times on
 the CPU, for each thread count and batch:
     fwd     u8 frames / 255 -> net, under torch.no_grad() (an actor's forward)
     fwdbwd  zero_grad, forward, backward from a fixed output grad (a learner's;

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -135,6 +136,54 @@ static inline void vl_bench_catch_signals(void (*cleanup)(void))
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+}
+
+/* Runs a benchmark's PyTorch side, `$PYTHON script args` (PYTHON defaults to
+   /usr/bin/python3) with OpenMP's and OpenBLAS's pools capped at threads,
+   echoes its "torch version=" line and hands every other line to
+   line(text, arg), which returns 1 for a figure it took. Returns 0 when the
+   script exited 0 with at least want figures, else -1 after printing why. */
+static inline int vl_bench_torch(const char *script, int threads, const char *args, int want,
+                                 int (*line)(const char *, void *), void *arg)
+{
+    const char *python = getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3";
+    char cmd[8192];
+    // torch.set_num_threads sets each figure's threads; the variables cap what
+    // the OpenMP and BLAS pools start with.
+    snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' '%s' %s", threads,
+             threads, python, script, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        printf("torch: cannot start %s\n", python);
+        return -1;
+    }
+    char text[512];
+    int got = 0;
+    while (fgets(text, sizeof text, p)) {
+        if (strncmp(text, "torch version=", 14) == 0)
+            printf("%s", text);
+        else
+            got += line(text, arg) == 1;
+    }
+    int status = pclose(p);
+    if (status != 0 || got < want) {
+        printf("torch: %s %s gave %d of %d figures (exit status %d): PyTorch missing? "
+               "On Debian: apt-get install python3-torch\n",
+               python, script, got, want, status);
+        return -1;
+    }
+    return 0;
+}
+
+/* Prints a figure's row: its name, volley's ms, PyTorch's and their ratio
+   ("-" where PyTorch gave none), without ending the line. */
+static inline void vl_bench_row(int width, const char *name, double ms, double torch_ms)
+{
+    printf("%-*s %10.3f", width, name, ms);
+    if (torch_ms > 0)
+        printf(" %10.3f %8.2fx", torch_ms, torch_ms / ms);
+    else
+        printf(" %10s %9s", "-", "-");
 }
 
 #endif

@@ -162,43 +162,30 @@ done:
     return rc;
 }
 
+/* Takes one of torch_lstm_bench.py's figure lines into the s_times_t[] at
+   arg. Returns 1 if it was one. */
+static int s_torch_line(const char *line, void *arg)
+{
+    s_times_t *t = arg;
+    int th;
+    double update, actor;
+    if (sscanf(line, "torch threads=%d update_ms=%lf actor_ms=%lf", &th, &update, &actor) != 3 ||
+        th < 1 || th > S_MAX_THREADS)
+        return 0;
+    t[th - 1] = (s_times_t){update, actor};
+    return 1;
+}
+
 /* Runs torch_lstm_bench.py on the same sizes, threads and plan into t[].
    Returns 0, or -1 after printing why (the table then shows no ratios). */
 static int s_run_torch(const vl_bench_plan_t *plan, uint32_t B, uint32_t T, s_times_t *t)
 {
-    const char *python = getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3";
-    char cmd[4096];
-    // torch.set_num_threads sets each figure's threads; the variables cap what
-    // the OpenMP and BLAS pools start with.
-    snprintf(cmd, sizeof cmd,
-             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' '%s' --batch %u --steps %u --in %d "
-             "--hidden %d --actor-batch %d --threads 1,2 --runs %d --run-s %g",
-             S_MAX_THREADS, S_MAX_THREADS, python, VL_TORCH_SCRIPT, B, T, S_IN, S_HIDDEN, S_ACTOR_B,
-             plan->runs, plan->run_s);
-    FILE *p = popen(cmd, "r");
-    if (!p) {
-        printf("torch: cannot start %s\n", python);
-        return -1;
-    }
-    char line[512];
-    int got = 0;
-    while (fgets(line, sizeof line, p)) {
-        int th;
-        double update, actor;
-        if (sscanf(line, "torch threads=%d update_ms=%lf actor_ms=%lf", &th, &update, &actor) ==
-                3 &&
-            th >= 1 && th <= S_MAX_THREADS) {
-            t[th - 1] = (s_times_t){update, actor};
-            got++;
-        } else if (strncmp(line, "torch version=", 14) == 0) {
-            printf("%s", line);
-        }
-    }
-    int status = pclose(p);
-    if (status != 0 || got != S_MAX_THREADS) {
-        printf("torch: %s %s gave %d of %d lines (exit status %d): PyTorch missing? "
-               "On Debian: apt-get install python3-torch\n",
-               python, VL_TORCH_SCRIPT, got, S_MAX_THREADS, status);
+    char args[512];
+    snprintf(args, sizeof args,
+             "--batch %u --steps %u --in %d --hidden %d --actor-batch %d --threads 1,2 --runs %d "
+             "--run-s %g",
+             B, T, S_IN, S_HIDDEN, S_ACTOR_B, plan->runs, plan->run_s);
+    if (vl_bench_torch(VL_TORCH_SCRIPT, S_MAX_THREADS, args, S_MAX_THREADS, s_torch_line, t) != 0) {
         memset(t, 0, S_MAX_THREADS * sizeof *t);
         return -1;
     }
@@ -208,11 +195,8 @@ static int s_run_torch(const vl_bench_plan_t *plan, uint32_t B, uint32_t T, s_ti
 /* Prints one row: volley's ms, PyTorch's and the ratio ("-" where missing). */
 static void s_row(const char *name, double ms, double torch_ms)
 {
-    printf("%-40s %10.3f", name, ms);
-    if (torch_ms > 0)
-        printf(" %10.3f %8.2fx\n", torch_ms, torch_ms / ms);
-    else
-        printf(" %10s %9s\n", "-", "-");
+    vl_bench_row(40, name, ms, torch_ms);
+    printf("\n");
 }
 
 /* Returns the wire bytes of one segment of T steps of cartpole-masked's

@@ -210,61 +210,58 @@ done:
     return rc;
 }
 
+/* The figures torch_conv_bench.py gives, and the batches they are for. */
+typedef struct {
+    s_times_t *t;
+    int learner_batch;
+} s_torch_t;
+
+/* Takes one of torch_conv_bench.py's figure lines into the s_torch_t at arg.
+   Returns 1 if it was one of the batches asked for. */
+static int s_torch_line(const char *line, void *arg)
+{
+    s_torch_t *w = arg;
+    int th, n;
+    double fwd, fwdbwd, conv1, update;
+    if (sscanf(line,
+               "torch threads=%d batch=%d fwd_ms=%lf fwdbwd_ms=%lf conv1_ms=%lf update_ms=%lf", &th,
+               &n, &fwd, &fwdbwd, &conv1, &update) != 6)
+        return 0;
+    if (n == w->learner_batch) {
+        w->t->update = update, w->t->fwdbwd = fwdbwd;
+        return 1;
+    }
+    if (n == S_ACTOR_BATCH) {
+        w->t->fwd = fwd;
+        return 1;
+    }
+    return 0;
+}
+
 /* Runs torch_conv_bench.py --actions on the same spec, threads and
    batches; fills *learner (update, fwdbwd) and *actor (fwd). Returns 0, or
    -1 after printing why (the table then shows no ratios). */
 static int s_run_torch(const s_opts_t *o, const char *canon, s_times_t *t)
 {
-    const char *python = getenv("PYTHON") ? getenv("PYTHON") : "/usr/bin/python3";
-    char cmd[8192];
-    // torch.set_num_threads sets each figure's threads; the variables cap what
-    // the OpenMP and OpenBLAS pools start with.
-    snprintf(cmd, sizeof cmd,
-             "OMP_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d '%s' '%s' --spec '%s' --shape %d,%d,%d "
-             "--threads %d --batches %d,%d --runs %d --run-s %g --actions %d",
-             o->threads, o->threads, python, VL_TORCH_SCRIPT, canon, S_C, S_H, S_W, o->threads,
-             o->learner_batch, S_ACTOR_BATCH, o->runs, o->run_s, S_ACTIONS);
-    FILE *p = popen(cmd, "r");
-    if (!p) {
-        printf("torch: cannot start %s\n", python);
-        return -1;
-    }
-    char line[512];
-    int got = 0;
-    while (fgets(line, sizeof line, p)) {
-        int th, n;
-        double fwd, fwdbwd, conv1, update;
-        if (sscanf(line,
-                   "torch threads=%d batch=%d fwd_ms=%lf fwdbwd_ms=%lf conv1_ms=%lf "
-                   "update_ms=%lf",
-                   &th, &n, &fwd, &fwdbwd, &conv1, &update) == 6) {
-            if (n == o->learner_batch)
-                t->update = update, t->fwdbwd = fwdbwd, got++;
-            if (n == S_ACTOR_BATCH)
-                t->fwd = fwd, got++;
-        } else if (strncmp(line, "torch version=", 14) == 0) {
-            printf("%s", line);
-        }
-    }
-    int status = pclose(p);
-    if (status != 0 || got != 2) {
-        printf("torch: %s %s gave %d of 2 lines (exit status %d): PyTorch missing? "
-               "On Debian: apt-get install python3-torch\n",
-               python, VL_TORCH_SCRIPT, got, status);
+    char args[VL_MODEL_TEXT_MAX + 512];
+    snprintf(args, sizeof args,
+             "--spec '%s' --shape %d,%d,%d --threads %d --batches %d,%d --runs %d --run-s %g "
+             "--actions %d",
+             canon, S_C, S_H, S_W, o->threads, o->learner_batch, S_ACTOR_BATCH, o->runs, o->run_s,
+             S_ACTIONS);
+    s_torch_t w = {t, o->learner_batch};
+    if (vl_bench_torch(VL_TORCH_SCRIPT, o->threads, args, 2, s_torch_line, &w) != 0) {
         memset(t, 0, sizeof *t);
         return -1;
     }
     return 0;
 }
 
-/* Prints one row: volley's ms, PyTorch's and the ratio ("-" where missing). */
+/* Prints one row: volley's ms, PyTorch's and the ratio ("-" where missing),
+   and per env step when per_step > 0. */
 static void s_row(const char *name, double ms, double torch_ms, int per_step)
 {
-    printf("%-34s %10.3f", name, ms);
-    if (torch_ms > 0)
-        printf(" %10.3f %8.2fx", torch_ms, torch_ms / ms);
-    else
-        printf(" %10s %9s", "-", "-");
+    vl_bench_row(34, name, ms, torch_ms);
     if (per_step)
         printf("   per env step: volley %.4f ms, torch %s", ms / per_step, torch_ms > 0 ? "" : "-");
     if (per_step && torch_ms > 0)

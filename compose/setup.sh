@@ -12,7 +12,7 @@ PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libprotobuf-c
           python3-venv python3-pip python3-setuptools python3-wheel # .venv: the package installed
           python3-torch # bindings/python/examples: PyTorch learners on volley's core
           python3-matplotlib # volley plot: learning curves to PNG/SVG
-          libdnnl-dev) # oneDNN: the model engine's kernels (bench/vl_conv_bench chose it over OpenBLAS)
+          libdnnl-dev) # oneDNN: the model engine's kernels (chosen over OpenBLAS by measurement)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
