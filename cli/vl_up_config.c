@@ -23,7 +23,8 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
           "broker base port; it and the 4 after it must be free (0: pick free ports)"),
     S_OPT("max-steps", max_steps, 1, 1L << 50,
-          "environment-step budget (e.g. 1e6), exact as above"),
+          "environment-step budget (e.g. 1e6), exact as above; with --until seconds none unless "
+          "given"),
     S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
     S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
     S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
@@ -100,7 +101,10 @@ static void s_usage(FILE *out)
         "environment with a solved return) when it is solved (exit 0, last line\n"
         "'solved: <steps> steps in <s> s (<steps/s> steps/s)'; a spent budget exits 1);\n"
         "with --until steps (the default otherwise) after --max-steps, or --until seconds\n"
-        "after --max-seconds (exit 0, last line 'done: ...'). A process that fails\n"
+        "after --max-seconds (exit 0, last line 'done: ...'). --until seconds has no step\n"
+        "budget unless --max-steps is given. An env without a solved return cannot fail to\n"
+        "solve: a spent budget of the other kind prints 'budget spent: ...' and ends 'done'\n"
+        "(exit 0). A process that fails\n"
         "stops the run (exit 1); Ctrl-C exits 130; bad flags or a busy --port exit 2\n"
         "before anything starts. Counts take 1e6; steps/s of a resumed run count only\n"
         "its own steps.\n"
@@ -523,6 +527,14 @@ static int s_check(vl_up_config_t *c)
         fprintf(stderr, "volley up: --until seconds needs --max-seconds S\n");
         return -1;
     }
+    // The clock ends this run: the default step budget must not end it first.
+    if (c->until == VL_UNTIL_SECONDS && !s_find_flag(c->argc, c->argv, "max-steps"))
+        c->max_steps = 0;
+    if (c->lr_anneal && c->max_steps == 0) {
+        fprintf(stderr, "volley up: --lr-anneal linear falls to 0 at --max-steps: give --max-steps "
+                        "N (--until seconds has no step budget by default)\n");
+        return -1;
+    }
     if (c->deterministic && (c->retain || c->actors > 2)) {
         fprintf(stderr, "volley up: --deterministic runs one actor on-policy: drop %s\n",
                 c->retain ? "--retain" : "--actors");
@@ -694,6 +706,8 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     for (int i = 0; i < S_NNUMS; i++) {
         if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)
             continue; // picked free: another run would pick again
+        if (strcmp(s_nums[i].name, "max-steps") == 0 && c->max_steps == 0)
+            continue; // --until seconds without a step budget: none again when read back
         vl_opt_format(&s_nums[i], c, value, sizeof value);
         s_kv(out, s_nums[i].name, value);
     }
