@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../actors/vl_actor_check.h"
+#include "../common/vl_file_id.h"
 #include "../common/vl_ini.h"
 #include "../common/vl_opts.h"
 #include "../learner/vl_learner.h"
@@ -245,6 +246,8 @@ static int s_entry(void *ctx, const char *section, const char *key, const char *
                  section, key);
         return -1;
     }
+    if (strcmp(section, "env") == 0)
+        return 0; // the plugin as it was, for eval and export: up loads what [up] names
     if (strcmp(section, "up") != 0 && section[0]) {
         snprintf(why, why_size, "unknown section [%s] (up reads [up])", section);
         return -1;
@@ -689,15 +692,38 @@ static void s_path(FILE *out, const char *key, const char *path)
         s_kv(out, key, path);
 }
 
+/* Writes [env]: the plugin's absolute path, size and CRC-32C, which eval
+   and export check before loading it from this record. Nothing for a
+   built-in, or a plugin that can no longer be read (eval then asks for
+   --env). */
+static void s_plugin_record(FILE *out, const char *path)
+{
+    vl_file_id_t id;
+    if (!path || vl_file_id(path, &id) != 0)
+        return;
+    fprintf(out,
+            "\n[env]\n"
+            "# the plugin trained on: eval and export load it from path while it has these bytes\n"
+            "path = %s\nbytes = %llu\ncrc32c = %08x\n",
+            path, (unsigned long long)id.bytes, id.crc32c);
+}
+
 void vl_up_config_write(FILE *out, const vl_up_config_t *c)
 {
     static const char *const until[] = {"solved", "solved", "steps", "seconds"};
     char value[64];
+    // A plugin by its absolute path: eval, export and a resume find it from any directory.
+    char *plugin = c->env->path ? realpath(c->env->path, NULL) : NULL;
     fprintf(out, "# volley up: the resolved configuration of this run. Run it again with\n"
                  "#   volley up --config THIS_FILE [flags that override it]\n"
                  "# Keys are `volley up` flags without their --; [up] is all that is read.\n"
                  "[up]\n");
-    s_kv(out, "env", c->env->path ? c->env->path : c->env->name);
+    if (plugin)
+        s_kv(out, "env", plugin);
+    else if (c->env->path)
+        s_path(out, "env", c->env->path);
+    else
+        s_kv(out, "env", c->env->name);
     s_kv(out, "env-arg", c->env_arg);
     s_kv(out, "obs-check", c->obs_check);
     s_kv(out, "model", c->model_text); // resolved: a rerun builds the same network
@@ -739,4 +765,6 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         s_kv(out, "deterministic", "true");
     s_path(out, "checkpoint", c->checkpoint);
     s_kv(out, "record", c->record);
+    s_plugin_record(out, plugin);
+    free(plugin);
 }
