@@ -286,7 +286,8 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     long acting = c->actors ? c->actors * c->envs : batch; // remote actors: --batch counts them
     s_args_t a = {.argc = 0};
     s_add_long(&a, "--seed", c->seed);
-    s_add_long(&a, "--max-steps", c->max_steps); // takes nothing past it: the budget is exact
+    if (c->max_steps) // takes nothing past it: the budget is exact
+        s_add_long(&a, "--max-steps", c->max_steps);
     s_add_long(&a, "--batch", batch);
     s_add_long(&a, "--capacity", 4 * batch + 4 * acting + c->retain);
     s_add_long(&a, "--retain", c->retain);

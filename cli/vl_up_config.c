@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../actors/vl_actor_check.h"
+#include "../common/vl_file_id.h"
 #include "../common/vl_ini.h"
 #include "../common/vl_opts.h"
 #include "../learner/vl_learner.h"
@@ -23,7 +24,8 @@ static const vl_num_opt_t s_nums[] = {
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
           "broker base port; it and the 4 after it must be free (0: pick free ports)"),
     S_OPT("max-steps", max_steps, 1, 1L << 50,
-          "environment-step budget (e.g. 1e6), exact as above"),
+          "environment-step budget (e.g. 1e6), exact as above; with --until seconds none unless "
+          "given"),
     S_OPT("max-seconds", max_seconds, 0, 1L << 30, "wall-clock budget (0: none)"),
     S_OPT("seed", seed, 0, 1L << 40, "seeds the learner and every actor"),
     S_OPT("horizon", horizon, 1, 4096, "steps per segment"),
@@ -100,7 +102,10 @@ static void s_usage(FILE *out)
         "environment with a solved return) when it is solved (exit 0, last line\n"
         "'solved: <steps> steps in <s> s (<steps/s> steps/s)'; a spent budget exits 1);\n"
         "with --until steps (the default otherwise) after --max-steps, or --until seconds\n"
-        "after --max-seconds (exit 0, last line 'done: ...'). A process that fails\n"
+        "after --max-seconds (exit 0, last line 'done: ...'). --until seconds has no step\n"
+        "budget unless --max-steps is given. An env without a solved return cannot fail to\n"
+        "solve: a spent budget of the other kind prints 'budget spent: ...' and ends 'done'\n"
+        "(exit 0). A process that fails\n"
         "stops the run (exit 1); Ctrl-C exits 130; bad flags or a busy --port exit 2\n"
         "before anything starts. Counts take 1e6; steps/s of a resumed run count only\n"
         "its own steps.\n"
@@ -241,6 +246,8 @@ static int s_entry(void *ctx, const char *section, const char *key, const char *
                  section, key);
         return -1;
     }
+    if (strcmp(section, "env") == 0)
+        return 0; // the plugin as it was, for eval and export: up loads what [up] names
     if (strcmp(section, "up") != 0 && section[0]) {
         snprintf(why, why_size, "unknown section [%s] (up reads [up])", section);
         return -1;
@@ -523,6 +530,14 @@ static int s_check(vl_up_config_t *c)
         fprintf(stderr, "volley up: --until seconds needs --max-seconds S\n");
         return -1;
     }
+    // The clock ends this run: the default step budget must not end it first.
+    if (c->until == VL_UNTIL_SECONDS && !s_find_flag(c->argc, c->argv, "max-steps"))
+        c->max_steps = 0;
+    if (c->lr_anneal && c->max_steps == 0) {
+        fprintf(stderr, "volley up: --lr-anneal linear falls to 0 at --max-steps: give --max-steps "
+                        "N (--until seconds has no step budget by default)\n");
+        return -1;
+    }
     if (c->deterministic && (c->retain || c->actors > 2)) {
         fprintf(stderr, "volley up: --deterministic runs one actor on-policy: drop %s\n",
                 c->retain ? "--retain" : "--actors");
@@ -677,15 +692,38 @@ static void s_path(FILE *out, const char *key, const char *path)
         s_kv(out, key, path);
 }
 
+/* Writes [env]: the plugin's absolute path, size and CRC-32C, which eval
+   and export check before loading it from this record. Nothing for a
+   built-in, or a plugin that can no longer be read (eval then asks for
+   --env). */
+static void s_plugin_record(FILE *out, const char *path)
+{
+    vl_file_id_t id;
+    if (!path || vl_file_id(path, &id) != 0)
+        return;
+    fprintf(out,
+            "\n[env]\n"
+            "# the plugin trained on: eval and export load it from path while it has these bytes\n"
+            "path = %s\nbytes = %llu\ncrc32c = %08x\n",
+            path, (unsigned long long)id.bytes, id.crc32c);
+}
+
 void vl_up_config_write(FILE *out, const vl_up_config_t *c)
 {
     static const char *const until[] = {"solved", "solved", "steps", "seconds"};
     char value[64];
+    // A plugin by its absolute path: eval, export and a resume find it from any directory.
+    char *plugin = c->env->path ? realpath(c->env->path, NULL) : NULL;
     fprintf(out, "# volley up: the resolved configuration of this run. Run it again with\n"
                  "#   volley up --config THIS_FILE [flags that override it]\n"
                  "# Keys are `volley up` flags without their --; [up] is all that is read.\n"
                  "[up]\n");
-    s_kv(out, "env", c->env->path ? c->env->path : c->env->name);
+    if (plugin)
+        s_kv(out, "env", plugin);
+    else if (c->env->path)
+        s_path(out, "env", c->env->path);
+    else
+        s_kv(out, "env", c->env->name);
     s_kv(out, "env-arg", c->env_arg);
     s_kv(out, "obs-check", c->obs_check);
     s_kv(out, "model", c->model_text); // resolved: a rerun builds the same network
@@ -694,6 +732,8 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     for (int i = 0; i < S_NNUMS; i++) {
         if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)
             continue; // picked free: another run would pick again
+        if (strcmp(s_nums[i].name, "max-steps") == 0 && c->max_steps == 0)
+            continue; // --until seconds without a step budget: none again when read back
         vl_opt_format(&s_nums[i], c, value, sizeof value);
         s_kv(out, s_nums[i].name, value);
     }
@@ -725,4 +765,6 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         s_kv(out, "deterministic", "true");
     s_path(out, "checkpoint", c->checkpoint);
     s_kv(out, "record", c->record);
+    s_plugin_record(out, plugin);
+    free(plugin);
 }

@@ -147,17 +147,26 @@ static void s_final_weights(void *sub, s_watch_t *w)
         printf("weights: version %llu not seen\n", (unsigned long long)v);
 }
 
-/* Judges the run at secs: returns 0 when done (solved, or the --until
-   budget reached), 1 when the budget is spent unsolved, -1 to go on. */
+/* Judges the run at secs: returns 0 when done (solved, the --until budget
+   reached, or any budget spent by an env with no solved return), 1 when
+   the budget is spent unsolved, -1 to go on. */
 static int s_judge(const vl_up_config_t *c, void *sub, s_watch_t *w, double secs)
 {
     const vl_stats_t *s = &w->last;
-    int over_steps = w->have && s->env_steps >= (uint64_t)c->max_steps;
+    int over_steps = w->have && c->max_steps && s->env_steps >= (uint64_t)c->max_steps;
     int over_time = c->max_seconds && secs >= (double)c->max_seconds;
     int done =
         (c->until == VL_UNTIL_STEPS && over_steps) || (c->until == VL_UNTIL_SECONDS && over_time);
     int solved = !done && !over_steps && !over_time && c->until == VL_UNTIL_SOLVED && w->have &&
                  s->window >= 100 && s->mean_return >= c->env->solved_return;
+    if (!done && (over_steps || over_time) && !c->env->has_solved_return) {
+        // Nothing to solve, so nothing missed: the budget ends the run as its --until would.
+        printf("budget spent: --%s after %llu steps in %.1f s (mean return %.1f over %u "
+               "episodes)\n",
+               over_steps ? "max-steps" : "max-seconds", (unsigned long long)s->env_steps, secs,
+               s->mean_return, s->window);
+        done = 1;
+    }
     if (!done && !solved && (over_steps || over_time)) {
         // The budget first: a report that shows it solved past the budget did not solve in time.
         printf("not solved: budget spent after %llu steps in %.1f s "

@@ -3,6 +3,7 @@
 #include "vl_kept.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,30 @@ typedef struct {
     char env[S_RANKS][VL_KEPT_PATH_MAX];
     char arg[S_RANKS][VL_KEPT_PATH_MAX];
     char checkpoint[VL_KEPT_PATH_MAX]; // [up]'s checkpoint = DIR: where the run kept them
+    char plugin[VL_KEPT_PATH_MAX];     // [env]'s path: the plugin it trained on
+    vl_file_id_t plugin_id;            // [env]'s bytes and crc32c
+    int id_keys;                       // of those two, how many read well (bit each)
 } s_config_t;
+
+/* Reads [env]'s bytes (decimal) or crc32c (8 hex digits) into c; text that
+   is not one is as if unsaid (the plugin then counts as unrecorded). */
+static void s_on_plugin_id(s_config_t *c, const char *key, const char *value)
+{
+    char *end;
+    errno = 0;
+    int crc = strcmp(key, "crc32c") == 0;
+    if (!crc && strcmp(key, "bytes") != 0)
+        return;
+    unsigned long long v = strtoull(value, &end, crc ? 16 : 10);
+    if (errno || end == value || *end || !isxdigit((unsigned char)*value) ||
+        (crc && (strlen(value) != 8)))
+        return;
+    if (crc)
+        c->plugin_id.crc32c = (uint32_t)v;
+    else
+        c->plugin_id.bytes = v;
+    c->id_keys |= crc ? 2 : 1;
+}
 
 /* vl_ini callback: keeps env and env-arg of every role's section and
    [up]'s checkpoint; other keys are the run's business. */
@@ -81,7 +105,11 @@ static int s_on_config(void *ctx, const char *section, const char *key, const ch
                : strcmp(section, "actor") == 0   ? 2
                : strcmp(section, "learner") == 0 ? 1
                                                  : 0;
-    if (strcmp(key, "env") == 0)
+    if (strcmp(section, "env") == 0) {
+        if (strcmp(key, "path") == 0 && s_copy(c->plugin, sizeof c->plugin, value) != 0)
+            c->plugin[0] = '\0';
+        s_on_plugin_id(c, key, value);
+    } else if (strcmp(key, "env") == 0)
         s_copy(c->env[rank], sizeof c->env[rank], value);
     else if (strcmp(key, "env-arg") == 0 || strcmp(key, "env_arg") == 0)
         s_copy(c->arg[rank], sizeof c->arg[rank], value);
@@ -91,14 +119,29 @@ static int s_on_config(void *ctx, const char *section, const char *key, const ch
     return 0;
 }
 
-/* Reads the env of the run whose directory is run into self: [up]'s, else
-   [actor]'s, else [learner]'s; and where it kept its checkpoints into
-   ckdir[size] ("" when it does not say). A missing or unreadable config.ini
-   leaves env unknown (""): the caller asks for --env then. */
+/* Finds the newest configuration of run into path[size]: config-K.ini of
+   the highest K (a resumed run's), else config.ini. */
+static void s_newest_config(const char *run, char *path, size_t size)
+{
+    snprintf(path, size, "%s/config.ini", run);
+    for (int k = 2; k <= 1000; k++) {
+        char next[VL_KEPT_PATH_MAX];
+        if (snprintf(next, sizeof next, "%s/config-%d.ini", run, k) >= (int)sizeof next ||
+            !s_is_file(next))
+            return;
+        s_copy(path, size, next);
+    }
+}
+
+/* Reads the env of the run whose directory is run into self (from its
+   newest config*.ini): [up]'s, else [actor]'s, else [learner]'s, with the
+   plugin identity [env] records for it; and where it kept its checkpoints
+   into ckdir[size] ("" when it does not say). A missing or unreadable
+   configuration leaves env unknown (""): the caller asks for --env then. */
 static void s_read_config(vl_kept_t *self, const char *run, char *ckdir, size_t size)
 {
     char path[VL_KEPT_PATH_MAX], why[512];
-    snprintf(path, sizeof path, "%s/config.ini", run);
+    s_newest_config(run, path, sizeof path);
     s_config_t *c = calloc(1, sizeof *c);
     if (ckdir)
         ckdir[0] = '\0';
@@ -114,6 +157,10 @@ static void s_read_config(vl_kept_t *self, const char *run, char *ckdir, size_t 
             s_copy(self->env_arg, sizeof self->env_arg, c->arg[rank]);
             break;
         }
+    if (c->id_keys == 3 && self->env[0] && strcmp(c->plugin, self->env) == 0) {
+        self->has_env_id = 1;
+        self->env_id = c->plugin_id;
+    }
     free(c);
 }
 
@@ -415,6 +462,40 @@ int vl_kept_fits(const vl_kept_t *kept, const vl_env_ops_t *env, char *why, size
     return 0;
 }
 
+/* Loads the plugin a run recorded, after checking that it is still the
+   file trained on. Returns its ops, or NULL after one line saying why. */
+static const vl_env_ops_t *s_recorded_plugin(const char *cmd, const vl_kept_t *kept)
+{
+    const vl_file_id_t *want = &kept->env_id;
+    vl_file_id_t now;
+    if (!kept->has_env_id) {
+        fprintf(stderr,
+                "volley %s: %s was trained on the plugin %s, but its run records no size and "
+                "CRC-32C to check it against (an older run, or an edited [env]): name it with "
+                "--env %s\n",
+                cmd, kept->checkpoint, kept->env, kept->env);
+        return NULL;
+    }
+    if (vl_file_id(kept->env, &now) != 0) {
+        fprintf(stderr,
+                "volley %s: %s was trained on the plugin %s (%llu bytes, crc32c %08x), which "
+                "cannot be read now (%s): build it there again, or name one with --env PATH\n",
+                cmd, kept->checkpoint, kept->env, (unsigned long long)want->bytes, want->crc32c,
+                strerror(errno));
+        return NULL;
+    }
+    if (!vl_file_id_same(&now, want)) {
+        fprintf(stderr,
+                "volley %s: the plugin %s changed since %s was trained on it: %llu bytes, "
+                "crc32c %08x, where the run recorded %llu bytes, crc32c %08x; build it as it "
+                "was, or name one with --env PATH\n",
+                cmd, kept->env, kept->checkpoint, (unsigned long long)now.bytes, now.crc32c,
+                (unsigned long long)want->bytes, want->crc32c);
+        return NULL;
+    }
+    return vl_env_lookup(cmd, kept->env);
+}
+
 const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kept_t *kept,
                                 int *none)
 {
@@ -427,11 +508,8 @@ const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kep
     }
     const vl_env_ops_t *env = vl_env_find(kept->env);
     if (!env && (strchr(kept->env, '/') || strstr(kept->env, ".so")))
-        fprintf(stderr,
-                "volley %s: %s was trained on the plugin %s, which is loaded only when you name "
-                "it: --env %s\n",
-                cmd, kept->checkpoint, kept->env, kept->env);
-    else if (!env)
+        return s_recorded_plugin(cmd, kept);
+    if (!env)
         fprintf(stderr,
                 "volley %s: %s was trained on env '%s', which is not a built-in: name it with "
                 "--env NAME|PATH.so|package.module:function\n",

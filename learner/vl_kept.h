@@ -3,8 +3,8 @@
     run directory's checkpoints/<policy>.ckpt), the network its spec section
     names (observation fields, actions, model; a checkpoint from before
     specs were kept is volley's MLP, its sizes read off its tensors), and
-    the env it was trained on when the run says (its config.ini). Everything read is checked; a refusal is one line. What
-    the Python package calls is public (volley/policy.h); the rest is the
+    the env it was trained on when the run says (its config.ini). Everything read is checked; a
+   refusal is one line. What the Python package calls is public (volley/policy.h); the rest is the
     program's. */
 #ifndef VL_KEPT_H
 #define VL_KEPT_H
@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/vl_file_id.h"
 #include "../envs/vl_env.h"
 #include "../messages/vl_spec.h"
 #include "../models/vl_policy.h"
@@ -24,6 +25,8 @@ struct vl_kept_s {
     char checkpoint[VL_KEPT_PATH_MAX]; // the file the weights came from
     char env[VL_KEPT_PATH_MAX];        // the run's env (config.ini), "" when unknown
     char env_arg[VL_KEPT_PATH_MAX];    // the run's --env-arg, "" when none
+    int has_env_id;                    // env is a plugin its run recorded as env_id:
+    vl_file_id_t env_id;               // its size and CRC-32C when trained on
     uint32_t obs_dim;                  // floats per observation (pi.0.weight's columns)
     uint32_t num_actions;              // head outputs (pi.2.weight's rows)
     vl_action_spec_t action;           // the action space (the spec's; else discrete)
@@ -41,10 +44,12 @@ struct vl_kept_s {
 int vl_kept_fits(const vl_kept_t *kept, const vl_env_ops_t *env, char *why, size_t why_size);
 
 /* Returns the env to run a kept policy on: --env's (given, loaded as
-   named), else the built-in its run's config.ini names. A plugin named
-   only by a run's config.ini is not loaded (running a .so is the user's
-   word, not a file's): NULL after saying "--env PATH" is needed. NULL with
-   *none 1 when neither names one. Prints why as "volley CMD: ...". */
+   named), else the one its run's config.ini names: a built-in, or a plugin
+   at the absolute path `volley up` recorded, loaded only while it is the
+   file trained on (the size and CRC-32C of its [env]); a plugin missing,
+   changed or recorded without them gives NULL after one line naming it and
+   what was expected. NULL with *none 1 when neither names one. Prints why
+   as "volley CMD: ...". */
 const vl_env_ops_t *vl_kept_env(const char *cmd, const char *given, const vl_kept_t *kept,
                                 int *none);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A step budget is exact: `volley up --max-steps N` stops at the first report at or past N,
 # at most one segment (--horizon steps) beyond it, whether the run ends 'done' (--until steps)
-# or 'not solved' (a spent budget); and --help says so.
+# or 'not solved' (a spent budget); and --help says so. --until seconds has no step budget
+# unless one is given; an env without a solved return ends a spent budget 'done' (exit 0).
 . "$(dirname "$0")/lib.sh"
 cd "$TMP" || fail "cd $TMP"
 
@@ -43,4 +44,28 @@ steps=$(steps_in "$last")
 [ -n "$steps" ] && [ "$steps" -ge 5000 ] && [ "$steps" -lt $((5000 + 64)) ] ||
     fail "--max-steps 5000 (horizon 64) ended at '${steps:-?}' steps: $last"
 pass "--max-steps 5000, unsolved: $last"
-echo "4 passed, 0 failed"
+
+# --until seconds: no default step budget (the learner takes every segment), neither in this
+# run nor in a rerun of its config.ini.
+COUNTER=$(dirname "$VOLLEY")/libvl_counter_env.so
+"$VOLLEY" up --env "$COUNTER" --until seconds --max-seconds 1 --runs runs --name sec > sec.log 2>&1
+rc=$?
+last=$(tail -n 1 sec.log)
+[ $rc -eq 0 ] && [[ $last == done:* ]] || fail "--until seconds --max-seconds 1 exited $rc: $last"
+! grep -qE '^max-steps|--max-steps [1-9]' runs/sec/config.ini ||
+    fail "--until seconds kept a step budget nobody gave: $(grep -E '^max-steps|learner' runs/sec/config.ini)"
+grep -qx 'until = seconds' runs/sec/config.ini || fail "config.ini: $(grep until runs/sec/config.ini)"
+pass "--until seconds has no default step budget: $last"
+
+# An explicit step budget still applies; with no solved return to miss, a spent one is 'done'.
+"$VOLLEY" up --env "$COUNTER" --until seconds --max-seconds 60 --max-steps 2000 --port 0 > ns.log 2>&1
+rc=$?
+last=$(tail -n 1 ns.log)
+[ $rc -eq 0 ] || fail "a run of an env without a solved return exited $rc on its spent budget: $last"
+! grep -q 'not solved' ns.log || fail "an env without a solved return was 'not solved': $(grep 'not solved' ns.log)"
+spent=$(grep '^budget spent' ns.log)
+steps=$(steps_in "$last")
+[[ $last == done:* ]] && [ -n "$spent" ] && [ "${steps:-0}" -ge 2000 ] && [ "$steps" -lt 2064 ] ||
+    fail "--max-steps 2000 of --until seconds: '$spent' / '$last'"
+pass "an env without a solved return: $spent; $last"
+echo "6 passed, 0 failed"

@@ -83,20 +83,41 @@ grep -q '##  ' catch.txt && grep -q '======' catch.txt && grep -q 'balls landed 
     fail "no Catch frames: $(head -c 400 catch.txt)"
 pass "--render draws CartPole ($frames frames) and Catch"
 
-# A plugin env: a run's config.ini naming a .so does not load it (that is the user's word:
-# --env PATH); with --env, a line of numbers a step.
+# A plugin env: the run records the plugin's absolute path (given relative) with its size and
+# CRC-32C, and eval and export load it from there, from any directory; a changed or missing
+# plugin, or a run that records none, is refused in one line; --env overrides the record.
 PLUGIN=$(dirname "$VOLLEY")/libvl_corridor.so
 [ -f "$PLUGIN" ] || fail "no $PLUGIN (the vl_corridor target)"
-"$VOLLEY" up --env "$PLUGIN" --runs "$TMP/runs" --name corr --until steps --max-steps 20000 \
-    > upp.log 2>&1 || fail "corridor: $(tail -1 upp.log)"
-"$VOLLEY" eval "$TMP/runs/corr" --episodes 2 > noenv.txt 2>&1
-[ $? -eq 2 ] && grep -q "loaded only when you name it: --env $PLUGIN" noenv.txt ||
-    fail "a plugin named only by a run's config.ini was loaded: $(cat noenv.txt)"
-(cd / && "$VOLLEY" eval "$TMP/runs/corr" --env "$PLUGIN" --render --fps 0 --episodes 2) > corr.txt 2>&1 ||
-    fail "eval of a plugin run: $(tail -2 corr.txt)"
+mkdir -p plug && cp "$PLUGIN" plug/libcorr.so
+abs=$(realpath plug/libcorr.so)
+(cd plug && "$VOLLEY" up --env ./libcorr.so --runs "$TMP/runs" --name corr --until steps \
+    --max-steps 20000) > upp.log 2>&1 || fail "corridor: $(tail -1 upp.log)"
+grep -qx "env = $abs" runs/corr/config.ini && grep -qx "path = $abs" runs/corr/config.ini &&
+    grep -qx "bytes = $(stat -c %s "$abs")" runs/corr/config.ini &&
+    grep -qE '^crc32c = [0-9a-f]{8}$' runs/corr/config.ini ||
+    fail "config.ini does not record $abs: $(grep -E '^(env|path|bytes|crc32c) ' runs/corr/config.ini)"
+(cd / && "$VOLLEY" eval "$TMP/runs/corr" --render --fps 0 --episodes 2) > corr.txt 2>&1 ||
+    fail "eval of a plugin run without --env: $(tail -2 corr.txt)"
 grep -qE '^corridor  episode 1/2  step 0  return 0  action [01] \| [0-9. ]+$' corr.txt &&
     grep -q '^eval: corridor, .*2 episodes' corr.txt || fail "plugin frames: $(head -3 corr.txt)"
-pass "a plugin run: $(tail -1 corr.txt)"
+(cd / && "$VOLLEY" export "$TMP/runs/corr" --to "$TMP/corr.safetensors") > exp.txt 2>&1 ||
+    fail "export of a plugin run without --env: $(cat exp.txt)"
+grep -q "\"name\": \"corridor\", \"path\": \"$abs\"" corr.json || fail "corr.json: $(head -c 600 corr.json)"
+"$VOLLEY" up --config runs/corr/config.ini --runs runs --name corr2 --max-steps 2000 > upp2.log 2>&1 ||
+    fail "a plugin run's config.ini does not run again: $(tail -1 upp2.log)"
+pass "a plugin run keeps $abs: eval and export find it, --config reruns it: $(tail -1 corr.txt)"
+
+printf 'x' >> plug/libcorr.so
+expect2 "the plugin $abs changed since .*: $(stat -c %s "$abs") bytes, crc32c [0-9a-f]*, where the run recorded $(( $(stat -c %s "$abs") - 1 )) bytes" \
+    "$VOLLEY" eval runs/corr --episodes 1
+rm plug/libcorr.so
+expect2 "trained on the plugin $abs ([0-9]* bytes, crc32c [0-9a-f]*), which cannot be read now" \
+    "$VOLLEY" export runs/corr --to gone.safetensors
+"$VOLLEY" eval runs/corr --env "$PLUGIN" --episodes 2 > over.txt 2>&1 || fail "--env over a gone plugin: $(cat over.txt)"
+mkdir -p old && cp runs/corr/checkpoints/default.ckpt old/ && printf '[up]\nenv = %s\n' "$PLUGIN" > old/config.ini
+expect2 "trained on the plugin $PLUGIN, but its run records no size and CRC-32C .*--env $PLUGIN" \
+    "$VOLLEY" eval old --episodes 1
+pass "--env PATH overrides the record: $(tail -1 over.txt)"
 
 # export: safetensors + JSON, never over an existing file.
 printf '[up]\nenv = cartpole\n' > run/config.ini
