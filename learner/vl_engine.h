@@ -13,7 +13,7 @@
 #include "../common/vl_rng.h"
 #include "../messages/vl_codec.h"
 #include "../models/vl_norm.h"
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 #include "volley/engine.h"
 
 #define VL_ENGINE_TENSORS_MAX 64 // tensors an engine publishes, norm.* included

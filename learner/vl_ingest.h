@@ -11,7 +11,7 @@
 
 #include "../messages/vl_codec.h"
 #include "../store/vl_buffer.h"
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 
 /* Called with an accepted segment just before it is committed (after that
    its slot belongs to the trainer). */

@@ -11,7 +11,7 @@
 
 #include "../messages/vl_codec.h"
 #include "../store/vl_buffer.h"
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 #include "vl_returns.h"
 
 typedef struct vl_inlet_s vl_inlet_t;

@@ -17,7 +17,7 @@
 
 #include <stddef.h>
 
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 #include "vl_resume.h"
 #include "vl_returns.h"
 #include "vl_engine.h"

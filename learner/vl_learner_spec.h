@@ -5,7 +5,7 @@
 #ifndef VL_LEARNER_SPEC_H
 #define VL_LEARNER_SPEC_H
 
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 
 /* Settles c's spec with the broker at c->broker: with c->env, declares it
    and waits for the broker's OK; without, asks each second (logging while it

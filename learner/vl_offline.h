@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "../messages/vl_codec.h"
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 
 typedef struct vl_offline_s vl_offline_t;
 

@@ -15,7 +15,7 @@
 
 #include "../messages/vl_codec.h"
 #include "../store/vl_buffer.h"
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 
 typedef struct vl_replay_s vl_replay_t;
 

@@ -9,7 +9,7 @@
 #include "../common/vl_rng.h"
 #include "../messages/vl_codec.h"
 #include "../models/vl_policy.h"
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 
 typedef struct vl_trainer_s vl_trainer_t;
 

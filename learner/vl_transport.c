@@ -18,7 +18,7 @@
 #include "../store/vl_checkpoint.h"
 #include "vl_engine.h"
 #include "vl_inlet.h"
-#include "vl_learner.h"
+#include "vl_learner_config.h"
 #include "vl_learner_spec.h"
 #include "vl_publication.h"
 #include "vl_segarray.h"
