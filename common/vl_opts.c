@@ -1,6 +1,7 @@
 /*  vl_opts: checked parsing of command-line values and broker addresses. */
 #include "vl_opts.h"
 
+#include "vl_flags.h"
 #include "vl_log.h"
 #include "vl_policy_id.h"
 
@@ -168,6 +169,12 @@ int vl_opt_set(const char *cmd, const vl_num_opt_t *o, void *config, const char 
     case VL_OPT_INT:
         *(int *)field = (int)v;
         break;
+    case VL_OPT_I64:
+        *(int64_t *)field = (int64_t)v;
+        break;
+    case VL_OPT_SIZE:
+        *(size_t *)field = (size_t)v;
+        break;
     default:
         *(long *)field = v;
         break;
@@ -197,6 +204,12 @@ void vl_opt_format(const vl_num_opt_t *o, const void *config, char *out, size_t 
     case VL_OPT_INT:
         snprintf(out, size, "%d", *(const int *)field);
         break;
+    case VL_OPT_I64:
+        snprintf(out, size, "%lld", (long long)*(const int64_t *)field);
+        break;
+    case VL_OPT_SIZE:
+        snprintf(out, size, "%zu", *(const size_t *)field);
+        break;
     default:
         snprintf(out, size, "%ld", *(const long *)field);
         break;
@@ -206,10 +219,8 @@ void vl_opt_format(const vl_num_opt_t *o, const void *config, char *out, size_t 
 void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaults)
 {
     for (int i = 0; i < n; i++) {
-        char flag[40], value[32];
-        snprintf(flag, sizeof flag, "--%s N", opts[i].name);
-        vl_opt_format(&opts[i], defaults, value, sizeof value);
-        fprintf(out, "  %-18s %s (default %s)\n", flag, opts[i].help, value);
+        vl_flag_t f = vl_flag_of_num(&opts[i]);
+        vl_flags_print_one(out, &f, defaults);
     }
 }
 
@@ -288,25 +299,26 @@ void vl_opt_refused(const char *cmd, char **argv, const struct option *opts, con
     }
     const char *near = vl_opt_nearest(name, opts);
     if (near)
-        fprintf(stderr, "volley %s: unknown flag --%s (did you mean --%s?); see --help\n", cmd, name,
-                near);
+        fprintf(stderr, "volley %s: unknown flag --%s (did you mean --%s?); see --help\n", cmd,
+                name, near);
     else
         fprintf(stderr, "volley %s: unknown flag --%s; see --help\n", cmd, name);
 }
 
-/* Checks what no single role flag can. Returns 0 or -1 after printing why. */
-static int s_check_role(const char *cmd, int argc, char **argv, vl_role_opts_t *role)
+/* Checks what no single role flag can, the positional arguments from
+   argv[first] on. Returns 0 or -1 after printing why. */
+static int s_check_role(const char *cmd, int argc, char **argv, int first, vl_role_opts_t *role)
 {
     char endpoint[300];
-    if (role->replay && optind == argc - 1) {
-        role->file = argv[optind++];
+    if (role->replay && first == argc - 1) {
+        role->file = argv[first++];
     } else if (role->replay) {
         fprintf(stderr, "volley %s: %s\n", cmd,
-                optind < argc ? "one recording at a time" : "which recording? (a FILE argument)");
+                first < argc ? "one recording at a time" : "which recording? (a FILE argument)");
         return -1;
     }
-    if (optind < argc) {
-        fprintf(stderr, "volley %s: unexpected argument '%s'\n", cmd, argv[optind]);
+    if (first < argc) {
+        fprintf(stderr, "volley %s: unexpected argument '%s'\n", cmd, argv[first]);
         return -1;
     }
     if (!role->broker && role->replay)
@@ -318,56 +330,73 @@ static int s_check_role(const char *cmd, int argc, char **argv, vl_role_opts_t *
     return vl_opt_endpoint(cmd, role->broker, 0, endpoint, sizeof endpoint);
 }
 
-/* The role flags' values as getopt_long returns them; a numeric flag
-   returns its index, below these. */
-enum {
-    O_BROKER = 1000,
-    O_POLICY,
-    O_ENV,
-    O_ENV_ARG,
-    O_QUIET,
-    O_VERBOSE,
-    O_CERT,
-    O_BROKER_KEY,
-    O_PACE,
-    O_CHECKPOINT,
-    O_RESUME,
-    O_METRICS,
-    O_FORCE,
-    O_RUN_DIR,
-    O_MODEL
-};
+/* Reads --pace: fast or recorded. */
+static int s_parse_pace(const char *text, void *field, char *why, size_t why_size)
+{
+    if (strcmp(text, "fast") != 0 && strcmp(text, "recorded") != 0)
+        return snprintf(why, why_size, "--pace wants fast or recorded, not '%s'", text), -1;
+    *(int *)field = text[0] == 'r';
+    return 0;
+}
+
+#define S_ROLE(name, kind, field, value)                                                           \
+    {                                                                                              \
+        name, 0, kind, offsetof(vl_role_opts_t, field), 0, 0, value, "", NULL, 0, NULL             \
+    }
+
+/* The flags every role takes (their help is the roles' own), then the
+   replay's and the learner's. */
+static const vl_flag_t s_role_common[] = {
+    S_ROLE("cert", VL_FLAG_TEXT, cert, "FILE"),
+    S_ROLE("broker-key", VL_FLAG_TEXT, broker_key, "FILE"),
+    S_ROLE("broker", VL_FLAG_TEXT, broker, "HOST[:PORT]"),
+    S_ROLE("policy", VL_FLAG_POLICY, policy, "NAME"),
+    S_ROLE("env", VL_FLAG_TEXT, env, "NAME"),
+    S_ROLE("env-arg", VL_FLAG_TEXT, env_arg, "TEXT"),
+    S_ROLE("model", VL_FLAG_TEXT, model, "SPEC"),
+    VL_FLAG_SETS(vl_role_opts_t, "quiet", log_level, VL_LOG_WARN, ""),
+    VL_FLAG_SETS(vl_role_opts_t, "verbose", log_level, VL_LOG_DEBUG, ""),
+    VL_FLAG_HELP_H,
+    VL_FLAG_END};
+static const vl_flag_t s_role_replay[] = {
+    VL_FLAG_CHOICE(vl_role_opts_t, "pace", pace_recorded, s_parse_pace, "fast|recorded", ""),
+    VL_FLAG_END};
+static const vl_flag_t s_role_learner[] = {S_ROLE("checkpoint", VL_FLAG_TEXT, checkpoint, "DIR"),
+                                           VL_FLAG_SWITCH(vl_role_opts_t, "resume", resume, ""),
+                                           S_ROLE("metrics", VL_FLAG_TEXT, metrics, "DIR"),
+                                           VL_FLAG_SWITCH(vl_role_opts_t, "force", force, ""),
+                                           S_ROLE("run-dir", VL_FLAG_TEXT, run_dir, "DIR"),
+                                           VL_FLAG_END};
+
+/* Fills groups with a role's tables: its numeric flags (nums, n of them,
+   copied into flags, which has room for n + 1) into config, the shared
+   ones and its kind's into role. Returns how many groups. */
+static int s_role_groups(const vl_num_opt_t *nums, int n, void *config, vl_role_opts_t *role,
+                         vl_flag_t *flags, vl_flag_group_t *groups)
+{
+    for (int i = 0; i < n; i++)
+        flags[i] = vl_flag_of_num(&nums[i]);
+    flags[n] = (vl_flag_t)VL_FLAG_END;
+    int k = 0;
+    groups[k++] = (vl_flag_group_t){flags, config, 0};
+    groups[k++] = (vl_flag_group_t){s_role_common, role, 0};
+    if (role->replay)
+        groups[k++] = (vl_flag_group_t){s_role_replay, role, 0};
+    if (role->learner)
+        groups[k++] = (vl_flag_group_t){s_role_learner, role, 0};
+    return k;
+}
 
 int vl_opt_role_options(const vl_num_opt_t *nums, int n, const vl_role_opts_t *role,
                         struct option *out)
 {
-    static const struct option common[] = {{"cert", required_argument, 0, O_CERT},
-                                           {"broker-key", required_argument, 0, O_BROKER_KEY},
-                                           {"broker", required_argument, 0, O_BROKER},
-                                           {"policy", required_argument, 0, O_POLICY},
-                                           {"env", required_argument, 0, O_ENV},
-                                           {"env-arg", required_argument, 0, O_ENV_ARG},
-                                           {"model", required_argument, 0, O_MODEL},
-                                           {"quiet", no_argument, 0, O_QUIET},
-                                           {"verbose", no_argument, 0, O_VERBOSE},
-                                           {"help", no_argument, 0, 'h'}};
-    static const struct option replay_only[] = {{"pace", required_argument, 0, O_PACE}};
-    static const struct option learner_only[] = {{"checkpoint", required_argument, 0, O_CHECKPOINT},
-                                                 {"resume", no_argument, 0, O_RESUME},
-                                                 {"metrics", required_argument, 0, O_METRICS},
-                                                 {"force", no_argument, 0, O_FORCE},
-                                                 {"run-dir", required_argument, 0, O_RUN_DIR}};
-    int k = vl_opt_getopt(nums, n, 0, out);
-    memcpy(out + k, common, sizeof common);
-    k += (int)(sizeof common / sizeof common[0]);
-    if (role->replay) {
-        memcpy(out + k, replay_only, sizeof replay_only);
-        k += (int)(sizeof replay_only / sizeof replay_only[0]);
-    }
-    if (role->learner) {
-        memcpy(out + k, learner_only, sizeof learner_only);
-        k += (int)(sizeof learner_only / sizeof learner_only[0]);
-    }
+    vl_flag_t flags[n + 1];
+    vl_flag_group_t groups[4];
+    vl_role_opts_t kind = *role;
+    int k = 0, ng = s_role_groups(nums, n, NULL, &kind, flags, groups);
+    for (int g = 0; g < ng; g++)
+        for (const vl_flag_t *f = groups[g].flags; f->name; f++, k++)
+            out[k] = (struct option){f->name, f->value ? required_argument : no_argument, 0, k};
     out[k] = (struct option){0, 0, 0, 0};
     return k;
 }
@@ -390,56 +419,16 @@ const struct option *vl_opt_lookup(const struct option *opts, const char *name, 
 int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t *nums, int n,
                       void *config, vl_role_opts_t *role, void (*usage)(FILE *out))
 {
-    struct option opts[n + VL_OPT_ROLE_EXTRA];
-    vl_opt_role_options(nums, n, role, opts);
-    int opt, bad = 0;
-    opterr = 0; // a refused flag gets one line from vl_opt_refused, not getopt's and the usage
-    while (!bad && (opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt >= 0 && opt < n) {
-            bad = vl_opt_set(cmd, &nums[opt], config, optarg);
-            role->given |= opt < 64 ? 1ull << opt : 0;
-        }
-        else if (opt == O_BROKER)
-            role->broker = optarg;
-        else if (opt == O_POLICY)
-            bad = vl_opt_policy(cmd, role->policy = optarg);
-        else if (opt == O_ENV)
-            role->env = optarg;
-        else if (opt == O_ENV_ARG)
-            role->env_arg = optarg;
-        else if (opt == O_MODEL)
-            role->model = optarg;
-        else if (opt == O_QUIET || opt == O_VERBOSE)
-            role->log_level = opt == O_QUIET ? VL_LOG_WARN : VL_LOG_DEBUG;
-        else if (opt == O_CHECKPOINT)
-            role->checkpoint = optarg;
-        else if (opt == O_RESUME)
-            role->resume = 1;
-        else if (opt == O_METRICS)
-            role->metrics = optarg;
-        else if (opt == O_FORCE)
-            role->force = 1;
-        else if (opt == O_RUN_DIR)
-            role->run_dir = optarg;
-        else if (opt == O_CERT)
-            role->cert = optarg;
-        else if (opt == O_BROKER_KEY)
-            role->broker_key = optarg;
-        else if (opt == O_PACE && (strcmp(optarg, "fast") == 0 || strcmp(optarg, "recorded") == 0))
-            role->pace_recorded = optarg[0] == 'r';
-        else if (opt == O_PACE) {
-            fprintf(stderr, "volley %s: --pace wants fast or recorded, not '%s'\n", cmd, optarg);
-            bad = 1;
-        } else if (opt == 'h') {
-            usage(stdout);
-            return 1;
-        } else {
-            vl_opt_refused(cmd, argv, opts, "h");
-            return -1;
-        }
-    }
-    if (!bad)
-        bad = vl_opt_check_curve(cmd, role->cert, role->broker_key) != 0;
+    vl_flag_t flags[n + 1];
+    vl_flag_group_t groups[4];
+    int ng = s_role_groups(nums, n, config, role, flags, groups), first = argc;
+    int rc = vl_flags_parse_groups(cmd, argc, argv, groups, ng, &first);
+    role->given = groups[0].given;
+    if (rc > 0)
+        usage(stdout);
+    if (rc != 0)
+        return rc;
+    int bad = vl_opt_check_curve(cmd, role->cert, role->broker_key) != 0;
     if (!bad && role->resume && !role->checkpoint && !role->run_dir) {
         fprintf(stderr, "volley %s: --resume needs --checkpoint DIR\n", cmd);
         bad = 1;
@@ -448,7 +437,7 @@ int vl_opt_parse_role(const char *cmd, int argc, char **argv, const vl_num_opt_t
         fprintf(stderr, "volley %s: --force needs --checkpoint DIR\n", cmd);
         bad = 1;
     }
-    return bad || s_check_role(cmd, argc, argv, role) ? -1 : 0;
+    return bad || s_check_role(cmd, argc, argv, first, role) ? -1 : 0;
 }
 
 void vl_opt_print_role(FILE *out, const char *policy_help)
@@ -461,11 +450,10 @@ void vl_opt_print_role(FILE *out, const char *policy_help)
 
 void vl_opt_print_model(FILE *out)
 {
-    fprintf(out,
-            "  --model SPEC       the network: layers such as 'conv(32,8,4) relu linear(512)\n"
-            "                     relu' or a preset: mlp (= mlp(64)), mlp(N), cnn (default:\n"
-            "                     cnn for image observations, else mlp(--hidden)); the\n"
-            "                     policy's learner decides it, its actors must match\n");
+    fprintf(out, "  --model SPEC       the network: layers such as 'conv(32,8,4) relu linear(512)\n"
+                 "                     relu' or a preset: mlp (= mlp(64)), mlp(N), cnn (default:\n"
+                 "                     cnn for image observations, else mlp(--hidden)); the\n"
+                 "                     policy's learner decides it, its actors must match\n");
 }
 
 void vl_opt_print_curve(FILE *out)

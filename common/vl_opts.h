@@ -48,7 +48,16 @@ int vl_opt_policy(const char *cmd, const char *policy);
 int vl_free_base_port(int from);
 
 /* How a numeric flag's field is stored. */
-typedef enum { VL_OPT_U32, VL_OPT_U64, VL_OPT_INT, VL_OPT_LONG, VL_OPT_FLOAT } vl_opt_kind_t;
+typedef enum {
+    VL_OPT_U32,
+    VL_OPT_U64,
+    VL_OPT_INT,
+    VL_OPT_LONG,
+    VL_OPT_FLOAT,
+    VL_OPT_I64,
+    VL_OPT_SIZE, // size_t
+    VL_OPT_KINDS // how many; vl_flags' other kinds follow
+} vl_opt_kind_t;
 
 /* A numeric flag of a command: the config field it sets and what it accepts.
    Commands keep a table of these instead of a switch per flag. */
@@ -77,8 +86,8 @@ int vl_opt_check(const vl_num_opt_t *o, const char *text, char *why, size_t why_
    shortest text that parses back to it). */
 void vl_opt_format(const vl_num_opt_t *o, const void *config, char *out, size_t size);
 
-/* Prints one help line per flag, "  --name  help (default V)", V read from
-   the defaults config. */
+/* Prints one help entry per flag, "  --name N  help (default V)", V read
+   from the defaults config, as vl_flags_print_one does. */
 void vl_opt_print(FILE *out, const vl_num_opt_t *opts, int n, const void *defaults);
 
 /* Writes getopt_long entries for the n flags into out, each returning
