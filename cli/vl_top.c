@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "../common/vl_flags.h"
 #include "../common/vl_log.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
@@ -158,70 +159,45 @@ typedef struct {
     const char *cert, *broker_key; // CURVE, both or neither
 } s_top_opts_t;
 
-static void s_top_usage(FILE *out)
-{
-    fprintf(out, "usage: volley top --broker HOST[:PORT] [--interval S] [--once] [--kv]\n"
-                 "                  [--cert FILE --broker-key FILE]\n"
-                 "\n"
-                 "A live view of a run, from the broker's control port (base port + 4): the\n"
-                 "broker's counters (received = routed + dropped + queued), each learner's flow\n"
-                 "control and training, each actor's rates, drops by reason, and the latency of\n"
-                 "each hop from an actor's send to the weights trained on it reaching the actors.\n"
-                 "Refreshed every interval until Ctrl-C; a broker that does not answer is asked\n"
-                 "again until it does.\n"
-                 "\n"
-                 "  --broker HOST[:PORT]  the broker (default port 7600)\n"
-                 "  --interval S          seconds between refreshes (default 1)\n"
-                 "  --once                print one view without escape codes and exit: 0 if the\n"
-                 "                        broker answered, 1 if not within 3 s\n"
-                 "  --kv                  key=value lines instead of tables, one per broker,\n"
-                 "                        learner, actor and drop reason, each starting with\n"
-                 "                        ts=<UTC time> kind=<broker|learner|actor|drop>\n"
-                 "                        (kind=error when the broker does not answer)\n"
-                 "  --cert FILE           CURVE: our certificate (a secured broker's monitor key)\n"
-                 "  --broker-key FILE     CURVE: the broker's public certificate\n"
-                 "  -h, --help            this text\n");
-}
+#define S_TOP(kind, name, field, value, help) VL_FLAG_##kind(s_top_opts_t, name, field, value, help)
+
+static const vl_flag_t s_top_flags[] = {
+    S_TOP(STR_REQUIRED, "broker", broker, "HOST[:PORT]",
+          "the broker; PORT defaults to " VL_QUOTE(VL_DEFAULT_PORT)),
+    VL_FLAG_NUM(s_top_opts_t, "interval", VL_OPT_FLOAT, interval_s, 0.1, 3600, "S",
+                "seconds between refreshes"),
+    VL_FLAG_SWITCH(s_top_opts_t, "once", once,
+                   "print one view without escape codes and exit: 0 if the broker "
+                   "answered, 1 if not within 3 s"),
+    VL_FLAG_SWITCH(s_top_opts_t, "kv", kv,
+                   "key=value lines instead of tables, one per broker, learner, actor and drop "
+                   "reason, each starting with ts=<UTC time> kind=<broker|learner|actor|drop> "
+                   "(kind=error when the broker does not answer)"),
+    S_TOP(STR, "cert", cert, "FILE", "CURVE: our certificate (a secured broker's monitor key)"),
+    S_TOP(STR, "broker-key", broker_key, "FILE", "CURVE: the broker's public certificate"),
+    VL_FLAG_HELP_H,
+    VL_FLAG_END};
+
+static const vl_flag_cmd_t s_top_cmd = {
+    .name = "top",
+    .flags = s_top_flags,
+    .about = "A live view of a run, from the broker's control port (base port + 4): the\n"
+             "broker's counters (received = routed + dropped + queued), each learner's flow\n"
+             "control and training, each actor's rates, drops by reason, and the latency of\n"
+             "each hop from an actor's send to the weights trained on it reaching the actors.\n"
+             "Refreshed every interval until Ctrl-C; a broker that does not answer is asked\n"
+             "again until it does.\n"};
 
 /* Parses top's flags into o. Returns 0, 1 after --help, -1 after saying why. */
 static int s_top_parse(int argc, char **argv, s_top_opts_t *o)
 {
-    static const struct option opts[] = {
-        {"broker", required_argument, 0, 'b'}, {"interval", required_argument, 0, 'i'},
-        {"once", no_argument, 0, 'o'},         {"kv", no_argument, 0, 'k'},
-        {"cert", required_argument, 0, 'c'},   {"broker-key", required_argument, 0, 'K'},
-        {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
-    int opt;
-    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt == 'b')
-            o->broker = optarg;
-        else if (opt == 'i') {
-            if (vl_opt_float("top", "interval", optarg, 0.1, 3600, &o->interval_s))
-                return -1;
-        } else if (opt == 'o')
-            o->once = 1;
-        else if (opt == 'k')
-            o->kv = 1;
-        else if (opt == 'c')
-            o->cert = optarg;
-        else if (opt == 'K')
-            o->broker_key = optarg;
-        else if (opt == 'h') {
-            s_top_usage(stdout);
-            return 1;
-        } else {
-            vl_opt_refused("top", argv, opts, "h");
-            return -1;
-        }
-    }
+    const s_top_opts_t defaults = *o;
+    int first = argc, rc = vl_flags_parse(&s_top_cmd, argc, argv, o, &defaults, &first, NULL);
+    if (rc != 0)
+        return rc;
     char endpoint[300];
-    if (optind < argc) {
-        fprintf(stderr, "volley top: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
-    if (!o->broker) {
-        fprintf(stderr, "volley top: --broker HOST[:PORT] is required\n");
+    if (first < argc) {
+        fprintf(stderr, "volley top: unexpected argument '%s'\n", argv[first]);
         return -1;
     }
     if (vl_opt_check_curve("top", o->cert, o->broker_key))
@@ -318,8 +294,8 @@ static int s_top_run(const s_top_opts_t *o)
     while (!vl_interrupted) {
         s_reply_t r;
         // A live view not yet answered says so within 2 s; --once gives the broker its full time.
-        s_request(&c, VL_VERB_STATUS, NULL, !o->once && !c.answered ? S_FIRST_ANSWER_MS : S_ANSWER_MS,
-                  &r);
+        s_request(&c, VL_VERB_STATUS, NULL,
+                  !o->once && !c.answered ? S_FIRST_ANSWER_MS : S_ANSWER_MS, &r);
         if (r.answer == S_INTERRUPTED)
             break;
         got = r.answer == S_STATUS;

@@ -48,6 +48,10 @@ typedef struct {
     {                                                                                              \
         name, 0, VL_FLAG_TEXT, offsetof(T, field), 0, 0, value, help, NULL, 0, NULL                \
     }
+#define VL_FLAG_STR_REQUIRED(T, name, field, value, help)                                          \
+    {                                                                                              \
+        name, 0, VL_FLAG_TEXT, offsetof(T, field), 0, 0, value, help, NULL, 1, NULL                \
+    }
 #define VL_FLAG_SWITCH(T, name, field, help)                                                       \
     {                                                                                              \
         name, 0, VL_FLAG_SET, offsetof(T, field), 1, 0, NULL, help, "", 0, NULL                    \
@@ -72,6 +76,10 @@ typedef struct {
     {                                                                                              \
         NULL, 0, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL                                             \
     }
+
+/* A number as text, for help that names a #define's value. */
+#define VL_QUOTE(x)  VL_QUOTE_(x)
+#define VL_QUOTE_(x) #x
 
 /* A positional argument, for the help text. */
 typedef struct {
