@@ -4,13 +4,13 @@
     favour short ones. */
 #include "vl_eval.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "../common/vl_flags.h"
 #include "../common/vl_opts.h"
 #include "../common/vl_rng.h"
 #include "../envs/vl_env.h"
@@ -41,8 +41,8 @@ typedef struct {
     uint32_t n, obs_dim, actions, width; // envs, floats per obs, head outputs, action values
     float *obs, *final_obs, *rewards, *logits;
     uint8_t *terminated, *truncated;
-    float *act;   // [n][width]
-    float *state; // [n][state size] a recurrent policy's, zero at each episode's start
+    float *act;      // [n][width]
+    float *state;    // [n][state size] a recurrent policy's, zero at each episode's start
     uint32_t *quota; // episodes env i still has to finish
     double *ret;     // env i's return so far this episode
     uint32_t *len;   // and length
@@ -71,106 +71,64 @@ void vl_eval_mean_std(uint32_t n, double sum, double sq, double *mean, double *s
     *std = var > 0 ? sqrt(var) : 0;
 }
 
-static void s_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: volley eval RUN|CHECKPOINT [--env NAME|PATH.so|MOD:FN [--env-arg TEXT]]\n"
-            "                   [--episodes N] [--greedy] [--seed S] [--render [--fps F]]\n"
-            "                   [--policy NAME]\n"
-            "\n"
-            "Plays a trained policy on its env and prints, as its last line, the mean ± std\n"
-            "of the episodes' return and length (and min, max). The network's sizes come\n"
-            "from its tensors and must match the env's.\n"
-            "\n"
-            "  RUN                a run directory: RUN/checkpoints/NAME.ckpt (or RUN/NAME.ckpt)\n"
-            "                     and the env in RUN/config.ini (a plugin while it is the\n"
-            "                     file trained on: the size and CRC-32C of its [env])\n"
-            "  CHECKPOINT         a learner's checkpoint file (DIR/NAME.ckpt)\n"
-            "  --env NAME|PATH.so the env (default: the run's; for a bare checkpoint, the\n"
-            "                     built-in of the network's shape: cartpole, catch)\n"
-            "  --env MOD:FN       a Python env: package.module:function returning one env\n"
-            "                     with Gymnasium's API (as `python3 -m volley actor --env`),\n"
-            "                     played by the Python package (python3 on PATH, numpy) with\n"
-            "                     the C policy; a run whose actors were Python records it\n"
-            "  --env-arg TEXT     passed to the env's create (default: the run's)\n"
-            "  --episodes N       episodes to play (default %d; %d with --render)\n"
-            "  --greedy           take the most probable action (default: sample, as actors do)\n"
-            "  --seed S           seeds the envs and the action sampling (default 1)\n"
-            "  --render           show each step in the terminal: CartPole and Catch as\n"
-            "                     pictures, other envs as a line of numbers\n"
-            "  --fps F            frames a second with --render (default %d; 0: no waiting)\n"
-            "  --policy NAME      which policy of a run (default: default)\n"
-            "  -h, --help         this text\n"
-            "Exit 0 after the episodes, 1 when the env fails, 2 on bad usage or input.\n",
-            S_EPISODES, S_RENDER_EPISODES, S_FPS);
-}
+static const vl_flag_arg_t s_operands[] = {
+    {"RUN", "a run directory: RUN/checkpoints/NAME.ckpt (or RUN/NAME.ckpt) and the env in "
+            "RUN/config.ini (a plugin while it is the file trained on: the size and CRC-32C of "
+            "its [env])"},
+    {"CHECKPOINT", "a learner's checkpoint file (DIR/NAME.ckpt)"},
+    {NULL, NULL}};
 
-enum { O_ENV = 256, O_ENV_ARG, O_EPISODES, O_GREEDY, O_SEED, O_RENDER, O_FPS, O_POLICY };
+static const vl_flag_t s_flags[] = {
+    {"env", 0, VL_FLAG_TEXT, offsetof(s_args_t, env), 0, 0, "NAME|PATH.so|MOD:FN",
+     "the env: a built-in, a plugin, or a Python env (package.module:function returning one env "
+     "with Gymnasium's API, as `python3 -m volley actor --env`), played by the Python package "
+     "(python3 on PATH, numpy) with the C policy; a run whose actors were Python records it",
+     "the run's; for a bare checkpoint, the built-in of the network's shape: cartpole, catch", 0,
+     NULL},
+    {"env-arg", 0, VL_FLAG_TEXT, offsetof(s_args_t, env_arg), 0, 0, "TEXT",
+     "passed to the env's create", "the run's", 0, NULL},
+    {"episodes", 0, VL_OPT_LONG, offsetof(s_args_t, episodes), 1, S_MAX_EPISODES, "N",
+     "episodes to play", VL_QUOTE(S_EPISODES) "; " VL_QUOTE(S_RENDER_EPISODES) " with --render", 0,
+     NULL},
+    VL_FLAG_SWITCH(s_args_t, "greedy", greedy,
+                   "take the most probable action (default: sample, as actors do)"),
+    VL_FLAG_NUM(s_args_t, "seed", VL_OPT_LONG, seed, 0, 0x7fffffffL, "S",
+                "seeds the envs and the action sampling"),
+    VL_FLAG_SWITCH(
+        s_args_t, "render", render,
+        "show each step in the terminal: CartPole and Catch as pictures, other envs as a line "
+        "of numbers"),
+    VL_FLAG_NUM(s_args_t, "fps", VL_OPT_FLOAT, fps, 0, 1000, "F",
+                "frames a second with --render (0: no waiting)"),
+    {"policy", 0, VL_FLAG_POLICY, offsetof(s_args_t, policy), 0, 0, "NAME", "which policy of a run",
+     "'default'", 0, NULL},
+    VL_FLAG_HELP_H,
+    VL_FLAG_END};
 
-/* Handles one flag. Returns 0, or -1 after saying why. */
-static int s_flag(int opt, s_args_t *a)
-{
-    switch (opt) {
-    case O_ENV:
-        a->env = optarg;
-        return 0;
-    case O_ENV_ARG:
-        a->env_arg = optarg;
-        return 0;
-    case O_EPISODES:
-        return vl_opt_long("eval", "episodes", optarg, 1, S_MAX_EPISODES, &a->episodes);
-    case O_GREEDY:
-        a->greedy = 1;
-        return 0;
-    case O_SEED:
-        return vl_opt_long("eval", "seed", optarg, 0, 0x7fffffffL, &a->seed);
-    case O_RENDER:
-        a->render = 1;
-        return 0;
-    case O_FPS:
-        return vl_opt_float("eval", "fps", optarg, 0, 1000, &a->fps);
-    case O_POLICY:
-        a->policy = optarg;
-        return vl_opt_policy("eval", optarg);
-    default:
-        return -1; // '?': s_parse says which flag
-    }
-}
+static const vl_flag_cmd_t s_cmd = {
+    .name = "eval",
+    .operands = "RUN|CHECKPOINT",
+    .about = "Plays a trained policy on its env and prints, as its last line, the mean ± std\n"
+             "of the episodes' return and length (and min, max). The network's sizes come\n"
+             "from its tensors and must match the env's.\n",
+    .args = s_operands,
+    .flags = s_flags,
+    .footer = "Exit 0 after the episodes, 1 when the env fails, 2 on bad usage or input.\n"};
 
-/* Parses argv into a. Returns 0, 1 after --help, -1 after saying why. */
+/* Parses argv into a (which holds the defaults). Returns 0, 1 after
+   --help, -1 after saying why. */
 static int s_parse(int argc, char **argv, s_args_t *a)
 {
-    static const struct option opts[] = {{"env", required_argument, 0, O_ENV},
-                                         {"env-arg", required_argument, 0, O_ENV_ARG},
-                                         {"episodes", required_argument, 0, O_EPISODES},
-                                         {"greedy", no_argument, 0, O_GREEDY},
-                                         {"seed", required_argument, 0, O_SEED},
-                                         {"render", no_argument, 0, O_RENDER},
-                                         {"fps", required_argument, 0, O_FPS},
-                                         {"policy", required_argument, 0, O_POLICY},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int opt;
-    optind = 1;
-    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt == 'h') {
-            s_usage(stdout);
-            return 1;
-        }
-        if (opt == '?') {
-            vl_opt_refused("eval", argv, opts, "h");
-            return -1;
-        }
-        if (s_flag(opt, a) != 0)
-            return -1;
-    }
-    if (optind != argc - 1) {
+    const s_args_t defaults = *a;
+    int first = argc, rc = vl_flags_parse(&s_cmd, argc, argv, a, &defaults, &first, NULL);
+    if (rc != 0)
+        return rc;
+    if (first != argc - 1) {
         fprintf(stderr, "volley eval: %s (see --help)\n",
-                optind == argc ? "which RUN or CHECKPOINT?" : "one RUN or CHECKPOINT");
+                first == argc ? "which RUN or CHECKPOINT?" : "one RUN or CHECKPOINT");
         return -1;
     }
-    a->from = argv[optind];
+    a->from = argv[first];
     if (!a->episodes)
         a->episodes = a->render ? S_RENDER_EPISODES : S_EPISODES;
     return 0;
@@ -240,8 +198,8 @@ static int s_run_new(s_run_t *r, const vl_env_ops_t *env, vl_kept_t *kept, uint3
     r->len = calloc(n, sizeof(uint32_t));
     uint64_t *seeds = malloc(n * sizeof(uint64_t));
     r->policy = vl_kept_policy(kept);
-    r->state = r->policy ? calloc((size_t)n * vl_policy_state_size(r->policy) + 1, sizeof(float))
-                         : NULL;
+    r->state =
+        r->policy ? calloc((size_t)n * vl_policy_state_size(r->policy) + 1, sizeof(float)) : NULL;
     int ok = r->obs && r->final_obs && r->rewards && r->logits && r->terminated && r->truncated &&
              r->act && r->quota && r->ret && r->len && seeds && r->policy && r->state;
     for (uint32_t i = 0; ok && i < n; i++) {
