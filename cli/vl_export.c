@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/vl_flags.h"
 #include "../common/vl_opts.h"
 #include "../messages/vl_obs.h"
 #include "../models/vl_model_spec.h"
@@ -379,71 +379,55 @@ int vl_export_write(const vl_kept_t *kept, const vl_env_ops_t *env, const char *
     return rc;
 }
 
-static void s_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: volley export CHECKPOINT|RUN --to FILE.safetensors [--policy NAME]\n"
-            "                     [--env NAME|PATH.so|MOD:FN]\n"
-            "\n"
-            "Writes a trained policy for other tools: FILE.safetensors holds its tensors\n"
-            "(float32 in PyTorch's layouts: linear [out, in], y = x W^T + b; conv\n"
-            "[out, in, kh, kw]) and FILE.json (also in the header's __metadata__ as\n"
-            "\"volley\") its architecture (model spec, observation fields, obs_dim,\n"
-            "num_actions, tensor names) and spec (policy, version, env). In Python:\n"
-            "volley.load_safetensors(FILE) gives NumPy arrays, volley.load_torch_policy(FILE)\n"
-            "the torch.nn.Module volley.torch builds for the model. Never overwrites a file.\n"
-            "\n"
-            "  CHECKPOINT         a learner's checkpoint file (DIR/NAME.ckpt)\n"
-            "  RUN                a run directory: RUN/checkpoints/NAME.ckpt (or RUN/NAME.ckpt)\n"
-            "                     and the env in RUN/config.ini (a plugin while it is the\n"
-            "                     file trained on: the size and CRC-32C of its [env])\n"
-            "  --to FILE          the .safetensors to write (required)\n"
-            "  --policy NAME      which policy of a run (default: default)\n"
-            "  --env NAME|PATH.so the env, for its observation spec, when the run does not say\n"
-            "  --env MOD:FN       a Python env (package.module:function), named in the spec\n"
-            "                     (its spaces are Python's: no observation fields)\n"
-            "  -h, --help         this text\n"
-            "Exit 0 when written, 1 when a file could not be written, 2 on bad usage or input.\n");
-}
-
 typedef struct {
     const char *from, *to, *policy, *env;
 } s_args_t;
 
+static const vl_flag_arg_t s_operands[] = {
+    {"CHECKPOINT", "a learner's checkpoint file (DIR/NAME.ckpt)"},
+    {"RUN", "a run directory: RUN/checkpoints/NAME.ckpt (or RUN/NAME.ckpt) and the env in "
+            "RUN/config.ini (a plugin while it is the file trained on: the size and CRC-32C of "
+            "its [env])"},
+    {NULL, NULL}};
+
+static const vl_flag_t s_flags[] = {
+    VL_FLAG_STR_REQUIRED(s_args_t, "to", to, "FILE.safetensors", "the .safetensors to write"),
+    {"policy", 0, VL_FLAG_POLICY, offsetof(s_args_t, policy), 0, 0, "NAME", "which policy of a run",
+     "'default'", 0, NULL},
+    VL_FLAG_STR(s_args_t, "env", env, "NAME|PATH.so|MOD:FN",
+                "the env, for its observation spec, when the run does not say; a Python env "
+                "(package.module:function) is named in the spec (its spaces are Python's: no "
+                "observation fields)"),
+    VL_FLAG_HELP_H,
+    VL_FLAG_END};
+
+static const vl_flag_cmd_t s_cmd = {
+    .name = "export",
+    .operands = "CHECKPOINT|RUN",
+    .about = "Writes a trained policy for other tools: FILE.safetensors holds its tensors\n"
+             "(float32 in PyTorch's layouts: linear [out, in], y = x W^T + b; conv\n"
+             "[out, in, kh, kw]) and FILE.json (also in the header's __metadata__ as\n"
+             "\"volley\") its architecture (model spec, observation fields, obs_dim,\n"
+             "num_actions, tensor names) and spec (policy, version, env). In Python:\n"
+             "volley.load_safetensors(FILE) gives NumPy arrays, volley.load_torch_policy(FILE)\n"
+             "the torch.nn.Module volley.torch builds for the model. Never overwrites a file.\n",
+    .args = s_operands,
+    .flags = s_flags,
+    .footer =
+        "Exit 0 when written, 1 when a file could not be written, 2 on bad usage or input.\n"};
+
 /* Parses argv into a. Returns 0, 1 after --help, -1 after saying why. */
 static int s_parse(int argc, char **argv, s_args_t *a)
 {
-    static const struct option opts[] = {{"to", required_argument, 0, 't'},
-                                         {"policy", required_argument, 0, 'p'},
-                                         {"env", required_argument, 0, 'e'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int opt;
-    optind = 1;
-    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (opt == 't')
-            a->to = optarg;
-        else if (opt == 'p' && vl_opt_policy("export", optarg) == 0)
-            a->policy = optarg;
-        else if (opt == 'e')
-            a->env = optarg;
-        else {
-            if (opt == 'h')
-                s_usage(stdout);
-            else if (opt != 'p')
-                vl_opt_refused("export", argv, opts, "h");
-            return opt == 'h' ? 1 : -1;
-        }
-    }
-    if (optind != argc - 1 || !a->to) {
+    int first = argc, rc = vl_flags_parse(&s_cmd, argc, argv, a, a, &first, NULL);
+    if (rc != 0)
+        return rc;
+    if (first != argc - 1) {
         fprintf(stderr, "volley export: %s (see --help)\n",
-                optind == argc      ? "which CHECKPOINT or RUN?"
-                : optind < argc - 1 ? "one CHECKPOINT or RUN"
-                                    : "--to FILE.safetensors is required");
+                first == argc ? "which CHECKPOINT or RUN?" : "one CHECKPOINT or RUN");
         return -1;
     }
-    a->from = argv[optind];
+    a->from = argv[first];
     return 0;
 }
 
