@@ -5,59 +5,17 @@
 
 #include <czmq.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "../common/vl_curve.h"
+#include "../common/vl_flags.h"
 #include "../common/vl_opts.h"
 #include "../messages/vl_wire.h"
 
 #define S_MAX_CLIENTS 64
-
-static void s_usage(FILE *out)
-{
-    fprintf(
-        out,
-        "usage: volley keygen DIR [--actors N] [--learners N] [--admins N] [--observers N]\n"
-        "                         [--policies LIST] [--clients NAME[,NAME...]]\n"
-        "       volley keygen --k8s-secrets DIR [the same flags]\n"
-        "\n"
-        "Writes the CURVE certificates of a secured run into DIR (made, mode 0700):\n"
-        "  DIR/broker.cert, DIR/broker.cert_secret      the broker's (--cert on the broker;\n"
-        "                                               broker.cert alone is --broker-key\n"
-        "                                               for everyone else)\n"
-        "  DIR/NAME.cert, DIR/NAME.cert_secret          one per client (--cert on its hosts)\n"
-        "  DIR/allowed/NAME.cert                        public keys let in (--allow DIR/allowed\n"
-        "                                               on the broker); delete one to shut a\n"
-        "                                               client out, add one to let it in\n"
-        "Never overwrites a certificate. Secret files stay on the hosts that use them.\n"
-        "\n"
-        "Each client certificate carries its role (metadata `role`), which the broker\n"
-        "reads from its --allow directory: an actor pushes segments and subscribes to\n"
-        "weights; a learner serves policies (hello, credit, spec) and publishes their\n"
-        "weights and stats; an admin may pause, resume and shut the broker down; an\n"
-        "observer asks for status and watches (volley top). Status is open to any key.\n"
-        "\n"
-        "  --actors N         N actor certificates, actor-1 .. actor-N\n"
-        "  --learners N       N learner certificates, learner-1 .. learner-N\n"
-        "  --admins N         N admin certificates, admin-1 .. admin-N\n"
-        "  --observers N      N observer certificates, observer-1 .. observer-N\n"
-        "  --policies LIST    the policies the learners may serve (comma-separated;\n"
-        "                     default: any)\n"
-        "  --clients LIST     client names instead, each's role from how it begins (actor,\n"
-        "                     learner, admin, monitor or observer; else actor); default\n"
-        "                     actor,learner,monitor,admin\n"
-        "  --k8s-secrets DIR  Kubernetes Secret manifests instead of files (DIR made,\n"
-        "                     mode 0700; each manifest 0600; the keys are written nowhere\n"
-        "                     else): volley-broker.yaml (broker.cert, broker.cert_secret:\n"
-        "                     the broker's container only), volley-allowed.yaml (the\n"
-        "                     clients' public certificates: --allow), volley-NAME.yaml per\n"
-        "                     client (NAME.cert, NAME.cert_secret, broker.cert); names in\n"
-        "                     lower case. kubectl apply -f DIR (deploy/k8s/README.md)\n"
-        "  -h, --help         this text\n");
-}
+#define S_LIST_MAX    1024 // bytes of --clients
 
 /* Returns 1 if path exists. */
 static int s_exists(const char *path)
@@ -138,26 +96,6 @@ static int s_split(char *list, char **names)
 }
 
 /* Writes n certificates named role-1 .. role-n. Returns 0, or -1. */
-/* Checks --policies: policy ids separated by commas, each one valid (no
-   spaces: "a, b" would grant " b"). Returns 0, or -1 after printing why. */
-static int s_check_policies(const char *list)
-{
-    char copy[256], *save = NULL;
-    snprintf(copy, sizeof copy, "%s", list);
-    int n = 0;
-    for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save), n++)
-        if (!vl_policy_id_ok(p)) {
-            fprintf(stderr,
-                    "volley keygen: --policies: '%s' is not a policy id (1 to 63 printable "
-                    "characters, no spaces, not starting with '~'; ids separated by commas)\n",
-                    p);
-            return -1;
-        }
-    if (n == 0)
-        fprintf(stderr, "volley keygen: --policies wants policy ids separated by commas\n");
-    return n ? 0 : -1;
-}
-
 static int s_make_role(const char *dir, const char *role, long n, const char *policies)
 {
     char name[64];
@@ -190,67 +128,124 @@ static int s_k8s(const char *dir, char **names, int n, const long *counts, const
     return vl_keygen_k8s(dir, all, their, m, policies);
 }
 
+/* Reads --policies: policy ids separated by commas, each one valid (no
+   spaces: "a, b" would grant " b"). */
+static int s_parse_policies(const char *text, void *field, char *why, size_t why_size)
+{
+    char copy[256], *save = NULL;
+    if (strlen(text) >= 200 || strchr(text, '\n'))
+        return snprintf(why, why_size, "--policies list too long"), -1;
+    snprintf(copy, sizeof copy, "%s", text);
+    int n = 0;
+    for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save), n++)
+        if (!vl_policy_id_ok(p))
+            return snprintf(why, why_size,
+                            "--policies: '%s' is not a policy id (1 to 63 printable characters, "
+                            "no spaces, not starting with '~'; ids separated by commas)",
+                            p),
+                   -1;
+    if (n == 0)
+        return snprintf(why, why_size, "--policies wants policy ids separated by commas"), -1;
+    *(const char **)field = text;
+    return 0;
+}
+
+typedef struct {
+    const char *clients;  // --clients LIST
+    long counts[4];       // --actors, --learners, --admins, --observers
+    const char *policies; // --policies LIST (NULL: any)
+    const char *k8s_dir;  // --k8s-secrets DIR
+} s_args_t;
+
+#define S_COUNT(name, i, role)                                                                     \
+    {                                                                                              \
+        name, 0, VL_OPT_LONG, offsetof(s_args_t, counts[i]), 0, S_MAX_CLIENTS, "N",                \
+            "N " role " certificates, " role "-1 .. " role "-N", "", 0, NULL                       \
+    }
+
+static const vl_flag_t s_flags[] = {
+    S_COUNT("actors", 0, "actor"),
+    S_COUNT("learners", 1, "learner"),
+    S_COUNT("admins", 2, "admin"),
+    S_COUNT("observers", 3, "observer"),
+    {"policies", 0, VL_FLAG_WORD, offsetof(s_args_t, policies), 0, 0, "LIST",
+     "the policies the learners may serve (comma-separated)", "any", 0, s_parse_policies},
+    VL_FLAG_STR(s_args_t, "clients", clients, "NAME[,NAME...]",
+                "client names instead, each's role from how it begins (actor, learner, admin, "
+                "monitor or observer; else actor)"),
+    VL_FLAG_STR(s_args_t, "k8s-secrets", k8s_dir, "DIR",
+                "Kubernetes Secret manifests instead of files (DIR made, mode 0700; each "
+                "manifest 0600; the keys are written nowhere else): volley-broker.yaml "
+                "(broker.cert, broker.cert_secret: the broker's container only), "
+                "volley-allowed.yaml (the clients' public certificates: --allow), "
+                "volley-NAME.yaml per client (NAME.cert, NAME.cert_secret, broker.cert); names in "
+                "lower case. kubectl apply -f DIR (deploy/k8s/README.md)"),
+    VL_FLAG_HELP_H,
+    VL_FLAG_END};
+
+static const vl_flag_cmd_t s_cmd = {
+    .name = "keygen",
+    .operands = "DIR",
+    .forms = "       volley keygen --k8s-secrets DIR [the same flags]\n",
+    .about =
+        "Writes the CURVE certificates of a secured run into DIR (made, mode 0700):\n"
+        "  DIR/broker.cert, DIR/broker.cert_secret      the broker's (--cert on the broker;\n"
+        "                                               broker.cert alone is --broker-key\n"
+        "                                               for everyone else)\n"
+        "  DIR/NAME.cert, DIR/NAME.cert_secret          one per client (--cert on its hosts)\n"
+        "  DIR/allowed/NAME.cert                        public keys let in (--allow DIR/allowed\n"
+        "                                               on the broker); delete one to shut a\n"
+        "                                               client out, add one to let it in\n"
+        "Never overwrites a certificate. Secret files stay on the hosts that use them.\n"
+        "\n"
+        "Each client certificate carries its role (metadata `role`), which the broker\n"
+        "reads from its --allow directory: an actor pushes segments and subscribes to\n"
+        "weights; a learner serves policies (hello, credit, spec) and publishes their\n"
+        "weights and stats; an admin may pause, resume and shut the broker down; an\n"
+        "observer asks for status and watches (volley top). Status is open to any key.\n",
+    .flags = s_flags};
+
+/* Checks what no single flag can, and the positional arguments from
+   argv[first] on: one DIR, none with --k8s-secrets. Returns 0, or -1 after
+   saying why. */
+static int s_check_args(int argc, int first, const s_args_t *a)
+{
+    if (strlen(a->clients) >= S_LIST_MAX) {
+        fprintf(stderr, "volley keygen: --clients list too long\n");
+        return -1;
+    }
+    if (first == argc - (a->k8s_dir ? 0 : 1))
+        return 0;
+    fprintf(stderr, "volley keygen: %s\n",
+            a->k8s_dir     ? "--k8s-secrets DIR takes no other DIR"
+            : first < argc ? "one DIR"
+                           : "which DIR?");
+    return -1;
+}
+
 int vl_keygen_main(int argc, char **argv)
 {
-    static const struct option opts[] = {{"clients", required_argument, 0, 'c'},
-                                         {"actors", required_argument, 0, 'a'},
-                                         {"learners", required_argument, 0, 'l'},
-                                         {"admins", required_argument, 0, 'd'},
-                                         {"observers", required_argument, 0, 'o'},
-                                         {"policies", required_argument, 0, 'p'},
-                                         {"k8s-secrets", required_argument, 0, 'k'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    char list[1024] = "actor,learner,monitor,admin";
-    long counts[4] = {0, 0, 0, 0}; // actors, learners, admins, observers
     static const char *roles[4] = {"actor", "learner", "admin", "observer"};
-    const char *policies = NULL, *k8s_dir = NULL;
-    int opt, by_role = 0;
-    opterr = 0; // a refused flag gets one line (vl_opt_refused), not the whole usage
-    while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        const char *which = strchr("aldo", opt);
-        if (opt == 'c' && strlen(optarg) >= sizeof list) {
-            fprintf(stderr, "volley keygen: --clients list too long\n");
-            return 2;
-        } else if (opt == 'c') {
-            snprintf(list, sizeof list, "%s", optarg);
-        } else if (opt && which) {
-            if (vl_opt_long("keygen", roles[which - "aldo"], optarg, 0, S_MAX_CLIENTS,
-                            &counts[which - "aldo"]))
-                return 2;
-            by_role = 1;
-        } else if (opt == 'p') {
-            if (strlen(optarg) >= 200 || strchr(optarg, '\n')) {
-                fprintf(stderr, "volley keygen: --policies list too long\n");
-                return 2;
-            }
-            if (s_check_policies(optarg) != 0)
-                return 2;
-            policies = optarg;
-        } else if (opt == 'k') {
-            k8s_dir = optarg;
-        } else if (opt == 'h') {
-            s_usage(stdout);
-            return 0;
-        } else {
-            vl_opt_refused("keygen", argv, opts, "h");
-            return 2;
-        }
-    }
-    if (optind != argc - (k8s_dir ? 0 : 1)) {
-        fprintf(stderr, "volley keygen: %s\n",
-                k8s_dir         ? "--k8s-secrets DIR takes no other DIR"
-                : optind < argc ? "one DIR"
-                                : "which DIR?");
+    const s_args_t defaults = {.clients = "actor,learner,monitor,admin"};
+    s_args_t a = defaults;
+    uint64_t given = 0;
+    int first = argc, rc = vl_flags_parse(&s_cmd, argc, argv, &a, &defaults, &first, &given);
+    if (rc != 0)
+        return rc > 0 ? 0 : 2;
+    if (s_check_args(argc, first, &a) != 0)
         return 2;
-    }
+    int by_role = (given & 0xf) != 0; // a count was given: --clients is not used
+    char list[S_LIST_MAX];
+    snprintf(list, sizeof list, "%s", a.clients);
+    long *counts = a.counts;
+    const char *policies = a.policies, *k8s_dir = a.k8s_dir;
     char *names[S_MAX_CLIENTS];
     int n = by_role ? 0 : s_split(list, names);
     if (!by_role && n <= 0)
         return 2;
     if (k8s_dir)
         return s_k8s(k8s_dir, names, n, counts, roles, policies);
-    const char *dir = argv[optind];
+    const char *dir = argv[first];
     char allowed[4096];
     snprintf(allowed, sizeof allowed, "%s/allowed", dir);
     if (s_mkdir(dir) != 0 || s_mkdir(allowed) != 0 || s_make(dir, "broker", 0, NULL, NULL) != 0)
