@@ -403,9 +403,9 @@ void vl_env_print_help(FILE *out, const char *dflt)
             dflt ? dflt : s_builtin[0].name);
     for (int i = 0; i < S_NBUILTIN; i++)
         fprintf(out, "                       %-15s %s\n", s_builtin[i].name, s_builtin[i].summary);
-    if (!dflt)
-        fprintf(out,
-                "  --env-arg TEXT     text handed to the env's create (a ROM path, a level...)\n");
+    fprintf(out, "  --env-arg TEXT     %s\n",
+            dflt ? "taken as actors take it, unused: no env is created here"
+                 : "text handed to the env's create (a ROM path, a level...)");
 }
 
 /* ---- N environments stepped together ------------------------------------ */

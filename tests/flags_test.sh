@@ -38,4 +38,39 @@ expect_typo "up -x" "unknown flag -x"
 # A command is refused as a flag is: one line, the nearest command named.
 expect_typo "lerner --broker 127.0.0.1" "unknown command 'lerner' (did you mean 'learner'?)"
 expect_typo "zzzzzzzzzz" "unknown command 'zzzzzzzzzz';"
+
+# Each command's --help and its parser agree. A flag listed in a help entry is accepted (given
+# "--flag=@@ --help", nothing but "unknown flag" would name it unknown); every flag any help names
+# as an entry that a command accepts is one of its entries (or a prefix of one, as getopt takes it).
+cmds="broker eval export keygen top ctl actor learner replay up"
+for cmd in $cmds; do
+    "$VOLLEY" $cmd --help > "$TMP/help-$cmd.txt" || fail "volley $cmd --help exited $?"
+    # the flags of its entries: "  --name VALUE  help" or "  -h, --help  help", left column only
+    grep -E '^  (-[a-z], )?--[a-z]' "$TMP/help-$cmd.txt" | sed -E 's/^  //; s/  .*//' \
+        | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u > "$TMP/entries-$cmd.txt"
+    [ -s "$TMP/entries-$cmd.txt" ] || fail "volley $cmd --help lists no flag"
+done
+cat "$TMP"/entries-*.txt | sort -u > "$TMP/named.txt"
+# accepts CMD FLAG: the command does not call FLAG unknown.
+accepts() {
+    local said=""
+    "$VOLLEY" "$1" "$2=@@" --help > /dev/null 2> "$TMP/err"
+    read -r said < "$TMP/err"
+    [[ $said != *"unknown flag"* ]]
+}
+checked=0
+for cmd in $cmds; do
+    while read -r flag; do
+        accepts "$cmd" "$flag" || fail "volley $cmd --help lists $flag, which it refuses: $(cat "$TMP/err")"
+        checked=$((checked + 1))
+    done < "$TMP/entries-$cmd.txt"
+    grep -vxF -f "$TMP/entries-$cmd.txt" "$TMP/named.txt" | while read -r flag; do
+        accepts "$cmd" "$flag" || continue
+        grep -q -- "^$flag" "$TMP/entries-$cmd.txt" \
+            || fail "volley $cmd accepts $flag, which its --help does not list"
+    done || exit 1
+    checked=$((checked + $(grep -cvxF -f "$TMP/entries-$cmd.txt" "$TMP/named.txt")))
+done
+pass "every command's --help lists exactly the flags it accepts ($checked checks)"
+n=$((n + 1))
 echo "$n passed, 0 failed"
