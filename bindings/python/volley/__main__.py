@@ -121,7 +121,7 @@ def main(argv=None):
             print("python3 -m volley learner: give --torch (the C learner is `volley learner`)",
                   file=sys.stderr)
             return 2
-        from .torch_learner import main as learner_main
+        from .torch.learner import main as learner_main
         return learner_main(argv[1:])
     if argv[0] == "plot":
         from .plot import main as plot_main
