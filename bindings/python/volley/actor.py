@@ -287,10 +287,12 @@ def _as_spec(spec, observation_space=None, action_space=None):
     if obs_space is None or act_space is None:
         raise TypeError("spec: give a volley.Spec, (observation_space, action_space), or an env "
                         "with observation_space and action_space")
-    return spec_from_spaces(obs_space, act_space, name=_env_name(spec))
+    return spec_from_spaces(obs_space, act_space, name=env_name(spec))
 
 
-def _env_name(env):
+def env_name(env: Any) -> str:
+    """env's name for a spec: its Gymnasium spec id, else its class's name, as
+    the wire takes it (up to 63 of letters, digits and -_.:, others as _)."""
     spec = getattr(env, "spec", None)
     name = getattr(spec, "id", None) or type(env).__name__
     name = "".join(c if c.isalnum() or c in "-_.:" else "_" for c in str(name))[:63]
@@ -745,7 +747,8 @@ class _VectorEnv:
         return self.obs, np.asarray(r, np.float64), te, tr, final
 
 
-def _is_vector(env):
+def is_vector(env: Any) -> bool:
+    """True when env is a vector env (num_envs and single_observation_space)."""
     return hasattr(env, "num_envs") and hasattr(env, "single_observation_space")
 
 
@@ -763,7 +766,7 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
     name; the learner's run records it). Returns the env steps taken; raises
     what an env raises (segments already sent are complete). obs_check: as
     Actor's; model: as Actor's."""
-    if _is_vector(envs):
+    if is_vector(envs):
         spec = _as_spec(envs)
         n = int(envs.num_envs)
     else:
@@ -780,7 +783,7 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
                hidden=hidden, actor_id=aid, seed=seed, policy_fn=policy_fn,
                max_ahead=max_ahead, wait_ms=wait_ms, obs_check=obs_check,
                model=model) as actor:
-        loop = _VectorEnv(envs, spec, seed) if _is_vector(envs) else \
+        loop = _VectorEnv(envs, spec, seed) if is_vector(envs) else \
             _EnvList(envs, spec, _seeds(seed, aid, n))
         steps = 0
         while max_steps is None or steps < max_steps:

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _lib
 from .action import ActionSpace, CAction, BOX
+from .env_fn import load_env_fn
 
 MAX_ENVS = 16
 SEED_STRIDE = 0x9E3779B97F4A7C15  # env i's seed: seed + i * stride, as `volley eval`'s
@@ -162,7 +163,7 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
     (returns, lengths, env name). Raises ValueError when the env's spaces do
     not fit the policy; what an env raises passes through. A recurrent
     policy carries each env's state, zeroed at each of its episodes' start."""
-    from .actor import spec_from_spaces, _env_name
+    from .actor import spec_from_spaces, env_name
     n = min(episodes, MAX_ENVS)
     envs = [make_env() for _ in range(n)]
     spec = spec_from_spaces(envs[0].observation_space, envs[0].action_space)
@@ -194,7 +195,7 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
                 first[i] = 1
                 o, _ = env.reset()
             obs[i] = spec.flatten(o)
-    return np.array(returns), np.array(lengths), _env_name(envs[0])
+    return np.array(returns), np.array(lengths), env_name(envs[0])
 
 
 def _report(kept, env_text, a, returns, lengths):
@@ -207,7 +208,6 @@ def _report(kept, env_text, a, returns, lengths):
 
 
 def main(argv=None):
-    from .__main__ import _load_env_fn
     ap = argparse.ArgumentParser(prog="volley eval", description=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("source", metavar="RUN|CHECKPOINT",
@@ -243,7 +243,7 @@ def main(argv=None):
         print(f"volley eval: which Python env? {a.source} records {env_text or 'none'}: "
               f"--env package.module:function", file=sys.stderr)
         return 2
-    make = _load_env_fn(env_text, "eval")
+    make = load_env_fn(env_text, "eval")
     try:
         returns, lengths, _ = play(kept, make, a.episodes, a.seed, a.greedy)
     except ValueError as e:
