@@ -26,20 +26,21 @@ from .env_fn import load_env_fn
 MAX_ENVS = 16
 SEED_STRIDE = 0x9E3779B97F4A7C15  # env i's seed: seed + i * stride, as `volley eval`'s
 U32x3 = ctypes.c_uint32 * 3
+_P = ctypes.c_void_p  # every pointer crosses as an address
 
 _lib.bind({
-    "vl_kept_load": (_lib._P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+    "vl_kept_load": (_P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                ctypes.c_size_t]),
-    "vl_kept_destroy": (None, [ctypes.POINTER(_lib._P)]),
-    "vl_kept_info": (ctypes.c_char_p, [_lib._P, ctypes.POINTER(U32x3),
+    "vl_kept_destroy": (None, [ctypes.POINTER(_P)]),
+    "vl_kept_info": (ctypes.c_char_p, [_P, ctypes.POINTER(U32x3),
                                        ctypes.POINTER(ctypes.c_uint64)]),
-    "vl_kept_policy_id": (ctypes.c_char_p, [_lib._P]),
-    "vl_kept_logits": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P]),
-    "vl_kept_state_size": (ctypes.c_uint32, [_lib._P]),
-    "vl_kept_step": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P, _lib._P,
-                                    _lib._P]),
-    "vl_kept_action": (None, [_lib._P, ctypes.POINTER(CAction)]),
-    "vl_kept_tensor": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _lib._P, ctypes.c_size_t,
+    "vl_kept_policy_id": (ctypes.c_char_p, [_P]),
+    "vl_kept_logits": (ctypes.c_int, [_P, ctypes.c_uint32, _P, _P]),
+    "vl_kept_state_size": (ctypes.c_uint32, [_P]),
+    "vl_kept_step": (ctypes.c_int, [_P, ctypes.c_uint32, _P, _P, _P,
+                                    _P]),
+    "vl_kept_action": (None, [_P, ctypes.POINTER(CAction)]),
+    "vl_kept_tensor": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _P, ctypes.c_size_t,
                                       ctypes.c_char_p, ctypes.c_size_t]),
 })
 
@@ -128,7 +129,7 @@ class Kept:
 
     def close(self):
         if getattr(self, "_h", None):
-            h = _lib._P(self._h)
+            h = _P(self._h)
             _lib.lib.vl_kept_destroy(ctypes.byref(h))
             self._h = None
 

@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from .. import engine as E
+from .._types import wire_bytes
 from ..vtrace import vtrace
 from .model import NORM_TENSORS, VolleyNet, build, load_weights
 
@@ -51,10 +52,6 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-_WIRE_BYTES = {"f32": lambda n: 4 * n, "u8": lambda n: n, "u2": lambda n: (n + 3) // 4,
-               "u1": lambda n: (n + 7) // 8}
-
-
 def packed_layout(fields: Sequence[Tuple[Tuple[int, ...], str]]) -> List[Tuple[str, int, int]]:
     """Where each field sits in an observation as the wire packs it
     (OBS_PACKED): [(encoding, values, byte offset)], field after field with
@@ -64,7 +61,7 @@ def packed_layout(fields: Sequence[Tuple[Tuple[int, ...], str]]) -> List[Tuple[s
     for shape, enc in fields:
         count = int(np.prod(shape))
         out.append((enc, count, offset))
-        offset += _WIRE_BYTES[enc](count)
+        offset += wire_bytes(enc, count)
     return out
 
 
@@ -76,7 +73,7 @@ def obs_from_packed(packed: torch.Tensor, layout: List[Tuple[str, int, int]]) ->
     lead, parts = packed.shape[:-1], []
     flat = packed.reshape(-1, packed.shape[-1])
     for enc, count, offset in layout:
-        raw = flat[:, offset:offset + _WIRE_BYTES[enc](count)]
+        raw = flat[:, offset:offset + wire_bytes(enc, count)]
         if enc == "f32":
             parts.append(raw.contiguous().view(torch.float32))
         elif enc == "u8":
@@ -187,7 +184,8 @@ class TorchEngine:
         self.staging.next()
         f32 = torch.float32
         if self.packed:
-            wire = self.layout[-1][2] + _WIRE_BYTES[self.layout[-1][0]](self.layout[-1][1])
+            enc, count, offset = self.layout[-1]
+            wire = offset + wire_bytes(enc, count)
             _, packed = self._gather(batch, E.OBS_PACKED, torch.uint8, (n, T + 1, wire))
             obs = obs_from_packed(packed, self.layout)
         else:

@@ -57,6 +57,7 @@ import torch
 from torch import nn
 
 from .._lib import VolleyError
+from .._types import BY_NAME
 from ..action import ActionSpace, BOX, DISCRETE
 from ..model import Model, model_fields, action_of
 
@@ -66,8 +67,6 @@ __all__ = ["Layer", "parse", "canonical", "build", "VolleyNet", "ActionDist", "l
 NORM_TENSORS = ("norm.obs.mean", "norm.obs.var", "norm.state")  # models/vl_norm.h's
 NORM_CLIP, NORM_EPS = 10.0, 1e-8
 
-# The largest value of each encoding: an image field is divided by it.
-_SCALE = {"f32": 1.0, "u8": 1.0 / 255.0, "u2": 1.0 / 3.0, "u1": 1.0}
 _ACTS = {"relu": torch.relu, "tanh": torch.tanh}
 
 
@@ -338,7 +337,7 @@ class VolleyNet(nn.Module):
         for i, x in enumerate(parts):
             if i in self.images:
                 shape, enc = self.fields[i]
-                x = x.reshape(x.shape[0], *shape) * _SCALE[enc]
+                x = x.reshape(x.shape[0], *shape) * BY_NAME[enc].scale
                 for conv, act in zip(self.conv[image], self.conv_acts):
                     x = _act(act, conv(x))
                 x, image = x.flatten(1), image + 1
