@@ -60,7 +60,8 @@ class EnvTable(ctypes.Structure):
     _fields_ = [("abi_version", c_uint32), ("name", c_char_p), ("summary", c_char_p),
                 ("n_fields", c_uint32), ("fields", EnvField * FIELDS_MAX),
                 ("action", CAction), ("has_solved_return", c_int),
-                ("solved_return", c_float)] + [(f"fn{i}", c_void_p) for i in range(10)]
+                ("solved_return", c_float)]
+    _fields_ += [(f"fn{i}", c_void_p) for i in range(10)]  # the functions, left NULL
 
 
 class ActorParams(ctypes.Structure):

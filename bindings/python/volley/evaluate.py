@@ -16,6 +16,7 @@ import ctypes
 import os
 import sys
 import traceback
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class Kept:
     the actions the C distribution heads choose. Raises VolleyError with
     libvolley's reason."""
 
-    def __init__(self, path, policy=None):
+    def __init__(self, path: Union[str, "os.PathLike[str]"], policy: Optional[str] = None) -> None:
         self._h = None
         why = _lib.why_buffer()
         self._h = _lib.lib.vl_kept_load(os.fsencode(os.fspath(path)),
@@ -91,7 +92,7 @@ class Kept:
         self.state_size = int(_lib.lib.vl_kept_state_size(self._h))
         self.recurrent = self.state_size > 0
 
-    def _tensor(self, path, name, n):
+    def _tensor(self, path: Union[str, "os.PathLike[str]"], name: str, n: int) -> np.ndarray:
         out = np.empty(n, np.float32)
         why = _lib.why_buffer()
         if _lib.lib.vl_kept_tensor(os.fsencode(os.fspath(path)), name.encode(), out.ctypes.data,
@@ -150,7 +151,7 @@ class Kept:
             raise MemoryError("volley eval: no memory for the policy")
         return out
 
-    def close(self):
+    def close(self) -> None:
         if getattr(self, "_h", None):
             h = _P(self._h)
             _lib.lib.vl_kept_destroy(ctypes.byref(h))
@@ -159,7 +160,8 @@ class Kept:
     __del__ = close
 
 
-def play(kept, make_env, episodes, seed=1, greedy=False):
+def play(kept: Kept, make_env: Callable[[], Any], episodes: int, seed: int = 1,
+         greedy: bool = False) -> Tuple[np.ndarray, np.ndarray, str]:
     """Plays episodes on up to MAX_ENVS envs made by make_env; returns
     (returns, lengths, env name). Raises ValueError when the env's spaces do
     not fit the policy; what an env raises passes through. A recurrent
@@ -199,7 +201,8 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
     return np.array(returns), np.array(lengths), env_name(envs[0])
 
 
-def _report(kept, env_text, a, returns, lengths):
+def _report(kept: Kept, env_text: str, a: argparse.Namespace, returns: np.ndarray,
+            lengths: np.ndarray) -> None:
     print(f"eval: {env_text}, policy {kept.policy_id} version {kept.version} "
           f"(obs {kept.obs_dim}, hidden {kept.hidden}, actions {kept.action}), "
           f"{len(returns)} episodes, {'greedy' if a.greedy else 'sampled'} actions, seed {a.seed}")
@@ -208,7 +211,8 @@ def _report(kept, env_text, a, returns, lengths):
           f"(min {lengths.min()}, max {lengths.max()})")
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python3 -m volley eval ...` (argv after `eval`); returns the exit code."""
     ap = argparse.ArgumentParser(prog="volley eval", description=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("source", metavar="RUN|CHECKPOINT",

@@ -31,7 +31,7 @@ without blocking, and waited for only when the learner asks for them.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import torch
@@ -269,6 +269,7 @@ class TorchEngine:
             obs2 = torch.zeros(n, L, self.D, dtype=b["obs"].dtype, device=self.device)
             reset2 = torch.ones(n, L, dtype=torch.bool, device=self.device)
             obs2[seg, dev_rows] = b["obs"]
+            assert reset is not None  # a recurrent model's batch always has its resets
             reset2[seg, dev_rows] = reset
             obs2[dev_i, dev_f] = b["final"][dev_i, dev_t].to(obs2.dtype)
             reset2[dev_i, dev_f] = False
@@ -318,7 +319,7 @@ class TorchEngine:
         """The global gradient norm clipped as models/vl_policy.c clips it, then
         Adam; a step whose gradient is not finite is skipped."""
         grads = [p.grad for p in self.module.parameters() if p.grad is not None]
-        norm = torch.sqrt(sum((g.double() * g.double()).sum() for g in grads))
+        norm = torch.sqrt(cast(torch.Tensor, sum((g.double() * g.double()).sum() for g in grads)))
         if not bool(torch.isfinite(norm)):
             return
         mg = self.config.max_grad_norm
