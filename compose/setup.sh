@@ -29,7 +29,7 @@ fi
 # The Python package goes into a virtual environment inside this checkout, .venv (it sees
 # Debian's numpy, torch and matplotlib), installed editable: .venv/bin/python imports this
 # checkout's bindings/python, which loads build/libvolley.so. Nothing outside the checkout
-# changes, so another clone's setup never redirects this one's `import volley`. Gymnasium,
+# changes, so another clone's setup never redirects this one's `import volley`. Gymnasium, mypy,
 # TensorBoard and kubernetes-validate come from PyPI for the tests (the package itself needs
 # none of them). The
 # editable install is a path in .venv's site directory (editable_mode=compat), which comes
@@ -42,12 +42,12 @@ import importlib.util as u, sys
 spec = u.find_spec("volley")
 assert spec and spec.origin.startswith(sys.argv[1] + "/")
 assert u.find_spec("gymnasium") and u.find_spec("tensorboard")
-assert u.find_spec("kubernetes_validate")' "$BINDINGS" 2>/dev/null; then
-    echo "setup: .venv has volley (editable, $BINDINGS), gymnasium, tensorboard and kubernetes-validate"
+assert u.find_spec("kubernetes_validate") and u.find_spec("mypy")' "$BINDINGS" 2>/dev/null; then
+    echo "setup: .venv has volley (editable, $BINDINGS), gymnasium, tensorboard, kubernetes-validate and mypy"
 else
     "$PY" -m pip install -q --no-build-isolation --config-settings editable_mode=compat \
         -e "bindings/python[test]"
-    echo "setup: installed bindings/python (editable), gymnasium, tensorboard and kubernetes-validate into .venv"
+    echo "setup: installed bindings/python (editable), gymnasium, tensorboard, kubernetes-validate and mypy into .venv"
 fi
 
 # An earlier setup wrote volley.pth into the system python's site directory; remove it when it

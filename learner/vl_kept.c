@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 
 #include "../common/vl_ini.h"
+#include "../common/vl_rng.h"
+#include "../models/vl_dist.h"
 #include "vl_resume.h"
 
 #define S_LAYERS     3 // linear layers per net, as models/vl_policy.c builds them
@@ -592,4 +594,33 @@ int vl_kept_step(vl_kept_t *self, uint32_t n, const float *obs, float *state, co
     if (vl_policy_state_size(p) == 0)
         state = NULL, first = NULL;
     return vl_policy_forward_seq(p, n, 1, obs, state, first, logits, NULL, state) != 0 ? -1 : 0;
+}
+
+void vl_kept_seed(uint64_t seed, uint64_t state[4])
+{
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
+    memcpy(state, rng.s, sizeof rng.s);
+}
+
+int vl_kept_pick(vl_kept_t *self, uint32_t n, const float *outputs, int greedy, uint64_t state[4],
+                 float *actions)
+{
+    vl_policy_t *p = s_held(self);
+    if (!p)
+        return -1;
+    const vl_action_spec_t *a = &self->action;
+    uint32_t width = vl_action_outputs(a);
+    vl_rng_t rng;
+    memcpy(rng.s, state, sizeof rng.s);
+    for (uint32_t i = 0; i < n; i++) {
+        const float *z = outputs + (size_t)i * width;
+        float *act = actions + (size_t)i * a->dims, logp;
+        if (greedy)
+            vl_dist_greedy(a, z, act);
+        else
+            vl_dist_sample(a, z, vl_policy_logstd(p), &rng, act, &logp);
+    }
+    memcpy(state, rng.s, sizeof rng.s);
+    return 0;
 }

@@ -64,6 +64,19 @@ VL_EXPORT uint32_t vl_kept_state_size(vl_kept_t *self);
 VL_EXPORT int vl_kept_step(vl_kept_t *self, uint32_t n, const float *obs, float *state,
                            const uint8_t *first, float *logits);
 
+/* Seeds state[4], the generator vl_kept_pick draws with (xoshiro256**, as
+   actors and `volley eval` draw actions). */
+VL_EXPORT void vl_kept_seed(uint64_t seed, uint64_t state[4]);
+
+/* Writes actions [n][dims] (dims: the action space's values per action) for
+   head outputs [n][outputs] (vl_kept_step's): greedy, each the most likely
+   (each dimension's argmax, a box's mean clipped to its bounds); else drawn
+   from the policy's distribution as actors draw them (a box's Gaussian of
+   std exp(pi.logstd), unclipped), advancing state (vl_kept_seed's).
+   Returns 0, or -1 on no memory. */
+VL_EXPORT int vl_kept_pick(vl_kept_t *self, uint32_t n, const float *outputs, int greedy,
+                           uint64_t state[4], float *actions);
+
 /* Loads the policy kept at path (as vl_kept_load) and runs its forward
    pass on n observations obs [n][obs_dim]; writes logp [n][num_actions] (log-probabilities,
    each dimension's over its own choices for a multi-discrete policy; a box policy's means)

@@ -9,13 +9,10 @@ import sys
 import pytest
 
 import volley
-from volley import _lib, actor, learner
+from volley import _lib, _types
 
 MIRRORS = {"vl_vtrace_params_t": _lib.vtrace_params, "vl_rbuf_field_t": _lib.rbuf_field,
-           "vl_env_field_t": actor._Field, "vl_env_t": actor._Env,
-           "vl_actor_params_t": actor._Params, "vl_transport_field_t": learner._field,
-           "vl_transport_spec_t": learner._spec, "vl_transport_counts_t": learner._counts,
-           "vl_transport_tensor_t": learner._tensor}
+           **_types.MIRRORS}
 
 
 def test_every_mirror_has_the_library_size():

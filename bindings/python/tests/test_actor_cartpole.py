@@ -9,7 +9,7 @@ import ctypes
 import numpy as np
 
 from volley import _lib
-from volley.actor import _Env
+from volley._types import EnvTable
 from volley.envs.cartpole import CartPoleEnv, CartPoleVectorEnv
 
 # env ABI 2: step takes the action as floats (`dims` of them; a discrete choice as a whole number)
@@ -21,7 +21,7 @@ DESTROY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 def c_env():
-    t = _Env.in_dll(_lib.lib, "vl_cartpole_env")
+    t = EnvTable.in_dll(_lib.lib, "vl_cartpole_env")
     # vl_env_t's functions: create, destroy, seed, reset, step, then the vectorized five.
     return CREATE(t.fn0), DESTROY(t.fn1), STEP(t.fn4)
 

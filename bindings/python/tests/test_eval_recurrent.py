@@ -80,3 +80,29 @@ def test_step_carries_state_in_place_and_first_zeroes_it(run):
             kept.step(obs, np.zeros((4, 3), np.float32), first)
     finally:
         kept.close()
+
+
+def test_pick_chooses_by_the_c_heads(run):
+    """Kept.pick (libvolley's vl_kept_pick): greedy is each row's argmax; a draw
+    follows the softmax of the outputs, is reproduced by the same seed, and
+    advances the generator."""
+    kept = Kept(run)
+    try:
+        A = kept.num_actions
+        z = np.random.default_rng(0).normal(size=(8, A)).astype(np.float32)
+        greedy = kept.pick(z, True, kept.new_rng(1))
+        assert greedy.shape == (8, 1) and np.array_equal(greedy[:, 0], z.argmax(axis=1))
+        rows = np.tile(np.log(np.arange(1, A + 1, dtype=np.float32)), (20000, 1))
+        rng = kept.new_rng(7)
+        before = rng.copy()
+        drawn = kept.pick(rows, False, rng)[:, 0]
+        assert not np.array_equal(rng, before)  # advanced in place
+        share = np.bincount(drawn.astype(np.int64), minlength=A) / len(drawn)
+        want = np.arange(1, A + 1) / np.arange(1, A + 1).sum()
+        assert np.abs(share - want).max() < 0.02, (share, want)
+        assert np.array_equal(kept.pick(rows[:50], False, kept.new_rng(7))[:, 0], drawn[:50])
+        assert not np.array_equal(kept.pick(rows[:50], False, kept.new_rng(8))[:, 0], drawn[:50])
+        with pytest.raises(ValueError, match="rng"):
+            kept.pick(z, False, np.zeros(4, np.int64))
+    finally:
+        kept.close()

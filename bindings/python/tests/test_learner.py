@@ -312,7 +312,7 @@ def test_a_declared_multi_discrete_spec_and_its_batches(procs):
     [n, T, 2] as whole numbers within each dimension's choices, with joint
     log-probs; the weights published must be that space's network (logits 3 + 2)."""
     from procs import free_port, REPO
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
     import volley.torch as vt
     port = free_port()
     procs.broker(port)
@@ -336,7 +336,7 @@ def test_a_declared_multi_discrete_spec_and_its_batches(procs):
         # published network, at this observation
         with torch_no_grad():
             z = net(b.obs[:, :16].reshape(-1, 1))[0]
-            want = net.dist(z).log_prob(vt.torch.from_numpy(b.actions.reshape(-1, 2)))
+            want = net.dist(z).log_prob(torch.from_numpy(b.actions.reshape(-1, 2)))
         np.testing.assert_allclose(b.logp.reshape(-1), want.numpy(), atol=1e-5)
 
 

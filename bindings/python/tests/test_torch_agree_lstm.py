@@ -47,7 +47,7 @@ def torch_seq(net, obs, state0, reset, dout, dvalues, dtype):
     loss = (out * torch.from_numpy(dout).to(dtype)).sum() + \
         (values * torch.from_numpy(dvalues).to(dtype)).sum()
     loss.backward()
-    names = dict((ours, theirs) for ours, theirs in vt._RENAMES)
+    names = dict((ours, theirs) for ours, theirs in vt.C_NAMES)
     grads = {names.get(k, k): p.grad.detach().numpy() for k, p in net.named_parameters()
              if p.grad is not None}
     return out.detach().numpy(), values.detach().numpy(), state1.detach().numpy(), grads

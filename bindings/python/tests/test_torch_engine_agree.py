@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch", reason="torch is not installed (Debian: pyt
 
 from volley import ActionSpace  # noqa: E402
 from volley import engine as E  # noqa: E402
-from volley.torch_engine import TorchEngine  # noqa: E402
+from volley.torch.engine import TorchEngine  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not E._lib.has("vl_engine_new"),
                                 reason="libvolley without include/volley/engine.h's engines")

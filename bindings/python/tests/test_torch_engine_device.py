@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
 
 from volley import engine as E  # noqa: E402
-from volley.torch_engine import TorchEngine, obs_from_packed, packed_layout, unpack_u2  # noqa: E402
+from volley.torch.engine import TorchEngine, obs_from_packed, packed_layout, unpack_u2  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not E._lib.has("vl_engine_new"),
                                 reason="libvolley without include/volley/engine.h's engines")

@@ -21,7 +21,7 @@ from procs import PYTHON, VOLLEY, free_port, top_kind
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
 
 from volley import engine as E  # noqa: E402
-from volley.torch_engine import OPT_MAGIC  # noqa: E402
+from volley.torch.engine import OPT_MAGIC  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not E._lib.has("vl_learner_main_engine"),
                                 reason="libvolley without include/volley/engine.h's engines")
@@ -118,11 +118,11 @@ def test_refusals_name_the_option():
 
 FAILING_ENGINE = """
 import sys
-import volley.torch_engine as te
+import volley.torch.engine as te
 def update(self, batch, lr):
     raise RuntimeError("the device went away")
 te.TorchEngine.update = update
-from volley.torch_learner import main
+from volley.torch.learner import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -23,7 +23,7 @@ The library is found through $VOLLEY_LIB, then the copy installed with the
 package, then <checkout>/build/libvolley.so, then the system's (see
 volley._lib); its structs' sizes are checked against the package's mirrors.
 """
-from . import _lib
+from . import _lib, _types
 from ._lib import VolleyError
 from .replay import ReplayBuffer
 from .sampler import PrioritizedSampler
@@ -38,11 +38,7 @@ from .learner import *  # noqa: F401,F403  (its __all__)
 from .export import *  # noqa: F401,F403  (its __all__)
 
 _lib.check_abi({"vl_vtrace_params_t": _lib.vtrace_params, "vl_rbuf_field_t": _lib.rbuf_field,
-                "vl_env_field_t": _actor._Field, "vl_env_t": _actor._Env,
-                "vl_actor_params_t": _actor._Params,
-                "vl_transport_field_t": _learner._field, "vl_transport_spec_t": _learner._spec,
-                "vl_transport_counts_t": _learner._counts,
-                "vl_transport_tensor_t": _learner._tensor})
+                **_types.MIRRORS})
 
 __version__ = _lib.lib.vl_version().decode()
 lib_path = _lib.path

@@ -24,6 +24,7 @@ import os
 from ctypes import POINTER, c_char_p, c_double, c_float, c_int, c_size_t, c_uint32, c_uint64
 from ctypes import c_void_p
 from pathlib import Path
+from typing import Any, Dict, List, Mapping, Tuple, Type
 
 _HERE = Path(__file__).resolve().parent
 _REPO = _HERE.parents[2]  # bindings/python/volley/_lib.py -> the checkout
@@ -33,7 +34,7 @@ class VolleyError(RuntimeError):
     """A refusal from libvolley, carrying the C side's reason."""
 
 
-def _candidates():
+def _candidates() -> Tuple[List[Tuple[str, str]], bool]:
     env = os.environ.get("VOLLEY_LIB")
     if env:
         return [("$VOLLEY_LIB", env)], True
@@ -46,7 +47,7 @@ def _candidates():
     return out, False
 
 
-def _load():
+def _load() -> Tuple[ctypes.CDLL, str]:
     tried = []
     cands, from_env = _candidates()
     for where, name in cands:
@@ -86,7 +87,7 @@ class rbuf_field(ctypes.Structure):
 _P = c_void_p  # every array crosses as its data pointer (an int)
 
 # name: (restype, argtypes); all pointer arguments are c_void_p.
-_PROTOS = {
+_PROTOS: Dict[str, Tuple[Any, List[Any]]] = {
     "vl_version": (c_char_p, []),
     # include/volley/vtrace.h
     "vl_vtrace": (None, [POINTER(vtrace_params), c_int, c_int, _P, _P, _P, _P, _P, _P]),
@@ -122,7 +123,7 @@ _PROTOS = {
 }
 
 
-def bind(protos):
+def bind(protos: Mapping[str, Tuple[Any, List[Any]]]) -> None:
     """Declares prototypes {name: (restype, argtypes)} on the symbols the
     loaded libvolley exports (each module binds the ones it calls)."""
     for name, (res, args) in protos.items():
@@ -135,12 +136,12 @@ def bind(protos):
 bind(_PROTOS)
 
 
-def has(name):
+def has(name: str) -> bool:
     """True when the loaded libvolley exports the symbol name."""
     return hasattr(lib, name)
 
 
-def check_abi(mirrors):
+def check_abi(mirrors: Mapping[str, Type[ctypes.Structure]]) -> None:
     """Compares each ctypes structure {C type name: class} with sizeof that type in the
     loaded library; ImportError (one line naming the type, both sizes and the library)
     at the first that differs, or when the library cannot say."""
@@ -158,6 +159,6 @@ def check_abi(mirrors):
                               "reinstall the package)")
 
 
-def why_buffer():
+def why_buffer() -> ctypes.Array[ctypes.c_char]:
     """A buffer for a C function's `why` (its reason for a refusal)."""
     return ctypes.create_string_buffer(1024)

@@ -95,7 +95,7 @@ class ActionSpace:
                 np.broadcast_to(np.asarray(start, dtype=np.int64), (self.dims,)).copy()
             self.start = st
 
-    def _check_dims(self):
+    def _check_dims(self) -> None:
         if not 1 <= self.dims <= DIMS_MAX:
             raise ValueError(f"action space: {self.dims} dimensions; volley takes 1 .. "
                              f"{DIMS_MAX}")
@@ -121,7 +121,7 @@ class ActionSpace:
             lo = np.broadcast_to(lo, hi.shape)
         if hi.size == 1 and lo.size > 1:
             hi = np.broadcast_to(hi, lo.shape)
-        return cls(BOX, low=lo, high=hi)
+        return cls(BOX, low=list(lo), high=list(hi))
 
     @classmethod
     def from_gym(cls, space: Any) -> "ActionSpace":
@@ -142,7 +142,7 @@ class ActionSpace:
             if nvec.ndim != 1:
                 raise ValueError(f"action space (MultiDiscrete of shape {list(nvec.shape)}): "
                                  "volley takes one dimension of choices")
-            return cls.multi_discrete(nvec, getattr(space, "start", None))
+            return cls.multi_discrete([int(k) for k in nvec], getattr(space, "start", None))
         if kind == "Box" or (hasattr(space, "low") and hasattr(space, "high")):
             shape = tuple(getattr(space, "shape", None) or np.shape(space.low))
             if len(shape) != 1:
@@ -226,23 +226,23 @@ class ActionSpace:
         after dimension), or dims (a box's means)."""
         return self.dims if self.kind == BOX else int(self.n.sum())
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, ActionSpace):
             return NotImplemented
         return (self.kind == other.kind and self.dims == other.dims
                 and np.array_equal(self.n, other.n) and np.array_equal(self.low, other.low)
                 and np.array_equal(self.high, other.high))
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(str(self))
 
-    def __str__(self):
+    def __str__(self) -> str:
         if self.kind == BOX:
             bounds = ",".join(f"{lo:g}..{hi:g}" for lo, hi in zip(self.low, self.high))
             return f"box({self.dims})[{bounds}]"
         return f"{KINDS[self.kind]}({','.join(str(int(k)) for k in self.n)})"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ActionSpace({self})"
 
     # ---- actions

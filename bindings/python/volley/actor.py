@@ -41,14 +41,11 @@ PolicyFn = Callable[[np.ndarray, "Weights"], Tuple[ArrayLike, ArrayLike]]
 from . import _lib
 from ._lib import VolleyError
 from .action import ActionSpace, CAction, DISCRETE
+from ._types import (ENCODING_NAMES, ENV_ABI_VERSION, F32, FIELDS_MAX, NDIM_MAX, U1, U2, U8,
+                     ActorParams, EnvTable)
 
 __all__ = ["Actor", "Spec", "Weights", "run_actor", "spec_from_spaces", "ActorInterrupted",
            "SpecRefused"]
-
-F32, U8, U2, U1 = 0, 1, 2, 3
-_ENC_NAMES = {F32: "f32", U8: "u8", U2: "u2", U1: "u1"}
-FIELDS_MAX, NDIM_MAX = 8, 4
-ENV_ABI_VERSION = 2
 
 OK, EINVAL, EFAIL, EREFUSED, EINTR = 0, -1, -2, -3, -4
 
@@ -61,36 +58,14 @@ class SpecRefused(VolleyError):
     """The broker refused this actor's spec (another spec serves the policy)."""
 
 
-class _Field(ctypes.Structure):
-    """include/volley/env.h: vl_env_field_t."""
-    _fields_ = [("encoding", c_uint32), ("ndim", c_uint32), ("shape", c_uint32 * NDIM_MAX),
-                ("low", c_float), ("high", c_float)]
-
-
-class _Env(ctypes.Structure):
-    """include/volley/env.h: vl_env_t (only the spec part is filled)."""
-    _fields_ = [("abi_version", c_uint32), ("name", c_char_p), ("summary", c_char_p),
-                ("n_fields", c_uint32), ("fields", _Field * FIELDS_MAX),
-                ("action", CAction), ("has_solved_return", c_int),
-                ("solved_return", c_float)] + [(f"fn{i}", c_void_p) for i in range(10)]
-
-
-class _Params(ctypes.Structure):
-    """include/volley/actor.h: vl_actor_params_t."""
-    _fields_ = [("broker", c_char_p), ("policy", c_char_p), ("env", POINTER(_Env)),
-                ("n_envs", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
-                ("actor_id", c_uint32), ("seed", c_uint64), ("max_ahead", c_uint32),
-                ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int),
-                ("model", c_char_p)]
-
 OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: vl_actor_set_obs_check's 0, 1, 2
 
 
 _P = c_void_p
 _WEIGHTS_NDIM_MAX = 4  # include/volley/actor.h: VL_ACTOR_WEIGHTS_NDIM_MAX
 _lib.bind({
-    "vl_actor_params_default": (_Params, []),
-    "vl_actor_open": (_P, [POINTER(_Params), c_char_p, c_size_t]),
+    "vl_actor_params_default": (ActorParams, []),
+    "vl_actor_open": (_P, [POINTER(ActorParams), c_char_p, c_size_t]),
     "vl_actor_close": (None, [POINTER(_P)]),
     "vl_actor_set_obs_check": (c_int, [_P, c_int, _P, _P, c_char_p, c_size_t]),
     "vl_actor_obs_dim": (c_uint32, [_P]),
@@ -155,11 +130,11 @@ class Spec:
         return int(self.action.start[0]) if self.action.kind == DISCRETE else 0
 
     def __repr__(self):
-        f = ", ".join(f"{n or '_'}:{_ENC_NAMES[e]}{list(s)}" for n, e, s, _, _ in self.fields)
+        f = ", ".join(f"{n or '_'}:{ENCODING_NAMES[e]}{list(s)}" for n, e, s, _, _ in self.fields)
         return f"Spec({f}; actions {self.action})"
 
     def _table(self):
-        t = _Env()
+        t = EnvTable()
         t.abi_version = ENV_ABI_VERSION
         self._name = self.name.encode()
         t.name = self._name
@@ -287,10 +262,12 @@ def _as_spec(spec, observation_space=None, action_space=None):
     if obs_space is None or act_space is None:
         raise TypeError("spec: give a volley.Spec, (observation_space, action_space), or an env "
                         "with observation_space and action_space")
-    return spec_from_spaces(obs_space, act_space, name=_env_name(spec))
+    return spec_from_spaces(obs_space, act_space, name=env_name(spec))
 
 
-def _env_name(env):
+def env_name(env: Any) -> str:
+    """env's name for a spec: its Gymnasium spec id, else its class's name, as
+    the wire takes it (up to 63 of letters, digits and -_.:, others as _)."""
     spec = getattr(env, "spec", None)
     name = getattr(spec, "id", None) or type(env).__name__
     name = "".join(c if c.isalnum() or c in "-_.:" else "_" for c in str(name))[:63]
@@ -745,7 +722,8 @@ class _VectorEnv:
         return self.obs, np.asarray(r, np.float64), te, tr, final
 
 
-def _is_vector(env):
+def is_vector(env: Any) -> bool:
+    """True when env is a vector env (num_envs and single_observation_space)."""
     return hasattr(env, "num_envs") and hasattr(env, "single_observation_space")
 
 
@@ -763,7 +741,7 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
     name; the learner's run records it). Returns the env steps taken; raises
     what an env raises (segments already sent are complete). obs_check: as
     Actor's; model: as Actor's."""
-    if _is_vector(envs):
+    if is_vector(envs):
         spec = _as_spec(envs)
         n = int(envs.num_envs)
     else:
@@ -780,7 +758,7 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
                hidden=hidden, actor_id=aid, seed=seed, policy_fn=policy_fn,
                max_ahead=max_ahead, wait_ms=wait_ms, obs_check=obs_check,
                model=model) as actor:
-        loop = _VectorEnv(envs, spec, seed) if _is_vector(envs) else \
+        loop = _VectorEnv(envs, spec, seed) if is_vector(envs) else \
             _EnvList(envs, spec, _seeds(seed, aid, n))
         steps = 0
         while max_steps is None or steps < max_steps:

@@ -30,7 +30,7 @@ import numpy as np
 from . import _lib
 from ._lib import VolleyError
 from .action import ActionSpace
-from .learner import _spec, _tensor, _ENCODINGS
+from ._types import ENCODING_NAMES, TransportSpec, TransportTensor
 
 __all__ = ["Config", "Batch", "Stats", "ops_for", "main_engine", "CEngine", "config_default",
            "make_batch", "ARRAYS", "OBS", "OBS_ROWS", "ACTIONS", "REWARDS", "DONES", "TRUNCATED",
@@ -45,7 +45,7 @@ ARRAYS = 18
 
 class _config(ctypes.Structure):
     """include/volley/engine.h: vl_engine_config_t."""
-    _fields_ = [("spec", _spec), ("policy", c_char * 64), ("state_size", c_uint32),
+    _fields_ = [("spec", TransportSpec), ("policy", c_char * 64), ("state_size", c_uint32),
                 ("batch_segments", c_uint32), ("epochs", c_uint32), ("minibatch", c_uint32),
                 ("burn_in", c_uint32), ("lr", c_float), ("gamma", c_float),
                 ("lambda_", c_float), ("clip", c_float), ("ent_coef", c_float),
@@ -63,9 +63,9 @@ class _stats(ctypes.Structure):
 
 _P = c_void_p
 _UPDATE = CFUNCTYPE(c_int, _P, _P, c_float, POINTER(c_float), POINTER(_stats), _P, c_size_t)
-_WEIGHTS = CFUNCTYPE(c_int, _P, POINTER(_tensor), c_uint32, POINTER(c_uint32), _P, c_size_t)
+_WEIGHTS = CFUNCTYPE(c_int, _P, POINTER(TransportTensor), c_uint32, POINTER(c_uint32), _P, c_size_t)
 _OPTIMIZER = CFUNCTYPE(c_int, _P, POINTER(_P), POINTER(c_size_t), _P, c_size_t)
-_LOAD = CFUNCTYPE(c_int, _P, POINTER(_tensor), c_uint32, _P, c_size_t, _P, c_size_t)
+_LOAD = CFUNCTYPE(c_int, _P, POINTER(TransportTensor), c_uint32, _P, c_size_t, _P, c_size_t)
 _CLOSE = CFUNCTYPE(None, _P)
 
 
@@ -91,7 +91,8 @@ _lib.bind({
     "vl_engine_batch_gather": (c_int, [_P, c_int, _P, c_size_t]),
     "vl_engine_batch_shuffle": (None, [_P, c_uint32, _P]),
     "vl_learner_main_engine": (c_int, [c_int, POINTER(c_char_p), _OPEN, _P]),
-    "vl_engine_config_default": (c_int, [POINTER(_config), POINTER(_spec), c_char_p, c_size_t]),
+    "vl_engine_config_default": (c_int, [POINTER(_config), POINTER(TransportSpec), c_char_p,
+                                         c_size_t]),
     "vl_engine_new": (_P, [POINTER(_config), POINTER(_ops), c_char_p, c_size_t]),
     "vl_engine_destroy": (None, [POINTER(_P)]),
     "vl_engine_batch_new": (_P, [POINTER(_config), c_uint32, POINTER(_arrays), c_char_p,
@@ -99,8 +100,8 @@ _lib.bind({
     "vl_engine_batch_destroy": (None, [POINTER(_P)]),
     "vl_engine_update": (c_int, [_P, _P, POINTER(c_float), POINTER(_stats), c_char_p, c_size_t]),
     "vl_engine_tensor_count": (c_uint32, [_P]),
-    "vl_engine_tensor": (c_int, [_P, c_uint32, POINTER(_tensor)]),
-    "vl_engine_load": (c_int, [_P, POINTER(_tensor), c_uint32, c_char_p, c_size_t]),
+    "vl_engine_tensor": (c_int, [_P, c_uint32, POINTER(TransportTensor)]),
+    "vl_engine_load": (c_int, [_P, POINTER(TransportTensor), c_uint32, c_char_p, c_size_t]),
 })
 
 if _lib.has("vl_engine_new"):
@@ -158,7 +159,7 @@ class Config:
         ctypes.memmove(ctypes.byref(own), ctypes.byref(c), ctypes.sizeof(_config))
         s = own.spec
         fields = [(tuple(int(x) for x in s.fields[i].shape[:s.fields[i].ndim]),
-                   _ENCODINGS[s.fields[i].encoding]) for i in range(s.n_fields)]
+                   ENCODING_NAMES[s.fields[i].encoding]) for i in range(s.n_fields)]
         return cls(fields=fields, action=ActionSpace.from_c(s.action), horizon=s.horizon,
                    hidden=s.hidden, obs_dim=s.obs_dim, row_bytes=s.row_bytes,
                    model=s.model.decode(), policy=own.policy.decode(),
@@ -354,13 +355,14 @@ def main_engine(argv: Sequence[str], open_engine: Callable[[Config], Any]) -> in
 
 # ---- engines and batches without a broker ----
 
-def _c_spec(fields: Any, action: Any, horizon: int, hidden: int = 64, model: str = "") -> _spec:
+def _c_spec(fields: Any, action: Any, horizon: int, hidden: int = 64,
+            model: str = "") -> TransportSpec:
     from .model import model_fields
-    s = _spec()
+    s = TransportSpec()
     fs = model_fields(fields)
     s.n_fields = len(fs)
     for i, (shape, enc) in enumerate(fs):
-        s.fields[i].encoding = _ENCODINGS.index(enc)
+        s.fields[i].encoding = ENCODING_NAMES.index(enc)
         s.fields[i].ndim = len(shape)
         for d, x in enumerate(shape):
             s.fields[i].shape[d] = int(x)
@@ -407,7 +409,7 @@ class CEngine:
     def tensors(self) -> Dict[str, np.ndarray]:
         """The published tensors (norm.* included) as float32 copies."""
         n = _lib.lib.vl_engine_tensor_count(self.ptr)
-        table = (_tensor * max(n, 1))()
+        table = (TransportTensor * max(n, 1))()
         for i in range(n):
             if _lib.lib.vl_engine_tensor(self.ptr, i, ctypes.byref(table[i])) != 0:
                 raise VolleyError(f"vl_engine_tensor: {i} refused")
@@ -416,7 +418,7 @@ class CEngine:
     def load(self, tensors: Mapping[str, np.ndarray]) -> None:
         """Copies tensors into the engine's weights (vl_engine_load)."""
         arrays = [(k, np.ascontiguousarray(v, np.float32)) for k, v in tensors.items()]
-        table, pub = (_tensor * max(len(arrays), 1))(), _Published()
+        table, pub = (TransportTensor * max(len(arrays), 1))(), _Published()
         pub.fill(table, len(arrays), [(k, a.ctypes.data, a.shape) for k, a in arrays])
         why = _lib.why_buffer()
         if _lib.lib.vl_engine_load(self.ptr, table, len(arrays), why, len(why)) != 0:

@@ -16,29 +16,34 @@ import ctypes
 import os
 import sys
 import traceback
+from typing import Any, Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _lib
 from .action import ActionSpace, CAction, BOX
+from .env_fn import load_env_fn
 
 MAX_ENVS = 16
 SEED_STRIDE = 0x9E3779B97F4A7C15  # env i's seed: seed + i * stride, as `volley eval`'s
 U32x3 = ctypes.c_uint32 * 3
+_P = ctypes.c_void_p  # every pointer crosses as an address
 
 _lib.bind({
-    "vl_kept_load": (_lib._P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+    "vl_kept_load": (_P, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
                                ctypes.c_size_t]),
-    "vl_kept_destroy": (None, [ctypes.POINTER(_lib._P)]),
-    "vl_kept_info": (ctypes.c_char_p, [_lib._P, ctypes.POINTER(U32x3),
+    "vl_kept_destroy": (None, [ctypes.POINTER(_P)]),
+    "vl_kept_info": (ctypes.c_char_p, [_P, ctypes.POINTER(U32x3),
                                        ctypes.POINTER(ctypes.c_uint64)]),
-    "vl_kept_policy_id": (ctypes.c_char_p, [_lib._P]),
-    "vl_kept_logits": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P]),
-    "vl_kept_state_size": (ctypes.c_uint32, [_lib._P]),
-    "vl_kept_step": (ctypes.c_int, [_lib._P, ctypes.c_uint32, _lib._P, _lib._P, _lib._P,
-                                    _lib._P]),
-    "vl_kept_action": (None, [_lib._P, ctypes.POINTER(CAction)]),
-    "vl_kept_tensor": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _lib._P, ctypes.c_size_t,
+    "vl_kept_policy_id": (ctypes.c_char_p, [_P]),
+    "vl_kept_logits": (ctypes.c_int, [_P, ctypes.c_uint32, _P, _P]),
+    "vl_kept_state_size": (ctypes.c_uint32, [_P]),
+    "vl_kept_step": (ctypes.c_int, [_P, ctypes.c_uint32, _P, _P, _P,
+                                    _P]),
+    "vl_kept_action": (None, [_P, ctypes.POINTER(CAction)]),
+    "vl_kept_seed": (None, [ctypes.c_uint64, _P]),
+    "vl_kept_pick": (ctypes.c_int, [_P, ctypes.c_uint32, _P, ctypes.c_int, _P, _P]),
+    "vl_kept_tensor": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _P, ctypes.c_size_t,
                                       ctypes.c_char_p, ctypes.c_size_t]),
 })
 
@@ -51,10 +56,11 @@ class Kept:
     recurrent state, 0 for a memoryless policy), recurrent (state_size > 0),
     logits(obs [n, obs_dim]) by the C forward pass (observations normalised
     as the weights say; one step from the zero state) and step(obs, state,
-    first), the same carrying each env's state. Raises VolleyError with
+    first), the same carrying each env's state; pick(outputs, greedy, rng),
+    the actions the C distribution heads choose. Raises VolleyError with
     libvolley's reason."""
 
-    def __init__(self, path, policy=None):
+    def __init__(self, path: Union[str, "os.PathLike[str]"], policy: Optional[str] = None) -> None:
         self._h = None
         why = _lib.why_buffer()
         self._h = _lib.lib.vl_kept_load(os.fsencode(os.fspath(path)),
@@ -80,13 +86,13 @@ class Kept:
                                    f"space {self.action}")
         if self.action.kind == BOX:
             self.logstd = self._tensor(path, "pi.logstd", self.action.dims)
-        if not _lib.has("vl_kept_step"):
-            raise _lib.VolleyError(f"{_lib.path} is older than this package (no vl_kept_step): "
+        if not _lib.has("vl_kept_pick"):
+            raise _lib.VolleyError(f"{_lib.path} is older than this package (no vl_kept_pick): "
                                    f"point VOLLEY_LIB at this build's libvolley.so")
         self.state_size = int(_lib.lib.vl_kept_state_size(self._h))
         self.recurrent = self.state_size > 0
 
-    def _tensor(self, path, name, n):
+    def _tensor(self, path: Union[str, "os.PathLike[str]"], name: str, n: int) -> np.ndarray:
         out = np.empty(n, np.float32)
         why = _lib.why_buffer()
         if _lib.lib.vl_kept_tensor(os.fsencode(os.fspath(path)), name.encode(), out.ctypes.data,
@@ -125,44 +131,42 @@ class Kept:
             raise MemoryError("volley eval: no memory for the forward pass")
         return out
 
-    def close(self):
+    def new_rng(self, seed: int) -> np.ndarray:
+        """The generator pick draws with, seeded: uint64 [4] (vl_kept_seed's)."""
+        rng = np.empty(4, np.uint64)
+        _lib.lib.vl_kept_seed(seed % 2**64, rng.ctypes.data)
+        return rng
+
+    def pick(self, outputs: np.ndarray, greedy: bool, rng: np.ndarray) -> np.ndarray:
+        """Actions float32 [n, dims] for head outputs [n, num_actions] (step's),
+        by libvolley's distribution heads (vl_kept_pick): the most likely
+        (greedy) or drawn as actors draw them with rng (new_rng's, advanced in
+        place); a box's draws unclipped (clipped when the env is stepped)."""
+        outputs = np.ascontiguousarray(outputs, dtype=np.float32).reshape(-1, self.num_actions)
+        if rng.shape != (4,) or rng.dtype != np.uint64 or not rng.flags.c_contiguous:
+            raise ValueError(f"rng: expected new_rng's uint64 [4], got {rng.dtype} {rng.shape}")
+        out = np.empty((len(outputs), self.action.dims), np.float32)
+        if _lib.lib.vl_kept_pick(self._h, len(outputs), outputs.ctypes.data, int(bool(greedy)),
+                                 rng.ctypes.data, out.ctypes.data) != 0:
+            raise MemoryError("volley eval: no memory for the policy")
+        return out
+
+    def close(self) -> None:
         if getattr(self, "_h", None):
-            h = _lib._P(self._h)
+            h = _P(self._h)
             _lib.lib.vl_kept_destroy(ctypes.byref(h))
             self._h = None
 
     __del__ = close
 
 
-def _pick_one(logits, greedy, rng):
-    """Choices [n] of one categorical: the most probable, or sampled from the softmax."""
-    if greedy:
-        return logits.argmax(axis=1)
-    z = np.exp(logits - logits.max(axis=1, keepdims=True))
-    cdf = np.cumsum(z / z.sum(axis=1, keepdims=True), axis=1)
-    u = rng.random((len(logits), 1))
-    return np.minimum((u >= cdf).sum(axis=1), logits.shape[1] - 1)
-
-
-def _pick(space, outputs, logstd, greedy, rng):
-    """Actions [n, dims] (floats) for head outputs [n, A] in space: each
-    dimension's most probable choice or a draw from its softmax; a box's
-    mean, or a Gaussian draw of std exp(logstd) (clipped when the env is
-    stepped)."""
-    if space.kind == BOX:
-        if greedy:
-            return outputs.astype(np.float64)
-        return outputs + np.exp(logstd)[None, :] * rng.standard_normal(outputs.shape)
-    parts = np.split(outputs, np.cumsum(space.n)[:-1], axis=1)
-    return np.stack([_pick_one(z, greedy, rng) for z in parts], axis=1).astype(np.float64)
-
-
-def play(kept, make_env, episodes, seed=1, greedy=False):
+def play(kept: Kept, make_env: Callable[[], Any], episodes: int, seed: int = 1,
+         greedy: bool = False) -> Tuple[np.ndarray, np.ndarray, str]:
     """Plays episodes on up to MAX_ENVS envs made by make_env; returns
     (returns, lengths, env name). Raises ValueError when the env's spaces do
     not fit the policy; what an env raises passes through. A recurrent
     policy carries each env's state, zeroed at each of its episodes' start."""
-    from .actor import spec_from_spaces, _env_name
+    from .actor import spec_from_spaces, env_name
     n = min(episodes, MAX_ENVS)
     envs = [make_env() for _ in range(n)]
     spec = spec_from_spaces(envs[0].observation_space, envs[0].action_space)
@@ -172,14 +176,14 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
     quota = [episodes // n + (i < episodes % n) for i in range(n)]
     obs = np.stack([spec.flatten(e.reset(seed=(seed + i * SEED_STRIDE) % 2**63)[0])
                     for i, e in enumerate(envs)])
-    rng = np.random.default_rng(seed ^ 0x5DEECE66D)
+    rng = kept.new_rng(seed ^ 0x5DEECE66D)  # as `volley eval` seeds its draws
     ret, length = np.zeros(n), np.zeros(n, np.int64)
     state, first = kept.new_state(n), np.ones(n, np.uint8)
     returns, lengths = [], []
     while any(quota):
         outputs = kept.step(obs, state, first)
         first[:] = 0
-        acts = _pick(kept.action, outputs, kept.logstd, greedy, rng)
+        acts = kept.pick(outputs, greedy, rng)
         for i, env in enumerate(envs):
             if not quota[i]:
                 continue
@@ -194,10 +198,11 @@ def play(kept, make_env, episodes, seed=1, greedy=False):
                 first[i] = 1
                 o, _ = env.reset()
             obs[i] = spec.flatten(o)
-    return np.array(returns), np.array(lengths), _env_name(envs[0])
+    return np.array(returns), np.array(lengths), env_name(envs[0])
 
 
-def _report(kept, env_text, a, returns, lengths):
+def _report(kept: Kept, env_text: str, a: argparse.Namespace, returns: np.ndarray,
+            lengths: np.ndarray) -> None:
     print(f"eval: {env_text}, policy {kept.policy_id} version {kept.version} "
           f"(obs {kept.obs_dim}, hidden {kept.hidden}, actions {kept.action}), "
           f"{len(returns)} episodes, {'greedy' if a.greedy else 'sampled'} actions, seed {a.seed}")
@@ -206,8 +211,8 @@ def _report(kept, env_text, a, returns, lengths):
           f"(min {lengths.min()}, max {lengths.max()})")
 
 
-def main(argv=None):
-    from .__main__ import _load_env_fn
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """`python3 -m volley eval ...` (argv after `eval`); returns the exit code."""
     ap = argparse.ArgumentParser(prog="volley eval", description=__doc__.split("\n\n", 1)[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("source", metavar="RUN|CHECKPOINT",
@@ -229,8 +234,8 @@ def main(argv=None):
     if not 1 <= a.episodes <= 100000 or not 0 <= a.seed <= 0x7fffffff:
         print("volley eval: --episodes wants 1..100000 and --seed 0..2147483647", file=sys.stderr)
         return 2
-    if not _lib.has("vl_kept_step"):
-        print(f"volley eval: {_lib.path} is older than this package (no vl_kept_step); point "
+    if not _lib.has("vl_kept_pick"):
+        print(f"volley eval: {_lib.path} is older than this package (no vl_kept_pick); point "
               f"VOLLEY_LIB at this build's libvolley.so", file=sys.stderr)
         return 2
     try:
@@ -243,7 +248,7 @@ def main(argv=None):
         print(f"volley eval: which Python env? {a.source} records {env_text or 'none'}: "
               f"--env package.module:function", file=sys.stderr)
         return 2
-    make = _load_env_fn(env_text, "eval")
+    make = load_env_fn(env_text, "eval")
     try:
         returns, lengths, _ = play(kept, make, a.episodes, a.seed, a.greedy)
     except ValueError as e:

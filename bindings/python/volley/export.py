@@ -216,7 +216,8 @@ def load_torch_policy(path, device="cpu"):
 
 _lib.bind({
     "vl_kept_forward": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint32,
-                                       ctypes.c_uint32, _lib._P, _lib._P, _lib._P,
+                                       ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_void_p,
                                        ctypes.c_char_p, ctypes.c_size_t]),
 })
 

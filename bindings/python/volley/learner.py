@@ -28,56 +28,26 @@ from typing import Any, Mapping, Optional
 from . import _lib
 from ._lib import VolleyError
 from .action import ActionSpace, CAction
+from ._types import (ENCODING_NAMES, FIELDS_MAX, MODEL_MAX, NDIM_MAX, TENSORS_MAX,
+                     TransportCounts, TransportSpec, TransportTensor)
 
 __all__ = ["Learner", "Batch"]
 
-_FIELDS_MAX, _NDIM_MAX, _TENSORS_MAX = 8, 4, 64
-_ENCODINGS = ("f32", "u8", "u2", "u1")
-
-
-_MODEL_MAX = 1024  # include/volley/learner.h: VL_TRANSPORT_MODEL_MAX
-
-
-class _field(ctypes.Structure):
-    """include/volley/learner.h: vl_transport_field_t."""
-    _fields_ = [("encoding", c_uint32), ("ndim", c_uint32), ("shape", c_uint32 * _NDIM_MAX)]
-
-
-class _spec(ctypes.Structure):
-    """include/volley/learner.h: vl_transport_spec_t."""
-    _fields_ = [("n_fields", c_uint32), ("fields", _field * _FIELDS_MAX),
-                ("action", CAction), ("horizon", c_uint32), ("hidden", c_uint32),
-                ("obs_dim", c_uint32), ("row_bytes", c_uint32), ("model", ctypes.c_char * _MODEL_MAX)]
-
-
-class _counts(ctypes.Structure):
-    """include/volley/learner.h: vl_transport_counts_t."""
-    _fields_ = [("accepted", c_uint64), ("refused", c_uint64), ("evicted", c_uint64),
-                ("env_steps", c_uint64), ("episodes", c_uint64), ("mean_return", c_float),
-                ("window", c_uint32), ("waiting", c_uint32)]
-
-
-class _tensor(ctypes.Structure):
-    """include/volley/learner.h: vl_transport_tensor_t."""
-    _fields_ = [("name", c_char_p), ("ndim", c_uint32), ("shape", c_uint32 * _NDIM_MAX),
-                ("data", c_void_p)]
-
-
 _P = c_void_p
 _lib.bind({
-    "vl_transport_new": (_P, [c_char_p, c_char_p, POINTER(_spec), c_uint32, c_int, c_char_p,
+    "vl_transport_new": (_P, [c_char_p, c_char_p, POINTER(TransportSpec), c_uint32, c_int, c_char_p,
                               c_size_t]),
     "vl_transport_destroy": (None, [POINTER(_P)]),
-    "vl_transport_spec": (None, [_P, POINTER(_spec)]),
+    "vl_transport_spec": (None, [_P, POINTER(TransportSpec)]),
     "vl_transport_take": (c_int, [_P, c_uint32, c_int]),
     "vl_transport_array_bytes": (c_size_t, [_P, c_int]),
     "vl_transport_gather": (c_int, [_P, c_int, _P, c_size_t]),
     "vl_transport_release": (None, [_P]),
-    "vl_transport_counts": (None, [_P, POINTER(_counts)]),
+    "vl_transport_counts": (None, [_P, POINTER(TransportCounts)]),
     "vl_transport_refused": (c_uint64, [_P, c_int, POINTER(c_char_p)]),
     "vl_transport_reasons": (c_int, []),
-    "vl_transport_publish": (c_int, [_P, c_uint64, POINTER(_tensor), c_uint32, c_int, c_char_p,
-                                     c_size_t]),
+    "vl_transport_publish": (c_int, [_P, c_uint64, POINTER(TransportTensor), c_uint32, c_int,
+                                     c_char_p, c_size_t]),
     "vl_transport_publish_stats": (c_int, [_P, c_uint64, c_uint64, c_float, c_float, c_float]),
     "vl_transport_checkpoint": (c_int, [_P, c_char_p, c_char_p, c_char_p, c_char_p, c_size_t]),
 })
@@ -159,16 +129,16 @@ def _spec_in(spec):
         if "obs_dim" not in spec:
             raise ValueError("spec: give 'obs_dim' or 'fields'")
         fields = [((int(spec["obs_dim"]),), "f32")]
-    if not 1 <= len(fields) <= _FIELDS_MAX:
-        raise ValueError(f"spec fields: expected 1 .. {_FIELDS_MAX}, got {len(fields)}")
-    s = _spec()
+    if not 1 <= len(fields) <= FIELDS_MAX:
+        raise ValueError(f"spec fields: expected 1 .. {FIELDS_MAX}, got {len(fields)}")
+    s = TransportSpec()
     s.n_fields = len(fields)
     for i, (shape, enc) in enumerate(fields):
         shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
-        if enc not in _ENCODINGS or not 1 <= len(shape) <= _NDIM_MAX:
-            raise ValueError(f"spec field {i}: expected (shape of 1 .. {_NDIM_MAX} dims, one of "
-                             f"{_ENCODINGS}), got ({shape}, {enc!r})")
-        s.fields[i].encoding = _ENCODINGS.index(enc)
+        if enc not in ENCODING_NAMES or not 1 <= len(shape) <= NDIM_MAX:
+            raise ValueError(f"spec field {i}: expected (shape of 1 .. {NDIM_MAX} dims, one of "
+                             f"{ENCODING_NAMES}), got ({shape}, {enc!r})")
+        s.fields[i].encoding = ENCODING_NAMES.index(enc)
         s.fields[i].ndim = len(shape)
         for k, d in enumerate(shape):
             if not 0 < d < 2**32:
@@ -180,8 +150,8 @@ def _spec_in(spec):
     s.horizon = int(spec["horizon"])
     s.hidden = int(spec.get("hidden", 64))
     model = str(spec.get("model") or "").encode()
-    if len(model) >= _MODEL_MAX or not model.isascii():
-        raise ValueError(f"spec: model: expected an ASCII model spec under {_MODEL_MAX} bytes")
+    if len(model) >= MODEL_MAX or not model.isascii():
+        raise ValueError(f"spec: model: expected an ASCII model spec under {MODEL_MAX} bytes")
     s.model = model
     return s
 
@@ -197,7 +167,7 @@ def spec_action(spec: dict) -> ActionSpace:
 
 
 def _spec_out(s):
-    fields = [(tuple(s.fields[i].shape[:s.fields[i].ndim]), _ENCODINGS[s.fields[i].encoding])
+    fields = [(tuple(s.fields[i].shape[:s.fields[i].ndim]), ENCODING_NAMES[s.fields[i].encoding])
               for i in range(s.n_fields)]
     action = ActionSpace.from_c(s.action)
     return {"fields": fields, "obs_dim": s.obs_dim, "action": action,
@@ -214,9 +184,9 @@ def _as_array(name, value):
         a = np.ascontiguousarray(value, dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise TypeError(f"publish: tensor {name}: expected an array of floats ({e})") from None
-    if not 1 <= a.ndim <= _NDIM_MAX:
+    if not 1 <= a.ndim <= NDIM_MAX:
         raise ValueError(f"publish: tensor {name}: rank {a.ndim} (shape {a.shape}); weights on "
-                         f"the wire are rank 1 .. {_NDIM_MAX}")
+                         f"the wire are rank 1 .. {NDIM_MAX}")
     if not all(0 < d < 2**32 for d in a.shape):
         raise ValueError(f"publish: tensor {name}: shape {a.shape}: expected every dim in "
                          "1 .. 2^32 - 1")
@@ -254,7 +224,7 @@ class Learner:
             raise VolleyError(f"Learner({broker!r}, policy={policy!r}): {why.value.decode()}")
         self._ptr = ptr
         self.broker, self.policy, self.capacity = broker, policy, capacity
-        out = _spec()
+        out = TransportSpec()
         _lib.lib.vl_transport_spec(ptr, ctypes.byref(out))
         self.spec = _spec_out(out)
 
@@ -321,12 +291,12 @@ class Learner:
             raise TypeError(f"publish: weights: expected a mapping of names to arrays, got "
                             f"{type(weights).__name__}")
         items = [(str(k), _as_array(k, v)) for k, v in weights.items()]
-        if not 1 <= len(items) <= _TENSORS_MAX:
-            raise ValueError(f"publish: {len(items)} tensors: expected 1 .. {_TENSORS_MAX}")
+        if not 1 <= len(items) <= TENSORS_MAX:
+            raise ValueError(f"publish: {len(items)} tensors: expected 1 .. {TENSORS_MAX}")
         version = int(version)
         if not 0 <= version < 2**64:
             raise ValueError(f"publish: version {version}: expected 0 .. 2^64 - 1")
-        ts = (_tensor * len(items))()
+        ts = (TransportTensor * len(items))()
         names = [k.encode() for k, _ in items]
         for t, name, (_, a) in zip(ts, names, items):
             t.name, t.ndim, t.data = name, a.ndim, a.ctypes.data
@@ -365,9 +335,9 @@ class Learner:
         the last `window` <= 100 episodes), window, waiting; and refusals:
         {reason: count} for the reasons that occurred."""
         ptr = self._live()
-        c = _counts()
+        c = TransportCounts()
         _lib.lib.vl_transport_counts(ptr, ctypes.byref(c))
-        out = {name: getattr(c, name) for name, _ in _counts._fields_}
+        out = {name: getattr(c, name) for name, _ in TransportCounts._fields_}
         refusals = {}
         for r in range(_lib.lib.vl_transport_reasons()):
             name = c_char_p()

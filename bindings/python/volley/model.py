@@ -38,17 +38,17 @@ from numpy.typing import ArrayLike
 from . import _lib
 from ._lib import VolleyError
 from .action import ActionSpace, CAction
-from .learner import _ENCODINGS, _FIELDS_MAX, _NDIM_MAX, _field
+from ._types import ENCODING_NAMES, FIELDS_MAX, NDIM_MAX, TransportField
 
 __all__ = ["Model", "model_fields"]
 
 _NAME_MAX = 32  # include/volley/model.h: VL_MODEL_NAME_MAX
-_MODEL_NDIM_MAX = 4  # VL_MODEL_NDIM_MAX
+_MODELNDIM_MAX = 4  # VL_MODELNDIM_MAX
 _TEXT_MAX = 4096  # models/vl_model_spec.h: VL_MODEL_TEXT_MAX
 
 _P = c_void_p
 _lib.bind({
-    "vl_model_new": (_P, [c_char_p, POINTER(_field), c_uint32, POINTER(CAction), c_uint64,
+    "vl_model_new": (_P, [c_char_p, POINTER(TransportField), c_uint32, POINTER(CAction), c_uint64,
                           c_char_p, c_size_t]),
     "vl_model_destroy": (None, [POINTER(_P)]),
     "vl_model_text": (c_int, [_P, c_char_p, c_size_t]),
@@ -78,8 +78,7 @@ def model_fields(fields: Any) -> List[Tuple[Tuple[int, ...], str]]:
             return [((int(fields["obs_dim"]),), "f32")]
         raise ValueError("fields: a spec dict needs 'fields' or 'obs_dim'")
     if hasattr(fields, "fields") and hasattr(fields, "action"):  # a volley.Spec
-        from .actor import _ENC_NAMES
-        return [(tuple(int(d) for d in shape), _ENC_NAMES[int(enc)])
+        return [(tuple(int(d) for d in shape), ENCODING_NAMES[int(enc)])
                 for _, enc, shape, _, _ in fields.fields]
     if isinstance(fields, (str, bytes)) or not isinstance(fields, Sequence):
         raise TypeError(f"fields: expected a list of (shape, encoding), a volley.Spec, a spec "
@@ -91,8 +90,8 @@ def model_fields(fields: Any) -> List[Tuple[Tuple[int, ...], str]]:
         except (TypeError, ValueError):
             raise TypeError(f"fields[{i}]: expected (shape, encoding), got {f!r}") from None
         shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
-        if enc not in _ENCODINGS:
-            raise ValueError(f"fields[{i}]: encoding {enc!r}: expected one of {_ENCODINGS}")
+        if enc not in ENCODING_NAMES:
+            raise ValueError(f"fields[{i}]: encoding {enc!r}: expected one of {ENCODING_NAMES}")
         out.append((shape, enc))
     return out
 
@@ -123,14 +122,14 @@ def _num_actions(fields: Any, num_actions: Any) -> int:
 
 def _c_fields(fields):
     """A list of (shape, encoding) as a vl_transport_field_t array."""
-    if not 1 <= len(fields) <= _FIELDS_MAX:
-        raise ValueError(f"fields: {len(fields)}: expected 1 .. {_FIELDS_MAX}")
-    arr = (_field * len(fields))()
+    if not 1 <= len(fields) <= FIELDS_MAX:
+        raise ValueError(f"fields: {len(fields)}: expected 1 .. {FIELDS_MAX}")
+    arr = (TransportField * len(fields))()
     for i, (shape, enc) in enumerate(fields):
-        if not 1 <= len(shape) <= _NDIM_MAX or not all(0 < d < 2**32 for d in shape):
-            raise ValueError(f"fields[{i}]: shape {shape}: expected 1 .. {_NDIM_MAX} "
+        if not 1 <= len(shape) <= NDIM_MAX or not all(0 < d < 2**32 for d in shape):
+            raise ValueError(f"fields[{i}]: shape {shape}: expected 1 .. {NDIM_MAX} "
                              "dimensions, each 1 .. 2^32 - 1")
-        arr[i].encoding, arr[i].ndim = _ENCODINGS.index(enc), len(shape)
+        arr[i].encoding, arr[i].ndim = ENCODING_NAMES.index(enc), len(shape)
         for k, d in enumerate(shape):
             arr[i].shape[k] = d
     return arr
@@ -196,9 +195,9 @@ class Model:
     def _tensor(self, i, grads):
         name = ctypes.create_string_buffer(_NAME_MAX)
         ndim = c_uint32()
-        shape = (c_uint32 * _MODEL_NDIM_MAX)()
+        shape = (c_uint32 * _MODELNDIM_MAX)()
         p = _lib.lib.vl_model_tensor(self._ptr, i, grads, name, ctypes.byref(ndim), shape)
-        if not p or not 1 <= ndim.value <= _MODEL_NDIM_MAX:
+        if not p or not 1 <= ndim.value <= _MODELNDIM_MAX:
             raise VolleyError(f"model: tensor {i} of {len(self._names)}: none or rank "
                               f"{ndim.value}")
         return name.value.decode(), tuple(shape[:ndim.value]), p

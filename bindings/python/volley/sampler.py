@@ -7,14 +7,14 @@ import threading
 
 import numpy as np
 from numpy.typing import ArrayLike
-from typing import Tuple, Union
+from typing import Any, Tuple, Union
 
 from . import _lib
 
 _CAPACITY_MAX = 2**30
 
 
-def _slots(self, slots):
+def _slots(self: Any, slots: Any) -> np.ndarray:
     """slots as a 1-D int64 array, every one in [0, capacity): IndexError otherwise."""
     s = np.asarray(slots)
     if s.dtype.kind not in "iu" and not (s.size == 0 and s.dtype.kind == "f"):
@@ -48,7 +48,7 @@ class PrioritizedSampler:
             raise MemoryError(f"vl_sampler_new({capacity}): no memory")
         self._ptr = ptr
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, "_ptr", None):
             _lib.lib.vl_sampler_destroy(ctypes.byref(ctypes.c_void_p(self._ptr)))
             self._ptr = None
@@ -129,5 +129,5 @@ class PrioritizedSampler:
         """beta annealed linearly from beta0 at step 0 to 1 at step steps, 1 after."""
         return _lib.lib.vl_sampler_beta(beta0, int(step), int(steps))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<volley.PrioritizedSampler capacity={self.capacity} count={self.count}>"

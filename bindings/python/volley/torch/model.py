@@ -1,4 +1,4 @@
-"""volley.torch: volley's network as a PyTorch module, the same as the C engine's.
+"""volley.torch.model: volley's network as a PyTorch module, the same as the C engine's.
 
     module = volley.torch.build("cnn", [((4, 84, 84), "u8")], num_actions=6)
     logits, values = module(obs)          # obs float [n, obs_dim], raw field values
@@ -56,18 +56,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._lib import VolleyError
-from .action import ActionSpace, BOX, DISCRETE
-from .model import Model, model_fields, action_of
+from .._lib import VolleyError
+from .._types import BY_NAME
+from ..action import ActionSpace, BOX, DISCRETE
+from ..model import Model, model_fields, action_of
 
 __all__ = ["Layer", "parse", "canonical", "build", "VolleyNet", "ActionDist", "load_weights",
-           "state_dict_from", "numpy_weights"]
+           "state_dict_from", "numpy_weights", "NORM_TENSORS", "C_NAMES"]
 
 NORM_TENSORS = ("norm.obs.mean", "norm.obs.var", "norm.state")  # models/vl_norm.h's
 NORM_CLIP, NORM_EPS = 10.0, 1e-8
 
-# The largest value of each encoding: an image field is divided by it.
-_SCALE = {"f32": 1.0, "u8": 1.0 / 255.0, "u2": 1.0 / 3.0, "u1": 1.0}
 _ACTS = {"relu": torch.relu, "tanh": torch.tanh}
 
 
@@ -338,7 +337,7 @@ class VolleyNet(nn.Module):
         for i, x in enumerate(parts):
             if i in self.images:
                 shape, enc = self.fields[i]
-                x = x.reshape(x.shape[0], *shape) * _SCALE[enc]
+                x = x.reshape(x.shape[0], *shape) * BY_NAME[enc].scale
                 for conv, act in zip(self.conv[image], self.conv_acts):
                     x = _act(act, conv(x))
                 x, image = x.flatten(1), image + 1
@@ -481,25 +480,25 @@ class VolleyNet(nn.Module):
 
 
 # The module's names of the tensors the C model names otherwise (ours, theirs).
-_RENAMES = (("lstm.weight_ih_l0", "lstm.weight_ih"), ("lstm.weight_hh_l0", "lstm.weight_hh"),
+C_NAMES = (("lstm.weight_ih_l0", "lstm.weight_ih"), ("lstm.weight_hh_l0", "lstm.weight_hh"),
             ("lstm.bias_ih_l0", "lstm.bias_ih"), ("lstm.bias_hh_l0", "lstm.bias_hh"),
             ("logstd", "pi.logstd"), ("norm_obs_mean", NORM_TENSORS[0]),
             ("norm_obs_var", NORM_TENSORS[1]), ("norm_state", NORM_TENSORS[2]))
 
 
-_LAST = 4  # of _RENAMES: the module's own tensors, which state_dict puts first
+_LAST = 4  # of C_NAMES: the module's own tensors, which state_dict puts first
 
 
 def _c_names(module, state, prefix, local_metadata):
     """state_dict hook: the C model's names and order: the LSTM's without
     nn.LSTM's layer suffix, where they are; the box's log-stds as pi.logstd
     after the net's tensors, then the normalisation buffers as norm.*."""
-    inplace = {prefix + a: prefix + b for a, b in _RENAMES[:_LAST]}
+    inplace = {prefix + a: prefix + b for a, b in C_NAMES[:_LAST]}
     items = list(state.items())
     state.clear()  # the same object, its _metadata kept, refilled in order
     for k, v in items:
         state[inplace.get(k, k)] = v
-    for ours, theirs in _RENAMES[_LAST:]:
+    for ours, theirs in C_NAMES[_LAST:]:
         if prefix + ours in state:
             state[prefix + theirs] = state.pop(prefix + ours)
     return state
@@ -507,7 +506,7 @@ def _c_names(module, state, prefix, local_metadata):
 
 def _module_names(state, prefix, *args):
     """load_state_dict pre-hook: the C model's names back to the module's."""
-    for ours, theirs in _RENAMES:
+    for ours, theirs in C_NAMES:
         if prefix + theirs in state:
             state[prefix + ours] = state.pop(prefix + theirs)
 
@@ -591,5 +590,3 @@ def numpy_weights(module: nn.Module) -> "OrderedDict[str, np.ndarray]":
     return OrderedDict((k, v.detach().cpu().to(torch.float32).numpy().copy())
                        for k, v in module.state_dict().items())
 
-
-from .torch_learner import TorchLearner  # noqa: E402,F401  (the learner built on this module)
