@@ -364,6 +364,8 @@ static int s_resize_state(vl_actor_t *self, uint32_t S)
     return 0;
 }
 
+static void s_use_weights(vl_actor_t *self, vl_weights_t *w);
+
 /* A follower takes the network of its policy's spec (the broker's answer to
    GETSPEC), once one names it: rebuilds its policy when it differs, then
    loads the weights that waited for it. A network it cannot build stops it. */
@@ -387,11 +389,9 @@ static void s_adopt(vl_actor_t *self, const vl_spec_t *spec)
         self->adopted = 1;
         s_fill_spec(self);
         vl_info("policy '%s' acts with its learner's network: %s", self->c.policy, self->model);
-        if (self->waiting && vl_policy_load(self->policy, self->waiting) == 0) {
-            self->version = self->waiting->version;
-            self->have_weights = 1;
-        }
-        vl_weights_destroy(&self->waiting);
+        if (self->waiting)
+            s_use_weights(self, self->waiting);
+        self->waiting = NULL;
     } else {
         vl_policy_destroy(&policy);
         snprintf(self->refusal, sizeof self->refusal, "the policy's model '%.200s': %.200s", text,
@@ -544,6 +544,13 @@ static void s_apply_weights(vl_actor_t *self, const uint8_t *data, size_t size)
         self->waiting = w;
         return;
     }
+    s_use_weights(self, w);
+}
+
+/* Acts with weights w (taken) when they are its policy's and new: loads
+   them, or says once that they do not fit this actor's network. */
+static void s_use_weights(vl_actor_t *self, vl_weights_t *w)
+{
     if (strcmp(w->policy_id, self->c.policy) == 0 &&
         (!self->have_weights || w->version != self->version)) {
         uint64_t version = w->version;
