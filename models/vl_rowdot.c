@@ -99,6 +99,13 @@ S_INLINE S_AVX512 void s_block(const int nr, const int no, size_t i0, size_t j0,
 #pragma GCC unroll 4
     for (int r = 0; r < nr; r++) {
         float *cr = c + (i0 + r) * ldc + j0;
+        if (no == 4) { // the row's 4 outputs at once, the same one add each
+            __m128 base = accumulate ? _mm_loadu_ps(cr)
+                          : init     ? _mm_loadu_ps(init + j0)
+                                     : _mm_setzero_ps();
+            _mm_storeu_ps(cr, _mm_add_ps(base, _mm_loadu_ps(s + 4 * r)));
+            continue;
+        }
 #pragma GCC unroll 4
         for (int o = 0; o < no; o++)
             cr[o] = (accumulate ? cr[o] : init ? init[j0 + o] : 0.0f) + s[4 * r + o];
