@@ -5,8 +5,12 @@
     wider heads of each kind (box(6), discrete(6), multi_discrete(3,3)).
     The reference is the forward pass alone, in the same run: the draws'
     own cost is the difference. Then the core: the same act through
-    mlp(64) beside linear(64) lstm(64) (its state carried per env) and
-    lstm(256), discrete(2) heads. */
+    mlp(64) beside linear(64) lstm(64) (its state carried per env),
+    linear(128) lstm(128) and lstm(256), discrete(2) heads, at 8 envs (an
+    actor's default) and at 16: each recurrent core's act as a multiple of
+    the mlp's act at the same envs, in the same run. Each figure is the
+    best over stretches of 2 ms: on a busy box the others preempt most. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,8 +19,9 @@
 #include "../models/vl_policy.h"
 #include "vl_bench.h"
 
-#define S_ENVS 16
-#define S_OBS  3
+#define S_ENVS    16
+#define S_OBS     3
+#define S_CHUNK_S 0.002 // a timed stretch: shorter than a time slice of a busy box
 
 typedef struct {
     vl_policy_t *policy;
@@ -27,15 +32,16 @@ typedef struct {
     float out[S_ENVS * 64];
     float actions[S_ENVS * VL_ACTION_DIMS_MAX];
     float logp[S_ENVS];
-    float *state; // [S_ENVS][state size] a recurrent policy's
+    float *state;  // [S_ENVS][state size] a recurrent policy's
+    uint32_t envs; // acting on the first envs of the arrays
 } s_case_t;
 
 static void s_act(void *arg)
 {
     s_case_t *c = arg;
     uint32_t A = vl_policy_num_actions(c->policy);
-    vl_policy_forward_seq(c->policy, S_ENVS, 1, c->obs, c->state, NULL, c->out, NULL, c->state);
-    for (uint32_t i = 0; c->sample && i < S_ENVS; i++)
+    vl_policy_forward_seq(c->policy, c->envs, 1, c->obs, c->state, NULL, c->out, NULL, c->state);
+    for (uint32_t i = 0; c->sample && i < c->envs; i++)
         vl_dist_sample(&c->space, c->out + i * A, vl_policy_logstd(c->policy), &c->rng,
                        c->actions + i * c->space.dims, &c->logp[i]);
 }
@@ -58,9 +64,29 @@ static vl_action_spec_t s_space(uint32_t kind, uint32_t width)
     return a;
 }
 
+/* Returns the best ms per call of fn(arg) over stretches of S_CHUNK_S,
+   for runs * run_s seconds in all: on a box shared with other work, some
+   stretches run unpreempted, where whole runs of run_s seconds would not. */
+static double s_best_ms(const vl_bench_plan_t *plan, void (*fn)(void *), void *arg)
+{
+    fn(arg);
+    double best = INFINITY, end = vl_bench_now() + plan->runs * plan->run_s;
+    do {
+        int calls = 0;
+        double t0 = vl_bench_now(), dt;
+        do {
+            fn(arg);
+            calls++;
+            dt = vl_bench_now() - t0;
+        } while (dt < S_CHUNK_S);
+        best = fmin(best, dt * 1e3 / calls);
+    } while (vl_bench_now() < end);
+    return best;
+}
+
 /* Times one head on the network model names; returns its us per act. */
-static double s_time(const vl_bench_plan_t *plan, const char *model, vl_action_spec_t space,
-                     int sample)
+static double s_time_envs(const vl_bench_plan_t *plan, const char *model, vl_action_spec_t space,
+                          int sample, uint32_t envs)
 {
     s_case_t *c = calloc(1, sizeof *c);
     vl_model_spec_t *spec = vl_model_spec_parse(model, NULL, 0);
@@ -71,17 +97,25 @@ static double s_time(const vl_bench_plan_t *plan, const char *model, vl_action_s
     }
     c->space = space;
     c->sample = sample;
+    c->envs = envs;
     uint32_t S = vl_policy_state_size(c->policy);
     c->state = S ? calloc((size_t)S_ENVS * S, sizeof(float)) : NULL;
     vl_rng_seed(&c->rng, 7);
     for (int i = 0; i < S_ENVS * S_OBS; i++)
         c->obs[i] = (float)((i * 37) % 11) / 11.0f - 0.5f;
-    double ms = vl_bench_best_ms(plan->runs, plan->run_s, s_act, c);
+    double ms = s_best_ms(plan, s_act, c);
     free(c->state);
     vl_policy_destroy(&c->policy);
     vl_model_spec_destroy(&spec);
     free(c);
     return ms * 1e3;
+}
+
+/* Times one head on 16 envs; returns its us per act. */
+static double s_time(const vl_bench_plan_t *plan, const char *model, vl_action_spec_t space,
+                     int sample)
+{
+    return s_time_envs(plan, model, space, sample, S_ENVS);
 }
 
 int main(int argc, char **argv)
@@ -107,14 +141,20 @@ int main(int argc, char **argv)
         printf("  %-28s act %7.2f us (%5.1f ns/env)  forward alone %7.2f us  draws %5.1f ns/env\n",
                heads[i].name, act, act * 1e3 / S_ENVS, fwd, (act - fwd) * 1e3 / S_ENVS);
     }
-    static const char *const cores[] = {"mlp(64)", "linear(64) lstm(64)", "lstm(256)"};
+    static const char *const cores[] = {"mlp(64)", "linear(64) lstm(64)", "linear(128) lstm(128)",
+                                        "lstm(256)"};
+    static const uint32_t envs[] = {8, S_ENVS};
     vl_action_spec_t two = s_space(VL_ENV_DISCRETE, 2);
-    double mlp = s_time(&plan, cores[0], two, 1);
-    printf("the core, discrete(2), its state carried per env (us per act; per env step)\n");
-    for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
-        double act = i ? s_time(&plan, cores[i], two, 1) : mlp;
-        printf("  %-28s act %7.2f us (%5.1f ns/env)  %.2fx the mlp's\n", cores[i], act,
-               act * 1e3 / S_ENVS, act / mlp);
+    for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
+        double mlp = s_time_envs(&plan, cores[0], two, 1, envs[e]);
+        printf("the core on %u envs, discrete(2), its state carried per env (us per act; per env "
+               "step)\n",
+               envs[e]);
+        for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
+            double act = i ? s_time_envs(&plan, cores[i], two, 1, envs[e]) : mlp;
+            printf("  %-28s act %7.2f us (%6.1f ns/env)  %.2fx the mlp's\n", cores[i], act,
+                   act * 1e3 / envs[e], act / mlp);
+        }
     }
     return 0;
 }

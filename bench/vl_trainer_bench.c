@@ -7,7 +7,11 @@
     as raw arrays) and prints both figures.
 
     Each run lasts at least S_RUN_S of wall-clock time; the best of S_RUNS
-    counts. Before the figure is printed the losses must be finite. */
+    counts. Before the figure is printed the losses must be finite.
+
+    Then the same batch trained by a recurrent model, linear(128) lstm(128)
+    (each segment from a zero state), beside the default model's figure of
+    the same run: what an LSTM costs the learner per update. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,7 @@
 #define S_QUICK_RUN_S 0.01
 #define S_SEGMENTS    16 // the C learner's --batch
 #define S_SEED        7
+#define S_LSTM        "linear(128) lstm(128)"
 
 static double s_now(void)
 {
@@ -36,7 +41,8 @@ static double s_now(void)
 static void s_usage(FILE *out)
 {
     fprintf(out, "usage: vl_trainer_bench [--quick] [--dump DIR]\n"
-                 "One C learner update (16 CartPole segments x 64 steps, defaults) in updates/s.\n"
+                 "One C learner update (16 CartPole segments x 64 steps, defaults) in updates/s,\n"
+                 "then the same with the model " S_LSTM ".\n"
                  "--dump DIR writes the batch as raw arrays for bench/py_learner_bench.py.\n");
 }
 
@@ -151,6 +157,32 @@ int main(int argc, char **argv)
            "minibatch=%u threads=1\n",
            ups, ups * S_SEGMENTS * c.horizon * c.epochs, S_SEGMENTS, c.horizon, c.epochs,
            c.minibatch);
+    char why[256];
+    float *states[S_SEGMENTS] = {0};
+    vl_trainer_t *rt = NULL;
+    if (vl_learner_config_set_model(&c, S_LSTM, 1, NULL, why, sizeof why) != 0 ||
+        !(rt = vl_trainer_new(&c, c.obs_dim))) {
+        fprintf(stderr, "vl_trainer_bench: %s: cannot build a learner\n", S_LSTM);
+        return 1;
+    }
+    uint32_t S = vl_learner_config_state_size(&c);
+    for (int i = 0; i < S_SEGMENTS; i++) {
+        if (!(states[i] = calloc(S, sizeof(float)))) {
+            fprintf(stderr, "vl_trainer_bench: no memory\n");
+            return 1;
+        }
+        segs[i].state = states[i], segs[i].state_size = S;
+    }
+    double rups = s_time(rt, ptrs, S_SEGMENTS, plan.runs, plan.run_s);
+    if (rups < 0) {
+        fprintf(stderr, "vl_trainer_bench: an update of %s failed or diverged\n", S_LSTM);
+        return 1;
+    }
+    printf("C learner update, %s: updates/s=%.1f samples/s=%.0f, %.2fx the default model's\n",
+           S_LSTM, rups, rups * S_SEGMENTS * c.horizon * c.epochs, rups / ups);
+    vl_trainer_destroy(&rt);
+    for (int i = 0; i < S_SEGMENTS; i++)
+        free(states[i]);
     vl_trainer_destroy(&tr);
     for (int i = 0; i < S_SEGMENTS; i++)
         free(arrays[i]);

@@ -10,8 +10,13 @@
     and dh_{t-1} = dG[., t] W_hh, then the weight gradients as three
     products over all steps at once, dW_ih += dG^T X, dW_hh += dG^T H_prev,
     dx = dG W_ih, and the biases' gradient, the column sums of dG.
-    The products run on vl_matmul (oneDNN, or its portable loops); the
-    elementwise gates are plain C that gcc vectorizes, the same on both. */
+    The products run on vl_matmul (oneDNN, or its portable loops), except,
+    where the CPU has AVX-512 and the layer is not portable, the products
+    of one step over the batch (the recurrent side of every step, and the
+    whole step of a one-step call at an actor's batch, input and recurrent
+    side as one sum): those run on vl_rowdot on the calling thread, as at
+    these sizes oneDNN's fixed cost and its threads' wake-ups outweigh the
+    work. The elementwise gates are plain C that gcc vectorizes. */
 #include "vl_lstm.h"
 
 #include <math.h>
@@ -19,15 +24,22 @@
 #include <string.h>
 
 #include "vl_matmul.h"
+#include "vl_rowdot.h"
 #include "vl_tanh.h"
 
 #define S_MAX_SIZE     65536u
 #define S_LANES        8     // floats per chunk: gcc -O2 vectorizes loops of known multiple trips
 #define S_PARALLEL_MIN 16384 // floats of a step's state worth sharing among threads
+#define S_ROWDOT_ROWS  64    // rows up to which a one-step call runs whole on vl_rowdot
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define S_HAVE_AVX2 1
 #define S_AVX2      __attribute__((target("avx2,fma")))
+#if defined(__clang__)
+#define S_AVX512 __attribute__((target("avx512f")))
+#else
+#define S_AVX512 __attribute__((target("avx512f,prefer-vector-width=512")))
+#endif
 #else
 #define S_HAVE_AVX2 0
 #endif
@@ -36,20 +48,21 @@ struct vl_lstm_s {
     uint32_t in, hidden;
     float *params, *grads; // the caller's, vl_lstm_bind
     vl_matmul_t *mm;
-    uint32_t B, T;        // of the last forward
-    int ready;            // a forward ran and succeeded: the backward may follow
-    size_t cap;           // rows (B * T) the sequence buffers hold
-    float *x;             // [B*T][in], the last forward's input
-    float *gates;         // [B*T][4H]: pre-activations, then i, f, g, o
-    float *h_prev;        // [B*T][H]: the h each step started from
-    float *c_prev;        // [B*T][H]
-    float *c;             // [B*T][H]: the c each step ended with
-    uint8_t *reset;       // [B*T]
-    float *dgates;        // [B*T][4H]
-    float *dh, *dc;       // [B][H] each, backward carries
-    size_t carry_cap;     // rows the carries hold
-    float *bias;          // [4H]: b_ih + b_hh
-    int avx2;             // the elementwise work runs the AVX2+FMA copy
+    uint32_t B, T;    // of the last forward
+    int ready;        // a forward ran and succeeded: the backward may follow
+    size_t cap;       // rows (B * T) the sequence buffers hold
+    float *x;         // [B*T][in], the last forward's input
+    float *gates;     // [B*T][4H]: pre-activations, then i, f, g, o
+    float *h_prev;    // [B*T][H]: the h each step started from
+    float *c_prev;    // [B*T][H]
+    float *c;         // [B*T][H]: the c each step ended with
+    uint8_t *reset;   // [B*T]
+    float *dgates;    // [B*T][4H]
+    float *dh, *dc;   // [B][H] each, backward carries
+    size_t carry_cap; // rows the carries hold
+    float *bias;      // [4H]: b_ih + b_hh
+    int avx2;         // the elementwise work runs the AVX2+FMA copy
+    int rowdot;       // a step's products run on vl_rowdot
 };
 
 vl_lstm_t *vl_lstm_new(uint32_t in, uint32_t hidden)
@@ -64,6 +77,7 @@ vl_lstm_t *vl_lstm_new(uint32_t in, uint32_t hidden)
 #if S_HAVE_AVX2
     self->avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
+    self->rowdot = vl_rowdot_available();
     self->bias = malloc(4 * (size_t)hidden * sizeof(float));
     if (!self->mm || !self->bias)
         vl_lstm_destroy(&self);
@@ -107,6 +121,7 @@ void vl_lstm_init(vl_lstm_t *self, vl_rng_t *rng)
 void vl_lstm_set_portable(vl_lstm_t *self)
 {
     self->avx2 = 0;
+    self->rowdot = 0;
     vl_matmul_set_portable(self->mm);
 }
 
@@ -180,15 +195,15 @@ static inline float s_sigmoid(float x)
 /* One step's elementwise work over B rows (row b of step t is b * T + t). */
 typedef struct {
     size_t B, T, t, h;
-    float *gates;          // [B*T][4H]: activated in place by the forward
-    const float *c_prev;   // [B*T][H]
-    float *c;              // [B*T][H]
-    float *y;              // [B*T][H], forward: written
-    const float *dy;       // [B*T][H], backward
-    const float *dh;       // [B][H], backward: from the next step
-    float *dc;             // [B][H], backward: from the next step, then to the previous
-    float *dgates;         // [B*T][4H], backward: written
-    const uint8_t *reset;  // [B*T]
+    float *gates;         // [B*T][4H]: activated in place by the forward
+    const float *c_prev;  // [B*T][H]
+    float *c;             // [B*T][H]
+    float *y;             // [B*T][H], forward: written
+    const float *dy;      // [B*T][H], backward
+    const float *dh;      // [B][H], backward: from the next step
+    float *dc;            // [B][H], backward: from the next step, then to the previous
+    float *dgates;        // [B*T][4H], backward: written
+    const uint8_t *reset; // [B*T]
 } s_step_t;
 
 /* Activates gates k of one row (i, f, o logistic, g tanh) in place and
@@ -202,25 +217,27 @@ typedef struct {
         y[k] = o * vl_tanhf(cc);                                                                   \
     } while (0)
 
-/* The forward cell of one row: chunks of S_LANES let gcc -O2 vectorize it. */
+/* The forward cell of one row: chunks of lanes (a constant) let gcc -O2
+   vectorize it. */
 static inline __attribute__((always_inline)) void
-s_cell_fwd(size_t h, float *restrict gi, float *restrict gf, float *restrict gg,
+s_cell_fwd(const size_t lanes, size_t h, float *restrict gi, float *restrict gf, float *restrict gg,
            float *restrict go, const float *restrict cp, float *restrict c, float *restrict y)
 {
     size_t j = 0;
-    for (; j + S_LANES <= h; j += S_LANES)
-        for (size_t l = 0; l < S_LANES; l++)
+    for (; j + lanes <= h; j += lanes)
+        for (size_t l = 0; l < lanes; l++)
             S_CELL_FWD(j + l);
     for (; j < h; j++)
         S_CELL_FWD(j);
 }
 
 /* The forward cell of row b. */
-static inline __attribute__((always_inline)) void s_cell_row(const s_step_t *a, size_t b)
+static inline __attribute__((always_inline)) void s_cell_row(const size_t lanes, const s_step_t *a,
+                                                             size_t b)
 {
     size_t h = a->h, row = b * a->T + a->t;
     float *g = a->gates + row * 4 * h;
-    s_cell_fwd(h, g, g + h, g + 2 * h, g + 3 * h, a->c_prev + row * h, a->c + row * h,
+    s_cell_fwd(lanes, h, g, g + h, g + 2 * h, g + 3 * h, a->c_prev + row * h, a->c + row * h,
                a->y + row * h);
 }
 
@@ -241,15 +258,15 @@ static inline __attribute__((always_inline)) void s_cell_row(const s_step_t *a, 
 
 /* The backward cell of one row, chunked as s_cell_fwd. */
 static inline __attribute__((always_inline)) void
-s_cell_back(size_t h, const float *restrict gi, const float *restrict gf,
+s_cell_back(const size_t lanes, size_t h, const float *restrict gi, const float *restrict gf,
             const float *restrict gg, const float *restrict go, const float *restrict cp,
             const float *restrict c, const float *restrict dy, const float *restrict dh,
             float *restrict dc, float *restrict di, float *restrict df, float *restrict dgg,
             float *restrict dout)
 {
     size_t j = 0;
-    for (; j + S_LANES <= h; j += S_LANES)
-        for (size_t l = 0; l < S_LANES; l++)
+    for (; j + lanes <= h; j += lanes)
+        for (size_t l = 0; l < lanes; l++)
             S_CELL_BACK(j + l);
     for (; j < h; j++)
         S_CELL_BACK(j);
@@ -257,12 +274,13 @@ s_cell_back(size_t h, const float *restrict gi, const float *restrict gf,
 
 /* The backward cell of row b; none of dc crosses a reset (the state before
    it is a constant). */
-static inline __attribute__((always_inline)) void s_cell_back_row(const s_step_t *a, size_t b)
+static inline __attribute__((always_inline)) void s_cell_back_row(const size_t lanes,
+                                                                  const s_step_t *a, size_t b)
 {
     size_t h = a->h, row = b * a->T + a->t;
     const float *g = a->gates + row * 4 * h;
     float *dc = a->dc + b * h, *dg = a->dgates + row * 4 * h;
-    s_cell_back(h, g, g + h, g + 2 * h, g + 3 * h, a->c_prev + row * h, a->c + row * h,
+    s_cell_back(lanes, h, g, g + h, g + 2 * h, g + 3 * h, a->c_prev + row * h, a->c + row * h,
                 a->dy + row * h, a->dh + b * h, dc, dg, dg + h, dg + 2 * h, dg + 3 * h);
     if (a->reset[row])
         memset(dc, 0, h * sizeof(float));
@@ -272,9 +290,9 @@ static inline __attribute__((always_inline)) void s_cell_back_row(const s_step_t
 static void s_row_plain(const s_step_t *a, size_t b, int backward)
 {
     if (backward)
-        s_cell_back_row(a, b);
+        s_cell_back_row(S_LANES, a, b);
     else
-        s_cell_row(a, b);
+        s_cell_row(S_LANES, a, b);
 }
 
 #if S_HAVE_AVX2
@@ -283,20 +301,35 @@ static void s_row_plain(const s_step_t *a, size_t b, int backward)
 static S_AVX2 void s_row_avx2(const s_step_t *a, size_t b, int backward)
 {
     if (backward)
-        s_cell_back_row(a, b);
+        s_cell_back_row(S_LANES, a, b);
     else
-        s_cell_row(a, b);
+        s_cell_row(S_LANES, a, b);
+}
+
+/* Row b of the step, sixteen lanes wide (AVX-512): the fast path's where
+   the CPU has it (the step's products then run on vl_rowdot). */
+static S_AVX512 void s_row_avx512(const s_step_t *a, size_t b, int backward)
+{
+    if (backward)
+        s_cell_back_row(2 * S_LANES, a, b);
+    else
+        s_cell_row(2 * S_LANES, a, b);
 }
 #endif
 
 /* Runs the step's rows on the layer's kernels, on the calling thread's
-   OpenMP threads when the step is large enough to pay for them. Rows are independent, so their split among threads changes no bits. */
+   OpenMP threads when the step is large enough to pay for them. Rows are independent, so their
+   split among threads changes no bits. */
 static void s_cells(const vl_lstm_t *self, const s_step_t *a, int backward)
 {
-    int avx2 = self->avx2;
+    int avx2 = self->avx2, avx512 = self->rowdot;
 #pragma omp parallel for if (a->B * a->h >= S_PARALLEL_MIN) schedule(static)
     for (size_t b = 0; b < a->B; b++) {
 #if S_HAVE_AVX2
+        if (avx512) {
+            s_row_avx512(a, b, backward);
+            continue;
+        }
         if (avx2) {
             s_row_avx2(a, b, backward);
             continue;
@@ -304,7 +337,7 @@ static void s_cells(const vl_lstm_t *self, const s_step_t *a, int backward)
 #endif
         s_row_plain(a, b, backward);
     }
-    (void)avx2;
+    (void)avx2, (void)avx512;
 }
 
 /* Writes the state step t of every sequence starts from into h_prev and
@@ -332,23 +365,58 @@ static void s_state_in(vl_lstm_t *self, uint32_t t, const float *h0, const float
 static int s_recurrent(vl_lstm_t *self, uint32_t t)
 {
     size_t h = self->hidden, T = self->T;
-    vl_matmul_shape_t s = {.m = self->B, .k = (int64_t)h, .n = 4 * (int64_t)h,
-                           .a_rs = (int64_t)(T * h), .a_cs = 1, .b_rs = 1, .b_cs = (int64_t)h,
-                           .c_rs = (int64_t)(T * 4 * h), .accumulate = 1};
+    if (self->rowdot) {
+        vl_rowdot_part_t p = {self->h_prev + t * h, T * h, s_w_hh(self, self->params), h};
+        vl_rowdot_run(self->B, 4 * h, &p, 1, NULL, 1, self->gates + t * 4 * h, T * 4 * h);
+        return 0;
+    }
+    vl_matmul_shape_t s = {.m = self->B,
+                           .k = (int64_t)h,
+                           .n = 4 * (int64_t)h,
+                           .a_rs = (int64_t)(T * h),
+                           .a_cs = 1,
+                           .b_rs = 1,
+                           .b_cs = (int64_t)h,
+                           .c_rs = (int64_t)(T * 4 * h),
+                           .accumulate = 1};
     return vl_matmul_run(self->mm, &s, self->h_prev + t * h, s_w_hh(self, self->params), NULL,
                          self->gates + t * 4 * h);
+}
+
+/* bias = b_ih + b_hh. */
+static void s_bias(vl_lstm_t *self)
+{
+    size_t h4 = 4 * (size_t)self->hidden;
+    const float *b_ih = s_b_ih(self, self->params), *b_hh = s_b_hh(self, self->params);
+    for (size_t j = 0; j < h4; j++)
+        self->bias[j] = b_ih[j] + b_hh[j];
+}
+
+/* G = X W_ih^T + H_prev W_hh^T + b_ih + b_hh for a one-step call (T = 1),
+   as one sum; the recurrent side only when there is a state to start from. */
+static void s_whole_step(vl_lstm_t *self, int has_state)
+{
+    size_t h = self->hidden, in = self->in;
+    s_bias(self);
+    vl_rowdot_part_t p[2] = {{self->x, in, s_w_ih(self, self->params), in},
+                             {self->h_prev, h, s_w_hh(self, self->params), h}};
+    vl_rowdot_run(self->B, 4 * h, p, has_state ? 2 : 1, self->bias, 0, self->gates, 4 * h);
 }
 
 /* G = X W_ih^T + b_ih + b_hh over every row. */
 static int s_input_side(vl_lstm_t *self)
 {
     size_t h4 = 4 * (size_t)self->hidden, rows = (size_t)self->B * self->T;
-    const float *b_ih = s_b_ih(self, self->params), *b_hh = s_b_hh(self, self->params);
-    for (size_t j = 0; j < h4; j++)
-        self->bias[j] = b_ih[j] + b_hh[j];
-    vl_matmul_shape_t s = {.m = (int64_t)rows, .k = self->in, .n = (int64_t)h4,
-                           .a_rs = self->in, .a_cs = 1, .b_rs = 1, .b_cs = self->in,
-                           .c_rs = (int64_t)h4, .bias = 1};
+    s_bias(self);
+    vl_matmul_shape_t s = {.m = (int64_t)rows,
+                           .k = self->in,
+                           .n = (int64_t)h4,
+                           .a_rs = self->in,
+                           .a_cs = 1,
+                           .b_rs = 1,
+                           .b_cs = self->in,
+                           .c_rs = (int64_t)h4,
+                           .bias = 1};
     return vl_matmul_run(self->mm, &s, self->x, s_w_ih(self, self->params), self->bias,
                          self->gates);
 }
@@ -366,14 +434,23 @@ int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, con
     memcpy(self->x, x, rows * self->in * sizeof(float));
     for (size_t r = 0; r < rows; r++)
         self->reset[r] = reset && reset[r];
-    if (s_input_side(self) != 0)
+    int whole = self->rowdot && T == 1 && rows <= S_ROWDOT_ROWS;
+    if (!whole && s_input_side(self) != 0)
         goto fail;
     for (uint32_t t = 0; t < T; t++) {
         s_state_in(self, t, h0, c0, y);
-        if ((t > 0 || h0) && s_recurrent(self, t) != 0)
+        if (whole)
+            s_whole_step(self, h0 != NULL);
+        else if ((t > 0 || h0) && s_recurrent(self, t) != 0)
             goto fail;
-        s_step_t step = {.B = B, .T = T, .t = t, .h = h, .gates = self->gates,
-                         .c_prev = self->c_prev, .c = self->c, .y = y};
+        s_step_t step = {.B = B,
+                         .T = T,
+                         .t = t,
+                         .h = h,
+                         .gates = self->gates,
+                         .c_prev = self->c_prev,
+                         .c = self->c,
+                         .y = y};
         s_cells(self, &step, 0);
     }
     for (size_t b = 0; b < B; b++) {
@@ -393,11 +470,16 @@ fail:
 static int s_recurrent_backward(vl_lstm_t *self, uint32_t t)
 {
     size_t h = self->hidden, T = self->T;
-    vl_matmul_shape_t s = {.m = self->B, .k = 4 * (int64_t)h, .n = (int64_t)h,
-                           .a_rs = (int64_t)(T * 4 * h), .a_cs = 1, .b_rs = (int64_t)h,
-                           .b_cs = 1, .c_rs = (int64_t)h};
-    return vl_matmul_run(self->mm, &s, self->dgates + t * 4 * h, s_w_hh(self, self->params),
-                         NULL, self->dh);
+    vl_matmul_shape_t s = {.m = self->B,
+                           .k = 4 * (int64_t)h,
+                           .n = (int64_t)h,
+                           .a_rs = (int64_t)(T * 4 * h),
+                           .a_cs = 1,
+                           .b_rs = (int64_t)h,
+                           .b_cs = 1,
+                           .c_rs = (int64_t)h};
+    return vl_matmul_run(self->mm, &s, self->dgates + t * 4 * h, s_w_hh(self, self->params), NULL,
+                         self->dh);
 }
 
 /* Runs the steps in reverse, writing dG. Returns 0 or -1. */
@@ -407,9 +489,18 @@ static int s_steps_backward(vl_lstm_t *self, const float *dy)
     memset(self->dh, 0, B * h * sizeof(float));
     memset(self->dc, 0, B * h * sizeof(float));
     for (uint32_t t = self->T; t-- > 0;) {
-        s_step_t step = {.B = B, .T = T, .t = t, .h = h, .gates = self->gates,
-                         .c_prev = self->c_prev, .c = self->c, .dy = dy, .dh = self->dh,
-                         .dc = self->dc, .dgates = self->dgates, .reset = self->reset};
+        s_step_t step = {.B = B,
+                         .T = T,
+                         .t = t,
+                         .h = h,
+                         .gates = self->gates,
+                         .c_prev = self->c_prev,
+                         .c = self->c,
+                         .dy = dy,
+                         .dh = self->dh,
+                         .dc = self->dc,
+                         .dgates = self->dgates,
+                         .reset = self->reset};
         s_cells(self, &step, 1);
         if (t == 0)
             break;
@@ -427,13 +518,26 @@ static int s_steps_backward(vl_lstm_t *self, const float *dy)
 static int s_weights_backward(vl_lstm_t *self, float *dx)
 {
     int64_t h = self->hidden, h4 = 4 * h, in = self->in, rows = (int64_t)self->B * self->T;
-    vl_matmul_shape_t s_ih = {.m = h4, .k = rows, .n = in, .a_rs = 1, .a_cs = h4, .b_rs = in,
-                              .b_cs = 1, .c_rs = in, .accumulate = 1};
-    vl_matmul_shape_t s_hh = {.m = h4, .k = rows, .n = h, .a_rs = 1, .a_cs = h4, .b_rs = h,
-                              .b_cs = 1, .c_rs = h, .accumulate = 1};
+    vl_matmul_shape_t s_ih = {.m = h4,
+                              .k = rows,
+                              .n = in,
+                              .a_rs = 1,
+                              .a_cs = h4,
+                              .b_rs = in,
+                              .b_cs = 1,
+                              .c_rs = in,
+                              .accumulate = 1};
+    vl_matmul_shape_t s_hh = {.m = h4,
+                              .k = rows,
+                              .n = h,
+                              .a_rs = 1,
+                              .a_cs = h4,
+                              .b_rs = h,
+                              .b_cs = 1,
+                              .c_rs = h,
+                              .accumulate = 1};
     if (vl_matmul_run(self->mm, &s_ih, self->dgates, self->x, NULL, s_w_ih(self, self->grads)) ||
-        vl_matmul_run(self->mm, &s_hh, self->dgates, self->h_prev, NULL,
-                      s_w_hh(self, self->grads)))
+        vl_matmul_run(self->mm, &s_hh, self->dgates, self->h_prev, NULL, s_w_hh(self, self->grads)))
         return -1;
     float *sum = self->bias; // free until the next forward refills it
     memset(sum, 0, (size_t)h4 * sizeof(float));
@@ -447,8 +551,8 @@ static int s_weights_backward(vl_lstm_t *self, float *dx)
         db_ih[j] += sum[j], db_hh[j] += sum[j];
     if (!dx)
         return 0;
-    vl_matmul_shape_t s_dx = {.m = rows, .k = h4, .n = in, .a_rs = h4, .a_cs = 1, .b_rs = in,
-                              .b_cs = 1, .c_rs = in};
+    vl_matmul_shape_t s_dx = {
+        .m = rows, .k = h4, .n = in, .a_rs = h4, .a_cs = 1, .b_rs = in, .b_cs = 1, .c_rs = in};
     return vl_matmul_run(self->mm, &s_dx, self->dgates, s_w_ih(self, self->params), NULL, dx);
 }
 
