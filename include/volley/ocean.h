@@ -193,6 +193,7 @@ typedef struct {
     vl_ocean_act_t *actions; // [n] volley's actions in the env's type
     vl_ocean_obs_t *obs;     // [n][VL_OCEAN_OBS] staged, when not floats
     uint32_t *steps;         // [n] steps into the episode
+    float *last_obs;         // the obs array of the last call (float observations)
     float rewards[1];        // where an env writes outside a step (its reset)
     unsigned char terminals[1];
     float *ended; // [n][VL_ENV_FIGURES_MAX] figures of the last step's ends
@@ -287,6 +288,7 @@ static int vl_ocean_vec_reset(void *p, float *obs)
         vl_ocean_take(v, i, obs);
         v->steps[i] = 0;
     }
+    v->last_obs = obs;
     return 0;
 }
 
@@ -353,6 +355,11 @@ static int vl_ocean_vec_step(void *p, const float *actions, float *obs, float *r
                              uint8_t *terminated, uint8_t *truncated, float *final_obs)
 {
     vl_ocean_vec_t *v = p;
+    // An env may leave its row as it was (pong after a point): volley passes the same arrays
+    // every step; a caller passing others gets the previous observations carried over.
+    if (VL_OCEAN_OBS_FLOAT && v->last_obs && v->last_obs != obs)
+        memcpy(obs, v->last_obs, (size_t)v->n * VL_OCEAN_OBS * sizeof(float));
+    v->last_obs = obs;
     for (uint32_t i = 0; i < v->n; i++)
         v->actions[i] = (vl_ocean_act_t)actions[i];
     for (uint32_t i = 0; i < v->n; i++)
