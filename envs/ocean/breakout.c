@@ -2,7 +2,7 @@
         volley up --env ./libbreakout.so [--env-arg "frameskip=4"]
     Defaults are breakout.py's. The bricks are 6 rows of 18: the
     observation's size (10 values and one a brick) is fixed when it is built. */
-#include "breakout.h"
+#include <breakout.h> // PufferLib's pufferlib/ocean/breakout/breakout.h
 #define VL_OCEAN_ENV        Breakout
 #define VL_OCEAN_NAME       "breakout"
 #define VL_OCEAN_OBS        (10 + 6 * 18)

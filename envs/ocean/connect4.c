@@ -4,7 +4,7 @@
     connect4.h resets on the step after a game's end; the plugin resets at
     once (VL_OCEAN_DEFERRED_RESET), so the next observation starts the next
     game. The board's cells are 0, 1 (the agent's) or -1 (the opponent's). */
-#include "connect4.h"
+#include <connect4.h> // PufferLib's pufferlib/ocean/connect4/connect4.h
 #define VL_OCEAN_ENV            CConnect4
 #define VL_OCEAN_NAME           "connect4"
 #define VL_OCEAN_OBS            42

@@ -1,7 +1,7 @@
 /*  PufferLib Ocean's pong as a volley plugin (include/volley/ocean.h):
         volley up --env ./libpong.so [--env-arg "frameskip=8 max_score=21"]
     Defaults are pong.py's, with frameskip 8 as PufferLib trains it. */
-#include "pong.h"
+#include <pong.h> // PufferLib's pufferlib/ocean/pong/pong.h
 #define VL_OCEAN_ENV        Pong
 #define VL_OCEAN_NAME       "pong"
 #define VL_OCEAN_OBS        8

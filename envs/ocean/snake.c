@@ -5,7 +5,7 @@
     An episode is one snake's life: it ends where the snake dies (snake.h
     respawns it without a terminal; its Log marks the death). The view is
     11 x 11 cells (vision 5), each a cell's code 0..7. */
-#include "snake.h"
+#include <snake.h> // PufferLib's pufferlib/ocean/snake/snake.h
 #define VL_OCEAN_ENV        CSnake
 #define VL_OCEAN_NAME       "snake"
 #define VL_OCEAN_OBS        (11 * 11)

@@ -7,7 +7,7 @@
     plugin is one file: include the env's header, say what it is, include
     this header, and map --env-arg's key=value pairs onto the env's fields:
 
-        #include "pong.h"
+        #include <pong.h>                // pufferlib/ocean/pong/pong.h
         #define VL_OCEAN_ENV Pong         // the env's struct
         #define VL_OCEAN_NAME "pong"
         #define VL_OCEAN_OBS 8            // values per observation
