@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include "../common/vl_log.h"
+#include "../messages/vl_figures.h"
 
 _Static_assert(VL_ENV_FIELDS_MAX == VL_OBS_FIELDS_MAX, "env.h and vl_obs.h must agree");
 _Static_assert(VL_ENV_NDIM_MAX == VL_OBS_NDIM_MAX, "env.h and vl_obs.h must agree");
+_Static_assert(VL_ENV_FIGURES_MAX == VL_FIGURES_MAX && VL_ENV_FIGURE_NAME_MAX == VL_FIGURE_NAME_MAX,
+               "env.h and vl_figures.h must agree");
 _Static_assert((int)VL_ENV_F32 == (int)VL_OBS_F32 && (int)VL_ENV_U8 == (int)VL_OBS_U8 &&
                    (int)VL_ENV_U2 == (int)VL_OBS_U2 && (int)VL_ENV_U1 == (int)VL_OBS_U1,
                "env.h and vl_obs.h must agree");
@@ -159,9 +162,9 @@ static int s_check_figures(const vl_env_t *t, vl_env_ops_t *o, int form, char *w
     if (t->n_figures > VL_ENV_FIGURES_MAX)
         return vl_why(why, size, "n_figures %u, must be 0..%d", t->n_figures, VL_ENV_FIGURES_MAX);
     for (uint32_t k = 0; k < t->n_figures; k++) {
-        if (!s_text_ok(t->figure_names[k], VL_ENV_FIGURE_NAME_MAX, 0))
+        if (!vl_figure_name_ok(t->figure_names[k]))
             return vl_why(why, size,
-                          "figure %u's name must be 1..%d printable characters, no spaces", k,
+                          "figure %u's name must be 1..%d letters, digits or _ . / - characters", k,
                           VL_ENV_FIGURE_NAME_MAX - 1);
         for (uint32_t j = 0; j < k; j++)
             if (strcmp(t->figure_names[j], t->figure_names[k]) == 0)

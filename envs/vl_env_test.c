@@ -512,7 +512,7 @@ static void test_figures(void)
     bad = t, bad.figure_names[1] = "steps";
     VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "given twice"));
     bad = t, bad.figure_names[0] = "a score";
-    VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "printable"));
+    VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "letters, digits"));
     bad = t, bad.n_figures = VL_ENV_FIGURES_MAX + 1;
     VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "n_figures"));
 }

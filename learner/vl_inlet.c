@@ -27,8 +27,9 @@ typedef struct {
     uint64_t refused[VL_EREASONS];      // by reason
     vl_refusal_t rows[VL_REFUSALS_MAX]; // by actor and reason text, for the broker's books
     uint32_t n_rows;
-    vl_returns_t returns; // of the last episodes
-    double ingest_ms_sum; // actor send -> ingest, since the last report
+    vl_returns_t returns;      // of the last episodes
+    vl_figure_means_t figures; // the env's own figures of the last episodes
+    double ingest_ms_sum;      // actor send -> ingest, since the last report
     uint64_t ingest_n;
 } s_books_t;
 
@@ -100,6 +101,7 @@ static void s_count(void *ctx, const vl_segment_t *s)
     in->episodes += s->n_episodes;
     for (uint32_t e = 0; e < s->n_episodes; e++)
         vl_returns_add(&in->returns, s->episode_returns[e], s->episode_lengths[e]);
+    vl_figure_means_add(&in->figures, &s->figures);
     pthread_mutex_unlock(&in->lock);
 }
 
@@ -351,6 +353,13 @@ vl_returns_summary_t vl_inlet_returns(vl_inlet_t *self)
     vl_returns_summary_t s = vl_returns_summary(&self->in.returns);
     pthread_mutex_unlock(&self->in.lock);
     return s;
+}
+
+void vl_inlet_figures(vl_inlet_t *self, vl_figure_means_t *out)
+{
+    pthread_mutex_lock(&self->in.lock);
+    *out = self->in.figures;
+    pthread_mutex_unlock(&self->in.lock);
 }
 
 uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st)

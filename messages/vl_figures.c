@@ -2,6 +2,7 @@
     window. */
 #include "vl_figures.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,13 +29,11 @@ void vl_figures_clear(vl_figures_t *f)
     memset(f->count, 0, sizeof f->count);
 }
 
-/* Returns 1 if name is 1 .. VL_FIGURE_NAME_MAX - 1 printable characters
-   without spaces. */
-static int s_name_ok(const char *name)
+int vl_figure_name_ok(const char *name)
 {
     size_t n = 0;
     for (; name && name[n] && n < VL_FIGURE_NAME_MAX; n++)
-        if (name[n] < 0x21 || name[n] > 0x7e)
+        if (!isalnum((unsigned char)name[n]) && !strchr("_./-", name[n]))
             return 0;
     return name && n > 0 && n < VL_FIGURE_NAME_MAX;
 }
@@ -46,7 +45,7 @@ vl_reason_t vl_figures_from_msg(size_t n, Volley__Figure *const *msgs, vl_figure
         return VL_ETOOBIG;
     for (size_t k = 0; k < n; k++) {
         const Volley__Figure *m = msgs[k];
-        if (!s_name_ok(m->name))
+        if (!vl_figure_name_ok(m->name))
             return VL_EPOLICY;
         for (size_t j = 0; j < k; j++)
             if (strcmp(f->name[j], m->name) == 0)

@@ -29,6 +29,11 @@ typedef struct {
     float values[VL_FIGURES_MAX][VL_FIGURE_VALUES_MAX];
 } vl_figures_t;
 
+/* Returns 1 if name is a figure's name: 1 .. VL_FIGURE_NAME_MAX - 1 of
+   letters, digits and _ . / - (it heads a JSON key, a TensorBoard tag and a
+   column of volley top as it is). */
+int vl_figure_name_ok(const char *name);
+
 /* Names f's n figures (at most VL_FIGURES_MAX, names checked by the env's
    loader) and empties them. */
 void vl_figures_name(vl_figures_t *f, uint32_t n, const char *const *names);

@@ -138,8 +138,8 @@ typedef struct vl_env_s {
 
     /* ---- episode figures (version 3; n_figures 0 and NULL: none) --------- */
     uint32_t n_figures;                           // 0 .. VL_ENV_FIGURES_MAX
-    const char *figure_names[VL_ENV_FIGURES_MAX]; // 1 .. 31 printable characters, no
-                                                  // spaces: "score"; distinct
+    const char *figure_names[VL_ENV_FIGURES_MAX]; // 1 .. 31 letters, digits or _ . / -:
+                                                  // "score"; distinct
     /* Per-env form: writes the figures (n_figures floats) of the episode the
        last step ended, before volley resets the env. NaN: none this episode. */
     void (*figures)(void *env, float *out);
