@@ -378,6 +378,12 @@ uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st)
         refused += in->refused[r];
     st->n_refusals = in->n_rows;
     memcpy(st->refusals, in->rows, in->n_rows * sizeof in->rows[0]);
+    st->n_figures = 0;
+    for (uint32_t k = 0; k < in->figures.n; k++)
+        if (in->figures.fig[k].n) { // a name seen with values only
+            memcpy(st->figure_names[st->n_figures], in->figures.fig[k].name, VL_FIGURE_NAME_MAX);
+            st->figure_means[st->n_figures++] = vl_figure_means_get(&in->figures, k);
+        }
     pthread_mutex_unlock(&in->lock);
     return refused;
 }

@@ -235,6 +235,9 @@ typedef struct {
     float train_ms;  // learner ingest -> weights published after training on it, mean
     uint32_t n_refusals;
     vl_refusal_t refusals[VL_REFUSALS_MAX]; // since the learner started, by actor and reason
+    uint32_t n_figures;                     // the env's own figures, each's mean (Stats.figures)
+    char figure_names[VL_FIGURES_KEPT][VL_FIGURE_NAME_MAX];
+    float figure_means[VL_FIGURES_KEPT];
 } vl_stats_t;
 
 /* Encodes stats into a new buffer (caller frees). Returns 0 or -1. */

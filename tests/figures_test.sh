@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # An env's own episode figures reach the learner's metrics: a plugin naming
 # "five" (5 every episode) and "odd" (1 every second episode, none on the
-# others) trained by volley up; metrics.jsonl shows env/five 5 and env/odd 1,
-# each averaged over its own values, and a run without figures shows none.
+# others) trained by volley up; volley top and metrics.jsonl show five 5 and
+# odd 1, each averaged over its own values; a run without figures shows none.
 . "$(dirname "$0")/lib.sh"
 PLUGIN=${2:?usage: $0 VOLLEY PLUGIN.so}
 
 cd "$TMP" || fail "cd $TMP"
-"$VOLLEY" up --env "$PLUGIN" --port 0 --max-seconds 4 --max-steps 100000000 > up.log 2> up.err
+P=$(free_port)
+"$VOLLEY" up --env "$PLUGIN" --port $P --max-seconds 6 --max-steps 100000000 > up.log 2> up.err &
+UP=$!
+PIDS+=($UP)
+wait_for up.log 10 "steps=" || fail "volley up stepped nothing: $(tail -3 up.err)"
+sleep 1
+"$VOLLEY" top --broker 127.0.0.1:$P --once > top.txt 2>&1 || fail "volley top --once: $(tail -2 top.txt)"
+grep -q "env figures: five 5  odd 1" top.txt || fail "volley top shows no figures: $(grep -A2 training top.txt)"
+pass "volley top: $(grep -m1 'env figures:' top.txt)"
+wait $UP
 m=$(ls runs/*/metrics.jsonl 2>/dev/null | head -1)
 [ -n "$m" ] || fail "volley up left no metrics.jsonl: $(tail -3 up.err)"
 last=$(tail -n 1 "$m")
@@ -20,4 +29,4 @@ rm -rf runs
 last=$(tail -n 1 runs/*/metrics.jsonl)
 echo "$last" | grep -q '"env/' && fail "a run without figures wrote some: $last"
 pass "a run of an env without figures writes no env/ keys"
-echo "2 passed, 0 failed"
+echo "3 passed, 0 failed"
