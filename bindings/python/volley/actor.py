@@ -47,8 +47,8 @@ __all__ = ["Actor", "Spec", "Weights", "run_actor", "spec_from_spaces", "ActorIn
 
 F32, U8, U2, U1 = 0, 1, 2, 3
 _ENC_NAMES = {F32: "f32", U8: "u8", U2: "u2", U1: "u1"}
-FIELDS_MAX, NDIM_MAX = 8, 4
-ENV_ABI_VERSION = 2
+FIELDS_MAX, NDIM_MAX, FIGURES_MAX = 8, 4, 4
+ENV_ABI_VERSION = 3
 
 OK, EINVAL, EFAIL, EREFUSED, EINTR = 0, -1, -2, -3, -4
 
@@ -68,11 +68,13 @@ class _Field(ctypes.Structure):
 
 
 class _Env(ctypes.Structure):
-    """include/volley/env.h: vl_env_t (only the spec part is filled)."""
+    """include/volley/env.h: vl_env_t (only the spec part is filled; no figures)."""
     _fields_ = [("abi_version", c_uint32), ("name", c_char_p), ("summary", c_char_p),
                 ("n_fields", c_uint32), ("fields", _Field * FIELDS_MAX),
                 ("action", CAction), ("has_solved_return", c_int),
-                ("solved_return", c_float)] + [(f"fn{i}", c_void_p) for i in range(10)]
+                ("solved_return", c_float)] + [(f"fn{i}", c_void_p) for i in range(10)] + [
+                ("n_figures", c_uint32), ("figure_names", c_char_p * FIGURES_MAX),
+                ("figures", c_void_p), ("vec_figures", c_void_p)]
 
 
 class _Params(ctypes.Structure):
