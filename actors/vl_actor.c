@@ -118,6 +118,7 @@ static int s_alloc(vl_actor_t *self)
         s->action = self->ops.action;
         s->state_size = self->S;
         vl_segment_bind(s, self->arrays + (size_t)i * self->arrays_size);
+        vl_figures_name(&s->figures, self->ops.n_figures, self->ops.figure_names);
     }
     return ok ? 0 : -1;
 }
@@ -628,6 +629,9 @@ static void s_record(vl_actor_t *self, uint32_t i, uint32_t t)
         memset(self->state + (size_t)i * self->S, 0, self->S * sizeof(float));
         s->episode_returns[s->n_episodes] = self->ep_return[i];
         s->episode_lengths[s->n_episodes++] = self->ep_len[i];
+        const float *figures = self->envs ? vl_envs_figures(self->envs) : NULL;
+        if (figures)
+            vl_figures_add(&s->figures, figures + (size_t)i * self->ops.n_figures);
         self->ep_return[i] = 0;
         self->ep_len[i] = 0;
     }
@@ -667,6 +671,7 @@ static int s_send_segments(vl_actor_t *self, uint64_t version)
         }
         s->n_episodes = 0;
         s->n_truncated = 0;
+        vl_figures_clear(&s->figures);
         self->sent++;
     }
     return 0;

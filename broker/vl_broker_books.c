@@ -120,7 +120,7 @@ static uint64_t s_lost_before(const vl_broker_t *self, const vlb_learner_t *l)
 
 /* Fills one learner's row (stats into *stats, which the row then points to). */
 static void s_learner_row(const vl_broker_t *self, const vlb_learner_t *l, int64_t now,
-                          Volley__LearnerRow *r, Volley__Stats *stats)
+                          Volley__LearnerRow *r, Volley__Stats *stats, vl_stats_figures_t *figures)
 {
     volley__learner_row__init(r);
     r->policy_id = (char *)l->policy;
@@ -136,7 +136,7 @@ static void s_learner_row(const vl_broker_t *self, const vlb_learner_t *l, int64
     r->peer = (char *)l->holder;
     r->lost_before = s_lost_before(self, l);
     if (l->have_stats) {
-        vl_stats_to_msg(&l->stats, stats);
+        vl_stats_to_msg(&l->stats, stats, figures);
         r->stats = stats;
     }
 }
@@ -148,6 +148,7 @@ typedef struct {
     Volley__LearnerRow learners[VLB_MAX_LEARNERS];
     Volley__LearnerRow *learner_ptrs[VLB_MAX_LEARNERS];
     Volley__Stats stats[VLB_MAX_LEARNERS];
+    vl_stats_figures_t stats_figures[VLB_MAX_LEARNERS];
     Volley__DropRow drops[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS];
     Volley__DropRow *drop_ptrs[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS];
     Volley__Spec specs[VLB_MAX_SPECS];
@@ -227,7 +228,8 @@ static int s_status_build(vl_broker_t *self, Volley__Status *st, s_status_rows_t
     st->n_actors = n;
     st->actors = rows->actor_ptrs;
     for (int i = 0; i < self->n_learners; i++) {
-        s_learner_row(self, &self->learners[i], now, &rows->learners[i], &rows->stats[i]);
+        s_learner_row(self, &self->learners[i], now, &rows->learners[i], &rows->stats[i],
+                      &rows->stats_figures[i]);
         st->lost_before += rows->learners[i].lost_before;
         rows->learner_ptrs[i] = &rows->learners[i];
     }

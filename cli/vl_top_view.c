@@ -199,6 +199,10 @@ static void s_render_training(const Volley__Status *s, FILE *out)
                 "  %-16.16s %8" PRIu64 " %8.1f %11" PRIu64 " %15s %9.4f %9.4f %8.3f %9.2f %9.2f\n",
                 s->learners[i]->policy_id, st->version, st->mean_return, st->env_steps, lag,
                 st->policy_loss, st->value_loss, st->entropy, st->ingest_ms, st->train_ms);
+        for (size_t k = 0; k < st->n_figures; k++) // the env's own figures, named
+            fprintf(out, "%s%s %.4g%s", k ? "  " : "  env figures: ", st->figures[k]->name,
+                    st->figures[k]->n_values ? st->figures[k]->values[0] : 0.0,
+                    k + 1 == st->n_figures ? "\n" : "");
     }
 }
 
@@ -375,6 +379,11 @@ static void s_kv_stats(const Volley__Stats *st, FILE *out)
     s_kv_u(out, "segments_dropped", st->segments_dropped);
     s_kv_f(out, "ingest_ms", st->ingest_ms);
     s_kv_f(out, "train_ms", st->train_ms);
+    for (size_t k = 0; k < st->n_figures; k++) {
+        char key[VL_FIGURE_NAME_MAX + 4];
+        snprintf(key, sizeof key, "env/%s", st->figures[k]->name);
+        s_kv_f(out, key, st->figures[k]->n_values ? st->figures[k]->values[0] : 0.0);
+    }
 }
 
 static void s_kv_learner(const Volley__LearnerRow *l, const char *ts, FILE *out)

@@ -14,9 +14,12 @@
 #include <unistd.h>
 
 #include "../common/vl_log.h"
+#include "../messages/vl_figures.h"
 
 _Static_assert(VL_ENV_FIELDS_MAX == VL_OBS_FIELDS_MAX, "env.h and vl_obs.h must agree");
 _Static_assert(VL_ENV_NDIM_MAX == VL_OBS_NDIM_MAX, "env.h and vl_obs.h must agree");
+_Static_assert(VL_ENV_FIGURES_MAX == VL_FIGURES_MAX && VL_ENV_FIGURE_NAME_MAX == VL_FIGURE_NAME_MAX,
+               "env.h and vl_figures.h must agree");
 _Static_assert((int)VL_ENV_F32 == (int)VL_OBS_F32 && (int)VL_ENV_U8 == (int)VL_OBS_U8 &&
                    (int)VL_ENV_U2 == (int)VL_OBS_U2 && (int)VL_ENV_U1 == (int)VL_OBS_U1,
                "env.h and vl_obs.h must agree");
@@ -152,7 +155,31 @@ static void s_from_v1(const vl_env_v1_t *v1, vl_env_t *t)
     t->vec_reset = v1->vec_reset;
 }
 
-/* Checks a version 2 table's spec (and its form when form is set) into *o. */
+/* Checks the episode figures: count, names (printable, distinct) and the
+   function of the table's form. Fills o's figures. */
+static int s_check_figures(const vl_env_t *t, vl_env_ops_t *o, int form, char *why, size_t size)
+{
+    if (t->n_figures > VL_ENV_FIGURES_MAX)
+        return vl_why(why, size, "n_figures %u, must be 0..%d", t->n_figures, VL_ENV_FIGURES_MAX);
+    for (uint32_t k = 0; k < t->n_figures; k++) {
+        if (!vl_figure_name_ok(t->figure_names[k]))
+            return vl_why(why, size,
+                          "figure %u's name must be 1..%d letters, digits or _ . / - characters", k,
+                          VL_ENV_FIGURE_NAME_MAX - 1);
+        for (uint32_t j = 0; j < k; j++)
+            if (strcmp(t->figure_names[j], t->figure_names[k]) == 0)
+                return vl_why(why, size, "figure name '%s' given twice", t->figure_names[k]);
+        o->figure_names[k] = t->figure_names[k];
+    }
+    int has_fn = o->vectorized ? t->vec_figures != NULL : t->figures != NULL;
+    if (form && t->n_figures > 0 && !has_fn)
+        return vl_why(why, size, "names %u figures but has no %s function", t->n_figures,
+                      o->vectorized ? "vec_figures" : "figures");
+    o->n_figures = t->n_figures;
+    return 0;
+}
+
+/* Checks a version 3 table's spec (and its form when form is set) into *o. */
 static int s_check_table(const vl_env_t *table, vl_env_ops_t *o, int form, char *why,
                          size_t why_size)
 {
@@ -166,6 +193,8 @@ static int s_check_table(const vl_env_t *table, vl_env_ops_t *o, int form, char 
         return vl_why(why, why_size, "solved_return is not finite");
     if (form && s_check_form(table, o, why, why_size) != 0)
         return -1;
+    if (s_check_figures(table, o, form, why, why_size) != 0)
+        return -1;
     o->name = table->name;
     o->summary = table->summary && table->summary[0] ? table->summary : "(no summary)";
     o->action = table->action;
@@ -174,26 +203,33 @@ static int s_check_table(const vl_env_t *table, vl_env_ops_t *o, int form, char 
     return 0;
 }
 
-/* Checks a table of either version; a version 1 table is read into a
-   version 2 copy, kept (for the process, as the plugin it describes) only
-   once every check passed. */
+/* The bytes of a version 2 table: version 3's up to its episode figures. */
+#define S_V2_SIZE offsetof(vl_env_t, n_figures)
+
+/* Checks a table of any version; a version 1 or 2 table is read into a
+   version 3 copy (no figures), kept (for the process, as the plugin it
+   describes) only once every check passed. */
 static int s_check(const vl_env_t *table, vl_env_ops_t *ops, int form, char *why, size_t why_size)
 {
     vl_env_ops_t o = {.table = table};
     vl_env_t converted;
     if (!table)
         return vl_why(why, why_size, "no table");
-    if (table->abi_version != VL_ENV_ABI_VERSION && table->abi_version != 1)
-        return vl_why(why, why_size, "built for env ABI version %u, this volley reads 1 and %d",
+    if (table->abi_version < 1 || table->abi_version > VL_ENV_ABI_VERSION)
+        return vl_why(why, why_size, "built for env ABI version %u, this volley reads 1 to %d",
                       table->abi_version, VL_ENV_ABI_VERSION);
     if (table->abi_version == 1) {
         o.v1 = (const vl_env_v1_t *)table;
         s_from_v1(o.v1, &converted);
         table = &converted;
+    } else if (table->abi_version == 2) {
+        memset(&converted, 0, sizeof converted);
+        memcpy(&converted, table, S_V2_SIZE);
+        table = &converted;
     }
     if (s_check_table(table, &o, form, why, why_size) != 0)
         return -1;
-    if (o.v1) {
+    if (table == &converted) {
         vl_env_t *kept = malloc(sizeof *kept);
         if (!kept)
             return vl_why(why, why_size, "no memory for the table");
@@ -431,6 +467,7 @@ struct vl_envs_s {
     vl_obs_check_t obs_check; // what an f32 value outside its declared range does
     float *clipped;           // [n][dims]: box actions within their bounds
     int32_t *choices;         // [n]: a version 1 table's actions
+    float *figures;           // [n][n_figures]: the last step's episode figures, or NULL
 };
 
 /* Returns the largest value of an integer encoding. */
@@ -695,7 +732,9 @@ vl_envs_t *vl_envs_new(const vl_env_ops_t *env, uint32_t n, const char *arg, con
     s_layout(self);
     self->clipped = calloc((size_t)n * env->action.dims, sizeof(float));
     self->choices = calloc(n, sizeof(int32_t));
-    if (!self->clipped || !self->choices) {
+    if (env->n_figures)
+        self->figures = calloc((size_t)n * env->n_figures, sizeof(float));
+    if (!self->clipped || !self->choices || (env->n_figures && !self->figures)) {
         vl_error("env '%s': out of memory for %u envs", env->name, n);
         vl_envs_destroy(&self);
         return NULL;
@@ -722,6 +761,7 @@ void vl_envs_destroy(vl_envs_t **self_p)
     free(self->states);
     free(self->clipped);
     free(self->choices);
+    free(self->figures);
     free(self);
     *self_p = NULL;
 }
@@ -750,6 +790,8 @@ static int s_step_each(vl_envs_t *self, const float *actions, float *obs, float 
         if (term || trunc) {
             memcpy(final_obs + (size_t)i * self->dim, o, self->dim * sizeof *o);
             s_enter(self->env);
+            if (self->figures)
+                t->figures(self->states[i], self->figures + (size_t)i * self->env->n_figures);
             t->reset(self->states[i], o);
             s_left();
             if (s_check_obs(self, "reset", i, o) != 0)
@@ -823,6 +865,11 @@ static int s_step_vec(vl_envs_t *self, const float *actions, float *obs, float *
         vl_error("env '%s': vec_step returned %d", self->env->name, rc);
         return -1;
     }
+    if (self->figures) {
+        s_enter(self->env);
+        self->t->vec_figures(self->vec, self->figures);
+        s_left();
+    }
     if (s_outcomes_ok(self->n, rewards, terminated, truncated) && s_rows_ok(self, obs, self->n) &&
         s_final_ok(self, terminated, truncated, final_obs))
         return 0;
@@ -836,7 +883,17 @@ int vl_envs_step(vl_envs_t *self, const float *actions, float *obs, float *rewar
         vl_action_clip(&self->env->action, actions, self->n, self->clipped);
         actions = self->clipped;
     }
-    return self->env->vectorized
-               ? s_step_vec(self, actions, obs, rewards, terminated, truncated, final_obs)
-               : s_step_each(self, actions, obs, rewards, terminated, truncated, final_obs);
+    int rc = self->env->vectorized
+                 ? s_step_vec(self, actions, obs, rewards, terminated, truncated, final_obs)
+                 : s_step_each(self, actions, obs, rewards, terminated, truncated, final_obs);
+    size_t nf = (size_t)self->n * self->env->n_figures;
+    for (size_t k = 0; rc == 0 && self->figures && k < nf; k++)
+        if (!isfinite(self->figures[k])) // none, or a value that cannot travel
+            self->figures[k] = NAN;
+    return rc;
+}
+
+const float *vl_envs_figures(const vl_envs_t *self)
+{
+    return self->figures;
 }

@@ -31,6 +31,8 @@ typedef struct {
     int has_solved_return;         // 1: solved_return is meaningful
     float solved_return;           // mean return over 100 episodes that counts as solved
     int vectorized;                // 1: the table gives the vectorized form
+    uint32_t n_figures;            // the env's own episode figures (0: none)
+    const char *figure_names[VL_ENV_FIGURES_MAX];
 } vl_env_ops_t;
 
 /* Checks a table (ABI version, name, fields, actions, exactly one complete
@@ -96,6 +98,11 @@ void vl_envs_set_obs_check(vl_envs_t *self, vl_obs_check_t mode);
    the caller stops. */
 int vl_envs_step(vl_envs_t *self, const float *actions, float *obs, float *rewards,
                  uint8_t *terminated, uint8_t *truncated, float *final_obs);
+
+/* Returns the episode figures of the last vl_envs_step: [n][n_figures],
+   read only where an episode ended; NaN where the env gave none, or an
+   infinite value it gave. NULL when the env names no figures. */
+const float *vl_envs_figures(const vl_envs_t *self);
 
 /* The built-in tables, vl_cartpole_env, vl_catch_env and vl_catch_pixels_env,
    are public. */

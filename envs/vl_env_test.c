@@ -8,6 +8,7 @@
 #include "vl_env.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -164,8 +165,8 @@ typedef enum {
 } s_break_t;
 
 static const char *const s_reasons[S_BREAKS] = {
-    [S_ABI] = "built for env ABI version 3, this volley reads 1 and 2",
-    [S_ABI_ZERO] = "built for env ABI version 0, this volley reads 1 and 2",
+    [S_ABI] = "built for env ABI version 4, this volley reads 1 to 3",
+    [S_ABI_ZERO] = "built for env ABI version 0, this volley reads 1 to 3",
     [S_NO_NAME] = "no name",
     [S_EMPTY_NAME] = "name must be 1..63 printable characters, no spaces",
     [S_SPACE_NAME] = "name must be",
@@ -450,6 +451,72 @@ static void test_v1_table_refusals(void)
 
 /* ---- the loader ---------------------------------------------------------- */
 
+/* A version 2 table (the bytes up to version 3's figures, no more) loads
+   as a table without figures. */
+static void test_v2_table_loads(void)
+{
+    size_t v2_size = offsetof(vl_env_t, n_figures);
+    uint8_t *two = malloc(v2_size); // reading past its end would be a sanitizer's error
+    VL_CHECK(two);
+    memcpy(two, &s_good, v2_size);
+    uint32_t version = 2; // abi_version: the first member in every version
+    memcpy(two, &version, sizeof version);
+    vl_env_ops_t ops;
+    char why[256] = "";
+    VL_CHECK(vl_env_check((const vl_env_t *)(void *)two, &ops, why, sizeof why) == 0);
+    VL_CHECK(ops.n_figures == 0 && strcmp(ops.name, "good") == 0 &&
+             (const void *)ops.table != (const void *)two);
+    free(two);
+}
+
+/* Writes the step count as figure "steps" and, for env 0, no "score". */
+static void s_figures(void *env, float *out)
+{
+    static float calls;
+    (void)env;
+    out[0] = ++calls;
+    out[1] = NAN;
+}
+
+static float s_step_ends(void *env, const float *action, float *obs, int *term, int *trunc)
+{
+    (void)env, (void)action;
+    obs[0] = 0;
+    *term = 1, *trunc = 0;
+    return 0;
+}
+
+/* A table naming figures gives them after each step that ends an episode;
+   names must be printable, distinct and backed by the form's function. */
+static void test_figures(void)
+{
+    vl_env_t t = s_good;
+    t.step = s_step_ends;
+    t.n_figures = 2, t.figure_names[0] = "steps", t.figure_names[1] = "score";
+    t.figures = s_figures;
+    vl_env_ops_t ops;
+    char why[256] = "";
+    VL_CHECK(vl_env_check(&t, &ops, why, sizeof why) == 0);
+    VL_CHECK(ops.n_figures == 2 && strcmp(ops.figure_names[1], "score") == 0);
+    uint64_t seeds[2] = {1, 2};
+    float obs[2], fin[2], rewards[2], actions[2] = {0, 1};
+    uint8_t term[2], trunc[2];
+    vl_envs_t *envs = vl_envs_new(&ops, 2, NULL, seeds, obs);
+    VL_CHECK(envs && vl_envs_step(envs, actions, obs, rewards, term, trunc, fin) == 0);
+    const float *f = vl_envs_figures(envs);
+    VL_CHECK(f && f[0] == 1 && isnan(f[1]) && f[2] == 2 && isnan(f[3]));
+    vl_envs_destroy(&envs);
+    vl_env_t bad = t;
+    bad.figures = NULL;
+    VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "no figures function"));
+    bad = t, bad.figure_names[1] = "steps";
+    VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "given twice"));
+    bad = t, bad.figure_names[0] = "a score";
+    VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "letters, digits"));
+    bad = t, bad.n_figures = VL_ENV_FIGURES_MAX + 1;
+    VL_CHECK(vl_env_check(&bad, &ops, why, sizeof why) != 0 && strstr(why, "n_figures"));
+}
+
 static void test_lookup_plugins(void)
 {
     const vl_env_ops_t *per = vl_env_lookup("test", s_counter);
@@ -481,8 +548,8 @@ static void test_lookup_refusals(void)
 {
     char want[512];
     snprintf(want, sizeof want,
-             "volley test: env plugin %s refused: built for env ABI version 3, this volley reads "
-             "1 and 2",
+             "volley test: env plugin %s refused: built for env ABI version 4, this volley reads "
+             "1 to 3",
              s_abi_next);
     VL_CHECK(s_refused(s_abi_next, want));
     snprintf(want, sizeof want,
@@ -517,7 +584,7 @@ static void test_volley_refuses_plugin(void)
     unlink(out);
     VL_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 2);
     VL_CHECK(strstr(s_err, "volley actor: env plugin") &&
-             strstr(s_err, "refused: built for env ABI version 3, this volley reads 1 and 2"));
+             strstr(s_err, "refused: built for env ABI version 4, this volley reads 1 to 3"));
 }
 
 /* ---- stepping ------------------------------------------------------------ */
@@ -797,6 +864,8 @@ int main(int argc, char **argv)
     VL_RUN(test_check_refusals);
     VL_RUN(test_v1_table_steps);
     VL_RUN(test_v1_table_refusals);
+    VL_RUN(test_v2_table_loads);
+    VL_RUN(test_figures);
     VL_RUN(test_lookup_plugins);
     VL_RUN(test_lookup_refusals);
     VL_RUN(test_volley_refuses_plugin);

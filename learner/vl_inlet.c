@@ -27,8 +27,9 @@ typedef struct {
     uint64_t refused[VL_EREASONS];      // by reason
     vl_refusal_t rows[VL_REFUSALS_MAX]; // by actor and reason text, for the broker's books
     uint32_t n_rows;
-    vl_returns_t returns; // of the last episodes
-    double ingest_ms_sum; // actor send -> ingest, since the last report
+    vl_returns_t returns;      // of the last episodes
+    vl_figure_means_t figures; // the env's own figures of the last episodes
+    double ingest_ms_sum;      // actor send -> ingest, since the last report
     uint64_t ingest_n;
 } s_books_t;
 
@@ -100,6 +101,7 @@ static void s_count(void *ctx, const vl_segment_t *s)
     in->episodes += s->n_episodes;
     for (uint32_t e = 0; e < s->n_episodes; e++)
         vl_returns_add(&in->returns, s->episode_returns[e], s->episode_lengths[e]);
+    vl_figure_means_add(&in->figures, &s->figures);
     pthread_mutex_unlock(&in->lock);
 }
 
@@ -353,6 +355,13 @@ vl_returns_summary_t vl_inlet_returns(vl_inlet_t *self)
     return s;
 }
 
+void vl_inlet_figures(vl_inlet_t *self, vl_figure_means_t *out)
+{
+    pthread_mutex_lock(&self->in.lock);
+    *out = self->in.figures;
+    pthread_mutex_unlock(&self->in.lock);
+}
+
 uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st)
 {
     s_books_t *in = &self->in;
@@ -369,6 +378,12 @@ uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st)
         refused += in->refused[r];
     st->n_refusals = in->n_rows;
     memcpy(st->refusals, in->rows, in->n_rows * sizeof in->rows[0]);
+    st->n_figures = 0;
+    for (uint32_t k = 0; k < in->figures.n; k++)
+        if (in->figures.fig[k].n) { // a name seen with values only
+            memcpy(st->figure_names[st->n_figures], in->figures.fig[k].name, VL_FIGURE_NAME_MAX);
+            st->figure_means[st->n_figures++] = vl_figure_means_get(&in->figures, k);
+        }
     pthread_mutex_unlock(&in->lock);
     return refused;
 }

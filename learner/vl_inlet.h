@@ -53,4 +53,7 @@ uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st);
 /* Returns the summary of the last episodes' returns and lengths. */
 vl_returns_summary_t vl_inlet_returns(vl_inlet_t *self);
 
+/* Copies the means of the env's own figures over their last values. */
+void vl_inlet_figures(vl_inlet_t *self, vl_figure_means_t *out);
+
 #endif

@@ -164,6 +164,13 @@ static void s_write_metrics(vl_learner_t *self, const vl_stats_t *st)
         .lag_max = st->lag_max,
         .ingest_ms = st->ingest_ms,
         .train_ms = st->train_ms};
+    vl_figure_means_t figures; // about 3.5 KiB
+    vl_inlet_figures(self->inlet, &figures);
+    for (uint32_t k = 0; k < figures.n; k++) {
+        memcpy(row.figure_names[k], figures.fig[k].name, VL_FIGURE_NAME_MAX);
+        row.figure_means[k] = figures.fig[k].n ? vl_figure_means_get(&figures, k) : NAN;
+    }
+    row.n_figures = figures.n;
     vl_metrics_write(self->metrics, &row);
     self->row_steps = st->env_steps;
     self->row_uptime = st->uptime_s;

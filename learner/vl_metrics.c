@@ -62,6 +62,12 @@ int vl_metrics_json(const vl_metrics_row_t *r, char *out, size_t size)
              {"train_ms", r->train_ms}};
     for (size_t i = 0; i < sizeof f / sizeof f[0] && n > 0 && (size_t)n < size; i++)
         n += s_float(out + n, size - (size_t)n, f[i].name, f[i].v);
+    for (uint32_t k = 0; k < r->n_figures && k < VL_FIGURES_KEPT && n > 0 && (size_t)n < size;
+         k++) {
+        char key[VL_FIGURE_NAME_MAX + 4];
+        snprintf(key, sizeof key, "env/%s", r->figure_names[k]); // names: no quote, no escape
+        n += s_float(out + n, size - (size_t)n, key, r->figure_means[k]);
+    }
     if (n > 0 && (size_t)n + 2 < size)
         n += snprintf(out + n, size - (size_t)n, "}\n");
     return n > 0 && (size_t)n < size ? n : -1;
@@ -169,12 +175,19 @@ static int s_write_event(vl_metrics_t *self, const vl_metrics_row_t *r)
                  (float)r->lag_max, r->ingest_ms,
                  r->train_ms,       (float)r->segments_dropped};
     int n = (int)(sizeof v / sizeof v[0]), keep = 0;
-    const char *t2[sizeof v / sizeof v[0]];
-    float v2[sizeof v / sizeof v[0]];
+    const char *t2[sizeof v / sizeof v[0] + VL_FIGURES_KEPT];
+    float v2[sizeof v / sizeof v[0] + VL_FIGURES_KEPT];
+    char figure_tags[VL_FIGURES_KEPT][VL_FIGURE_NAME_MAX + 4];
     for (int i = 0; i < n; i++)
         if (isfinite(v[i]) && (r->window || i > 3)) { // no returns before an episode ends
             t2[keep] = tags[i];
             v2[keep++] = v[i];
+        }
+    for (uint32_t k = 0; k < r->n_figures && k < VL_FIGURES_KEPT; k++)
+        if (isfinite(r->figure_means[k])) {
+            snprintf(figure_tags[k], sizeof figure_tags[k], "env/%s", r->figure_names[k]);
+            t2[keep] = figure_tags[k];
+            v2[keep++] = r->figure_means[k];
         }
     return vl_tfevents_scalars(self->events, (int64_t)r->env_steps, r->wall_time, t2, v2, keep);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../messages/vl_figures.h"
+
 /* One row. */
 typedef struct {
     double wall_time, uptime_s; // epoch seconds; the learner's seconds
@@ -20,6 +22,9 @@ typedef struct {
     float loss_pi, loss_v, entropy, approx_kl, clip_frac, explained_var, lr;
     uint32_t lag_min, lag_median, lag_max;
     float ingest_ms, train_ms;
+    uint32_t n_figures; // the env's own figures: env/NAME, their means over the window
+    char figure_names[VL_FIGURES_KEPT][VL_FIGURE_NAME_MAX];
+    float figure_means[VL_FIGURES_KEPT];
 } vl_metrics_row_t;
 
 typedef struct vl_metrics_s vl_metrics_t;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "vl_action.h"
+#include "vl_figures.h"
 #include "vl_obs.h"
 #include "vl_wire.h"
 
@@ -25,8 +26,8 @@ typedef struct {
     uint32_t obs_dim;        // D: floats per observation, from obs_spec
     uint32_t obs_row_bytes;  // bytes of one observation row (vl_obs.h), from obs_spec
     uint32_t obs_wire_bytes; // packed bytes per observation, from obs_spec
-    vl_action_spec_t action;   // the action space: action.dims floats per step
-    uint32_t schema;           // the schema it was decoded from (encoding: ignored, writes the newest)
+    vl_action_spec_t action; // the action space: action.dims floats per step
+    uint32_t schema; // the schema it was decoded from (encoding: ignored, writes the newest)
     int64_t send_ns;
     int64_t recv_ns;           // receiver's wall clock when it took the segment (not on the wire)
     uint8_t *obs;              // [T + 1][obs_row_bytes] rows; floats [T + 1][D] when all f32
@@ -43,6 +44,7 @@ typedef struct {
     uint32_t n_episodes;       // <= T
     float *episode_returns;    // [n_episodes]
     uint32_t *episode_lengths; // [n_episodes]
+    vl_figures_t figures;      // the env's own figures of those episodes
     uint8_t *wire;             // decoder's scratch for the packed payload
 } vl_segment_t;
 
@@ -233,6 +235,9 @@ typedef struct {
     float train_ms;  // learner ingest -> weights published after training on it, mean
     uint32_t n_refusals;
     vl_refusal_t refusals[VL_REFUSALS_MAX]; // since the learner started, by actor and reason
+    uint32_t n_figures;                     // the env's own figures, each's mean (Stats.figures)
+    char figure_names[VL_FIGURES_KEPT][VL_FIGURE_NAME_MAX];
+    float figure_means[VL_FIGURES_KEPT];
 } vl_stats_t;
 
 /* Encodes stats into a new buffer (caller frees). Returns 0 or -1. */

@@ -1,6 +1,8 @@
 /*  vl_control: the small control messages, Hello, Credit and Stats, to and from
     wire bytes. */
 #include <assert.h>
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "vl_codec.h"
@@ -82,7 +84,7 @@ vl_reason_t vl_credit_decode(const uint8_t *data, size_t size, vl_credit_t *cred
 
 /* Encodes stats into a new buffer. Returns 0 and sets *out (caller frees),
    or -1 on a bad policy id or no memory. */
-void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg)
+void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg, vl_stats_figures_t *store)
 {
     volley__stats__init(msg);
     msg->schema = VL_SCHEMA_VERSION;
@@ -104,6 +106,16 @@ void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg)
     msg->uptime_s = stats->uptime_s;
     msg->ingest_ms = stats->ingest_ms;
     msg->train_ms = stats->train_ms;
+    uint32_t n = stats->n_figures < VL_FIGURES_KEPT ? stats->n_figures : VL_FIGURES_KEPT;
+    for (uint32_t k = 0; k < n; k++) {
+        volley__figure__init(&store->figs[k]);
+        store->figs[k].name = (char *)stats->figure_names[k];
+        store->figs[k].n_values = 1;
+        store->figs[k].values = (float *)&stats->figure_means[k];
+        store->ptrs[k] = &store->figs[k];
+    }
+    msg->n_figures = n;
+    msg->figures = store->ptrs;
 }
 
 int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
@@ -111,8 +123,12 @@ int vl_stats_encode(const vl_stats_t *stats, uint8_t **out, size_t *out_size)
     if (!stats || !vl_policy_id_ok(stats->policy_id) || !out || !out_size ||
         stats->n_refusals > VL_REFUSALS_MAX)
         return -1;
+    for (uint32_t k = 0; k < stats->n_figures && k < VL_FIGURES_KEPT; k++)
+        if (!vl_figure_name_ok(stats->figure_names[k]) || !isfinite(stats->figure_means[k]))
+            return -1;
     Volley__Stats msg;
-    vl_stats_to_msg(stats, &msg);
+    vl_stats_figures_t figures;
+    vl_stats_to_msg(stats, &msg, &figures);
     Volley__Refusal rows[VL_REFUSALS_MAX], *ptrs[VL_REFUSALS_MAX];
     for (uint32_t i = 0; i < stats->n_refusals; i++) {
         if (!vl_wire_name_ok(stats->refusals[i].reason, VL_REFUSAL_TEXT_MAX))
@@ -145,6 +161,16 @@ vl_reason_t vl_stats_check_msg(const Volley__Stats *msg)
     for (size_t i = 0; i < msg->n_refusals; i++)
         if (!vl_wire_name_ok(msg->refusals[i]->reason, VL_REFUSAL_TEXT_MAX))
             return VL_EPOLICY;
+    if (msg->n_figures > VL_FIGURES_KEPT)
+        return VL_ETOOBIG;
+    for (size_t k = 0; k < msg->n_figures; k++) {
+        if (!vl_figure_name_ok(msg->figures[k]->name))
+            return VL_EPOLICY;
+        if (msg->figures[k]->n_values != 1)
+            return VL_ESHAPE;
+        if (!vl_float_is_finite(msg->figures[k]->values[0]))
+            return VL_ENONFINITE;
+    }
     return VL_OK;
 }
 
@@ -177,6 +203,11 @@ static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
         stats->refusals[i].actor_id = r->actor_id;
         memcpy(stats->refusals[i].reason, r->reason, strlen(r->reason) + 1);
         stats->refusals[i].count = r->count;
+    }
+    stats->n_figures = (uint32_t)msg->n_figures;
+    for (size_t k = 0; k < msg->n_figures; k++) {
+        snprintf(stats->figure_names[k], VL_FIGURE_NAME_MAX, "%s", msg->figures[k]->name);
+        stats->figure_means[k] = msg->figures[k]->values[0];
     }
     return VL_OK;
 }

@@ -48,8 +48,7 @@ size_t vl_segment_arrays_size(uint32_t T, const vl_obs_spec_t *spec, uint32_t ac
     lim.max_obs_dim = UINT32_MAX;
     uint32_t dim, wire;
     if (!spec || action_dims == 0 || action_dims > VL_ACTION_DIMS_MAX ||
-        state_size > VL_SEGMENT_STATE_MAX ||
-        vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
+        state_size > VL_SEGMENT_STATE_MAX || vl_obs_spec_check(spec, &lim, &dim, &wire) != VL_OK)
         return SIZE_MAX;
     uint64_t row = vl_obs_row_bytes(spec), steps = (uint64_t)T + 1;
     if (2 * (row + wire) + 120 > UINT64_MAX / steps) // rows, finals, arrays, payload: no overflow
@@ -221,9 +220,8 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     vl_reason_t reason = s_check_header(msg, lim, seg);
     if (reason != VL_OK)
         return reason;
-    void *arrays =
-        reserve(ctx, vl_segment_arrays_size(seg->horizon, &seg->obs_spec, seg->action.dims,
-                                            seg->state_size));
+    void *arrays = reserve(ctx, vl_segment_arrays_size(seg->horizon, &seg->obs_spec,
+                                                       seg->action.dims, seg->state_size));
     if (!arrays)
         return VL_ETOOBIG;
     vl_segment_bind(seg, arrays);
@@ -237,6 +235,8 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     memcpy(seg->state, seg->wire + final_at + (size_t)seg->n_truncated * seg->obs_wire_bytes,
            4 * (size_t)seg->state_size);
     reason = s_copy_episodes(msg, seg);
+    if (reason == VL_OK)
+        reason = vl_figures_from_msg(msg->n_figures, msg->figures, &seg->figures);
     if (reason == VL_OK)
         reason = s_unpack_steps(seg);
     if (reason == VL_OK && (!vl_obs_rows_finite(&seg->obs_spec, seg->horizon + 1, seg->obs) ||
@@ -316,8 +316,8 @@ static uint64_t s_encodable_bytes(const vl_segment_t *seg)
         return 0;
     if (seg->state_size > VL_SEGMENT_STATE_MAX || (seg->state_size && !seg->state))
         return 0;
-    uint64_t bytes = s_payload_bytes(seg->horizon, wire, seg->n_truncated, seg->action.dims,
-                                     seg->state_size);
+    uint64_t bytes =
+        s_payload_bytes(seg->horizon, wire, seg->n_truncated, seg->action.dims, seg->state_size);
     return bytes <= LZ4_MAX_INPUT_SIZE ? bytes : 0;
 }
 
@@ -386,7 +386,10 @@ int vl_segment_encode(const vl_segment_t *seg, uint8_t **out, size_t *out_size)
     Volley__ObsField fields[VL_OBS_FIELDS_MAX];
     Volley__ObsField *ptrs[VL_OBS_FIELDS_MAX];
     Volley__ActionSpace action;
+    Volley__Figure figures[VL_FIGURES_MAX], *figure_ptrs[VL_FIGURES_MAX];
     s_segment_to_msg(seg, &msg, fields, ptrs, &action);
+    msg.n_figures = vl_figures_to_msg(&seg->figures, figures, figure_ptrs);
+    msg.figures = figure_ptrs;
     msg.raw_size = (uint32_t)raw;
     msg.payload.data = block;
     msg.payload.len = len;

@@ -75,8 +75,15 @@ Volley__Status *vl_status_decode(const uint8_t *data, size_t size, vl_reason_t *
 /* Frees a decoded Status and nulls the pointer; safe on NULL and twice. */
 void vl_status_free(Volley__Status **status_p);
 
-/* Fills msg from stats (vl_control.c); msg's strings point into stats. */
-void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg);
+/* Room for a Stats' figures (VL_FIGURES_KEPT of them). */
+typedef struct {
+    Volley__Figure figs[VL_FIGURES_KEPT];
+    Volley__Figure *ptrs[VL_FIGURES_KEPT];
+} vl_stats_figures_t;
+
+/* Fills msg from stats (vl_control.c), its figures in store; msg's strings
+   and values point into stats. */
+void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg, vl_stats_figures_t *store);
 
 /* Checks an unpacked Stats (vl_control.c): schema, policy id, finite
    floats. Returns VL_OK or the reason. */

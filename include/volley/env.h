@@ -21,7 +21,15 @@
     BOX action is already clipped to its bounds.
 
     Version 1 tables (one `num_actions`, step taking an int32) keep loading:
-    vl_env_v1_t below is their layout, read when abi_version is 1.
+    vl_env_v1_t below is their layout, read when abi_version is 1. Version 2
+    tables are version 3's without the episode figures at its end, and load
+    as a table with none.
+
+    Episode figures (version 3, optional): an env may name up to
+    VL_ENV_FIGURES_MAX figures of its own per episode (PufferLib's `score`,
+    `perf`) and give their values as episodes end; the learner averages each
+    over its window of episodes, as it does the return, and shows it as
+    env/NAME in metrics.jsonl and in `volley top`.
 
     Observations are floats: the fields' values concatenated in declared
     order, row-major within a field (`dim` floats, dim = the sum over fields
@@ -48,7 +56,7 @@ extern "C" {
 /* The ABI this header describes. A plugin built against another version is
    refused, naming both. `abi_version` is the first member of vl_env_t in
    every version, so the loader can always read it. */
-#define VL_ENV_ABI_VERSION 2
+#define VL_ENV_ABI_VERSION 3
 
 /* The name of the symbol a plugin exports. */
 #define VL_ENV_SYMBOL "volley_env"
@@ -56,6 +64,8 @@ extern "C" {
 #define VL_ENV_FIELDS_MAX 8 // fields per observation
 #define VL_ENV_NDIM_MAX   4 // dimensions per field
 #define VL_ENV_ACTION_DIMS_MAX 16 // values per action
+#define VL_ENV_FIGURES_MAX 4      // named episode figures per env
+#define VL_ENV_FIGURE_NAME_MAX 32 // bytes of a figure's name, its NUL included
 
 /* The kinds of action space (Gymnasium's Discrete, MultiDiscrete and Box). */
 enum { VL_ENV_DISCRETE = 0, VL_ENV_MULTI_DISCRETE = 1, VL_ENV_BOX = 2 };
@@ -125,6 +135,18 @@ typedef struct vl_env_s {
        terminated[i] or truncated[i] is set). Returns 0, or -1 on failure. */
     int (*vec_step)(void *envs, const float *actions, float *obs, float *rewards,
                     uint8_t *terminated, uint8_t *truncated, float *final_obs);
+
+    /* ---- episode figures (version 3; n_figures 0 and NULL: none) --------- */
+    uint32_t n_figures;                           // 0 .. VL_ENV_FIGURES_MAX
+    const char *figure_names[VL_ENV_FIGURES_MAX]; // 1 .. 31 letters, digits or _ . / -:
+                                                  // "score"; distinct
+    /* Per-env form: writes the figures (n_figures floats) of the episode the
+       last step ended, before volley resets the env. NaN: none this episode. */
+    void (*figures)(void *env, float *out);
+    /* Vectorized form: writes figures [n][n_figures] of the episodes the last
+       vec_step ended (read only where terminated[i] or truncated[i] is set).
+       NaN: none for that episode. */
+    void (*vec_figures)(void *envs, float *out);
 } vl_env_t;
 
 /* The version 1 table: discrete actions alone, passed as int32. A plugin

@@ -16,7 +16,7 @@ from typing import Dict, NamedTuple, Type
 from .action import CAction
 
 __all__ = ["Encoding", "ENCODINGS", "ENCODING_NAMES", "BY_NAME", "F32", "U8", "U2", "U1",
-           "wire_bytes", "FIELDS_MAX", "NDIM_MAX", "TENSORS_MAX", "MODEL_MAX",
+           "wire_bytes", "FIELDS_MAX", "NDIM_MAX", "TENSORS_MAX", "MODEL_MAX", "FIGURES_MAX",
            "ENV_ABI_VERSION", "EnvField", "EnvTable", "ActorParams", "TransportField",
            "TransportSpec", "TransportCounts", "TransportTensor", "MIRRORS"]
 
@@ -46,7 +46,8 @@ def wire_bytes(encoding: str, count: int) -> int:
 FIELDS_MAX, NDIM_MAX = 8, 4  # VL_ENV_FIELDS_MAX, VL_ENV_NDIM_MAX (the transport's the same)
 TENSORS_MAX = 64  # include/volley/learner.h: tensors one publish takes
 MODEL_MAX = 1024  # include/volley/learner.h: VL_TRANSPORT_MODEL_MAX
-ENV_ABI_VERSION = 2
+FIGURES_MAX = 4  # VL_ENV_FIGURES_MAX: an env's own episode figures
+ENV_ABI_VERSION = 3
 
 
 class EnvField(ctypes.Structure):
@@ -56,12 +57,14 @@ class EnvField(ctypes.Structure):
 
 
 class EnvTable(ctypes.Structure):
-    """include/volley/env.h: vl_env_t (only the spec part is filled)."""
+    """include/volley/env.h: vl_env_t (only the spec part is filled; no figures)."""
     _fields_ = [("abi_version", c_uint32), ("name", c_char_p), ("summary", c_char_p),
                 ("n_fields", c_uint32), ("fields", EnvField * FIELDS_MAX),
                 ("action", CAction), ("has_solved_return", c_int),
                 ("solved_return", c_float)]
     _fields_ += [(f"fn{i}", c_void_p) for i in range(10)]  # the functions, left NULL
+    _fields_ += [("n_figures", c_uint32), ("figure_names", c_char_p * FIGURES_MAX),
+                 ("figures", c_void_p), ("vec_figures", c_void_p)]
 
 
 class ActorParams(ctypes.Structure):
