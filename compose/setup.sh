@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config libzmq3-dev libczmq-dev libprotobuf-c-dev
           protobuf-c-compiler liblz4-dev procps iproute2 clang libclang-rt-14-dev
+          curl ca-certificates # tests/ocean_test.sh fetches PufferLib's sdist from PyPI
           docker-compose # tests/compose_test.sh checks compose/docker/ with it (no engine needed)
           python3-zmq python3-protobuf python3-lz4 protobuf-compiler # tests/contract_test.sh
           python3-numpy python3-pytest # the Python package, bindings/python (`import volley`)
