@@ -213,7 +213,8 @@ class Model:
             name, shape, p = self._tensor(i, grads)
             size = int(np.prod(shape))
             carr = (c_float * size).from_address(ctypes.addressof(p.contents))
-            carr._volley_model = self  # type: ignore[attr-defined]  # the memory is the model's: keep it while viewed
+            # the memory is the model's: keep it while viewed (ctypes arrays take attributes)
+            carr._volley_model = self  # type: ignore[attr-defined]
             a = np.ctypeslib.as_array(carr).reshape(shape)
             a.flags.writeable = False
             out[name] = a

@@ -14,7 +14,8 @@ from typing import List, Optional, Sequence, Tuple
 from . import _lib
 
 _INT_MAX = 2**31 - 1
-_spare: List[Tuple[NDArray[np.float32], NDArray[np.float32]]] = []  # the last results returned (two pairs at most), reused once nothing else holds them
+# The last results returned (two pairs at most), reused once nothing else holds them.
+_spare: List[Tuple[NDArray[np.float32], NDArray[np.float32]]] = []
 _spare_lock = threading.Lock()  # finding a free pair and taking it is one step for threads
 
 

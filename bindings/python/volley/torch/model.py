@@ -259,7 +259,8 @@ class VolleyNet(nn.Module):
             self._build_convnet(widths)
         else:
             self._build_towers(widths)
-        self._carried: Optional[torch.Tensor] = None  # act()'s per-env state [n, 2H], a recurrent net's
+        # act()'s per-env state [n, 2H], a recurrent net's
+        self._carried: Optional[torch.Tensor] = None
         if self.action.kind == BOX:
             self.logstd = nn.Parameter(torch.zeros(self.action.dims))
         # Which observation values normalisation touches: the f32 fields'.
