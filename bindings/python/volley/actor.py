@@ -33,7 +33,8 @@ from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint
 
 import numpy as np
 from numpy.typing import ArrayLike
-from typing import Any, Callable, Optional, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, List, Match, NoReturn, Optional, Sequence,
+                    Tuple, Union)
 
 # policy_fn(obs [N, D] float32, weights) -> (actions, logps)
 PolicyFn = Callable[[np.ndarray, "Weights"], Tuple[ArrayLike, ArrayLike]]
@@ -96,8 +97,12 @@ class Spec:
     is checked against its own range. low/high [obs_dim] (float32) hold every
     value's range; a field keeps its widest finite range as its summary."""
 
-    def __init__(self, fields, num_actions=None, name="python", action_start=0, action=None):
-        self.fields, lows, highs = [], [], []
+    def __init__(self, fields: Iterable[Tuple[Any, Any, Any, Any, Any]], num_actions: Any = None,
+                 name: str = "python", action_start: int = 0, action: Any = None) -> None:
+        # (name, encoding, shape, widest finite low, high) of each field, in order
+        self.fields: List[Tuple[str, int, Tuple[int, ...], float, float]] = []
+        lows: List[np.ndarray] = []
+        highs: List[np.ndarray] = []
         for n, e, s, lo, hi in fields:
             shape = tuple(int(d) for d in s)
             lo_a, hi_a, env_lo, env_hi = _bounds(int(e), shape, lo, hi, str(n))
@@ -119,21 +124,21 @@ class Spec:
         self.keyed = len(self.fields) > 1 or self.fields[0][0] != ""
 
     @property
-    def num_actions(self):
+    def num_actions(self) -> int:
         """The policy head's outputs: the choices of a discrete space, the sum
         of a multi-discrete one's, a box's dimensions."""
         return self.action.outputs
 
     @property
-    def action_start(self):
+    def action_start(self) -> int:
         """A Discrete space's first choice (Gymnasium's start); 0 otherwise."""
         return int(self.action.start[0]) if self.action.kind == DISCRETE else 0
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         f = ", ".join(f"{n or '_'}:{ENCODING_NAMES[e]}{list(s)}" for n, e, s, _, _ in self.fields)
         return f"Spec({f}; actions {self.action})"
 
-    def _table(self):
+    def _table(self) -> EnvTable:
         t = EnvTable()
         t.abi_version = ENV_ABI_VERSION
         self._name = self.name.encode()
@@ -148,18 +153,18 @@ class Spec:
         t.action = self.action.to_c()
         return t
 
-    def flatten(self, obs):
+    def flatten(self, obs: Any) -> np.ndarray:
         """One observation (an array, or a dict of the fields) as a float32 row [D]."""
         return self.flatten_batch(obs, batched=False)[0]
 
-    def flatten_batch(self, obs, batched=True):
+    def flatten_batch(self, obs: Any, batched: bool = True) -> np.ndarray:
         """A batch of observations ([N, ...] arrays, a dict of them, or a
         [N, D] array) as float32 [N, D]."""
         if not self.keyed or not isinstance(obs, dict):
             a = np.asarray(obs, dtype=np.float32)
             return a.reshape(-1 if batched else 1, self.obs_dim) if a.size % self.obs_dim == 0 \
                 else _raise(f"obs: {a.size} values, not a multiple of the spec's {self.obs_dim}")
-        parts = []
+        parts: List[np.ndarray] = []
         for (name, _, shape, _, _), size in zip(self.fields, self.sizes):
             if name not in obs:
                 raise ValueError(f"obs: no field '{name}' (the spec has "
@@ -169,11 +174,12 @@ class Spec:
         return np.concatenate(parts, axis=1)
 
 
-def _raise(msg):
+def _raise(msg: str) -> NoReturn:
     raise ValueError(msg)
 
 
-def _bounds(enc, shape, lo, hi, name):
+def _bounds(enc: int, shape: Tuple[int, ...], lo: Any, hi: Any, name: str
+            ) -> Tuple[np.ndarray, np.ndarray, float, float]:
     """A field's declared range per element: (low [size], high [size]) as
     float32 (-inf/+inf: no bound), and the widest finite range (lo, hi) for
     the field's summary ((0, 0): none). Integer encodings have their own rule."""
@@ -182,34 +188,35 @@ def _bounds(enc, shape, lo, hi, name):
     none = (np.full(size, -np.inf, np.float32), np.full(size, np.inf, np.float32), 0.0, 0.0)
     if enc != F32:
         return none
-    lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
-    if lo.ndim == 0 and hi.ndim == 0:
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+    lo64, hi64 = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+    if lo64.ndim == 0 and hi64.ndim == 0:
+        if not (np.isfinite(lo64) and np.isfinite(hi64) and lo64 < hi64):
             return none
     try:
-        lo = np.broadcast_to(lo, shape).reshape(size)
-        hi = np.broadcast_to(hi, shape).reshape(size)
+        low = np.broadcast_to(lo64, shape).reshape(size)
+        high = np.broadcast_to(hi64, shape).reshape(size)
     except ValueError:
-        raise ValueError(f"spec field {name!r}: bounds of shape {np.shape(lo)} / {np.shape(hi)}, "
-                         f"expected a number or the field's shape {shape}") from None
-    if np.isnan(lo).any() or np.isnan(hi).any() or (lo > hi).any():
+        raise ValueError(f"spec field {name!r}: bounds of shape {np.shape(lo64)} / "
+                         f"{np.shape(hi64)}, expected a number or the field's shape "
+                         f"{shape}") from None
+    if np.isnan(low).any() or np.isnan(high).any() or (low > high).any():
         raise ValueError(f"spec field {name!r}: bounds must be numbers with low <= high")
     # float32 bounds, widened by an ulp where rounding moved them inward: a value
     # at the edge stays inside; beyond float32's range, no bound.
-    lo32 = np.where(lo <= -f32max, -np.inf, lo).astype(np.float32)
-    hi32 = np.where(hi >= f32max, np.inf, hi).astype(np.float32)
-    lo32 = np.where(lo32 > lo, np.nextafter(lo32, np.float32(-np.inf)), lo32).astype(np.float32)
-    hi32 = np.where(hi32 < hi, np.nextafter(hi32, np.float32(np.inf)), hi32).astype(np.float32)
+    lo32 = np.where(low <= -f32max, -np.inf, low).astype(np.float32)
+    hi32 = np.where(high >= f32max, np.inf, high).astype(np.float32)
+    lo32 = np.where(lo32 > low, np.nextafter(lo32, np.float32(-np.inf)), lo32).astype(np.float32)
+    hi32 = np.where(hi32 < high, np.nextafter(hi32, np.float32(np.inf)), hi32).astype(np.float32)
     finite = np.isfinite(lo32).all() and np.isfinite(hi32).all() and lo32.min() < hi32.max()
     summary = (float(lo32.min()), float(hi32.max())) if finite else (0.0, 0.0)
     return lo32, hi32, summary[0], summary[1]
 
 
-def _kind(space):
+def _kind(space: Any) -> str:
     return type(space).__name__
 
 
-def _field_of(name, space):
+def _field_of(name: str, space: Any) -> Tuple[str, int, Tuple[int, ...], Any, Any]:
     """One space as a field (name, encoding, shape, low, high)."""
     kind = _kind(space)
     where = f"observation space{f' field {name!r}' if name else ''} ({kind})"
@@ -235,7 +242,7 @@ def _field_of(name, space):
     return (name, F32, shape, low, high)
 
 
-def spec_from_spaces(observation_space, action_space, name="python"):
+def spec_from_spaces(observation_space: Any, action_space: Any, name: str = "python") -> Spec:
     """A Spec from Gymnasium-style spaces (read by attribute, never imported):
     Box float32 -> F32 (with its range when finite), Box uint8 -> U8,
     MultiBinary -> U1, a Dict of those -> one field each in the Dict's order;
@@ -249,7 +256,7 @@ def spec_from_spaces(observation_space, action_space, name="python"):
     return Spec(fields, name=name, action=ActionSpace.from_gym(action_space))
 
 
-def _as_spec(spec, observation_space=None, action_space=None):
+def _as_spec(spec: Any, observation_space: Any = None, action_space: Any = None) -> Spec:
     if isinstance(spec, Spec):
         return spec
     if spec is None and observation_space is not None:
@@ -277,12 +284,12 @@ def env_name(env: Any) -> str:
 # ---- the actor -------------------------------------------------------------
 
 
-class Weights(dict):
+class Weights(Dict[str, np.ndarray]):
     """The newest weights: {tensor name: float32 array}, and .version."""
     version = 0
 
 
-def _ptr(a):
+def _ptr(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
@@ -291,9 +298,9 @@ class _Wake:
     a Ctrl-C ends a wait inside C; only from the main thread and when no one
     else holds the wakeup fd."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.r = self.w = -1
-        self.old = None
+        self.old: Optional[int] = None
         if threading.current_thread() is not threading.main_thread():
             return
         r, w = os.pipe()
@@ -312,7 +319,7 @@ class _Wake:
             return
         self.r, self.w, self.old = r, w, old
 
-    def drain(self):
+    def drain(self) -> bool:
         """True if a signal had written to the pipe."""
         got = False
         while self.r >= 0:
@@ -411,20 +418,20 @@ class Actor:
 
     # -- lifecycle
 
-    def close(self):
+    def close(self) -> None:
         """Stops the actor: queued segments get a second to leave."""
         if getattr(self, "_h", None) and self._h.value:
             _lib.lib.vl_actor_close(ctypes.byref(self._h))
         if getattr(self, "_wake", None):
             self._wake.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Actor:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
@@ -432,7 +439,7 @@ class Actor:
 
     # -- calls
 
-    def _check(self, rc, retry_ok):
+    def _check(self, rc: int, retry_ok: bool) -> bool:
         """Returns True to retry (a signal woke a wait and its handler did not
         raise), raises on an error, False when done."""
         if rc == OK:
@@ -448,21 +455,22 @@ class Actor:
             raise SpecRefused(why)
         raise VolleyError(why)
 
-    def _name_field(self, why):
+    def _name_field(self, why: str) -> str:
         """Adds the field's name to C's "field K element" (a Dict space's key)."""
-        def named(m):
+        def named(m: Match[str]) -> str:
             k = int(m.group(1))
             name = self.spec.fields[k][0] if k < len(self.spec.fields) else ""
             return f"field {k} ({name!r}) element" if name else m.group(0)
         return re.sub(r"field (\d+) element", named, why)
 
-    def _handle(self):
+    def _handle(self) -> c_void_p:
         if not self._h.value:
             raise VolleyError("the actor is closed")
         return self._h
 
-    def _load(self, dst, name, a):
-        a = self.spec.flatten_batch(a) if self.spec.keyed and isinstance(a, dict) else a
+    def _load(self, dst: np.ndarray, name: str, given: Any) -> None:
+        a = self.spec.flatten_batch(given) if self.spec.keyed and isinstance(given, dict) \
+            else given
         try:
             np.copyto(dst, np.reshape(a, dst.shape), casting="unsafe")
         except ValueError:
@@ -470,7 +478,7 @@ class Actor:
             raise ValueError(f"{name}: shape {shape}, expected ({self.num_envs}, "
                              f"{self.spec.obs_dim}) (num_envs x the spec's values)") from None
 
-    def sync(self) -> None:
+    def sync(self) -> int:
         """Waits for the first weights, takes newer ones, beats. Returns the version."""
         h = self._handle()
         while self._check(_lib.lib.vl_actor_sync(h, self._why, len(self._why)), True):
@@ -478,8 +486,8 @@ class Actor:
         return self.weights_version
 
     @property
-    def weights_version(self):
-        return _lib.lib.vl_actor_weights_version(self._handle())
+    def weights_version(self) -> int:
+        return int(_lib.lib.vl_actor_weights_version(self._handle()))
 
     def weights(self) -> "Weights":
         """The newest weights as a Weights dict of float32 arrays (external mode),
@@ -502,7 +510,7 @@ class Actor:
                 raise VolleyError(f"weights tensor {i}: rank {rank} {list(dims[:rank])}, "
                                   f"expected rank {ndim.value} of {rows} x {cols} floats")
             a = np.ctypeslib.as_array(data, shape=(rows * cols,)).copy()
-            w[name.value.decode(errors="replace")] = a.reshape(tuple(dims[:rank]))
+            w[(name.value or b"").decode(errors="replace")] = a.reshape(tuple(dims[:rank]))
         w.version = v
         self._weights = w
         return w
@@ -532,15 +540,16 @@ class Actor:
             actions = actions.astype(np.int32)
         return (actions, self._logps.copy()) if return_logps else actions
 
-    def _external_forward(self):
+    def _external_forward(self) -> None:
+        if self.policy_fn is None:
+            raise ValueError("the actor has no policy_fn")  # act calls this only with one
         self.sync()
         actions, logps = self.policy_fn(self._obs.copy(), self.weights())
         N, space = self.num_envs, self.spec.action
         want = f"[{N}]" if space.kind == DISCRETE else f"[{N}, {space.dims}]"
         try:
-            a = np.asarray(actions, dtype=np.float64)
             lp = np.asarray(logps, dtype=np.float64).reshape(N)
-            a = a.reshape(N, space.dims)
+            a = np.asarray(actions, dtype=np.float64).reshape(N, space.dims)
         except (ValueError, TypeError) as e:
             raise ValueError(f"policy_fn must return (actions {want}, logps [{N}]): "
                              f"{e}") from None
@@ -548,7 +557,7 @@ class Actor:
         np.copyto(self._actions, a, casting="unsafe")
         np.copyto(self._logps, lp, casting="unsafe")
 
-    def _check_external(self, a, lp):
+    def _check_external(self, a: np.ndarray, lp: np.ndarray) -> None:
         """Refuses actions outside the space (or NaN) and non-finite log-probs,
         naming the env, the value and what it must be."""
         space, env = self.spec.action, self.spec.name
@@ -576,9 +585,9 @@ class Actor:
             np.copyto(self._rew, np.reshape(rewards, N), casting="unsafe")
         except ValueError:
             raise ValueError(f"rewards: shape {np.shape(rewards)}, expected ({N},)") from None
-        for name, dst, a in (("terminated", self._term, terminated),
-                             ("truncated", self._trunc, truncated)):
-            a = np.asarray(a)
+        for name, dst, given in (("terminated", self._term, terminated),
+                                 ("truncated", self._trunc, truncated)):
+            a = np.asarray(given)
             if a.shape != (N,):
                 raise ValueError(f"{name}: shape {a.shape}, expected ({N},)")
             if a.dtype != np.bool_ and not np.all((a == 0) | (a == 1)):
@@ -596,29 +605,33 @@ class Actor:
         self._check(rc, False)
 
     @property
-    def steps(self):
-        return _lib.lib.vl_actor_steps(self._handle())
+    def steps(self) -> int:
+        return int(_lib.lib.vl_actor_steps(self._handle()))
 
     @property
-    def segments_sent(self):
-        return _lib.lib.vl_actor_segments_sent(self._handle())
+    def segments_sent(self) -> int:
+        return int(_lib.lib.vl_actor_segments_sent(self._handle()))
 
 
 # ---- driving Gymnasium-style envs -------------------------------------------
 
 
-def _seeds(seed, actor_id, n):
+def _seeds(seed: int, actor_id: int, n: int) -> List[int]:
     return [int(s) for s in np.random.SeedSequence([int(seed), int(actor_id)]).generate_state(n)]
+
+
+# A step of N envs: (next obs [N, D], rewards, terminated, truncated, final obs [N, D]).
+_StepArrays = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 class _EnvList:
     """N single envs stepped one by one; reset on done, final obs = step's obs."""
 
-    def __init__(self, envs, spec, seeds):
+    def __init__(self, envs: List[Any], spec: Spec, seeds: Sequence[int]) -> None:
         self.envs, self.spec = envs, spec
         self.obs = np.stack([spec.flatten(e.reset(seed=s)[0]) for e, s in zip(envs, seeds)])
 
-    def step(self, actions):
+    def step(self, actions: np.ndarray) -> _StepArrays:
         """Steps env i with float actions[i] [dims] as the space's env takes it."""
         N, spec = len(self.envs), self.spec
         nxt = np.empty_like(self.obs)
@@ -637,7 +650,7 @@ class _EnvList:
         return nxt, rew, term, trunc, final
 
 
-def _autoreset_mode(venv):
+def _autoreset_mode(venv: Any) -> Optional[str]:
     mode = (getattr(venv, "metadata", None) or {}).get("autoreset_mode")
     if mode is None:
         return None
@@ -645,7 +658,7 @@ def _autoreset_mode(venv):
     return text.lower().replace("_", "").replace("autoresetmode.", "")
 
 
-def _has_reset_mask():
+def _has_reset_mask() -> bool:
     """Whether the installed Gymnasium's vector envs reset only the envs
     options["reset_mask"] names (Gymnasium 1.1 and later)."""
     try:
@@ -666,10 +679,10 @@ class _VectorEnv:
     end, which NEXT_STEP would spend on the reset, is experience like any
     other."""
 
-    def __init__(self, venv, spec, seed):
+    def __init__(self, venv: Any, spec: Spec, seed: int) -> None:
         mode = _autoreset_mode(venv)
         self.reset_ended = mode is not None and "samestep" not in mode
-        if self.reset_ended and not _has_reset_mask():
+        if mode is not None and self.reset_ended and not _has_reset_mask():
             style = "NEXT_STEP" if "next" in mode else "DISABLED" if "disab" in mode else mode
             raise ValueError(
                 f"vector env autoreset mode {style}: volley resets the ended envs with "
@@ -680,7 +693,7 @@ class _VectorEnv:
         self.venv, self.spec = venv, spec
         self.obs = spec.flatten_batch(venv.reset(seed=int(seed))[0])
 
-    def _infos_final(self, info, done, final):
+    def _infos_final(self, info: Dict[str, Any], done: np.ndarray, final: np.ndarray) -> None:
         """Copies the ended envs' final observations out of info into final."""
         key = self.key
         if key not in info and self.key == "final_observation" and "final_obs" in info:
@@ -696,7 +709,7 @@ class _VectorEnv:
         for i in np.flatnonzero(done):
             final[i] = self.spec.flatten(info[key][i])
 
-    def _reset_ended(self, obs, done, final):
+    def _reset_ended(self, obs: np.ndarray, done: np.ndarray, final: np.ndarray) -> np.ndarray:
         """The step's observations [N, D] with the ended envs' (their final
         ones, into final) replaced by a reset's first ones."""
         final[done] = obs[done]
@@ -706,10 +719,10 @@ class _VectorEnv:
                              "mask left out; use SAME_STEP autoreset or env factories")
         return fresh
 
-    def step(self, actions):
+    def step(self, actions: np.ndarray) -> _StepArrays:
         """Steps with float actions [N, dims] as the space's env takes them."""
-        o, r, te, tr, info = self.venv.step(self.spec.action.to_env(actions))
-        te, tr = np.asarray(te, bool), np.asarray(tr, bool)
+        o, r, te_given, tr_given, info = self.venv.step(self.spec.action.to_env(actions))
+        te, tr = np.asarray(te_given, bool), np.asarray(tr_given, bool)
         done = te | tr
         final = np.zeros_like(self.obs)
         obs = self.spec.flatten_batch(o)

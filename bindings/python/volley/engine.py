@@ -118,7 +118,7 @@ def _need(name: str) -> Any:
 
 
 Stats = Dict[str, float]
-STAT_NAMES = tuple(name for name, _ in _stats._fields_)
+STAT_NAMES = tuple(field[0] for field in _stats._fields_)
 
 
 @dataclasses.dataclass
@@ -187,7 +187,7 @@ class Batch:
     Valid only during the call it was handed to."""
 
     def __init__(self, ptr: int) -> None:
-        self.ptr = ptr
+        self.ptr: Optional[int] = ptr  # None once an OwnedBatch is closed
         self.n = int(_lib.lib.vl_engine_batch_size(ptr))
 
     def nbytes(self, array: int) -> int:
@@ -216,13 +216,13 @@ class Batch:
         return perm
 
 
-def _write_why(why: int, size: int, text: str) -> None:
+def _write_why(why: Optional[int], size: int, text: str) -> None:
     if why and size:
         raw = text.replace("\n", " ").encode(errors="replace")[:size - 1]
         ctypes.memmove(why, raw + b"\0", len(raw) + 1)
 
 
-def _guard(op: str, fn: Callable[[], None], why: int, size: int) -> int:
+def _guard(op: str, fn: Callable[[], None], why: Optional[int], size: int) -> int:
     """Runs fn: 0, or -1 with the exception's message in why (C's loop goes on safely)."""
     try:
         fn()
@@ -243,7 +243,7 @@ def tensors_from_c(tensors: Any, n: int) -> Dict[str, np.ndarray]:
         shape = tuple(int(x) for x in t.shape[:t.ndim])
         count = int(np.prod(shape))
         buf = (c_float * count).from_address(t.data)
-        out[t.name.decode()] = np.frombuffer(buf, np.float32).reshape(shape).copy()
+        out[t.name.decode()] = np.frombuffer(memoryview(buf), np.float32).reshape(shape).copy()
     return out
 
 
@@ -281,36 +281,43 @@ class _Ops:
         self.ops = _ops(None, _UPDATE(self._update), _WEIGHTS(self._weights),
                         _OPTIMIZER(self._optimizer), _LOAD(self._load), _CLOSE(self._close))
 
-    def _update(self, _self, batch, lr, adv_sums, stats, why, size):
-        def run():
+    # The callbacks' arguments as ctypes hands them: a void * is an int (None for NULL), a
+    # typed pointer a ctypes pointer object. C always passes a batch, tensors and outputs.
+    def _update(self, _self: Optional[int], batch: int, lr: float,
+                adv_sums: ctypes._Pointer[c_float], stats: ctypes._Pointer[_stats],
+                why: Optional[int], size: int) -> int:
+        def run() -> None:
             figures, sums = self.engine.update(Batch(batch), float(lr))
             for name in STAT_NAMES:
                 setattr(stats.contents, name, float(figures[name]))
             if adv_sums:
-                sums = np.ascontiguousarray(sums, np.float32)
-                ctypes.memmove(adv_sums, sums.ctypes.data, sums.nbytes)
+                flat = np.ascontiguousarray(sums, np.float32)
+                ctypes.memmove(adv_sums, flat.ctypes.data, flat.nbytes)
         return _guard("update", run, why, size)
 
-    def _weights(self, _self, out, max_n, n, why, size):
-        def run():
+    def _weights(self, _self: Optional[int], out: ctypes._Pointer[TransportTensor], max_n: int,
+                 n: ctypes._Pointer[c_uint32], why: Optional[int], size: int) -> int:
+        def run() -> None:
             n[0] = self.published.fill(out, max_n, self.engine.weights())
         return _guard("weights", run, why, size)
 
-    def _optimizer(self, _self, data, nbytes, why, size):
-        def run():
+    def _optimizer(self, _self: Optional[int], data: ctypes._Pointer[c_void_p],
+                   nbytes: ctypes._Pointer[c_size_t], why: Optional[int], size: int) -> int:
+        def run() -> None:
             raw = bytes(self.engine.optimizer())
             self.opt_buf = ctypes.create_string_buffer(raw, len(raw) or 1)
             data[0] = ctypes.addressof(self.opt_buf)
             nbytes[0] = len(raw)
         return _guard("optimizer", run, why, size)
 
-    def _load(self, _self, tensors, n, opt, opt_size, why, size):
-        def run():
+    def _load(self, _self: Optional[int], tensors: ctypes._Pointer[TransportTensor], n: int,
+              opt: Optional[int], opt_size: int, why: Optional[int], size: int) -> int:
+        def run() -> None:
             raw = ctypes.string_at(opt, opt_size) if opt and opt_size else b""
             self.engine.load(tensors_from_c(tensors, n), raw)
         return _guard("load", run, why, size)
 
-    def _close(self, _self):
+    def _close(self, _self: Optional[int]) -> None:
         if not self.closed:
             self.closed = True
             close = getattr(self.engine, "close", None)
@@ -341,8 +348,9 @@ def main_engine(argv: Sequence[str], open_engine: Callable[[Config], Any]) -> in
     open_engine(Config) returns the engine (see ops_for). Returns the exit code."""
     fn = _need("vl_learner_main_engine")
 
-    def on_open(_ctx, config, ops, why, size):
-        def run():
+    def on_open(_ctx: Optional[int], config: ctypes._Pointer[_config], ops: ctypes._Pointer[_ops],
+                why: Optional[int], size: int) -> int:
+        def run() -> None:
             made = ops_for(open_engine(Config.from_c(config.contents)))
             ctypes.memmove(ops, ctypes.byref(made), ctypes.sizeof(_ops))
         return _guard("open", run, why, size)
@@ -452,7 +460,8 @@ def make_batch(config: Config, n: int, arrays: Mapping[str, Any]) -> OwnedBatch:
     actor_id), encoded as actors send them. VolleyError with C's reason."""
     dtypes = {"truncated": np.uint8, "actor_id": np.uint32}
     keep, a = [], _arrays()
-    for name, _ in _arrays._fields_:
+    for field in _arrays._fields_:
+        name = field[0]
         if arrays.get(name) is None:
             continue
         x = np.ascontiguousarray(arrays[name], dtypes.get(name, np.float32))

@@ -16,14 +16,26 @@ torch.nn.Linear does, so the names are the module's state_dict keys.
 torch is imported only when a TorchPolicy is made: `import volley` works
 without it.
 """
+from __future__ import annotations
+
 import ctypes
 import json
 import os
 import struct
+from typing import TYPE_CHECKING, Any, Dict, List, NoReturn, Tuple, Union
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from . import _lib
+from .action import ActionSpace
+
+if TYPE_CHECKING:  # torch is imported only when a module is made
+    from .torch.model import VolleyNet
+
+_Path = Union[str, "os.PathLike[str]"]
+# One tensor's checked header entry: (dtype name, shape, begin, end) in the data bytes.
+_Entry = Tuple[str, List[int], int, int]
 
 __all__ = ["load_safetensors", "load_export_spec", "SafetensorsError", "TorchPolicy",
            "load_torch_policy", "policy_forward"]
@@ -39,11 +51,11 @@ class SafetensorsError(ValueError):
     """A file that is not valid safetensors, with the reason."""
 
 
-def _fail(path, why):
+def _fail(path: str, why: str) -> NoReturn:
     raise SafetensorsError(f"{path}: {why}")
 
 
-def _read_header(path, raw):
+def _read_header(path: str, raw: bytearray) -> Tuple[Dict[str, Any], int]:
     if len(raw) < 8:
         _fail(path, f"{len(raw)} bytes: too short for the 8-byte header length")
     (n,) = struct.unpack_from("<Q", raw, 0)
@@ -58,14 +70,14 @@ def _read_header(path, raw):
     return header, 8 + n
 
 
-def _check_metadata(path, meta):
+def _check_metadata(path: str, meta: object) -> Dict[str, str]:
     if not isinstance(meta, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                              for k, v in meta.items()):
         _fail(path, "__metadata__ is not an object of strings")
     return meta
 
 
-def _check_entry(path, name, e, data_len):
+def _check_entry(path: str, name: str, e: object, data_len: int) -> _Entry:
     """(dtype, shape, begin, end) of one tensor's header entry, checked."""
     if not isinstance(e, dict) or set(e) != {"dtype", "shape", "data_offsets"}:
         _fail(path, f"tensor {name!r}: wants exactly dtype, shape and data_offsets")
@@ -84,7 +96,7 @@ def _check_entry(path, name, e, data_len):
     return dtype, shape, offs[0], offs[1]
 
 
-def _check_layout(path, spans, data_len):
+def _check_layout(path: str, spans: List[Tuple[int, int, str]], data_len: int) -> None:
     """The tensors' byte ranges tile the data exactly: no gap, no overlap."""
     at = 0
     for begin, end, name in sorted(spans):
@@ -96,7 +108,7 @@ def _check_layout(path, spans, data_len):
         _fail(path, f"{data_len - at} data bytes after the last tensor")
 
 
-def _read(path):
+def _read(path: str) -> Tuple[Dict[str, np.ndarray], Dict[str, str]]:
     with open(path, "rb") as f:
         raw = bytearray(f.read())  # writable: the arrays are views of it
     header, start = _read_header(path, raw)
@@ -104,7 +116,7 @@ def _read(path):
     data_len = len(raw) - start
     entries = {name: _check_entry(path, name, e, data_len) for name, e in header.items()}
     _check_layout(path, [(b, e, n) for n, (_, _, b, e) in entries.items()], data_len)
-    tensors = {}
+    tensors: Dict[str, np.ndarray] = {}
     for name, (dtype, shape, begin, end) in entries.items():
         dt = np.dtype(_DTYPES[dtype])
         tensors[name] = np.frombuffer(raw, dtype=dt, count=(end - begin) // dt.itemsize,
@@ -112,7 +124,7 @@ def _read(path):
     return tensors, meta
 
 
-def load_safetensors(path):
+def load_safetensors(path: _Path) -> Dict[str, np.ndarray]:
     """The tensors of a safetensors file as {name: np.ndarray} (writable, little-endian).
 
     Checks everything first: the header length against the file, the JSON,
@@ -123,30 +135,30 @@ def load_safetensors(path):
     return _read(os.fspath(path))[0]
 
 
-def load_export_spec(path):
+def load_export_spec(path: _Path) -> Any:
     """The architecture and spec `volley export` wrote (a dict), from the
     .safetensors' __metadata__ ("volley"), else the .json beside it."""
-    path = os.fspath(path)
-    if path.endswith(".json"):
-        with open(path) as f:
+    where = os.fspath(path)
+    if where.endswith(".json"):
+        with open(where) as f:
             return json.load(f)
-    meta = _read(path)[1]
+    meta = _read(where)[1]
     if "volley" in meta:
         try:
             return json.loads(meta["volley"])
         except ValueError as e:
-            _fail(path, f"__metadata__ 'volley' is not JSON ({e})")
-    side = (path[:-len(".safetensors")] if path.endswith(".safetensors") else path) + ".json"
+            _fail(where, f"__metadata__ 'volley' is not JSON ({e})")
+    side = (where[:-len(".safetensors")] if where.endswith(".safetensors") else where) + ".json"
     with open(side) as f:
         return json.load(f)
 
 
-def _net_of(spec, path):
+def _net_of(spec: Any, path: str
+            ) -> Tuple[str, List[Tuple[Tuple[int, ...], str]], ActionSpace]:
     """(model spec, observation fields, action space) an export names: its
     architecture's (format 2; format 3 adds the action space, before it one
     discrete choice among num_actions), or volley's MLP read off the tensors
     of an export from before models (format 1)."""
-    from .action import ActionSpace
     arch = spec.get("architecture", {}) if isinstance(spec, dict) else {}
     try:
         if arch.get("action_space") is not None:
@@ -164,7 +176,7 @@ def _net_of(spec, path):
         raise ValueError(f"{path}: its architecture does not say the network ({e!r})") from None
 
 
-def _core_of(spec, path):
+def _core_of(spec: Any, path: str) -> int:
     """The recurrent core an export's architecture names: its LSTM's hidden
     size, 0 for "core": null or none (an export from before recurrent
     models). ValueError for anything else."""
@@ -180,7 +192,7 @@ def _core_of(spec, path):
     return hidden
 
 
-def TorchPolicy(obs_dim, num_actions, hidden=64):
+def TorchPolicy(obs_dim: int, num_actions: int, hidden: int = 64) -> VolleyNet:
     """volley's MLP (the mlp(hidden) model) as a torch.nn.Module whose
     state_dict keys are volley's tensor names (pi.0.weight ... v.2.bias);
     forward(obs) -> (logits, values), log_probs(obs), act(obs, greedy=False).
@@ -190,7 +202,7 @@ def TorchPolicy(obs_dim, num_actions, hidden=64):
                         seed=None)
 
 
-def load_torch_policy(path, device="cpu"):
+def load_torch_policy(path: _Path, device: Any = "cpu") -> VolleyNet:
     """The torch.nn.Module of a `volley export` file's model (volley.torch),
     holding its weights, in eval mode: its action space the export's (.action;
     act(obs, greedy) and dist(outputs) draw from it), observations
@@ -201,16 +213,16 @@ def load_torch_policy(path, device="cpu"):
     observation; forward_seq runs whole sequences. ValueError when the core
     the export names is not its model's."""
     from . import torch as vtorch
-    path = os.fspath(path)
-    spec = load_export_spec(path)
-    model, fields, action = _net_of(spec, path)
-    hidden = _core_of(spec, path)
+    where = os.fspath(path)
+    spec = load_export_spec(where)
+    model, fields, action = _net_of(spec, where)
+    hidden = _core_of(spec, where)
     module = vtorch.build(model, fields, action=action, seed=None)
     if module.hidden != hidden:
-        raise ValueError(f"{path}: its core says {'lstm(%d)' % hidden if hidden else 'none'}, "
+        raise ValueError(f"{where}: its core says {'lstm(%d)' % hidden if hidden else 'none'}, "
                          f"its model {module.spec_text!r} "
                          f"{'ends in lstm(%d)' % module.hidden if module.hidden else 'has none'}")
-    vtorch.load_weights(module, load_safetensors(path))
+    vtorch.load_weights(module, load_safetensors(where))
     return module.to(device).eval()
 
 
@@ -222,7 +234,8 @@ _lib.bind({
 })
 
 
-def policy_forward(checkpoint, obs, num_actions):
+def policy_forward(checkpoint: _Path, obs: ArrayLike, num_actions: int
+                   ) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
     """The C policy (libvolley's forward pass) of a checkpoint file or run
     directory on obs [n, obs_dim]: (log-probs [n, num_actions], values [n])
     as float32 arrays; a multi-discrete policy's log-probs are each
@@ -230,15 +243,15 @@ def policy_forward(checkpoint, obs, num_actions):
     Gaussian's means. Raises VolleyError with the C side's reason."""
     if not _lib.has("vl_kept_forward"):
         raise _lib.VolleyError("this libvolley has no vl_kept_forward")
-    obs = np.ascontiguousarray(obs, dtype=np.float32)
-    if obs.ndim != 2:
-        raise ValueError(f"obs: expected [n, obs_dim], got shape {obs.shape}")
-    n, dim = obs.shape
+    x = np.ascontiguousarray(obs, dtype=np.float32)
+    if x.ndim != 2:
+        raise ValueError(f"obs: expected [n, obs_dim], got shape {x.shape}")
+    n, dim = x.shape
     logp = np.empty((n, num_actions), dtype=np.float32)
     values = np.empty(n, dtype=np.float32)
     why = _lib.why_buffer()
     rc = _lib.lib.vl_kept_forward(os.fsencode(os.fspath(checkpoint)), n, dim, num_actions,
-                                  obs.ctypes.data, logp.ctypes.data, values.ctypes.data,
+                                  x.ctypes.data, logp.ctypes.data, values.ctypes.data,
                                   why, len(why))
     if rc != 0:
         raise _lib.VolleyError(why.value.decode(errors="replace"))

@@ -23,7 +23,8 @@ import ctypes
 from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 
 import numpy as np
-from typing import Any, Mapping, Optional
+from numpy.typing import NDArray
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from . import _lib
 from ._lib import VolleyError
@@ -53,7 +54,8 @@ _lib.bind({
 })
 
 # vl_transport_array_t: name -> (index, dtype, shape given n, T, D, row_bytes; None: by count)
-_ARRAYS = {
+_Shape = Optional[Callable[[int, int, int, int], Tuple[int, ...]]]
+_ARRAYS: Dict[str, Tuple[int, Any, _Shape]] = {
     "obs": (0, np.float32, lambda n, T, D, R: (n, T + 1, D)),
     "obs_rows": (1, np.uint8, lambda n, T, D, R: (n, T + 1, R)),
     "actions": (2, np.float32, None),  # [n, T, dims]: shaped by the spec's action space
@@ -88,35 +90,52 @@ class Batch:
     (the episodes that finished in these segments, segment by segment).
     Fields read as attributes or batch["name"]."""
 
-    def __init__(self, arrays):
+    # The fields (set from the arrays given; obs or obs_rows, as take's unpack chose).
+    obs: np.ndarray
+    obs_rows: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    truncated: np.ndarray
+    logp: np.ndarray
+    final_obs: np.ndarray
+    policy_version: np.ndarray
+    actor_id: np.ndarray
+    env_id: np.ndarray
+    seq: np.ndarray
+    n_episodes: np.ndarray
+    episode_returns: np.ndarray
+    episode_lengths: np.ndarray
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
         self.__dict__.update(arrays)
         self._names = tuple(arrays)
 
-    def __getitem__(self, name):
+    def __getitem__(self, name: str) -> np.ndarray:
         return self.__dict__[name]
 
-    def keys(self):
+    def keys(self) -> Tuple[str, ...]:
         return self._names
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.actions)
 
-    def select(self, keep):
+    def select(self, keep: Any) -> Batch:
         """A Batch of the segments where keep (a bool array [n]) is True."""
-        keep = np.asarray(keep, dtype=bool)
-        out = {k: self.__dict__[k][keep] for k in self._names if not k.startswith("episode_")}
+        mask = np.asarray(keep, dtype=bool)
+        out = {k: self.__dict__[k][mask] for k in self._names if not k.startswith("episode_")}
         ends = np.cumsum(self.n_episodes)
         owner = np.searchsorted(ends, np.arange(len(self.episode_returns)), side="right")
         for k in ("episode_returns", "episode_lengths"):
-            out[k] = self.__dict__[k][keep[owner]]
+            out[k] = self.__dict__[k][mask[owner]]
         return Batch({k: out[k] for k in self._names})
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         shapes = ", ".join(f"{k}{list(self.__dict__[k].shape)}" for k in self._names)
         return f"Batch({shapes})"
 
 
-def _spec_in(spec):
+def _spec_in(spec: Any) -> TransportSpec:
     """A spec dict as vl_transport_spec_t: {"obs_dim": D} (one f32 field) or
     {"fields": [(shape, encoding), ...]}, plus the action space (action: an
     ActionSpace or what ActionSpace.of takes, or num_actions discrete
@@ -133,8 +152,9 @@ def _spec_in(spec):
         raise ValueError(f"spec fields: expected 1 .. {FIELDS_MAX}, got {len(fields)}")
     s = TransportSpec()
     s.n_fields = len(fields)
-    for i, (shape, enc) in enumerate(fields):
-        shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
+    for i, (given, enc) in enumerate(fields):
+        scalar = np.isscalar(given)  # a number (int() refuses the non-numbers among them)
+        shape = (int(given),) if scalar else tuple(int(d) for d in given)
         if enc not in ENCODING_NAMES or not 1 <= len(shape) <= NDIM_MAX:
             raise ValueError(f"spec field {i}: expected (shape of 1 .. {NDIM_MAX} dims, one of "
                              f"{ENCODING_NAMES}), got ({shape}, {enc!r})")
@@ -156,7 +176,7 @@ def _spec_in(spec):
     return s
 
 
-def spec_action(spec: dict) -> ActionSpace:
+def spec_action(spec: Dict[str, Any]) -> ActionSpace:
     """A spec dict's action space: its "action" (an ActionSpace, a dict, an
     int), else a discrete one of its "num_actions". ValueError when neither."""
     if spec.get("action") is not None:
@@ -166,7 +186,7 @@ def spec_action(spec: dict) -> ActionSpace:
     return ActionSpace.discrete(int(spec["num_actions"]))
 
 
-def _spec_out(s):
+def _spec_out(s: TransportSpec) -> Dict[str, Any]:
     fields = [(tuple(s.fields[i].shape[:s.fields[i].ndim]), ENCODING_NAMES[s.fields[i].encoding])
               for i in range(s.n_fields)]
     action = ActionSpace.from_c(s.action)
@@ -176,7 +196,7 @@ def _spec_out(s):
             "model": s.model.decode()}
 
 
-def _as_array(name, value):
+def _as_array(name: str, value: Any) -> NDArray[np.float32]:
     """A tensor (torch or NumPy or nested lists) as a C-contiguous float32 array."""
     if hasattr(value, "detach"):  # a torch tensor, without importing torch
         value = value.detach().cpu().numpy()
@@ -210,25 +230,25 @@ class Learner:
 
     def __init__(self, broker: str = "127.0.0.1:7600", policy: str = "default",
                  capacity: int = 64, spec: Any = None, timeout: float = 30.0) -> None:
-        self._ptr = None
-        capacity = int(capacity)
-        if not 2 <= capacity <= 2**20:
-            raise ValueError(f"capacity: expected 2 .. 2^20 segments, got {capacity}")
+        self._ptr: Optional[int] = None
+        slots = int(capacity)
+        if not 2 <= slots <= 2**20:
+            raise ValueError(f"capacity: expected 2 .. 2^20 segments, got {slots}")
         s = _spec_in(spec) if spec is not None else None
         why = _lib.why_buffer()
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
         ptr = _lib.lib.vl_transport_new(str(broker).encode(), str(policy).encode(),
-                                        ctypes.byref(s) if s is not None else None, capacity,
+                                        ctypes.byref(s) if s is not None else None, slots,
                                         ms, why, len(why))
         if not ptr:
             raise VolleyError(f"Learner({broker!r}, policy={policy!r}): {why.value.decode()}")
         self._ptr = ptr
-        self.broker, self.policy, self.capacity = broker, policy, capacity
+        self.broker, self.policy, self.capacity = broker, policy, slots
         out = TransportSpec()
         _lib.lib.vl_transport_spec(ptr, ctypes.byref(out))
         self.spec = _spec_out(out)
 
-    def _live(self):
+    def _live(self) -> int:
         if not self._ptr:
             raise ValueError("Learner: closed")
         return self._ptr
@@ -243,14 +263,15 @@ class Learner:
         obs_rows (the stored rows, packed fields one byte a value) instead of
         obs."""
         ptr = self._live()
-        n = int(n)
-        if not 1 <= n <= self.capacity // 2:
-            raise ValueError(f"take: n {n}: expected 1 .. capacity // 2 ({self.capacity // 2})")
+        want = int(n)
+        if not 1 <= want <= self.capacity // 2:
+            raise ValueError(f"take: n {want}: expected 1 .. capacity // 2 "
+                             f"({self.capacity // 2})")
         ms = -1 if timeout is None else max(0, int(timeout * 1000))
-        got = _lib.lib.vl_transport_take(ptr, n, ms)
+        got = _lib.lib.vl_transport_take(ptr, want, ms)
         if got == 0 and partial:
             waiting = self.counters["waiting"]
-            got = _lib.lib.vl_transport_take(ptr, min(n, waiting), 0) if waiting else 0
+            got = _lib.lib.vl_transport_take(ptr, min(want, waiting), 0) if waiting else 0
         if got <= 0:
             return None
         try:
@@ -258,10 +279,10 @@ class Learner:
         finally:
             _lib.lib.vl_transport_release(ptr)
 
-    def _gather(self, ptr, n, unpack):
+    def _gather(self, ptr: int, n: int, unpack: bool) -> Dict[str, np.ndarray]:
         T, D, R = self.spec["horizon"], self.spec["obs_dim"], self.spec["row_bytes"]
         dims = self.spec["action"].dims
-        out = {}
+        out: Dict[str, np.ndarray] = {}
         for name, (idx, dtype, shape) in _ARRAYS.items():
             if name == ("obs_rows" if unpack else "obs"):
                 continue
@@ -293,9 +314,9 @@ class Learner:
         items = [(str(k), _as_array(k, v)) for k, v in weights.items()]
         if not 1 <= len(items) <= TENSORS_MAX:
             raise ValueError(f"publish: {len(items)} tensors: expected 1 .. {TENSORS_MAX}")
-        version = int(version)
-        if not 0 <= version < 2**64:
-            raise ValueError(f"publish: version {version}: expected 0 .. 2^64 - 1")
+        v = int(version)
+        if not 0 <= v < 2**64:
+            raise ValueError(f"publish: version {v}: expected 0 .. 2^64 - 1")
         ts = (TransportTensor * len(items))()
         names = [k.encode() for k, _ in items]
         for t, name, (_, a) in zip(ts, names, items):
@@ -303,7 +324,7 @@ class Learner:
             for k, d in enumerate(a.shape):
                 t.shape[k] = d
         why = _lib.why_buffer()
-        if _lib.lib.vl_transport_publish(ptr, version, ts, len(items), int(bool(check_policy)),
+        if _lib.lib.vl_transport_publish(ptr, v, ts, len(items), int(bool(check_policy)),
                                          why, len(why)) != 0:
             raise ValueError(f"publish: {why.value.decode()}")
 
@@ -330,20 +351,20 @@ class Learner:
             raise VolleyError(f"checkpoint: {why.value.decode()}")
 
     @property
-    def counters(self) -> dict:
+    def counters(self) -> Dict[str, Any]:
         """accepted, refused, evicted, env_steps, episodes, mean_return (of
         the last `window` <= 100 episodes), window, waiting; and refusals:
         {reason: count} for the reasons that occurred."""
         ptr = self._live()
         c = TransportCounts()
         _lib.lib.vl_transport_counts(ptr, ctypes.byref(c))
-        out = {name: getattr(c, name) for name, _ in TransportCounts._fields_}
-        refusals = {}
+        out: Dict[str, Any] = {f[0]: getattr(c, f[0]) for f in TransportCounts._fields_}
+        refusals: Dict[str, int] = {}
         for r in range(_lib.lib.vl_transport_reasons()):
             name = c_char_p()
             k = _lib.lib.vl_transport_refused(ptr, r, ctypes.byref(name))
             if k:
-                refusals[name.value.decode()] = k
+                refusals[(name.value or b"").decode()] = k
         out["refusals"] = refusals
         return out
 
@@ -353,11 +374,11 @@ class Learner:
             _lib.lib.vl_transport_destroy(ctypes.byref(c_void_p(self._ptr)))
             self._ptr = None
 
-    def __enter__(self):
+    def __enter__(self) -> Learner:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.close()

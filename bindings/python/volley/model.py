@@ -30,10 +30,10 @@ import threading
 from collections import OrderedDict
 from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 from collections.abc import Sequence
-from typing import Any, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from . import _lib
 from ._lib import VolleyError
@@ -83,13 +83,14 @@ def model_fields(fields: Any) -> List[Tuple[Tuple[int, ...], str]]:
     if isinstance(fields, (str, bytes)) or not isinstance(fields, Sequence):
         raise TypeError(f"fields: expected a list of (shape, encoding), a volley.Spec, a spec "
                         f"dict or an obs_dim, got {type(fields).__name__}")
-    out = []
+    out: List[Tuple[Tuple[int, ...], str]] = []
     for i, f in enumerate(fields):
         try:
-            shape, enc = f
+            given, enc = f
         except (TypeError, ValueError):
             raise TypeError(f"fields[{i}]: expected (shape, encoding), got {f!r}") from None
-        shape = (int(shape),) if np.isscalar(shape) else tuple(int(d) for d in shape)
+        scalar = np.isscalar(given)  # a number (int() refuses the non-numbers among them)
+        shape = (int(given),) if scalar else tuple(int(d) for d in given)
         if enc not in ENCODING_NAMES:
             raise ValueError(f"fields[{i}]: encoding {enc!r}: expected one of {ENCODING_NAMES}")
         out.append((shape, enc))
@@ -120,7 +121,7 @@ def _num_actions(fields: Any, num_actions: Any) -> int:
     return action_of(fields, num_actions).outputs
 
 
-def _c_fields(fields):
+def _c_fields(fields: List[Tuple[Tuple[int, ...], str]]) -> ctypes.Array[TransportField]:
     """A list of (shape, encoding) as a vl_transport_field_t array."""
     if not 1 <= len(fields) <= FIELDS_MAX:
         raise ValueError(f"fields: {len(fields)}: expected 1 .. {FIELDS_MAX}")
@@ -135,13 +136,13 @@ def _c_fields(fields):
     return arr
 
 
-def _as_f32(name, a, shape):
-    """a as a C-contiguous float32 array of shape (a itself when it is one);
-    a torch tensor is taken through NumPy without importing torch."""
-    if hasattr(a, "detach"):
-        a = a.detach().cpu().numpy()
+def _as_f32(name: str, given: Any, shape: Tuple[Optional[int], ...]) -> NDArray[np.float32]:
+    """given as a C-contiguous float32 array of shape (given itself when it is
+    one); a torch tensor is taken through NumPy without importing torch."""
+    if hasattr(given, "detach"):
+        given = given.detach().cpu().numpy()
     try:
-        a = np.ascontiguousarray(a, dtype=np.float32)
+        a = np.ascontiguousarray(given, dtype=np.float32)
     except (TypeError, ValueError) as e:
         raise TypeError(f"{name}: expected an array of floats ({e})") from None
     if a.ndim != len(shape) or any(w is not None and w != d for w, d in zip(shape, a.shape)):
@@ -159,7 +160,7 @@ class Model:
 
     def __init__(self, spec: str, fields: Any, num_actions: Any = None, seed: int = 0,
                  action: Any = None) -> None:
-        self._ptr = None
+        self._ptr: Optional[int] = None
         self.fields = model_fields(fields)
         self.action = action_of(fields, num_actions, action)
         self.num_actions = self.action.outputs
@@ -185,14 +186,16 @@ class Model:
                               f"{_TEXT_MAX} bytes")
         self.spec_text = buf.value.decode()
         self.obs_dim = int(_lib.lib.vl_model_obs_dim(ptr))
-        self._n = None  # batch size of the last forward: what backward takes
-        self._names, self._shapes = [], []
+        self._n: Optional[int] = None  # batch size of the last forward: what backward takes
+        self._names: List[str] = []
+        self._shapes: List[Tuple[int, ...]] = []
         for i in range(_lib.lib.vl_model_tensor_count(ptr)):
             name, shape, _ = self._tensor(i, 0)
             self._names.append(name)
             self._shapes.append(shape)
 
-    def _tensor(self, i, grads):
+    def _tensor(self, i: int, grads: int
+                ) -> Tuple[str, Tuple[int, ...], ctypes._Pointer[c_float]]:
         name = ctypes.create_string_buffer(_NAME_MAX)
         ndim = c_uint32()
         shape = (c_uint32 * _MODELNDIM_MAX)()
@@ -202,15 +205,16 @@ class Model:
                               f"{ndim.value}")
         return name.value.decode(), tuple(shape[:ndim.value]), p
 
-    def _views(self, grads):
+    def _views(self, grads: int) -> OrderedDict[str, np.ndarray]:
         """Read-only NumPy views of the model's tensors (or gradients), each
         holding the model alive while it lives."""
-        out = OrderedDict()
+        out: OrderedDict[str, np.ndarray] = OrderedDict()
         for i in range(len(self._names)):
             name, shape, p = self._tensor(i, grads)
             size = int(np.prod(shape))
             carr = (c_float * size).from_address(ctypes.addressof(p.contents))
-            carr._volley_model = self  # the memory is the model's: keep it while viewed
+            # the memory is the model's: keep it while viewed (ctypes arrays take attributes)
+            carr._volley_model = self  # type: ignore[attr-defined]
             a = np.ctypeslib.as_array(carr).reshape(shape)
             a.flags.writeable = False
             out[name] = a
@@ -247,7 +251,7 @@ class Model:
             raise TypeError(f"set_tensors: expected a mapping of names to arrays, got "
                             f"{type(mapping).__name__}")
         shapes = self.shapes
-        arrays = {}
+        arrays: Dict[str, NDArray[np.float32]] = {}
         for name, value in mapping.items():
             if name not in shapes:
                 raise ValueError(f"set_tensors: {name!r} is not a tensor of this model "
@@ -268,14 +272,14 @@ class Model:
         [n, obs_dim] (raw field values; float32 C-contiguous is passed as it
         is). Keeps what backward needs."""
         ptr = self._live()
-        obs = _as_f32("obs", obs, (None, self.obs_dim))
-        n = obs.shape[0]
+        x = _as_f32("obs", obs, (None, self.obs_dim))
+        n = x.shape[0]
         if not 1 <= n < 2**32:
             raise ValueError(f"obs: {n} observations: expected 1 .. 2^32 - 1")
         logits = np.empty((n, self.num_actions), np.float32)
         values = np.empty(n, np.float32)
         with self._lock:
-            rc = _lib.lib.vl_model_forward(ptr, n, obs.ctypes.data, logits.ctypes.data,
+            rc = _lib.lib.vl_model_forward(ptr, n, x.ctypes.data, logits.ctypes.data,
                                            values.ctypes.data)
             self._n = n if rc == 0 else None
         if rc != 0:
@@ -304,8 +308,8 @@ class Model:
         if not _lib.has("vl_model_forward_seq"):
             raise VolleyError(f"{_lib.path} has no vl_model_forward_seq: a libvolley older "
                               "than recurrent models")
-        obs = _as_f32("obs", obs, (None, None, self.obs_dim))
-        B, T = obs.shape[0], obs.shape[1]
+        x = _as_f32("obs", obs, (None, None, self.obs_dim))
+        B, T = x.shape[0], x.shape[1]
         if not 1 <= B * T < 2**32:
             raise ValueError(f"obs: {B} sequences of {T} steps: expected 1 .. 2^32 - 1 rows")
         S = self.state_size
@@ -322,7 +326,7 @@ class Model:
         state1 = np.empty((B, S), np.float32)
         with self._lock:
             rc = _lib.lib.vl_model_forward_seq(
-                ptr, B, T, obs.ctypes.data, None if s0 is None else s0.ctypes.data,
+                ptr, B, T, x.ctypes.data, None if s0 is None else s0.ctypes.data,
                 None if rs is None else rs.ctypes.data, outputs.ctypes.data,
                 values.ctypes.data, state1.ctypes.data if S else None)
             self._n = B * T if rc == 0 else None
@@ -353,16 +357,16 @@ class Model:
         with self._lock:
             _lib.lib.vl_model_zero_grad(ptr)
 
-    def _live(self):
+    def _live(self) -> int:
         if not self._ptr:
             raise ValueError("Model: no C model (its construction failed)")
         return self._ptr
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         text, fields = getattr(self, "spec_text", None), getattr(self, "fields", None)
         return f"Model({text!r}, fields={fields}, action={getattr(self, 'action', None)})"
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, "_ptr", None):
             _lib.lib.vl_model_destroy(ctypes.byref(c_void_p(self._ptr)))
             self._ptr = None

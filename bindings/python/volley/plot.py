@@ -13,9 +13,14 @@ import json
 import math
 import os
 import sys
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+# A run's metrics: {key: [float, ...]} and "_skipped": the count of malformed lines.
+Metrics = Dict[str, Union[List[float], int]]
+Panel = Tuple[str, str, List[Tuple[str, str, str]], Optional[Tuple[str, str]], str]
 
 # (title, x key, [(y key, label suffix, line style)], band keys or None, y label)
-PANELS = [
+PANELS: List[Panel] = [
     ("return vs env steps", "env_steps", [("return_mean", "", "-")],
      ("return_min", "return_max"), "episode return"),
     ("return vs wall time", "time_s", [("return_mean", "", "-")],
@@ -39,13 +44,13 @@ class PlotError(Exception):
     """A run that cannot be drawn, with the reason (exit 2)."""
 
 
-def _number(v):
+def _number(v: object) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return math.nan
     return float(v) if math.isfinite(v) else math.nan
 
 
-def _mask(out, gate, keys):
+def _mask(out: Dict[str, List[float]], gate: str, keys: Sequence[str]) -> None:
     """NaN (not drawn) where gate is 0: returns of a row with no episode in its
     window (window 0), losses of a row before the first update (version 0)."""
     if gate not in out:
@@ -55,7 +60,7 @@ def _mask(out, gate, keys):
             out[k] = [math.nan if g == 0 else v for g, v in zip(out[gate], out[k])]
 
 
-def read_metrics(run):
+def read_metrics(run: str) -> Metrics:
     """A run's metrics as {key: [float, ...]} (rows in file order; NaN where a
     row lacks the key), plus "time_s": seconds since the run's first row. run is
     a run directory or a metrics.jsonl. Malformed lines are skipped and counted
@@ -63,7 +68,8 @@ def read_metrics(run):
     path = os.path.join(run, "metrics.jsonl") if os.path.isdir(run) else run
     if not os.path.isfile(path):
         raise PlotError(f"{run}: no metrics ({path} is missing; is it a run directory?)")
-    rows, skipped = [], 0
+    rows: List[Dict[str, Any]] = []
+    skipped = 0
     with open(path, "rb") as f:
         for line in f:
             try:
@@ -86,11 +92,12 @@ def read_metrics(run):
     elif "wall_time" in out:
         t0 = next((t for t in out["wall_time"] if not math.isnan(t)), 0.0)
         out["time_s"] = [t - t0 for t in out["wall_time"]]
-    out["_skipped"] = skipped
-    return out
+    metrics: Metrics = dict(out)
+    metrics["_skipped"] = skipped
+    return metrics
 
 
-def run_env(run):
+def run_env(run: str) -> Optional[str]:
     """The env a run trained on, or None: its config.ini's [up] env (volley up),
     else [actor]'s, else [learner]'s (a learner's --run-dir). run is a run
     directory or a metrics.jsonl in one."""
@@ -107,7 +114,7 @@ def run_env(run):
     return None
 
 
-def run_label(run):
+def run_label(run: str) -> str:
     """A run's name for the legend: its directory's name."""
     path = os.path.normpath(os.path.abspath(run))
     if os.path.isfile(path):
@@ -115,16 +122,17 @@ def run_label(run):
     return os.path.basename(path)
 
 
-def _pairs(m, xkey, ykey):
+def _pairs(m: Metrics, xkey: str, ykey: str) -> Tuple[List[float], List[float]]:
     """(xs, ys) where both are numbers."""
     xs, ys = m.get(xkey), m.get(ykey)
-    if not xs or not ys:
+    if not isinstance(xs, list) or not isinstance(ys, list) or not xs or not ys:
         return [], []
     pts = [(x, y) for x, y in zip(xs, ys) if not (math.isnan(x) or math.isnan(y))]
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
-def _draw_panel(ax, panel, runs, colors, solved):
+def _draw_panel(ax: Any, panel: Panel, runs: Sequence[Tuple[str, Metrics]],
+                colors: Sequence[Any], solved: Optional[float]) -> None:
     title, xkey, lines, band, ylabel = panel
     drawn = False
     for (label, m), color in zip(runs, colors):
@@ -162,10 +170,11 @@ def _draw_panel(ax, panel, runs, colors, solved):
                 color="0.5")
 
 
-def plot(runs, out, svg=False):
+def plot(runs: Sequence[str], out: str, svg: bool = False) -> List[str]:
     """Draws the runs' curves (a list of run directories) into out (.png) and,
     with svg, out with .svg. Returns the files written. Raises PlotError."""
-    metrics, kept = [], []
+    metrics: List[Tuple[str, Metrics]] = []
+    kept: List[str] = []
     for r in runs:  # refuse a bad run first; of several, a run without metrics is left out
         try:
             metrics.append((run_label(r), read_metrics(r)))
@@ -184,7 +193,7 @@ def plot(runs, out, svg=False):
     for r, (_, m) in zip(runs, metrics):
         if m["_skipped"]:
             print(f"volley plot: {r}: {m['_skipped']} malformed lines skipped", file=sys.stderr)
-    envs = {run_env(r) for r in runs} - {None}
+    envs = {env for env in map(run_env, runs) if env is not None}
     solved = SOLVED.get(envs.pop()) if len(envs) == 1 else None
     colors = [plt.get_cmap("tab10")(i % 10) for i in range(len(metrics))]
     fig, axes = plt.subplots(3, 3, figsize=(15, 11))
@@ -193,7 +202,7 @@ def plot(runs, out, svg=False):
     handles = [plt.Line2D([], [], color=c, linewidth=2) for c in colors]
     fig.legend(handles, [name for name, _ in metrics], loc="upper center",
                ncol=min(len(metrics), 6), fontsize=9, frameon=False, bbox_to_anchor=(0.5, 0.965))
-    named = sorted({run_env(r) for r in runs} - {None})
+    named = sorted({env for env in map(run_env, runs) if env is not None})
     env_text = ", ".join(named) if named else "env unknown"
     fig.suptitle(f"volley: {len(metrics)} run{'s' if len(metrics) > 1 else ''} ({env_text})",
                  y=0.995, va="top", fontsize=12)
@@ -208,7 +217,7 @@ def plot(runs, out, svg=False):
     return written
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(
         prog="volley plot", description=__doc__.split("\n\n", 1)[1],
         formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -8,23 +8,25 @@ import threading
 
 import numpy as np
 from numpy.typing import ArrayLike
-from typing import Optional, Tuple
+from numpy.typing import NDArray
+from typing import List, Optional, Sequence, Tuple
 
 from . import _lib
 
 _INT_MAX = 2**31 - 1
-_spare = []  # the last results returned (two pairs at most), reused once nothing else holds them
+# The last results returned (two pairs at most), reused once nothing else holds them.
+_spare: List[Tuple[NDArray[np.float32], NDArray[np.float32]]] = []
 _spare_lock = threading.Lock()  # finding a free pair and taking it is one step for threads
 
 
-def _free(pair, shape):
+def _free(pair: Tuple[np.ndarray, np.ndarray], shape: Tuple[int, int]) -> bool:
     """True when pair has this shape and only the cache refers to its arrays (no name, view,
     or list of the caller's holds them)."""
     return pair[0].shape == shape and sys.getrefcount(pair[0]) == 2 and \
         sys.getrefcount(pair[1]) == 2  # the cache's tuple and getrefcount's argument
 
 
-def _results(n, T):
+def _results(n: int, T: int) -> Tuple[NDArray[np.float32], NDArray[np.float32]]:
     """Two float32 [n, T] arrays for the results: an earlier call's when the caller has let
     go of both, else new ones. Fresh 2 MB arrays cost their page faults at every call, and a
     learner calls vtrace on one shape every update: `vs, adv = vtrace(...)` in a loop still
@@ -45,7 +47,7 @@ def _results(n, T):
         return (pair[0], pair[1])
 
 
-def _as_f32(name, a):
+def _as_f32(name: str, a: ArrayLike) -> NDArray[np.float32]:
     """a as a float32 C-contiguous array: a itself when it already is one."""
     try:
         return np.ascontiguousarray(a, dtype=np.float32)
@@ -53,12 +55,13 @@ def _as_f32(name, a):
         raise TypeError(f"{name}: expected an array of floats, got {type(a).__name__} ({e})")
 
 
-def _check_shape(name, a, shape, why):
+def _check_shape(name: str, a: np.ndarray, shape: Tuple[int, ...], why: str) -> None:
     if a.shape != shape:
         raise ValueError(f"{name}: expected shape {shape} {why}, got {a.shape}")
 
 
-def _check_out(name, a, shape, inputs):
+def _check_out(name: str, a: object, shape: Tuple[int, ...],
+               inputs: Sequence[Tuple[str, np.ndarray]]) -> None:
     if not isinstance(a, np.ndarray) or a.dtype != np.float32 or not a.flags.c_contiguous \
             or not a.flags.writeable:
         raise TypeError(f"out {name}: expected a writeable float32 C-contiguous array")
@@ -87,21 +90,22 @@ def vtrace(values: ArrayLike, rewards: ArrayLike, dones: ArrayLike, log_rhos: Ar
     are (no copy); anything else is converted first. The C call releases the
     GIL.
     """
-    values = _as_f32("values", values)
-    if values.ndim != 2 or values.shape[1] < 1:
-        raise ValueError(f"values: expected a 2-D array [n, T+1], got shape {values.shape}")
-    n, T = values.shape[0], values.shape[1] - 1
+    v = _as_f32("values", values)
+    if v.ndim != 2 or v.shape[1] < 1:
+        raise ValueError(f"values: expected a 2-D array [n, T+1], got shape {v.shape}")
+    n, T = v.shape[0], v.shape[1] - 1
     if n > _INT_MAX or T > _INT_MAX:
-        raise ValueError(f"values: shape {values.shape} is over the C kernel's int range")
-    why = f"([n, T] with values {values.shape})"
-    arrays = [("values", values)]
-    for name, a in (("rewards", rewards), ("dones", dones), ("log_rhos", log_rhos),
-                    ("boot", boot)):
-        if a is None and name == "boot":
-            continue
-        a = _as_f32(name, a)
-        _check_shape(name, a, (n, T), why)
-        arrays.append((name, a))
+        raise ValueError(f"values: shape {v.shape} is over the C kernel's int range")
+    why = f"([n, T] with values {v.shape})"
+    arrays: List[Tuple[str, np.ndarray]] = [("values", v)]
+    given: List[Tuple[str, ArrayLike]] = [("rewards", rewards), ("dones", dones),
+                                          ("log_rhos", log_rhos)]
+    if boot is not None:
+        given.append(("boot", boot))
+    for name, given_a in given:
+        f = _as_f32(name, given_a)
+        _check_shape(name, f, (n, T), why)
+        arrays.append((name, f))
     if out is None:
         vs, pg_adv = _results(n, T)
     else:

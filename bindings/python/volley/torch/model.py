@@ -50,7 +50,8 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from typing import Any, List, Mapping, NamedTuple, Optional
+from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple, cast)
 
 import numpy as np
 import torch
@@ -136,10 +137,10 @@ def parse(spec: str, fields: Any = None, num_actions: Optional[int] = None) -> L
     return _read_canonical(canonical(spec, fields, num_actions))
 
 
-def _activations(layers: List[Layer], kinds) -> List[Optional[str]]:
+def _activations(layers: List[Layer], kinds: Iterable[str]) -> List[Optional[str]]:
     """For each layer of the given kinds, in order, the activation the spec puts
     right after it (None when none)."""
-    out = []
+    out: List[Optional[str]] = []
     for i, layer in enumerate(layers):
         if layer.kind in kinds:
             nxt = layers[i + 1].kind if i + 1 < len(layers) else None
@@ -147,11 +148,11 @@ def _activations(layers: List[Layer], kinds) -> List[Optional[str]]:
     return out
 
 
-def _act(name: Optional[str], x):
+def _act(name: Optional[str], x: torch.Tensor) -> torch.Tensor:
     return x if name is None else _ACTS[name](x)
 
 
-def _conv_out(layers: List[Layer], shape):
+def _conv_out(layers: List[Layer], shape: Sequence[int]) -> Tuple[int, int, int]:
     """(channels, rows, cols) after the conv layers on a [c, h, w] field."""
     c, h, w = shape
     for layer in layers:
@@ -167,7 +168,11 @@ class ActionDist:
     space (see the module's docstring); logstd [dims] for a box. Actions are
     [n, dims] (floats or integers; discrete choices as whole numbers)."""
 
-    def __init__(self, space: ActionSpace, outputs, logstd=None) -> None:
+    normal: torch.distributions.Normal  # a box's (cats None)
+    cats: Optional[List[torch.distributions.Categorical]]  # each discrete dimension's
+
+    def __init__(self, space: ActionSpace, outputs: torch.Tensor,
+                 logstd: Optional[torch.Tensor] = None) -> None:
         self.space = space
         if space.kind == BOX:
             if logstd is None:
@@ -178,27 +183,28 @@ class ActionDist:
             self.cats = [torch.distributions.Categorical(logits=z)
                          for z in torch.split(outputs, [int(k) for k in space.n], dim=-1)]
 
-    def log_prob(self, actions):
+    def log_prob(self, actions: torch.Tensor) -> torch.Tensor:
         """The joint log-prob [n] of actions [n, dims] (a box's may be outside its bounds)."""
         if self.cats is None:
             return self.normal.log_prob(actions.to(self.normal.mean.dtype)).sum(-1)
         a = actions.long()
-        return sum(c.log_prob(a[..., d]) for d, c in enumerate(self.cats))
+        # sum from 0 over at least one dimension: a tensor
+        return cast(torch.Tensor, sum(c.log_prob(a[..., d]) for d, c in enumerate(self.cats)))
 
-    def entropy(self):
+    def entropy(self) -> torch.Tensor:
         """The entropy [n], summed over dimensions."""
         if self.cats is None:
             return self.normal.entropy().sum(-1)
-        return sum(c.entropy() for c in self.cats)
+        return cast(torch.Tensor, sum(c.entropy() for c in self.cats))  # as log_prob's
 
-    def sample(self):
+    def sample(self) -> torch.Tensor:
         """Actions [n, dims]: a box's unclipped Gaussian draws (float), else
         each dimension's choice (long)."""
         if self.cats is None:
             return self.normal.sample()
         return torch.stack([c.sample() for c in self.cats], dim=-1)
 
-    def greedy(self):
+    def greedy(self) -> torch.Tensor:
         """The most likely actions [n, dims]: each dimension's argmax (the
         lowest index on ties), or a box's mean clipped to its bounds."""
         if self.cats is None:
@@ -219,7 +225,18 @@ class VolleyNet(nn.Module):
     (pi.logstd after the net's other tensors, then the norm.* tensors when
     normalisation is on)."""
 
-    def __init__(self, layers: List[Layer], fields, num_actions: Any,
+    # The heads: Linear layers, or a memoryless MLP's towers (ModuleLists of them).
+    pi: nn.Module
+    v: nn.Module
+    # Buffers: which observation values normalisation touches, and (while it is
+    # on) the statistics it uses.
+    norm_mask: torch.Tensor
+    norm_obs_mean: torch.Tensor
+    norm_obs_var: torch.Tensor
+    norm_state: torch.Tensor
+
+    def __init__(self, layers: List[Layer], fields: Iterable[Tuple[Sequence[int], str]],
+                 num_actions: Any,
                  spec_text: str = "") -> None:
         super().__init__()
         self.action = ActionSpace.of(num_actions)
@@ -242,7 +259,8 @@ class VolleyNet(nn.Module):
             self._build_convnet(widths)
         else:
             self._build_towers(widths)
-        self._carried = None  # act()'s per-env state [n, 2H], a recurrent net's
+        # act()'s per-env state [n, 2H], a recurrent net's
+        self._carried: Optional[torch.Tensor] = None
         if self.action.kind == BOX:
             self.logstd = nn.Parameter(torch.zeros(self.action.dims))
         # Which observation values normalisation touches: the f32 fields'.
@@ -266,7 +284,7 @@ class VolleyNet(nn.Module):
                 delattr(self, name)
         self.norm = bool(on)
 
-    def normalize(self, obs):
+    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
         """obs [n, obs_dim] as the network sees it: the f32 values normalised
         with the statistics when normalisation is on, else obs itself."""
         if not self.norm:
@@ -274,7 +292,7 @@ class VolleyNet(nn.Module):
         z = ((obs - self.norm_obs_mean) / torch.sqrt(self.norm_obs_var + NORM_EPS))
         return torch.where(self.norm_mask, z.clamp(-NORM_CLIP, NORM_CLIP), obs)
 
-    def _build_convnet(self, widths):
+    def _build_convnet(self, widths: List[int]) -> None:
         convs = [layer for layer in self.layers if layer.kind == "conv"]
         self.conv_acts = _activations(self.layers, ("conv",))
         self.images = [i for i, (shape, _) in enumerate(self.fields) if len(shape) == 3]
@@ -300,14 +318,14 @@ class VolleyNet(nn.Module):
         self.pi = nn.Linear(features, self.num_actions)
         self.v = nn.Linear(features, 1)
 
-    def _build_towers(self, widths):
+    def _build_towers(self, widths: List[int]) -> None:
         dims = [self.obs_dim] + widths
         self.pi = nn.ModuleList([nn.Linear(a, b) for a, b in zip(dims, dims[1:])] +
                                 [nn.Linear(dims[-1], self.num_actions)])
         self.v = nn.ModuleList([nn.Linear(a, b) for a, b in zip(dims, dims[1:])] +
                                [nn.Linear(dims[-1], 1)])
 
-    def _build_recurrent(self, widths):
+    def _build_recurrent(self, widths: List[int]) -> None:
         """The recurrent net (models/vl_rnet.h): torso.J linear layers, one
         nn.LSTM whose weight_ih_l0 .. bias_hh_l0 are lstm.weight_ih ..
         lstm.bias_hh, heads pi and v over its output."""
@@ -326,14 +344,15 @@ class VolleyNet(nn.Module):
         ending in lstm(H), 0 for a memoryless one."""
         return 2 * self.hidden
 
-    def _tower(self, tower, x):
+    def _tower(self, head: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        tower = cast(nn.ModuleList, head)  # a memoryless MLP's heads are towers
         for lin, act in zip(tower[:-1], self.linear_acts):
             x = _act(act, lin(x))
         return tower[-1](x)
 
-    def _features(self, obs):
+    def _features(self, obs: torch.Tensor) -> torch.Tensor:
         parts, image = torch.split(obs, self.sizes, dim=1), 0
-        out = []
+        out: List[torch.Tensor] = []
         for i, x in enumerate(parts):
             if i in self.images:
                 shape, enc = self.fields[i]
@@ -344,26 +363,26 @@ class VolleyNet(nn.Module):
             out.append(x)
         return out[0] if len(out) == 1 else torch.cat(out, dim=1)
 
-    def forward(self, obs):
+    def forward(self, obs: Any) -> Tuple[torch.Tensor, torch.Tensor]:
         """(outputs [n, num_actions], values [n]) of obs [n, obs_dim] (a tensor,
         or anything torch.as_tensor takes): the logits of every discrete
         dimension in turn, or a box's means."""
-        if not torch.is_tensor(obs):
-            obs = torch.as_tensor(obs, dtype=torch.float32)
-        if obs.dim() != 2 or obs.shape[1] != self.obs_dim:
-            raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(obs.shape)}")
+        given = obs if torch.is_tensor(obs) else torch.as_tensor(obs, dtype=torch.float32)
+        if given.dim() != 2 or given.shape[1] != self.obs_dim:
+            raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(given.shape)}")
         if self.hidden:  # n sequences of one step from the zero state, as the C engine's
-            outputs, values, _ = self.forward_seq(obs[:, None, :])
+            outputs, values, _ = self.forward_seq(given[:, None, :])
             return outputs[:, 0], values[:, 0]
-        obs = self.normalize(obs)
+        seen = self.normalize(given)
         if not self.has_conv:
-            return self._tower(self.pi, obs), self._tower(self.v, obs).squeeze(-1)
-        x = self._features(obs)
+            return self._tower(self.pi, seen), self._tower(self.v, seen).squeeze(-1)
+        x = self._features(seen)
         for lin, act in zip(self.torso, self.linear_acts):
             x = _act(act, lin(x))
         return self.pi(x), self.v(x).squeeze(-1)
 
-    def forward_seq(self, obs, state0=None, reset=None):
+    def forward_seq(self, obs: Any, state0: Any = None, reset: Any = None
+                    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A recurrent net over B sequences of T steps: obs [B, T, obs_dim]
         from state0 [B, 2H] (h then c; None: zeros), the state zeroed before
         step t where reset [B, T] (None: nowhere) is true. Returns (outputs
@@ -371,12 +390,12 @@ class VolleyNet(nn.Module):
         vl_model_forward_seq computes."""
         if not self.hidden:
             raise ValueError(f"forward_seq: {self.spec_text!r} has no recurrent core")
-        if not torch.is_tensor(obs):
-            obs = torch.as_tensor(obs, dtype=torch.float32)
-        if obs.dim() != 3 or obs.shape[2] != self.obs_dim:
-            raise ValueError(f"obs: expected shape [B, T, {self.obs_dim}], got {list(obs.shape)}")
-        B, T, H = obs.shape[0], obs.shape[1], self.hidden
-        x = self.normalize(obs)
+        given = obs if torch.is_tensor(obs) else torch.as_tensor(obs, dtype=torch.float32)
+        if given.dim() != 3 or given.shape[2] != self.obs_dim:
+            raise ValueError(f"obs: expected shape [B, T, {self.obs_dim}], "
+                             f"got {list(given.shape)}")
+        B, T, H = given.shape[0], given.shape[1], self.hidden
+        x = self.normalize(given)
         for lin, act in zip(self.torso, self.linear_acts):
             x = _act(act, lin(x))
         h, c = self._state_parts(state0, B, x)
@@ -384,30 +403,33 @@ class VolleyNet(nn.Module):
         y, (h, c) = self._lstm_run(x, h, c, keep)
         return self.pi(y), self.v(y).squeeze(-1), torch.cat([h[0], c[0]], dim=1).reshape(B, 2 * H)
 
-    def _state_parts(self, state0, B, like):
+    def _state_parts(self, state0: Any, B: int, like: torch.Tensor
+                     ) -> Tuple[torch.Tensor, torch.Tensor]:
         """(h, c), each [1, B, H], of a state [B, 2H] (None: zeros)."""
         H = self.hidden
         if state0 is None:
             zero = like.new_zeros(1, B, H)
             return zero, zero
-        state0 = torch.as_tensor(state0, dtype=like.dtype, device=like.device)
-        if tuple(state0.shape) != (B, 2 * H):
-            raise ValueError(f"state0: expected shape [{B}, {2 * H}], got {list(state0.shape)}")
-        return state0[None, :, :H], state0[None, :, H:]
+        s = torch.as_tensor(state0, dtype=like.dtype, device=like.device)
+        if tuple(s.shape) != (B, 2 * H):
+            raise ValueError(f"state0: expected shape [{B}, {2 * H}], got {list(s.shape)}")
+        return s[None, :, :H], s[None, :, H:]
 
     @staticmethod
-    def _keep(reset, B, T, like):
+    def _keep(reset: Any, B: int, T: int, like: torch.Tensor) -> Optional[torch.Tensor]:
         """1 where the state carries into a step, 0 where reset [B, T] zeroes
         it first, as a [B, T] float of like's kind; None when nothing resets."""
         if reset is None:
             return None
-        reset = torch.as_tensor(reset, device=like.device)
-        if tuple(reset.shape) != (B, T):
-            raise ValueError(f"reset: expected shape [{B}, {T}], got {list(reset.shape)}")
-        reset = reset != 0
-        return None if not bool(reset.any()) else (~reset).to(like.dtype)
+        given = torch.as_tensor(reset, device=like.device)
+        if tuple(given.shape) != (B, T):
+            raise ValueError(f"reset: expected shape [{B}, {T}], got {list(given.shape)}")
+        zeroed = given != 0
+        return None if not bool(zeroed.any()) else (~zeroed).to(like.dtype)
 
-    def _lstm_run(self, x, h, c, keep):
+    def _lstm_run(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor,
+                  keep: Optional[torch.Tensor]
+                  ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
         """The LSTM over x [B, T, F] from (h, c), zeroing the state of
         sequence b before step t where keep[b, t] is 0: one nn.LSTM call per
         run of steps between the steps where some sequence resets (exact:
@@ -416,14 +438,14 @@ class VolleyNet(nn.Module):
             return self.lstm(x, (h.contiguous(), c.contiguous()))
         T = x.shape[1]
         cuts = [t for t in range(T) if t == 0 or bool((keep[:, t] == 0).any())] + [T]
-        ys = []
+        ys: List[torch.Tensor] = []
         for a, b in zip(cuts, cuts[1:]):
             k = keep[None, :, a, None]
             y, (h, c) = self.lstm(x[:, a:b], ((h * k).contiguous(), (c * k).contiguous()))
             ys.append(y)
         return torch.cat(ys, dim=1), (h, c)
 
-    def reset_state(self, envs=None) -> None:
+    def reset_state(self, envs: Any = None) -> None:
         """Zeroes act()'s carried state: every env's (envs None; the next act
         starts from zero for however many envs it is given), or those envs
         (a [n] mask or indices) whose episode starts at their next
@@ -434,11 +456,11 @@ class VolleyNet(nn.Module):
         with torch.no_grad():
             self._carried[torch.as_tensor(envs, device=self._carried.device)] = 0
 
-    def dist(self, outputs) -> ActionDist:
+    def dist(self, outputs: torch.Tensor) -> ActionDist:
         """The action distribution of head outputs [n, num_actions] (forward's)."""
         return ActionDist(self.action, outputs, getattr(self, "logstd", None))
 
-    def log_probs(self, obs):
+    def log_probs(self, obs: Any) -> torch.Tensor:
         """log pi(a|obs): [n, num_actions] for one discrete choice (every
         action's); for other spaces, use dist(forward(obs)[0]).log_prob(actions)."""
         if self.action.kind != DISCRETE:
@@ -446,7 +468,7 @@ class VolleyNet(nn.Module):
                              f"this policy's space is {self.action} (use dist().log_prob)")
         return torch.log_softmax(self.forward(obs)[0], dim=-1)
 
-    def act(self, obs, greedy=False, first=None):
+    def act(self, obs: Any, greedy: bool = False, first: Any = None) -> torch.Tensor:
         """Actions sampled from the policy, or its most likely (greedy): [n]
         for one discrete choice, else [n, dims] (a box's samples unclipped,
         its greedy mean clipped to the bounds). A recurrent net carries a
@@ -454,14 +476,14 @@ class VolleyNet(nn.Module):
         the envs where first [n] (a mask: the observation opens an episode)
         is true, or after reset_state(); a different n starts every env
         from zero."""
-        obs = torch.as_tensor(obs, dtype=torch.float32)
+        x = torch.as_tensor(obs, dtype=torch.float32)
         if self.hidden:
-            return self._act_recurrent(obs, greedy, first)
-        d = self.dist(self.forward(obs)[0])
+            return self._act_recurrent(x, greedy, first)
+        d = self.dist(self.forward(x)[0])
         a = d.greedy() if greedy else d.sample()
         return a[:, 0] if self.action.kind == DISCRETE else a
 
-    def _act_recurrent(self, obs, greedy, first):
+    def _act_recurrent(self, obs: torch.Tensor, greedy: bool, first: Any) -> torch.Tensor:
         if obs.dim() != 2 or obs.shape[1] != self.obs_dim:
             raise ValueError(f"obs: expected shape [n, {self.obs_dim}], got {list(obs.shape)}")
         n = obs.shape[0]
@@ -475,7 +497,7 @@ class VolleyNet(nn.Module):
             a = d.greedy() if greedy else d.sample()
         return a[:, 0] if self.action.kind == DISCRETE else a
 
-    def extra_repr(self):
+    def extra_repr(self) -> str:
         return f"spec={self.spec_text!r}, fields={self.fields}"
 
 
@@ -489,7 +511,8 @@ C_NAMES = (("lstm.weight_ih_l0", "lstm.weight_ih"), ("lstm.weight_hh_l0", "lstm.
 _LAST = 4  # of C_NAMES: the module's own tensors, which state_dict puts first
 
 
-def _c_names(module, state, prefix, local_metadata):
+def _c_names(module: nn.Module, state: Dict[str, Any], prefix: str,
+             local_metadata: Dict[str, Any]) -> Dict[str, Any]:
     """state_dict hook: the C model's names and order: the LSTM's without
     nn.LSTM's layer suffix, where they are; the box's log-stds as pi.logstd
     after the net's tensors, then the normalisation buffers as norm.*."""
@@ -504,7 +527,7 @@ def _c_names(module, state, prefix, local_metadata):
     return state
 
 
-def _module_names(state, prefix, *args):
+def _module_names(state: Dict[str, Any], prefix: str, *args: Any) -> None:
     """load_state_dict pre-hook: the C model's names back to the module's."""
     for ours, theirs in C_NAMES:
         if prefix + theirs in state:
@@ -542,10 +565,11 @@ def build(spec: str, fields: Any, num_actions: Any = None,
     return module
 
 
-def state_dict_from(mapping: Mapping[str, Any], dtype=torch.float32) -> "OrderedDict":
+def state_dict_from(mapping: Mapping[str, Any], dtype: torch.dtype = torch.float32
+                    ) -> OrderedDict[str, torch.Tensor]:
     """name -> torch tensor (copies, dtype) of a mapping of names to arrays
     (what a Learner publishes, a checkpoint or an export holds)."""
-    out = OrderedDict()
+    out: OrderedDict[str, torch.Tensor] = OrderedDict()
     for name, value in mapping.items():
         if isinstance(value, torch.Tensor):
             out[name] = value.detach().to(dtype=dtype, copy=True)
