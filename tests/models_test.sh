@@ -4,8 +4,8 @@
 #  2. `volley up --env catch-pixels` trains the cnn preset end to end (the learner publishes
 #     conv weights, the actors act on them), and the run keeps the model: `volley eval` plays
 #     it and `volley export` writes the conv tensors in PyTorch's shapes and the model text;
-#  3. an actor whose --model differs from its policy's is refused by the broker and exits 2,
-#     naming both models; a learner without --env takes the model from the broker's spec.
+#  3. an actor whose --model names another network than its policy's is refused by the broker
+#     and exits 2, naming both models (one given no --model follows its learner's instead); a learner without --env takes the model from the broker's spec.
 # Usage: models_test.sh path/to/volley
 . "$(dirname "$0")/lib.sh"
 cd "$TMP" || fail "no temp dir"
@@ -71,7 +71,7 @@ PIDS+=($!)
     --model "conv(8,4,2) relu linear(32) relu" > actor.log 2>&1 &
 PIDS+=($!)
 wait_for learner.log 30 "version=[1-9]" || fail "the learner of a custom model did not train"
-"$VOLLEY" actor --env catch-pixels --broker $B --envs 2 --id 2 > bad-actor.log 2>&1
+"$VOLLEY" actor --env catch-pixels --broker $B --envs 2 --id 2 --model cnn > bad-actor.log 2>&1
 rc=$?
 [ $rc -eq 2 ] || fail "an actor of another model exited $rc, not 2"
 grep -q "model: policy 'default' has 'conv(8,4,2) relu linear(32) relu', this actor 'conv(16,3,2) relu" \
