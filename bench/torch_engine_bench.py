@@ -53,6 +53,7 @@ except ImportError as e:
 from volley import ActionSpace  # noqa: E402
 from volley import engine as E  # noqa: E402
 from volley import _lib  # noqa: E402
+from volley._types import TransportTensor  # noqa: E402
 from volley.torch_engine import TorchEngine  # noqa: E402
 
 CASES = [  # name, fields, action, model, n, T, changes to the learner's defaults
@@ -108,7 +109,7 @@ def sync(device):
 
 def publish(eng):
     """What the learner's publication reads: every tensor's table entry."""
-    t = E._tensor()
+    t = TransportTensor()
     for i in range(_lib.lib.vl_engine_tensor_count(eng.ptr)):
         _lib.lib.vl_engine_tensor(eng.ptr, i, E.ctypes.byref(t))
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # compose/docker/: the learner host's and the actor hosts' compose files, with
 # their example env files, pass Debian's `docker-compose config` and render the
-# services, commands, restart policy, networking and volumes the README
+# services, commands, restart policy, networking and volumes docs/deploy.md
 # promises; an actor host without BROKER is refused with the reason. Then the
 # commands the containers would run (entrypoint + command, from the rendered
 # config, container paths mapped to the volumes' sources) run as plain
 # processes on loopback: the broker listens on its five ports, the learner
 # trains from two actors, the monitor's `top` sees them, a broker restart is
 # survived, the learner leaves a checkpoint and the broker a recording; then the
-# same with CURVE keys laid out per host as the README says. An actor that dies
+# same with CURVE keys laid out per host as docs/deploy.md says. An actor that dies
 # stops its host's others (so the restart policy starts them all again).
 # No Docker engine is needed.
 . "$(dirname "$0")/lib.sh"
@@ -221,7 +221,7 @@ n=$(ls "$TMP"/data/recordings/broker-*.vlrec 2> /dev/null | wc -l)
 [ "$n" -eq 2 ] || fail "wanted a recording per broker start in DATA/recordings, found $n"
 pass "an actor that dies stops the other (exit 1: restart); checkpoint and $n recordings in DATA"
 
-# --- CURVE: keys laid out as the README distributes them ---
+# --- CURVE: keys laid out as docs/deploy.md distributes them ---
 K=$TMP/keygen
 "$VOLLEY" keygen "$K" > /dev/null || fail "keygen"
 mkdir -p "$TMP/lkeys" "$TMP/akeys"
@@ -254,7 +254,7 @@ grep -q "kind=actor id=3001 " "$TMP/cctl.log" || fail "the monitor's ctl status:
 stop $CACTORS_PID
 wait $CACTORS_PID 2> /dev/null
 for p in $actor_pids; do kill -0 "$p" 2> /dev/null && fail "actor $p outlived its launcher's SIGTERM"; done
-pass "with CURVE: each host's keys directory as the README lists it; learner, actors 3001 3002 and the monitor's top and ctl get in; SIGTERM stops the actors"
+pass "with CURVE: each host's keys directory as docs/deploy.md lists it; learner, actors 3001 3002 and the monitor's top and ctl get in; SIGTERM stops the actors"
 
 # The entrypoint refuses half a key set with the reason.
 rm "$TMP/akeys/actor.cert_secret"

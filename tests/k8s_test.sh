@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # deploy/k8s/: the kustomize base and the cpu and gpu overlays render with
 # `kubectl kustomize`, pass kubernetes-validate --strict against two Kubernetes
-# versions, and hold what the README promises (tests/k8s_check.py check). Then
+# versions, and hold what docs/deploy.md promises (tests/k8s_check.py check). Then
 # the cpu overlay's containers run as plain processes (tests/k8s_check.py run):
 # their commands and arguments as rendered, the Secrets from a real
 # `volley keygen --k8s-secrets` written where the pod mounts them, the headless

@@ -37,7 +37,7 @@ ocean_install() {
     export PKG_CONFIG_PATH=$TMP/prefix/lib/pkgconfig
 }
 
-# Builds envs/ocean/$1.c into $TMP/lib$1.so with the README's line.
+# Builds envs/ocean/$1.c into $TMP/lib$1.so with docs/envs.md's line.
 ocean_build() {
     local e=$1
     (cd "$TMP" && cp "$SRC/envs/ocean/$e.c" . &&

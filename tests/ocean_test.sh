@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # PufferLib's Ocean envs through include/volley/ocean.h: pong, breakout,
-# snake and connect4 built as plugins with the README's line, each stepped
+# snake and connect4 built as plugins with docs/envs.md's line, each stepped
 # through its volley_env table beside the same header stepped directly
 # (tests/ocean_check.c) for thousands of steps across episode ends and time
 # limits: every observation, reward, terminal and figure equal. Then each

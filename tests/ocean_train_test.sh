@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # volley learns PufferLib's pong through include/volley/ocean.h: the plugin
-# built from the 3.0.0 sdist with the README's line, `volley up` on 2
+# built from the 3.0.0 sdist with docs/envs.md's line, `volley up` on 2
 # actors, until the learner's mean score (env/score in metrics.jsonl, over
 # its last 100 episodes; the return also counts 0.1 a bounce) is 18 or more.
 # Budget: 120 s a run, at most two runs (explicit --max-seconds and --max-steps).

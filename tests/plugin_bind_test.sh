@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A plugin's names are its own: tests/plugins/vl_clash_env.c, built with the README's line,
+# A plugin's names are its own: tests/plugins/vl_clash_env.c, built with docs/envs.md's line,
 # defines plain `step()` and `reset()` and a `vl_now_ns` named like one of libvolley's own
 # functions; loaded by volley, each of its calls must reach its own definition, and it trains
 # to solved. A plugin that crashes is reported by signal and path, and `volley up` says how the
@@ -9,7 +9,7 @@
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(dirname "$VOLLEY")
 cd "$TMP" || fail "cd $TMP"
-# The README's line; -I stands in for `pkg-config --cflags volley` of an installed volley.
+# docs/envs.md's line; -I stands in for `pkg-config --cflags volley` of an installed volley.
 cc -shared -fPIC -o libclash.so "$SRC/tests/plugins/vl_clash_env.c" -I"$SRC/include" -I"$BUILD/include" \
     2> cc.log || fail "the plugin does not build: $(head -5 cc.log)"
 nm -D --defined-only libclash.so | grep -qw vl_now_ns || fail "libclash.so exports no vl_now_ns"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An environment plugin built outside the tree, as the README says: install
+# An environment plugin built outside the tree, as docs/envs.md says: install
 # volley into a temporary prefix, compile envs/plugins/corridor.c against
 # nothing but `pkg-config --cflags volley`, and let the installed volley
 # (which holds libvolley's objects) train it until solved.
@@ -49,7 +49,7 @@ got=$("$PREFIX/bin/volley" --version)
 [ "$got" = "volley $want" ] || fail "installed volley --version says '$got', wanted 'volley $want'"
 pass "installed volley ($got) hands Python the installed $lib"
 
-# The README's build line, from a directory outside the source tree.
+# docs/envs.md's build line, from a directory outside the source tree.
 mkdir -p "$TMP/src"
 cp "$SRC/envs/plugins/corridor.c" "$TMP/src/"
 cd "$TMP/src" || fail "cd $TMP/src"

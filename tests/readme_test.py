@@ -1,7 +1,10 @@
-"""Runs every command of README.md's ```sh blocks, so that the README cannot drift.
+"""Runs every command of the ```sh blocks of README.md and docs/*.md, so that they cannot drift.
 
-usage: readme_test.py SRC_DIR BUILD_DIR [BLOCK_LINE...]   (the lines where chosen blocks start)
+usage: readme_test.py SRC_DIR BUILD_DIR [[FILE:]LINE...]   (where chosen blocks start; FILE is
+       relative to SRC_DIR, e.g. docs/envs.md:52; a bare LINE is README.md's)
 
+Every page of docs/ must be linked from README.md, and every relative link of README.md and
+docs/*.md must name a file that exists (and a heading of it, after #): else the test fails.
 Each block runs as one bash script (set -e: a failing command fails the test) in a sandbox
 directory that looks like the checkout after `bash compose/setup.sh`: build/ (the real build),
 bindings/, bench/, compose/, messages/ and .venv/ are links to the checkout's, tests/ is a
@@ -12,8 +15,9 @@ rules, so that it runs here, in a bounded time, without touching the machine:
   - addresses: the README's port 7600 and host 10.0.0.10 (or HOST) become 127.0.0.1 and a
     free port; a broker without --port gets it;
   - placeholders: N (an actor host's number) is 1; myenv.c is the ```c block above the
-    command; --prefix /usr/local becomes a prefix in the sandbox (PKG_CONFIG_PATH names it,
-    ldconfig only links it: -n), /etc/volley a directory in the sandbox;
+    command in the same file; --prefix /usr/local becomes a prefix in the sandbox
+    (PKG_CONFIG_PATH names it, ldconfig only links it: -n), /etc/volley a directory in the
+    sandbox;
   - no Docker engine runs here: `docker-compose ... up -d` and `... run --rm monitor` run as
     `docker-compose ... config -q`, which parses and checks the compose file and settings;
   - a block's lines are separate terminals: a broker, learner or actor not sent to the
@@ -82,6 +86,18 @@ def blocks(readme):
             lang = None
         elif lang is not None:
             buf.append(line)
+    return out
+
+
+def sh_blocks_of(page):
+    """[(line, text, c_before)] of a page's sh blocks, c_before the ```c block above it in the
+    page (myenv.c), or None."""
+    out, c_before = [], None
+    for line, lang, text in blocks(page):
+        if lang == "c":
+            c_before = text
+        elif lang == "sh":
+            out.append((line, text, c_before))
     return out
 
 
@@ -193,14 +209,14 @@ def kill_session(sid):
         time.sleep(0.3)
 
 
-def run_block(line, text, c_before, env, root):
-    """Runs one block; returns (ok, seconds, output tail)."""
+def run_block(name, text, c_before, env, root):
+    """Runs one block (its script saved as root/name); returns (ok, seconds, output tail)."""
     if c_before is not None:
         (root / "myenv.c").write_text(c_before + "\n")
     code = script(text, env)
-    (root / f"block{line}.sh").write_text(code)
+    (root / name).write_text(code)
     start = time.monotonic()
-    p = subprocess.Popen(["bash", str(root / f"block{line}.sh")], cwd=root, env=env,
+    p = subprocess.Popen(["bash", str(root / name)], cwd=root, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     try:
@@ -215,47 +231,108 @@ def run_block(line, text, c_before, env, root):
     return p.returncode == 0, time.monotonic() - start, out[-3000:] + notes
 
 
+def pages(src):
+    """README.md, then docs/*.md by name: the files whose sh blocks run."""
+    return ["README.md"] + sorted(str(f.relative_to(src)) for f in (src / "docs").glob("*.md"))
+
+
+def slug(heading):
+    """The anchor a heading gets on GitHub: lower case, punctuation gone, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def link_problems(src, files):
+    """['FILE:LINE: why'] for each docs page README.md does not link and each relative link
+    (to a file, or to a heading of one after #) that leads nowhere."""
+    problems, linked = [], set()
+    for name in files:
+        path, fence = src / name, False
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                fence = not fence
+                continue
+            if fence:
+                continue
+            for target in re.findall(r"\]\(([^)\s]+)\)", line):
+                if re.match(r"^[a-z]+:", target):
+                    continue  # https:, mailto:: not this checkout's to check
+                file, _, anchor = target.partition("#")
+                dest = (path.parent / file).resolve() if file else path.resolve()
+                if not dest.is_file():
+                    problems.append(f"{name}:{i}: link to {target}: no such file")
+                    continue
+                if name == "README.md":
+                    linked.add(dest)
+                heads = re.findall(r"^#+ (.*)$", dest.read_text(), re.M) if anchor else []
+                if anchor and dest.suffix == ".md" and anchor not in {slug(h) for h in heads}:
+                    problems.append(f"{name}:{i}: link to {target}: no such heading")
+    for name in files[1:]:
+        if (src / name).resolve() not in linked:
+            problems.append(f"{name}:1: not linked from README.md")
+    return problems
+
+
+def chosen(args):
+    """{(file, line)} from [FILE:]LINE arguments; a bare LINE is README.md's."""
+    out = set()
+    for a in args:
+        file, _, line = a.rpartition(":")
+        out.add((file or "README.md", int(line)))
+    return out
+
+
 def main():
     if len(sys.argv) < 3:
-        print(__doc__.splitlines()[2], file=sys.stderr)
+        print("\n".join(__doc__.splitlines()[2:4]), file=sys.stderr)
         return 2
     if os.environ.get("VOLLEY_README_TEST"):
         print("FAIL: readme_test started inside itself (a README command ran the test suite)")
         return 1
     os.environ["VOLLEY_README_TEST"] = "1"
     src, build = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
-    only = {int(a) for a in sys.argv[3:]}
-    all_blocks = blocks((src / "README.md").read_text())
+    only = chosen(sys.argv[3:])
+    files = pages(src)
+    problems = link_problems(src, files)
+    for p in problems:
+        print(f"FAIL {p}", flush=True)
+    sh_blocks = [(name, line, text, c_before) for name in files
+                 for line, text, c_before in sh_blocks_of((src / name).read_text())]
+    missing = sorted(f"{f}:{n}" for f, n in only - {(f, n) for f, n, _, _ in sh_blocks})
+    for m in missing:
+        print(f"FAIL {m}: no ```sh block starts there", flush=True)
     root = Path(tempfile.mkdtemp(prefix="readme_test."))
     sandbox(src, build, root)
-    failed, ran, c_before = [], 0, None
+    failed, ran = [], 0
     try:
-        for line, lang, text in all_blocks:
-            if lang == "c":
-                c_before = text
-            if lang != "sh" or (only and line not in only):
+        for name, line, text, c_before in sh_blocks:
+            if only and (name, line) not in only:
                 continue
             env = dict(os.environ, PORT=str(free_port()), SRC=str(src), ETC=str(root / "etc"),
                        PREFIX=str(root / "prefix"), N="1",
                        PATH=f"{root / 'bin'}:{os.environ['PATH']}",
                        PKG_CONFIG_PATH=str(root / "prefix" / "lib" / "pkgconfig"))
             env.pop("VOLLEY_LIB", None)
-            ok, secs, out = run_block(line, text, c_before, env, root)
+            where = f"{name}:{line}"
+            block_sh = f"block-{name.replace('/', '-')[:-3]}-{line}.sh"
+            ok, secs, out = run_block(block_sh, text, c_before, env, root)
             ran += 1
-            print(f"{'ok  ' if ok else 'FAIL'} README.md:{line} ({secs:.0f} s)", flush=True)
+            print(f"{'ok  ' if ok else 'FAIL'} {where} ({secs:.0f} s)", flush=True)
             if not ok:
-                failed.append(line)
-                print(f"--- README.md:{line}, as run ({root}/block{line}.sh):\n{out}", flush=True)
+                failed.append(where)
+                print(f"--- {where}, as run ({root}/{block_sh}):\n{out}", flush=True)
     finally:
         if not failed and not os.environ.get("KEEP_TMP"):
             shutil.rmtree(root, ignore_errors=True)
-    if ran == 0:
-        print("FAIL: no ```sh block found in README.md")
+    if not sh_blocks:
+        print("FAIL: no ```sh block found in README.md or docs/*.md")
         return 1
-    if failed:
-        print(f"FAIL: {len(failed)} of {ran} README blocks: lines {failed}")
+    if failed or problems or missing:
+        print(f"FAIL: {len(failed)} of {ran} sh blocks ({', '.join(failed) or 'none'}); "
+              f"{len(problems)} link problems; {len(missing)} chosen blocks not found")
         return 1
-    print(f"ok   every command of the README's {ran} sh blocks ran")
+    which = f"the {ran} chosen sh blocks" if only else f"the {ran} sh blocks of {len(files)} pages"
+    print(f"ok   every command of {which} ran; every docs page is linked from README.md and "
+          f"every link leads somewhere")
     return 0
 
 

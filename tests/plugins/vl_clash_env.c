@@ -1,5 +1,5 @@
 /*  vl_clash_env: a plugin whose names clash with the world it is loaded
-    into, built by tests/plugin_bind_test.sh with the README's line (no
+    into, built by tests/plugin_bind_test.sh with docs/envs.md's line (no
     -fvisibility, no -Bsymbolic). It is the corridor (8 cells, walk right,
     +1 at the end, -0.01 a step, 50 steps' time limit) written the way a
     user writes a first env: plain global functions `step()` and `reset()`,
