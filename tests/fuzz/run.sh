@@ -83,7 +83,7 @@ fi
 # into each harness; the same flags as one clang line per harness.
 cflags="-std=c11 -D_GNU_SOURCE -g -O1 -fno-sanitize-recover=all -I$repo -I$build_dir/messages"
 libs="-lprotobuf-c -llz4 -lm -lpthread"
-srcs="$repo/messages/vl_wire.c $repo/messages/vl_obs.c $repo/messages/vl_action.c $repo/messages/vl_segment.c
+srcs="$repo/messages/vl_wire.c $repo/messages/vl_obs.c $repo/messages/vl_action.c $repo/messages/vl_segment.c $repo/messages/vl_figures.c
       $repo/messages/vl_weights.c $repo/messages/vl_control.c $repo/messages/vl_status.c
       $repo/messages/vl_stream.c $repo/messages/vl_spec.c $repo/common/vl_log.c $repo/common/vl_policy_id.c $repo/common/vl_crc32c.c $repo/common/vl_fs.c
       $repo/broker/vl_inspect.c $gen"
