@@ -1,9 +1,10 @@
 /*  vl_policy: volley's actor-critic network; see vl_policy.h.
 
-    Two vl_mlp nets with CleanRL's PPO initialization (orthogonal weights,
-    gain sqrt(2) on hidden layers, 0.01 on the policy output, 1 on the value
-    output, zero biases), each with its own Adam state: Adam works element by
-    element, so two states stepped together are one optimizer over both.
+    The network is a backend's (vl_policy_backend.h: the mlp towers, the
+    conv net or the recurrent net), picked once from the model spec; the
+    policy adds what every backend shares: normalisation, a box's log-std,
+    the loss, and an Adam state per flat parameter array: Adam works element
+    by element, so states stepped together are one optimizer over them all.
 
     Stats are plain means over the minibatch (the header's stats formulas
     carry no importance weight); the returned loss is weighted by w. With w
@@ -18,34 +19,28 @@
 
 #include "vl_adam.h"
 #include "vl_dist.h"
-#include "vl_mlp.h"
-#include "vl_net.h"
-#include "vl_rnet.h"
+#include "vl_policy_backend.h"
 
-#define S_NETS        2           // policy, value
-#define S_HIDDEN_GAIN 1.41421356f // sqrt(2): keeps the tanh layers' scale
-#define S_PI_GAIN     0.01f       // a near-uniform initial policy
-#define S_V_GAIN      1.0f        // values start at the scale of the inputs
-#define S_CLIP_EPS    1e-6f       // torch's clip_grad_norm_ guard
-#define S_TENSORS_MAX 64          // a Weights message's most (vl_limits_default): a network's most
+#define S_CLIP_EPS    1e-6f // torch's clip_grad_norm_ guard
+#define S_TENSORS_MAX 64    // a Weights message's most (vl_limits_default): a network's most
+#define S_ARRAYS      (VL_POLICY_BACKEND_ARRAYS + 1) // the most flat parameter arrays, and a log-std
 
-enum { S_PI, S_V };
-
-static const char *const s_net_names[S_NETS] = {"pi", "v"};
+/* The backends, tried in order: the first that accepts a spec builds it. */
+static const vl_policy_backend_ops_t *const s_backends[] = {
+    &vl_policy_rnet_ops, // a spec ending in an lstm
+    &vl_policy_net_ops,  // a spec with conv layers
+    &vl_policy_mlp_ops,  // any other: two towers
+};
 
 struct vl_policy_s {
     uint32_t obs_dim;
-    uint32_t num_actions;    // head outputs
-    vl_action_spec_t action; // the action space
-    vl_obs_spec_t obs_spec;  // the observation's fields
-    uint32_t layers;         // linear layers per tower, output included (towers only)
-    vl_mlp_t *net[S_NETS];   // a spec without convs: two towers...
-    vl_adam_t *adam[S_NETS]; // ...each with its Adam state
-    vl_net_t *conv;          // a spec with convs: one net, shared torso (towers NULL)
-    vl_adam_t *conv_adam;
-    vl_rnet_t *rnet;                         // a spec ending in an lstm: one recurrent net
-    vl_adam_t *rnet_adam[VL_RNET_ARRAYS];    // (towers and conv NULL), an Adam per array
-    char model[VL_MODEL_TEXT_MAX + 1]; // the spec's canonical text
+    uint32_t num_actions;                      // head outputs
+    vl_action_spec_t action;                   // the action space
+    vl_obs_spec_t obs_spec;                    // the observation's fields
+    const vl_policy_backend_ops_t *ops;        // the network's operations...
+    void *net;                                 // ...and the network they take
+    vl_adam_t *adam[VL_POLICY_BACKEND_ARRAYS]; // an Adam state per flat array of the network
+    char model[VL_MODEL_TEXT_MAX + 1];         // the spec's canonical text
     float *logstd; // box: [dims] log-std, its gradient and Adam state; else NULL
     float *dlogstd;
     vl_adam_t *logstd_adam;
@@ -69,82 +64,24 @@ typedef struct {
     double clipped; // samples with |ratio - 1| > clip
 } s_sums_t;
 
-/* Creates tower `which`: the spec's linear layers (widths[0 .. n), each
-   followed by acts[j]) then an output layer of out units, and its Adam
-   state, initialized from rng. Returns 0, or -1 on no memory. */
-static int s_tower_new(vl_policy_t *self, int which, const uint32_t *widths, const int *acts,
-                       uint32_t n, uint32_t out, float out_gain, vl_rng_t *rng)
+/* Builds the network the first backend that accepts spec makes, and an
+   Adam state per flat array. Returns 0, or -1 after writing why to err. */
+static int s_net_new(vl_policy_t *self, const vl_model_spec_t *spec, int threads, vl_rng_t *rng,
+                     char *err, size_t errlen)
 {
-    uint32_t sizes[VL_MLP_MAX_LAYERS + 1] = {self->obs_dim};
-    for (uint32_t j = 0; j < n; j++)
-        sizes[j + 1] = widths[j];
-    sizes[n + 1] = out;
-    self->net[which] = vl_mlp_new(n + 1, sizes);
-    for (uint32_t j = 0; self->net[which] && j < n; j++)
-        vl_mlp_set_activation(self->net[which], j, acts[j]);
-    if (!self->net[which] || vl_mlp_init(self->net[which], rng, S_HIDDEN_GAIN, out_gain) != 0)
+    size_t b = 0;
+    while (!s_backends[b]->accepts(spec))
+        b++; // the last accepts every spec
+    vl_policy_backend_args_t args = {spec, &self->obs_spec, self->obs_dim, self->num_actions,
+                                     threads};
+    self->ops = s_backends[b];
+    if (!(self->net = self->ops->create(&args, rng, err, errlen)))
         return -1;
-    self->adam[which] = vl_adam_new(vl_mlp_param_count(self->net[which]));
-    return self->adam[which] ? 0 : -1;
-}
-
-/* Builds the two towers of a spec without convs. Returns 0, or -1 after
-   writing why to err. */
-static int s_towers_new(vl_policy_t *self, const vl_model_spec_t *spec, vl_rng_t *rng, char *err,
-                        size_t errlen)
-{
-    uint32_t widths[VL_MLP_MAX_LAYERS], n = 0;
-    int acts[VL_MLP_MAX_LAYERS];
-    for (uint32_t i = 0; i < vl_model_spec_count(spec); i++) {
-        const vl_model_layer_t *l = vl_model_spec_layer(spec, i);
-        if (l->kind == VL_LAYER_LSTM) {
-            snprintf(err, errlen, "lstm(%u): not supported by this version's engine", l->out);
-            return -1;
-        }
-        if (l->kind == VL_LAYER_LINEAR && n + 1 >= VL_MLP_MAX_LAYERS) {
-            snprintf(err, errlen, "more than %d linear layers; expected at most %d",
-                     VL_MLP_MAX_LAYERS - 1, VL_MLP_MAX_LAYERS - 1);
-            return -1;
-        }
-        if (l->kind == VL_LAYER_LINEAR) {
-            widths[n] = l->out;
-            acts[n++] = VL_MLP_ACT_NONE;
-        } else if (n > 0) {
-            acts[n - 1] = l->kind == VL_LAYER_RELU ? VL_MLP_ACT_RELU : VL_MLP_ACT_TANH;
-        }
-    }
-    self->layers = n + 1;
-    if (s_tower_new(self, S_PI, widths, acts, n, self->num_actions, S_PI_GAIN, rng) != 0 ||
-        s_tower_new(self, S_V, widths, acts, n, 1, S_V_GAIN, rng) != 0) {
-        snprintf(err, errlen, "no memory for the network");
-        return -1;
-    }
-    return 0;
-}
-
-/* Returns 1 if the spec's core is an lstm. */
-static int s_spec_has_lstm(const vl_model_spec_t *spec)
-{
-    for (uint32_t i = 0; i < vl_model_spec_count(spec); i++)
-        if (vl_model_spec_layer(spec, i)->kind == VL_LAYER_LSTM)
-            return 1;
-    return 0;
-}
-
-/* Builds the recurrent net of a spec ending in an lstm, and an Adam per
-   parameter array. Returns 0, or -1 after writing why to err. */
-static int s_rnet_new(vl_policy_t *self, const vl_model_spec_t *spec, int threads, vl_rng_t *rng,
-                      char *err, size_t errlen)
-{
-    if (!(self->rnet = vl_rnet_new(spec, &self->obs_spec, self->obs_dim, self->num_actions,
-                                   threads, err, errlen)))
-        return -1;
-    float *params[VL_RNET_ARRAYS], *grads[VL_RNET_ARRAYS];
-    size_t counts[VL_RNET_ARRAYS];
-    int k = vl_rnet_arrays(self->rnet, params, grads, counts);
-    int ok = vl_rnet_init(self->rnet, rng) == 0;
+    float *params[VL_POLICY_BACKEND_ARRAYS], *grads[VL_POLICY_BACKEND_ARRAYS];
+    size_t counts[VL_POLICY_BACKEND_ARRAYS];
+    int k = self->ops->arrays(self->net, params, grads, counts), ok = 1;
     for (int i = 0; ok && i < k; i++)
-        ok = (self->rnet_adam[i] = vl_adam_new(counts[i])) != NULL;
+        ok = (self->adam[i] = vl_adam_new(counts[i])) != NULL;
     if (!ok)
         snprintf(err, errlen, "no memory for the network");
     return ok ? 0 : -1;
@@ -210,20 +147,8 @@ vl_policy_t *vl_policy_new_spec(const vl_model_spec_t *spec, const vl_obs_spec_t
     vl_model_spec_format(spec, self->model, sizeof self->model);
     vl_rng_t rng;
     vl_rng_seed(&rng, seed);
-    if (s_spec_has_lstm(spec)) {
-        if (s_rnet_new(self, spec, threads, &rng, err, errlen) != 0)
-            vl_policy_destroy(&self);
-    } else if (vl_model_spec_has_conv(spec)) {
-        self->conv = vl_net_new(spec, obs, num_actions, threads, err, errlen);
-        if (!self->conv || vl_net_init(self->conv, &rng) != 0 ||
-            !(self->conv_adam = vl_adam_new(vl_net_param_count(self->conv)))) {
-            if (self->conv)
-                snprintf(err, errlen, "no memory for the network");
-            vl_policy_destroy(&self);
-        }
-    } else if (s_towers_new(self, spec, &rng, err, errlen) != 0) {
+    if (s_net_new(self, spec, threads, &rng, err, errlen) != 0)
         vl_policy_destroy(&self);
-    }
     return self ? s_refuse_unpublishable(self, err, errlen) : NULL;
 }
 
@@ -244,15 +169,10 @@ void vl_policy_destroy(vl_policy_t **self_p)
     if (!self_p || !*self_p)
         return;
     vl_policy_t *self = *self_p;
-    for (int k = 0; k < S_NETS; k++) {
-        vl_mlp_destroy(&self->net[k]);
+    if (self->net)
+        self->ops->destroy(&self->net);
+    for (int k = 0; k < VL_POLICY_BACKEND_ARRAYS; k++)
         vl_adam_destroy(&self->adam[k]);
-    }
-    vl_net_destroy(&self->conv);
-    vl_adam_destroy(&self->conv_adam);
-    vl_rnet_destroy(&self->rnet);
-    for (int k = 0; k < VL_RNET_ARRAYS; k++)
-        vl_adam_destroy(&self->rnet_adam[k]);
     free(self->logstd);
     free(self->dlogstd);
     vl_adam_destroy(&self->logstd_adam);
@@ -328,34 +248,24 @@ static const float *s_normalised(vl_policy_t *self, uint32_t n, const float *obs
 }
 
 int vl_policy_forward_seq(vl_policy_t *self, uint32_t B, uint32_t T, const float *obs,
-                         const float *state0, const uint8_t *reset, float *out, float *values,
-                         float *state1)
+                          const float *state0, const uint8_t *reset, float *out, float *values,
+                          float *state1)
 {
-    if (!self->rnet)
-        return vl_policy_forward(self, B * T, obs, out, values);
     if (!(obs = s_normalised(self, B * T, obs)))
         return -1;
-    return vl_rnet_forward(self->rnet, B, T, obs, state0, reset, out, values, state1);
+    return self->ops->forward_seq(self->net, B, T, obs, state0, reset, out, values, state1);
 }
 
 uint32_t vl_policy_state_size(const vl_policy_t *self)
 {
-    return self->rnet ? 2 * vl_rnet_hidden(self->rnet) : 0;
+    return self->ops->state_size(self->net);
 }
 
 int vl_policy_forward(vl_policy_t *self, uint32_t n, const float *obs, float *logits, float *values)
 {
-    if (self->rnet)
-        return vl_policy_forward_seq(self, n, 1, obs, NULL, NULL, logits, values, NULL);
     if (!(obs = s_normalised(self, n, obs)))
         return -1;
-    if (self->conv)
-        return vl_net_forward(self->conv, n, obs, logits, values);
-    if (logits && vl_mlp_forward(self->net[S_PI], n, obs, logits) != 0)
-        return -1;
-    if (values && vl_mlp_forward(self->net[S_V], n, obs, values) != 0)
-        return -1;
-    return 0;
+    return self->ops->forward(self->net, n, obs, logits, values);
 }
 
 void vl_log_softmax(const float *logits, uint32_t A, float *logp)
@@ -377,31 +287,17 @@ void vl_policy_zero_grad(vl_policy_t *self)
 {
     if (self->dlogstd)
         memset(self->dlogstd, 0, self->action.dims * sizeof(float));
-    if (self->rnet)
-        vl_rnet_zero_grad(self->rnet);
-    if (self->conv)
-        vl_net_zero_grad(self->conv);
-    for (int k = 0; k < S_NETS && !self->conv && !self->rnet; k++)
-        vl_mlp_zero_grad(self->net[k]);
+    self->ops->zero_grad(self->net);
 }
 
 int vl_policy_backward(vl_policy_t *self, uint32_t n, const float *dlogits, const float *dvalues)
 {
-    if (self->rnet)
-        return vl_rnet_backward(self->rnet, dlogits, dvalues);
-    if (self->conv)
-        return vl_net_backward(self->conv, n, dlogits, dvalues);
-    if (dlogits)
-        vl_mlp_backward(self->net[S_PI], n, dlogits, NULL);
-    if (dvalues)
-        vl_mlp_backward(self->net[S_V], n, dvalues, NULL);
-    return 0;
+    return self->ops->backward(self->net, n, dlogits, dvalues);
 }
 
 void vl_policy_params_changed(vl_policy_t *self)
 {
-    if (self->conv)
-        vl_net_params_changed(self->conv);
+    self->ops->params_changed(self->net);
 }
 
 /* Grows buf to hold count floats; on failure the old buffer stays. */
@@ -496,15 +392,14 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
                           const float *adv, const float *v_target, const float *w,
                           vl_loss_stats_t *stats)
 {
-    return vl_policy_loss_grad_seq(self, p, n, 1, obs, NULL, NULL, actions, old_logp, adv,
-                                   v_target, w, stats);
+    return vl_policy_loss_grad_seq(self, p, n, 1, obs, NULL, NULL, actions, old_logp, adv, v_target,
+                                   w, stats);
 }
 
-float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B,
-                              uint32_t T, const float *obs, const float *state0,
-                              const uint8_t *reset, const float *actions, const float *old_logp,
-                              const float *adv, const float *v_target, const float *w,
-                              vl_loss_stats_t *stats)
+float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B, uint32_t T,
+                              const float *obs, const float *state0, const uint8_t *reset,
+                              const float *actions, const float *old_logp, const float *adv,
+                              const float *v_target, const float *w, vl_loss_stats_t *stats)
 {
     uint32_t n = B * T;
     if (n == 0) {
@@ -518,32 +413,14 @@ float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint
     return s_loss_rows(self, p, n, actions, old_logp, adv, v_target, w, stats);
 }
 
-#define S_ARRAYS (VL_RNET_ARRAYS + 1) // the most flat parameter arrays, and a log-std
-
-/* The flat parameter arrays and their optimizers: one for a conv net, one
-   per tower, then a box's log-std. Returns how many, filling params, grads,
-   counts, adams. */
+/* The flat parameter arrays and their optimizers: the network's, then a
+   box's log-std. Returns how many, filling params, grads, counts, adams. */
 static int s_arrays(vl_policy_t *self, float **params, float **grads, size_t *counts,
                     vl_adam_t **adams)
 {
-    int k = 0;
-    if (self->rnet) {
-        k = vl_rnet_arrays(self->rnet, params, grads, counts);
-        for (int i = 0; i < k; i++)
-            adams[i] = self->rnet_adam[i];
-    } else if (self->conv) {
-        params[0] = vl_net_params(self->conv);
-        grads[0] = vl_net_grads(self->conv);
-        counts[0] = vl_net_param_count(self->conv);
-        adams[0] = self->conv_adam;
-        k = 1;
-    }
-    for (; !self->conv && !self->rnet && k < S_NETS; k++) {
-        params[k] = vl_mlp_params(self->net[k]);
-        grads[k] = vl_mlp_grads(self->net[k]);
-        counts[k] = vl_mlp_param_count(self->net[k]);
-        adams[k] = self->adam[k];
-    }
+    int k = self->ops->arrays(self->net, params, grads, counts);
+    for (int i = 0; i < k; i++)
+        adams[i] = self->adam[i];
     if (self->logstd) {
         params[k] = self->logstd;
         grads[k] = self->dlogstd;
@@ -605,10 +482,7 @@ float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm)
 /* Returns the tensors of the network alone: its layers and a log-std. */
 static uint32_t s_net_tensors(const vl_policy_t *self)
 {
-    uint32_t n = self->rnet   ? vl_rnet_tensor_count(self->rnet)
-                 : self->conv ? vl_net_tensor_count(self->conv)
-                              : S_NETS * self->layers * 2;
-    return n + (self->logstd != NULL);
+    return self->ops->tensor_count(self->net) + (self->logstd != NULL);
 }
 
 uint32_t vl_policy_tensor_count(const vl_policy_t *self)
@@ -639,32 +513,11 @@ static void s_extra_tensor(vl_policy_t *self, uint32_t k, int grads, vl_tensor_t
 static void s_tensor(vl_policy_t *self, uint32_t i, int grads, vl_tensor_t *t)
 {
     assert(i < vl_policy_tensor_count(self));
-    uint32_t layers = self->rnet   ? vl_rnet_tensor_count(self->rnet)
-                      : self->conv ? vl_net_tensor_count(self->conv)
-                                   : S_NETS * self->layers * 2;
-    if (i >= layers) {
-        s_extra_tensor(self, i - layers, grads, t);
-        return;
-    }
-    if (self->rnet) {
-        vl_rnet_tensor(self->rnet, i, grads, t);
-        return;
-    }
-    if (self->conv) {
-        vl_net_tensor(self->conv, i, grads, t);
-        return;
-    }
-    uint32_t which = i / (2 * self->layers), layer = i % (2 * self->layers) / 2, bias = i % 2;
-    vl_mlp_t *net = self->net[which];
-    uint32_t in = vl_mlp_size(net, layer), out = vl_mlp_size(net, layer + 1);
-    float *base = grads ? vl_mlp_grads(net) : vl_mlp_params(net);
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s.%u.%s", s_net_names[which], layer,
-             bias ? "bias" : "weight");
-    t->rows = out;
-    t->cols = bias ? 1 : in;
-    t->ndim = bias ? 1 : 2;
-    t->data = base + vl_mlp_weight_offset(net, layer) + (bias ? (size_t)out * in : 0);
+    uint32_t own = self->ops->tensor_count(self->net);
+    if (i >= own)
+        s_extra_tensor(self, i - own, grads, t);
+    else
+        self->ops->tensor(self->net, i, grads, t);
 }
 
 void vl_policy_tensor(vl_policy_t *self, uint32_t i, vl_tensor_t *t)
@@ -789,8 +642,5 @@ int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
 
 void vl_policy_set_portable(vl_policy_t *self)
 {
-    if (self->rnet)
-        vl_rnet_set_portable(self->rnet);
-    for (int i = 0; i < S_NETS && !self->conv && !self->rnet; i++)
-        vl_mlp_set_kernels(self->net[i], VL_MLP_KERNELS_PORTABLE);
+    self->ops->set_portable(self->net);
 }
