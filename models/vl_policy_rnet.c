@@ -63,10 +63,9 @@ static int s_arrays(void *net, float **params, float **grads, size_t *counts)
     return vl_rnet_arrays(net, params, grads, counts);
 }
 
-/* vl_rnet declares no refresh of its own: nothing to pass on. */
 static void s_params_changed(void *net)
 {
-    (void)net;
+    vl_rnet_params_changed(net);
 }
 
 static uint32_t s_tensor_count(const void *net)

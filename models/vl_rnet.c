@@ -310,6 +310,12 @@ void vl_rnet_zero_grad(vl_rnet_t *self)
     vl_mlp_zero_grad(self->v);
 }
 
+void vl_rnet_params_changed(vl_rnet_t *self)
+{
+    if (self->conv)
+        vl_net_params_changed(self->conv);
+}
+
 int vl_rnet_arrays(vl_rnet_t *self, float **params, float **grads, size_t *counts)
 {
     vl_mlp_t *mlps[3] = {self->torso, self->pi, self->v};

@@ -58,6 +58,10 @@ int vl_rnet_backward(vl_rnet_t *self, const float *dout, const float *dvalues);
 /* Sets the accumulated gradient to zero. */
 void vl_rnet_zero_grad(vl_rnet_t *self);
 
+/* Says the parameters were written (an Adam step, a load): a conv torso
+   takes its new weights at its next forward. */
+void vl_rnet_params_changed(vl_rnet_t *self);
+
 /* Writes the net's flat parameter arrays, their gradients and counts (at
    most VL_RNET_ARRAYS of each: no torso, no array for it). Returns how
    many. */

@@ -509,6 +509,51 @@ static void test_matches_torch(void)
         VL_CHECK_NEAR(gaps[k], 0.0, 1e-5);
 }
 
+/* A conv torso before the lstm takes the weights written into its tensors
+   once the policy is told they changed (after an Adam step or a load), as a
+   fresh policy given the same weights does: the torso's oneDNN copies of
+   them do not go stale. */
+static void test_conv_torso_takes_changed_weights(void)
+{
+    char err[256] = "";
+    vl_model_spec_t *spec =
+        vl_model_spec_parse("conv(4,3,1) relu linear(8) lstm(4)", err, sizeof err);
+    vl_obs_spec_t obs = {.n_fields = 1};
+    obs.fields[0] = (vl_obs_field_t){.encoding = VL_OBS_U8, .ndim = 3, .shape = {1, 6, 6}};
+    vl_action_spec_t act = vl_action_discrete(S_A);
+    vl_policy_t *p = spec ? vl_policy_new_spec(spec, &obs, &act, 5, 0, err, sizeof err) : NULL;
+    vl_policy_t *fresh = spec ? vl_policy_new_spec(spec, &obs, &act, 6, 0, err, sizeof err) : NULL;
+    vl_model_spec_destroy(&spec);
+    VL_CHECK(p && fresh);
+    float frames[2 * 36], before[2 * S_A], after[2 * S_A], want[2 * S_A];
+    for (int k = 0; k < 2 * 36; k++)
+        frames[k] = (float)((k * 37) % 256);
+    VL_CHECK(vl_policy_forward_seq(p, 2, 1, frames, NULL, NULL, before, NULL, NULL) == 0);
+    vl_tensor_t conv;
+    vl_policy_tensor(p, 0, &conv); // the first conv's weights
+    for (size_t k = 0; k < (size_t)conv.rows * conv.cols; k++)
+        conv.data[k] = -2.0f * conv.data[k] + 0.05f;
+    vl_policy_params_changed(p);
+    VL_CHECK(vl_policy_forward_seq(p, 2, 1, frames, NULL, NULL, after, NULL, NULL) == 0);
+    for (uint32_t i = 0; i < vl_policy_tensor_count(p); i++) { // fresh := p's weights
+        vl_tensor_t a, b;
+        vl_policy_tensor(p, i, &a);
+        vl_policy_tensor(fresh, i, &b);
+        memcpy(b.data, a.data, (size_t)a.rows * a.cols * sizeof(float));
+    }
+    vl_policy_params_changed(fresh);
+    VL_CHECK(vl_policy_forward_seq(fresh, 2, 1, frames, NULL, NULL, want, NULL, NULL) == 0);
+    double moved = 0.0, gap = 0.0;
+    for (int k = 0; k < 2 * S_A; k++) {
+        moved = fmax(moved, fabs(after[k] - before[k]));
+        gap = fmax(gap, fabs(after[k] - want[k]));
+    }
+    vl_policy_destroy(&p);
+    vl_policy_destroy(&fresh);
+    VL_CHECK(moved > 1e-4);
+    VL_CHECK_NEAR(gap, 0.0, 1e-6);
+}
+
 int main(void)
 {
     VL_RUN(test_tensors_are_named_and_shaped);
@@ -517,5 +562,6 @@ int main(void)
     VL_RUN(test_reset_equals_a_fresh_sequence);
     VL_RUN(test_torso_lstm_gradient_matches_finite_differences);
     VL_RUN(test_bare_lstm_box_gradient_matches_finite_differences);
+    VL_RUN(test_conv_torso_takes_changed_weights);
     return VL_DONE();
 }
