@@ -69,19 +69,7 @@ static vl_action_spec_t s_space(uint32_t kind, uint32_t width)
    stretches run unpreempted, where whole runs of run_s seconds would not. */
 static double s_best_ms(const vl_bench_plan_t *plan, void (*fn)(void *), void *arg)
 {
-    fn(arg);
-    double best = INFINITY, end = vl_bench_now() + plan->runs * plan->run_s;
-    do {
-        int calls = 0;
-        double t0 = vl_bench_now(), dt;
-        do {
-            fn(arg);
-            calls++;
-            dt = vl_bench_now() - t0;
-        } while (dt < S_CHUNK_S);
-        best = fmin(best, dt * 1e3 / calls);
-    } while (vl_bench_now() < end);
-    return best;
+    return vl_bench_best_ms((int)ceil(plan->runs * plan->run_s / S_CHUNK_S), S_CHUNK_S, fn, arg);
 }
 
 /* Times one head on the network model names; returns its us per act. */
