@@ -337,27 +337,38 @@ int vl_top_main(int argc, char **argv)
 
 /* ---- volley ctl -------------------------------------------------------- */
 
-static void s_ctl_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: volley ctl --broker HOST[:PORT] status|pause POLICY|resume POLICY|shutdown\n"
-            "\n"
-            "Sends one request to the broker's control port (base port + 4) and prints the\n"
-            "reply. Exit 0 on success, 1 when the broker refuses or does not answer within\n"
-            "3 s, 2 on bad usage.\n"
-            "\n"
-            "  status          the broker's counters and rows, as `volley top --kv` prints\n"
-            "  pause POLICY    hold that policy's segments in the broker's queue\n"
-            "  resume POLICY   send them to its learner again\n"
-            "  shutdown        the broker exits\n"
-            "pause, resume and shutdown are an admin's: under CURVE a key with the admin\n"
-            "role (`volley keygen --admins N`), on an open broker a trusted address (the\n"
-            "broker's own machine, or the broker's --trust ranges). Status is anyone's.\n"
-            "\n"
-            "  --cert FILE --broker-key FILE  CURVE: our certificate and the broker's public one\n"
-            "  --broker HOST[:PORT]  the broker (default port 7600)\n"
-            "  -h, --help      this text\n");
-}
+typedef struct {
+    const char *broker;
+    const char *cert, *broker_key; // CURVE, both or neither
+} s_ctl_opts_t;
+
+#define S_CTL(kind, name, field, value, help) VL_FLAG_##kind(s_ctl_opts_t, name, field, value, help)
+
+static const vl_flag_t s_ctl_flags[] = {
+    S_CTL(STR_REQUIRED, "broker", broker, "HOST[:PORT]",
+          "the broker; PORT defaults to " VL_QUOTE(VL_DEFAULT_PORT)),
+    S_CTL(STR, "cert", cert, "FILE", "CURVE: our certificate"),
+    S_CTL(STR, "broker-key", broker_key, "FILE", "CURVE: the broker's public certificate"),
+    VL_FLAG_HELP_H, VL_FLAG_END};
+
+static const vl_flag_arg_t s_ctl_args[] = {
+    {"status", "the broker's counters and rows, as `volley top --kv` prints them"},
+    {"pause POLICY", "hold that policy's segments in the broker's queue"},
+    {"resume POLICY", "send them to its learner again"},
+    {"shutdown", "the broker exits"},
+    {NULL, NULL}};
+
+static const vl_flag_cmd_t s_ctl_cmd = {
+    .name = "ctl",
+    .operands = "status|pause POLICY|resume POLICY|shutdown",
+    .about = "Sends one request to the broker's control port (base port + 4) and prints the\n"
+             "reply. pause, resume and shutdown are an admin's: under CURVE a key with the\n"
+             "admin role (`volley keygen --admins N`), on an open broker a trusted address\n"
+             "(the broker's own machine, or the broker's --trust ranges). Status is anyone's.\n",
+    .args = s_ctl_args,
+    .flags = s_ctl_flags,
+    .footer = "Exit 0 on success, 1 when the broker refuses or does not answer within 3 s, 2 on\n"
+              "bad usage.\n"};
 
 /* A ctl verb: its wire name and whether it takes a policy. */
 typedef struct {
@@ -372,82 +383,69 @@ static const s_ctl_verb_t s_ctl_verbs[] = {
     {.word = "shutdown", .verb = VL_VERB_SHUTDOWN},
 };
 
-/* Parses ctl's command line. Returns 0 with *broker, *verb and *policy set,
-   1 after --help, -1 after saying why. */
-static int s_ctl_parse(int argc, char **argv, const char **broker, const s_ctl_verb_t **verb,
-                       const char **policy, const char **cert, const char **broker_key)
+/* Reads the request from the positional arguments argv[first..]: its verb
+   and, for pause and resume, the policy. Returns 0, or -1 after saying why. */
+static int s_ctl_request(int argc, char **argv, int first, const s_ctl_verb_t **verb,
+                         const char **policy)
 {
-    static const struct option opts[] = {{"broker", required_argument, 0, 'b'},
-                                         {"cert", required_argument, 0, 'c'},
-                                         {"broker-key", required_argument, 0, 'K'},
-                                         {"help", no_argument, 0, 'h'},
-                                         {0, 0, 0, 0}};
-    int opt;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-        if (opt == 'b')
-            *broker = optarg;
-        else if (opt == 'c')
-            *cert = optarg;
-        else if (opt == 'K')
-            *broker_key = optarg;
-        else if (opt == 'h') {
-            s_ctl_usage(stdout);
-            return 1;
-        } else {
-            vl_opt_refused("ctl", argv, opts, "h");
-            return -1;
-        }
-    }
-    char endpoint[300];
-    if (!*broker) {
-        fprintf(stderr, "volley ctl: --broker HOST[:PORT] is required\n");
-        return -1;
-    }
-    if (vl_opt_check_curve("ctl", *cert, *broker_key))
-        return -1;
-    if (vl_opt_endpoint("ctl", *broker, VL_PORT_CONTROL, endpoint, sizeof endpoint))
-        return -1;
-    if (optind >= argc) {
+    if (first >= argc) {
         fprintf(stderr, "volley ctl: which request? status, pause POLICY, resume POLICY or "
                         "shutdown\n");
         return -1;
     }
     for (size_t i = 0; i < sizeof s_ctl_verbs / sizeof s_ctl_verbs[0]; i++)
-        if (strcmp(argv[optind], s_ctl_verbs[i].word) == 0)
+        if (strcmp(argv[first], s_ctl_verbs[i].word) == 0)
             *verb = &s_ctl_verbs[i];
     if (!*verb) {
         fprintf(stderr, "volley ctl: unknown request '%s' (status, pause, resume, shutdown)\n",
-                argv[optind]);
+                argv[first]);
         return -1;
     }
     int want = 1 + (*verb)->wants_policy;
-    if ((*verb)->wants_policy && argc - optind >= 2)
-        *policy = argv[optind + 1];
+    if ((*verb)->wants_policy && argc - first >= 2)
+        *policy = argv[first + 1];
     if ((*verb)->wants_policy && !*policy) {
         fprintf(stderr, "volley ctl: %s wants a POLICY\n", (*verb)->word);
         return -1;
     }
     if (*policy && vl_opt_policy("ctl", *policy))
         return -1;
-    if (argc - optind > want) {
-        fprintf(stderr, "volley ctl: unexpected argument '%s'\n", argv[optind + want]);
+    if (argc - first > want) {
+        fprintf(stderr, "volley ctl: unexpected argument '%s'\n", argv[first + want]);
         return -1;
     }
     return 0;
 }
 
+/* Parses ctl's command line into o, *verb and *policy. Returns 0, 1 after
+   --help, -1 after saying why. */
+static int s_ctl_parse(int argc, char **argv, s_ctl_opts_t *o, const s_ctl_verb_t **verb,
+                       const char **policy)
+{
+    const s_ctl_opts_t defaults = *o;
+    int first = argc, rc = vl_flags_parse(&s_ctl_cmd, argc, argv, o, &defaults, &first, NULL);
+    if (rc != 0)
+        return rc;
+    char endpoint[300];
+    if (vl_opt_check_curve("ctl", o->cert, o->broker_key) ||
+        vl_opt_endpoint("ctl", o->broker, VL_PORT_CONTROL, endpoint, sizeof endpoint))
+        return -1;
+    return s_ctl_request(argc, argv, first, verb, policy);
+}
+
 int vl_ctl_main(int argc, char **argv)
 {
-    const char *broker = NULL, *policy = NULL, *cert = NULL, *broker_key = NULL;
+    s_ctl_opts_t o = {0};
+    const char *policy = NULL;
     const s_ctl_verb_t *verb = NULL;
-    int rc = s_ctl_parse(argc, argv, &broker, &verb, &policy, &cert, &broker_key);
+    int rc = s_ctl_parse(argc, argv, &o, &verb, &policy);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
+    const char *broker = o.broker;
     vl_log_init("ctl", VL_LOG_WARN);
     vl_proc_catch_signals();
     vl_curve_t *curve;
-    if (vl_sock_client_curve(cert, broker_key, &curve) != 0)
+    if (vl_sock_client_curve(o.cert, o.broker_key, &curve) != 0)
         return 1;
     s_client_t c = {.ctx = zmq_ctx_new(), .broker = broker};
     s_reply_t r;
