@@ -5,46 +5,24 @@
 #   usage: bench/conn_bench.sh [path/to/volley] [N]   (N connections, default 500)
 # Cases: N XSUB to the weights-out port (base+3), each 60 subscriptions of 500 random bytes;
 # N idle PUSH to the segments port (base). Run it on an older build for "before" figures.
-set -u
-VOLLEY=${1:-build/volley}
-N=${2:-500}
+set -- "${1:-build/volley}" "${2:-500}"
+. "$(dirname "$0")/../tests/lib.sh" # watch_flood, rss_kb, status_ms, free_port; cleanup on exit
+N=$2
 FLOOD="/usr/bin/python3 $(cd "$(dirname "$0")/.." && pwd)/tests/conn_flood.py"
-PORT=$((21000 + RANDOM % 2000 * 5))
-LOG=$(mktemp)
-"$VOLLEY" broker --port $PORT --bind 127.0.0.1 --log-every 0 > "$LOG" 2>&1 &
+PORT=$(free_port)
+STATUS_WAIT=20 # an unbounded broker may stall its answers for many seconds
+"$VOLLEY" broker --port $PORT --bind 127.0.0.1 --log-every 0 > "$TMP/broker.log" 2>&1 &
 BROKER=$!
-trap 'kill $BROKER 2>/dev/null; wait 2>/dev/null; rm -f "$LOG"' EXIT
+PIDS+=($BROKER)
 sleep 1
-rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
-status_ms() {
-    local t0=$(date +%s%N)
-    timeout 20 "$VOLLEY" ctl --broker 127.0.0.1:$PORT status > /dev/null 2>&1 || { echo 99999; return; }
-    echo $((($(date +%s%N) - t0) / 1000000))
-}
 
 # case name, then the flooder's arguments.
 run_case() {
-    local name=$1 rss0 peak r ms slowest=0 back=-1 t_close t
+    local name=$1 rss0 peak after slowest back
     shift
-    rss0=$(rss_kb); peak=$rss0
-    $FLOOD "$@" > /dev/null 2>&1 &
-    local flood=$!
-    while kill -0 $flood 2>/dev/null; do
-        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
-        ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
-        sleep 0.2
-    done
-    t_close=$(date +%s%N)
-    while :; do
-        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
-        t=$((($(date +%s%N) - t_close) / 1000000))
-        [ $back -lt 0 ] && [ $((r - rss0)) -le $((32 * 1024)) ] && back=$t
-        [ $t -ge 10000 ] && break
-        ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
-        sleep 0.25
-    done
+    read -r rss0 peak after slowest back < <(watch_flood $FLOOD "$@")
     printf "%-34s start %6d kB  peak %7d kB (+%6d)  +10s %7d kB (+%6d)  back within 32 MB %s  slowest status %5d ms\n" \
-        "$name" "$rss0" "$peak" $((peak - rss0)) "$r" $((r - rss0)) \
+        "$name" "$rss0" "$peak" $((peak - rss0)) "$after" $((after - rss0)) \
         "$([ $back -ge 0 ] && echo "after $((back / 1000)).$((back % 1000 / 100)) s" || echo "not in 10 s")" "$slowest"
 }
 

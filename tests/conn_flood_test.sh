@@ -13,35 +13,9 @@ PEAK_KB=$((32 * 1024))
 AFTER_KB=$((8 * 1024))
 
 training_broker
-status_ms() { # how long `volley ctl status` takes to answer; 9999 when it does not
-    local t0 t1
-    t0=$(date +%s%N)
-    timeout 5 "$VOLLEY" ctl --broker 127.0.0.1:$PORT status > /dev/null 2>&1 || { echo 9999; return; }
-    t1=$(date +%s%N)
-    echo $(((t1 - t0) / 1000000))
-}
 wait_for "$TMP/learner.log" 30 "version=([3-9][0-9]|[0-9]{3,})" || fail "training did not start"
 
-# Runs the flooder ($@) and watches the broker: prints "peak_kB after_kB slowest_status_ms".
-watch_flood() {
-    local rss0 peak r ms slowest=0
-    rss0=$(rss_kb)
-    peak=$rss0
-    $FLOOD "$@" > "$TMP/flood.out" 2>&1 &
-    local flood=$!
-    while kill -0 $flood 2>/dev/null; do
-        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
-        ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
-        sleep 0.2
-    done
-    for _ in $(seq 40); do # 10 s after the close
-        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
-        sleep 0.25
-    done
-    ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
-    echo "$rss0 $peak $(rss_kb) $slowest"
-}
-check_flood() { # what, rss0 peak after slowest
+check_flood() { # what, then watch_flood's figures
     local what=$1 rss0=$2 peak=$3 after=$4 slowest=$5
     echo "     $what: VmRSS $rss0 kB at start, $peak kB at peak (+$((peak - rss0))), $after kB 10 s after the close (+$((after - rss0))); slowest status ${slowest} ms; flooder: $(tr '\n' ' ' < "$TMP/flood.out")"
     [ $((peak - rss0)) -le $PEAK_KB ] || fail "$what grew the broker by $((peak - rss0)) kB (bound $PEAK_KB)"
@@ -52,11 +26,11 @@ check_flood() { # what, rss0 peak after slowest
 
 v0=$(learner_version)
 check_flood "500 XSUB x 60 subscriptions of 500 B" \
-    $(watch_flood 127.0.0.1:$((PORT + 3)) XSUB 500 --subs 60 --size 500 --hold 4)
+    $(watch_flood $FLOOD 127.0.0.1:$((PORT + 3)) XSUB 500 --subs 60 --size 500 --hold 4)
 grep -q "ended by the broker 500 of 500" "$TMP/flood.out" ||
     fail "a subscription over the port's message bound did not end its connection: $(cat "$TMP/flood.out")"
 pass "every connection sending a 500-byte subscription was ended by libzmq"
-check_flood "500 idle PUSH" $(watch_flood 127.0.0.1:$PORT PUSH 500 --hold 4)
+check_flood "500 idle PUSH" $(watch_flood $FLOOD 127.0.0.1:$PORT PUSH 500 --hold 4)
 v1=$(learner_version)
 [ "${v1:-0}" -ge $((v0 + 5)) ] || fail "training stalled during the floods (version $v0 -> $v1)"
 pass "training went on: version $v0 -> $v1"

@@ -58,3 +58,38 @@ training_broker() {
 }
 rss_kb() { awk '/^VmRSS/ {print $2}' /proc/$BROKER/status; }
 learner_version() { grep -oE "version=[0-9]+" "$TMP/learner.log" | tail -1 | cut -d= -f2; }
+# Prints how many ms `volley ctl status` takes to answer the broker on $PORT, or 99999 when
+# it does not within ${STATUS_WAIT:-5} s.
+status_ms() {
+    local t0
+    t0=$(date +%s%N)
+    timeout "${STATUS_WAIT:-5}" "$VOLLEY" ctl --broker 127.0.0.1:$PORT status > /dev/null 2>&1 ||
+        { echo 99999; return; }
+    echo $((($(date +%s%N) - t0) / 1000000))
+}
+# Runs a flooder ($@, its output in $TMP/flood.out) and watches the broker meanwhile and for
+# 10 s after it ends: prints "START PEAK AFTER SLOWEST BACK", the broker's RSS in kB at the
+# start, at its peak and 10 s after the close, the slowest status answer in ms, and the ms
+# after the close when RSS was back within 32 MB of its start (-1: not within the 10 s).
+watch_flood() {
+    local rss0 peak r ms slowest=0 back=-1 t_close t flood
+    rss0=$(rss_kb)
+    peak=$rss0
+    "$@" > "$TMP/flood.out" 2>&1 &
+    flood=$!
+    while kill -0 $flood 2>/dev/null; do
+        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
+        ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
+        sleep 0.2
+    done
+    t_close=$(date +%s%N)
+    while :; do
+        r=$(rss_kb); [ "$r" -gt "$peak" ] && peak=$r
+        t=$((($(date +%s%N) - t_close) / 1000000))
+        [ $back -lt 0 ] && [ $((r - rss0)) -le $((32 * 1024)) ] && back=$t
+        [ $t -ge 10000 ] && break
+        ms=$(status_ms); [ "$ms" -gt "$slowest" ] && slowest=$ms
+        sleep 0.25
+    done
+    echo "$rss0 $peak $r $slowest $back"
+}
