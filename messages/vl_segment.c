@@ -116,7 +116,7 @@ static vl_reason_t s_check_shape(const Volley__Segment *msg, const vl_limits_t *
     return VL_OK;
 }
 
-/* Runs every header check on msg and fills seg's scalar fields; its arrays
+/* Runs every header check on msg and fills seg's scalar fields and figures; its arrays
    are NULL and n_episodes 0 until decoded. Returns VL_OK or the reason. */
 static vl_reason_t s_check_header(const Volley__Segment *msg, const vl_limits_t *lim,
                                   vl_segment_t *seg)
@@ -134,6 +134,9 @@ static vl_reason_t s_check_header(const Volley__Segment *msg, const vl_limits_t 
     if (msg->state_size > VL_SEGMENT_STATE_MAX)
         return VL_ETOOBIG;
     seg->state_size = msg->state_size;
+    reason = vl_figures_from_msg(msg->n_figures, msg->figures, &seg->figures);
+    if (reason != VL_OK)
+        return reason;
     uint64_t expected = s_payload_bytes(seg->horizon, seg->obs_wire_bytes, seg->n_truncated,
                                         seg->action.dims, seg->state_size);
     reason = vl_wire_check_block(lim, expected, msg->raw_size, msg->payload.len);
@@ -235,8 +238,6 @@ static vl_reason_t s_segment_from_msg(const Volley__Segment *msg, const vl_limit
     memcpy(seg->state, seg->wire + final_at + (size_t)seg->n_truncated * seg->obs_wire_bytes,
            4 * (size_t)seg->state_size);
     reason = s_copy_episodes(msg, seg);
-    if (reason == VL_OK)
-        reason = vl_figures_from_msg(msg->n_figures, msg->figures, &seg->figures);
     if (reason == VL_OK)
         reason = s_unpack_steps(seg);
     if (reason == VL_OK && (!vl_obs_rows_finite(&seg->obs_spec, seg->horizon + 1, seg->obs) ||
