@@ -202,10 +202,7 @@ vl_net_t *vl_net_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs, uint
         vl_net_destroy(&self);
         return NULL;
     }
-    if (dnnl_engine_get_count(dnnl_cpu) == 0 ||
-        dnnl_engine_create(&self->engine, dnnl_cpu, 0) != dnnl_success ||
-        dnnl_stream_create(&self->stream, self->engine, dnnl_stream_default_flags) !=
-            dnnl_success) {
+    if (!(self->dnnl = vl_dnnl_new())) {
         vl_why(err, errlen, "no oneDNN CPU engine");
         vl_net_destroy(&self);
         return NULL;
@@ -388,10 +385,7 @@ void vl_net_destroy(vl_net_t **self_p)
         return;
     for (uint32_t k = 0; k < VL_NET_SETS; k++)
         vl_net_set_destroy(&self->sets[k]);
-    if (self->stream)
-        dnnl_stream_destroy(self->stream);
-    if (self->engine)
-        dnnl_engine_destroy(self->engine);
+    vl_dnnl_destroy(&self->dnnl);
     free(self->params);
     free(self->grads);
     free(self->head_w);

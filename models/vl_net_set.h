@@ -15,10 +15,10 @@
 #ifndef VL_NET_SET_H
 #define VL_NET_SET_H
 
-#include <oneapi/dnnl/dnnl.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vl_dnnl.h"
 #include "vl_net.h"
 
 #define VL_NET_SETS        3 // batch sizes kept built: the learner's, the actors', one more
@@ -85,8 +85,7 @@ struct vl_net_s {
     float *params, *grads;
     float *head_w, *head_b; // the heads' copies: pi's rows then v's [A+1][width], [A+1]
     uint64_t version, heads_version, clock;
-    dnnl_engine_t engine;
-    dnnl_stream_t stream;
+    vl_dnnl_t *dnnl; // the engine and stream every set and product runs on
     vl_net_set_t *sets[VL_NET_SETS];
     vl_net_set_t *fwd_set; // the last forward's set, what backward runs on
 };
