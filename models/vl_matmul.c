@@ -10,7 +10,11 @@
     increasing k, four k at a time as (p0 + p1) + (p2 + p3), then added to C
     when accumulating: one fixed order, plain float operations, so the bits
     depend on nothing but the inputs. The k loop runs in tiles of S_KTILE
-    rows of B, which stay in cache while every output row passes by. */
+    rows of B, which stay in cache while every output row passes by. A
+    narrow output (n < S_LANES) whose operands both run along k in
+    contiguous floats (y = W x for a head's few outputs) is instead bias (or
+    0) plus one dot product: S_LANES partial sums over k, the tail added to
+    zero first, then the partial sums in order. */
 #include "vl_matmul.h"
 
 #include <stdlib.h>
@@ -201,6 +205,22 @@ static void s_axpy(size_t n, float a, const float *restrict x, float *restrict y
         y[j] += a * x[j];
 }
 
+/* Returns sum a[k] * b[k] over k < n in the order the header gives. */
+static float s_dot(size_t n, const float *restrict a, const float *restrict b)
+{
+    float acc[S_LANES] = {0};
+    size_t k = 0;
+    for (; k + S_LANES <= n; k += S_LANES)
+        for (size_t j = 0; j < S_LANES; j++)
+            acc[j] += a[k + j] * b[k + j];
+    float sum = 0.0f;
+    for (; k < n; k++)
+        sum += a[k] * b[k];
+    for (size_t j = 0; j < S_LANES; j++)
+        sum += acc[j];
+    return sum;
+}
+
 /* out[i] += sum over k in [k0, k1) of a[i][k] bp[k], bp rows of n floats. */
 static void s_tile(const vl_matmul_shape_t *s, const float *a, const float *bp, size_t k0,
                    size_t k1, float *out)
@@ -219,6 +239,18 @@ static void s_tile(const vl_matmul_shape_t *s, const float *a, const float *bp, 
         for (; k < k1; k++)
             s_axpy(n, ai[k * s->a_cs], bp + k * n, oi);
     }
+}
+
+/* Writes out [m][n] (bias, or 0, plus the product) for a narrow output whose
+   rows of A and columns of B are contiguous. */
+static void s_dots(const vl_matmul_shape_t *s, const float *a, const float *b, const float *bias,
+                   float *out)
+{
+    size_t n = (size_t)s->n;
+    for (size_t i = 0; i < (size_t)s->m; i++)
+        for (size_t j = 0; j < n; j++)
+            out[i * n + j] =
+                (s->bias ? bias[j] : 0.0f) + s_dot((size_t)s->k, b + j * s->b_cs, a + i * s->a_rs);
 }
 
 /* Writes out [m][n] (bias, or 0, plus the product) by tiles of B's rows. */
@@ -246,7 +278,10 @@ static int s_run_portable(vl_matmul_t *self, const vl_matmul_shape_t *s, const f
         vl_error("vl_matmul: no memory for a %zu x %zu x %zu product", m, k, n);
         return -1;
     }
-    s_tiles(self, s, a, b, bias, self->out);
+    if (s->n < S_LANES && s->a_cs == 1 && s->b_rs == 1)
+        s_dots(s, a, b, bias, self->out);
+    else
+        s_tiles(self, s, a, b, bias, self->out);
     for (size_t i = 0; i < m; i++) {
         float *ci = c + i * s->c_rs;
         const float *oi = self->out + i * n;

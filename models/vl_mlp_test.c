@@ -371,11 +371,11 @@ static double s_worst(const float *a, const float *b, size_t count)
     return worst;
 }
 
-/* Every kernel set against the plain reference loops, on shapes that take
+/* Every kernel set against oneDNN's products (kernel set 0), on shapes that take
    every block and tail of the blocked kernels (widths 1 .. 65, batches 1 ..
    9), with dense inputs and with sparse ones (mostly zeros: the first
    layer's sparse path). */
-static void test_kernels_match_the_plain_ones(void)
+static void test_kernels_match_onednn(void)
 {
     static const uint32_t widths[] = {1, 3, 5, 8, 16, 17, 24, 63, 64, 65};
     enum { W = sizeof widths / sizeof widths[0] };
@@ -471,7 +471,7 @@ int main(void)
     VL_RUN(test_init_is_orthogonal_with_gains);
     VL_RUN(test_init_is_deterministic_from_seed);
     VL_RUN(test_batch_sizes_give_the_same_outputs);
-    VL_RUN(test_kernels_match_the_plain_ones);
+    VL_RUN(test_kernels_match_onednn);
     VL_RUN(test_sparse_inputs_give_the_same_outputs);
     return VL_DONE();
 }
