@@ -300,3 +300,28 @@ int vl_matmul_run(vl_matmul_t *self, const vl_matmul_shape_t *shape, const float
         return s_run_portable(self, shape, a, b, bias, c);
     return s_run_dnnl(self, shape, a, b, bias, c);
 }
+
+int vl_matmul_linear(vl_matmul_t *self, int64_t n, int64_t in, int64_t out, const float *x,
+                     const float *w, const float *b, float *y)
+{
+    vl_matmul_shape_t s = {
+        .m = n, .k = in, .n = out, .a_rs = in, .a_cs = 1, .b_rs = 1, .b_cs = in, .c_rs = out};
+    s.bias = b != NULL;
+    return vl_matmul_run(self, &s, x, w, b, y);
+}
+
+int vl_matmul_linear_backward(vl_matmul_t *self, int64_t n, int64_t in, int64_t out, const float *x,
+                              const float *w, const float *dy, float *dw, float *db, float *dx,
+                              int add_dx)
+{
+    vl_matmul_shape_t dws = {
+        .m = out, .k = n, .n = in, .a_rs = 1, .a_cs = out, .b_rs = in, .b_cs = 1, .c_rs = in};
+    vl_matmul_shape_t dxs = {
+        .m = n, .k = out, .n = in, .a_rs = out, .a_cs = 1, .b_rs = in, .b_cs = 1, .c_rs = in};
+    dws.accumulate = 1, dxs.accumulate = add_dx;
+    if (vl_matmul_run(self, &dws, dy, x, NULL, dw) != 0)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        s_axpy((size_t)out, 1.0f, dy + i * out, db);
+    return dx ? vl_matmul_run(self, &dxs, dy, w, NULL, dx) : 0;
+}

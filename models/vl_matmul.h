@@ -47,4 +47,16 @@ void vl_matmul_set_portable(vl_matmul_t *self);
 int vl_matmul_run(vl_matmul_t *self, const vl_matmul_shape_t *shape, const float *a, const float *b,
                   const float *bias, float *c);
 
+/* A linear layer, y [n][out] = x W^T + b, over x [n][in], W [out][in] and
+   b [out] (PyTorch's layout), as one product. Returns 0, or -1 (logged). */
+int vl_matmul_linear(vl_matmul_t *self, int64_t n, int64_t in, int64_t out, const float *x,
+                     const float *w, const float *b, float *y);
+
+/* The backward of vl_matmul_linear, given dy [n][out]: dw [out][in] +=
+   dy^T x, then db [out] += the sum of dy's rows in row order, then, when dx
+   is not NULL, dx [n][in] = dy W, or += when add_dx. Returns 0, or -1. */
+int vl_matmul_linear_backward(vl_matmul_t *self, int64_t n, int64_t in, int64_t out, const float *x,
+                              const float *w, const float *dy, float *dw, float *db, float *dx,
+                              int add_dx);
+
 #endif

@@ -735,16 +735,7 @@ int vl_mlp_forward(vl_mlp_t *self, uint32_t n, const float *x, float *y)
         } else
 #endif
         {
-            vl_matmul_shape_t s = {.m = n,
-                                   .k = in,
-                                   .n = out,
-                                   .a_rs = in,
-                                   .a_cs = 1,
-                                   .b_rs = 1,
-                                   .b_cs = in,
-                                   .c_rs = out,
-                                   .bias = 1};
-            if (vl_matmul_run(self->mm, &s, self->acts[l], w, w + out * in, yl) != 0)
+            if (vl_matmul_linear(self->mm, n, in, out, self->acts[l], w, w + out * in, yl) != 0)
                 return -1;
             if (tanh_after)
                 s_tanh_inplace((size_t)n * out, yl);
@@ -792,36 +783,16 @@ static void s_layer_backward_avx2(vl_mlp_t *self, uint32_t l, size_t n, const fl
 }
 #endif
 
-/* Adds the bias gradient of one layer, the sum of g [n][out] over samples
-   in sample order, into db. */
-static void s_bias_grad(size_t out, size_t n, const float *g, float *db)
-{
-    for (size_t i = 0; i < n; i++)
-        s_axpy(out, 1.0f, g + i * out, db);
-}
-
 /* The backward of layer l on vl_matmul, given g = d(loss)/d(its output
-   before any activation): dW += g^T x, db += the sum of g, and gx = g W when
-   gx is not NULL. Returns 0, or -1 (logged) when vl_matmul fails. */
+   before any activation); writes gx = d(loss)/d(its input) when not NULL.
+   Returns 0, or -1 (logged) when vl_matmul fails. */
 static int s_layer_backward_mm(vl_mlp_t *self, uint32_t l, size_t n, const float *g, float *gx)
 {
     size_t in = self->sizes[l], out = self->sizes[l + 1];
+    const float *w = self->params + self->offset[l];
     float *dw = self->grads + self->offset[l];
-    vl_matmul_shape_t wg = {.m = out,
-                            .k = n,
-                            .n = in,
-                            .a_rs = 1,
-                            .a_cs = out,
-                            .b_rs = in,
-                            .b_cs = 1,
-                            .c_rs = in,
-                            .accumulate = 1};
-    vl_matmul_shape_t ig = {
-        .m = n, .k = out, .n = in, .a_rs = out, .a_cs = 1, .b_rs = in, .b_cs = 1, .c_rs = in};
-    if (vl_matmul_run(self->mm, &wg, g, self->acts[l], NULL, dw) != 0)
-        return -1;
-    s_bias_grad(out, n, g, dw + out * in);
-    return gx ? vl_matmul_run(self->mm, &ig, g, self->params + self->offset[l], NULL, gx) : 0;
+    return vl_matmul_linear_backward(self->mm, (int64_t)n, (int64_t)in, (int64_t)out, self->acts[l],
+                                     w, g, dw, dw + out * in, gx, 0);
 }
 
 int vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
