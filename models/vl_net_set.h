@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "vl_dnnl.h"
+#include "vl_matmul.h"
 #include "vl_net.h"
 
 #define VL_NET_SETS        3 // batch sizes kept built: the learner's, the actors', one more
@@ -86,6 +87,7 @@ struct vl_net_s {
     float *head_w, *head_b; // the heads' copies: pi's rows then v's [A+1][width], [A+1]
     uint64_t version, heads_version, clock;
     vl_dnnl_t *dnnl; // the engine and stream every set and product runs on
+    vl_matmul_t *mm; // the heads' products, on dnnl
     vl_net_set_t *sets[VL_NET_SETS];
     vl_net_set_t *fwd_set; // the last forward's set, what backward runs on
 };
