@@ -57,6 +57,13 @@ const dnnl_memory_desc_t *vl_dnnl_md_of(dnnl_memory_t mem)
     return md;
 }
 
+float *vl_dnnl_data(dnnl_memory_t mem)
+{
+    void *data = NULL;
+    dnnl_memory_get_data_handle(mem, &data);
+    return data;
+}
+
 int vl_dnnl_mem(vl_dnnl_t *self, dnnl_memory_t *mem, const dnnl_memory_desc_t *md, void *handle)
 {
     return vl_dnnl_ok(dnnl_memory_create(mem, md, self->engine, handle), "a memory");

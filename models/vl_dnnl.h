@@ -35,6 +35,9 @@ int vl_dnnl_md(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *dims, const dnn
 /* Returns the descriptor of mem (owned by mem). */
 const dnnl_memory_desc_t *vl_dnnl_md_of(dnnl_memory_t mem);
 
+/* Returns mem's array (NULL when it has none). */
+float *vl_dnnl_data(dnnl_memory_t mem);
+
 /* Creates *mem of md on handle: a caller's array, DNNL_MEMORY_NONE (an
    array set per call) or DNNL_MEMORY_ALLOCATE (oneDNN's own). Returns 0 or
    -1 (logged). */

@@ -44,41 +44,32 @@ void vl_net_set_destroy(vl_net_set_t **set_p)
     *set_p = NULL;
 }
 
-/* Makes g's op descriptor: kind 0 forward, 1 backward weights, 2 backward
-   data, in cd or id. Returns oneDNN's status. */
+/* Makes conv g's op descriptor: kind 0 forward, 1 backward weights, 2
+   backward data. Returns oneDNN's status. */
 static dnnl_status_t s_op(const vl_net_geom_t *g, int kind, dnnl_convolution_desc_t *cd,
-                          dnnl_inner_product_desc_t *id, const dnnl_memory_desc_t *src,
-                          const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *b,
-                          const dnnl_memory_desc_t *dst)
+                          const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *w,
+                          const dnnl_memory_desc_t *b, const dnnl_memory_desc_t *dst)
 {
     dnnl_dims_t st = {g->stride, g->stride}, pad = {g->pad, g->pad};
     dnnl_alg_kind_t alg = dnnl_convolution_direct;
-    if (g->conv && kind == 0)
+    if (kind == 0)
         return dnnl_convolution_forward_desc_init(cd, dnnl_forward_training, alg, src, w, b, dst,
                                                   st, pad, pad);
-    if (g->conv && kind == 1)
-        return dnnl_convolution_backward_weights_desc_init(cd, alg, src, w, b, dst, st, pad, pad);
-    if (g->conv)
-        return dnnl_convolution_backward_data_desc_init(cd, alg, src, w, dst, st, pad, pad);
-    if (kind == 0)
-        return dnnl_inner_product_forward_desc_init(id, dnnl_forward_training, src, w, b, dst);
     if (kind == 1)
-        return dnnl_inner_product_backward_weights_desc_init(id, src, w, b, dst);
-    return dnnl_inner_product_backward_data_desc_init(id, src, w, dst);
+        return dnnl_convolution_backward_weights_desc_init(cd, alg, src, w, b, dst, st, pad, pad);
+    return dnnl_convolution_backward_data_desc_init(cd, alg, src, w, dst, st, pad, pad);
 }
 
-/* Creates *pd for g's op of kind with the given mds and hint. */
+/* Creates *pd for conv g's op of kind with the given mds and hint. */
 static int s_pd(vl_net_t *self, const vl_net_geom_t *g, int kind, const dnnl_memory_desc_t *src,
                 const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *b,
                 const dnnl_memory_desc_t *dst, const_dnnl_primitive_desc_t hint,
                 dnnl_primitive_desc_t *pd)
 {
     dnnl_convolution_desc_t cd;
-    dnnl_inner_product_desc_t id;
-    if (vl_dnnl_ok(s_op(g, kind, &cd, &id, src, w, b, dst), "a layer's op descriptor") != 0)
+    if (vl_dnnl_ok(s_op(g, kind, &cd, src, w, b, dst), "a conv's op descriptor") != 0)
         return -1;
-    const void *op = g->conv ? (const void *)&cd : (const void *)&id;
-    return vl_dnnl_pd(self->dnnl, pd, op, 1.0f, 0, hint);
+    return vl_dnnl_pd(self->dnnl, pd, &cd, 1.0f, 0, hint);
 }
 
 /* Points *mem at a new memory of what pd wants for `what` when it differs
@@ -123,7 +114,7 @@ static int s_weights_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_
 {
     dnnl_dims_t wd = {g->cout, g->cin, g->k, g->k}, bd = {g->cout};
     dnnl_memory_desc_t w_u, b_md;
-    if (vl_dnnl_md(&w_u, g->conv ? 4 : 2, wd, NULL, g->conv ? dnnl_oihw : dnnl_oi) != 0 ||
+    if (vl_dnnl_md(&w_u, 4, wd, NULL, dnnl_oihw) != 0 ||
         vl_dnnl_md(&b_md, 1, bd, NULL, dnnl_x) != 0 ||
         vl_dnnl_mem(self->dnnl, &p->w, w_md, DNNL_MEMORY_ALLOCATE) != 0 ||
         vl_dnnl_mem(self->dnnl, &p->w_user, &w_u, self->params + g->w_off) != 0 ||
@@ -138,27 +129,26 @@ static int s_weights_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_
     return 0;
 }
 
-/* Builds layer g on src (a concrete md, or NULL for the first conv, which
+/* Builds conv g on src (a concrete md, or NULL for the first conv, which
    then picks its own and creates *src0 with it): forward with its
-   activation, backward weights, and backward data unless bwd_data is 0.
-   dst_tag is the output's layout (any for convs). */
-static int s_layer_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p,
-                         dnnl_memory_t src, uint32_t n, dnnl_memory_t *src0, int bwd_data)
+   activation, backward weights, and backward data unless bwd_data is 0,
+   each output in the layout oneDNN picks. */
+static int s_conv_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p,
+                        dnnl_memory_t src, uint32_t n, dnnl_memory_t *src0, int bwd_data)
 {
-    int nd = g->conv ? 4 : 2;
+    int nd = 4;
     dnnl_dims_t sd = {n, g->cin, g->hin, g->win}, wd = {g->cout, g->cin, g->k, g->k};
     dnnl_dims_t bd = {g->cout}, dd = {n, g->cout, g->hout, g->wout};
-    dnnl_memory_desc_t src_any, w_any, b_md, dst_md, dst_any;
+    dnnl_memory_desc_t src_any, w_any, b_md, dst_any;
     if (vl_dnnl_md(&src_any, nd, sd, NULL, dnnl_format_tag_any) != 0 ||
         vl_dnnl_md(&w_any, nd, wd, NULL, dnnl_format_tag_any) != 0 ||
         vl_dnnl_md(&b_md, 1, bd, NULL, dnnl_x) != 0 ||
-        vl_dnnl_md(&dst_md, nd, dd, NULL, g->conv ? dnnl_format_tag_any : dnnl_nc) != 0 ||
         vl_dnnl_md(&dst_any, nd, dd, NULL, dnnl_format_tag_any) != 0)
         return -1;
     dnnl_primitive_desc_t fpd = NULL, wpd = NULL, dpd = NULL;
     int rc = -1;
-    if (s_pd(self, g, 0, src ? vl_dnnl_md_of(src) : &src_any, &w_any, &b_md, &dst_md, NULL, &fpd) !=
-        0)
+    if (s_pd(self, g, 0, src ? vl_dnnl_md_of(src) : &src_any, &w_any, &b_md, &dst_any, NULL,
+             &fpd) != 0)
         goto done;
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
     if (!src) {
@@ -191,9 +181,8 @@ static int s_layer_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t 
     rc = 0;
 done:
     if (rc != 0)
-        vl_error("vl_net: the %s layer %ldx%ldx%ld -> %ld cannot be built at batch %u",
-                 g->conv ? "conv" : "linear", (long)g->cin, (long)g->hin, (long)g->win,
-                 (long)g->cout, n);
+        vl_error("vl_net: the conv layer %ldx%ldx%ld -> %ld cannot be built at batch %u",
+                 (long)g->cin, (long)g->hin, (long)g->win, (long)g->cout, n);
     if (fpd)
         dnnl_primitive_desc_destroy(fpd);
     if (wpd)
@@ -201,6 +190,24 @@ done:
     if (dpd)
         dnnl_primitive_desc_destroy(dpd);
     return rc;
+}
+
+/* Builds linear layer g at batch n: its output and that output's gradient
+   [n][cout] and its activation on them. Its products are
+   vl_matmul_linear's. */
+static int s_linear_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p, uint32_t n)
+{
+    dnnl_dims_t dims = {n, g->cout};
+    dnnl_memory_desc_t md;
+    if (vl_dnnl_md(&md, 2, dims, NULL, dnnl_nc) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->y, &md, DNNL_MEMORY_ALLOCATE) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->dy, &md, DNNL_MEMORY_ALLOCATE) != 0 ||
+        s_act_build(self, g, p) != 0) {
+        vl_error("vl_net: the linear layer %ld -> %ld cannot be built at batch %u", (long)g->cin,
+                 (long)g->cout, n);
+        return -1;
+    }
+    return 0;
 }
 
 /* Builds image field i's input view, its conv chain and the reorders of
@@ -219,8 +226,8 @@ static int s_image_build(vl_net_t *self, vl_net_set_t *set, uint32_t i)
         vl_dnnl_mem(self->dnnl, &set->in_view[i], &in_md, DNNL_MEMORY_NONE) != 0)
         return -1;
     for (uint32_t j = 0; j < nc; j++)
-        if (s_layer_build(self, &self->conv[i][j], &set->conv[i][j],
-                          j ? set->conv[i][j - 1].y : NULL, set->n, &set->src0[i], j > 0) != 0)
+        if (s_conv_build(self, &self->conv[i][j], &set->conv[i][j],
+                         j ? set->conv[i][j - 1].y : NULL, set->n, &set->src0[i], j > 0) != 0)
             return -1;
     float *fp = set->feats_p + self->shapes.field_offset[field];
     float *dfp = set->dfeats_p + self->shapes.field_offset[field];
@@ -257,18 +264,15 @@ vl_net_set_t *vl_net_set_new(vl_net_t *self, uint32_t n)
     for (uint32_t i = 0; ok && i < self->shapes.n_images; i++)
         ok = s_image_build(self, set, i) == 0;
     for (uint32_t j = 0; ok && j < self->n_linears; j++)
-        ok = s_layer_build(self, &self->lin[j], &set->lin[j], j ? set->lin[j - 1].y : set->feats, n,
-                           NULL, 1) == 0;
+        ok = s_linear_build(self, &self->lin[j], &set->lin[j], n) == 0;
     if (!ok) {
         vl_net_set_destroy(&set);
         return NULL;
     }
     set->last = set->feats_p, set->dlast = set->dfeats_p;
     if (self->n_linears) {
-        void *y = NULL, *dy = NULL;
-        dnnl_memory_get_data_handle(set->lin[self->n_linears - 1].y, &y);
-        dnnl_memory_get_data_handle(set->lin[self->n_linears - 1].dy, &dy);
-        set->last = y, set->dlast = dy;
+        set->last = vl_dnnl_data(set->lin[self->n_linears - 1].y);
+        set->dlast = vl_dnnl_data(set->lin[self->n_linears - 1].dy);
     }
     return set;
 }
@@ -294,9 +298,6 @@ int vl_net_set_refresh(vl_net_t *self, vl_net_set_t *set)
         for (uint32_t j = 0; j < self->shapes.n_convs; j++)
             if (s_layer_refresh(self, &self->conv[i][j], &set->conv[i][j]) != 0)
                 return -1;
-    for (uint32_t j = 0; j < self->n_linears; j++)
-        if (s_layer_refresh(self, &self->lin[j], &set->lin[j]) != 0)
-            return -1;
     set->version = self->version;
     return 0;
 }
@@ -337,7 +338,39 @@ static int s_layer_backward(vl_net_t *self, vl_net_prims_t *p, dnnl_memory_t dsr
     return vl_dnnl_exec(self->dnnl, p->bwd_d, 3, d);
 }
 
-/* Adds a layer's diff bias into the gradients. */
+/* Runs linear layer j on the previous one's output (the features for the
+   first) and its activation: y = x W^T + b, W and b the net's copies. */
+static int s_linear_forward(vl_net_t *self, vl_net_set_t *set, uint32_t j)
+{
+    const vl_net_geom_t *g = &self->lin[j];
+    vl_net_prims_t *p = &set->lin[j];
+    const float *x = j ? vl_dnnl_data(set->lin[j - 1].y) : set->feats_p;
+    dnnl_exec_arg_t act[2] = {{DNNL_ARG_SRC, p->y}, {DNNL_ARG_DST, p->y}};
+    if (vl_matmul_linear(self->mm, set->n, g->cin, g->cout, x, self->weights + g->w_off,
+                         self->weights + g->b_off, vl_dnnl_data(p->y)) != 0)
+        return -1;
+    return vl_dnnl_exec(self->dnnl, p->act, 2, act);
+}
+
+/* Runs linear layer j's backward from its output's gradient: through its
+   activation, its gradients added, the gradient of its input written (the
+   previous layer's output, or the features). */
+static int s_linear_backward(vl_net_t *self, vl_net_set_t *set, uint32_t j)
+{
+    const vl_net_geom_t *g = &self->lin[j];
+    vl_net_prims_t *p = &set->lin[j];
+    const float *x = j ? vl_dnnl_data(set->lin[j - 1].y) : set->feats_p;
+    float *dx = j ? vl_dnnl_data(set->lin[j - 1].dy) : set->dfeats_p;
+    dnnl_exec_arg_t act[3] = {
+        {DNNL_ARG_DST, p->y}, {DNNL_ARG_DIFF_DST, p->dy}, {DNNL_ARG_DIFF_SRC, p->dy}};
+    if (vl_dnnl_exec(self->dnnl, p->act_bwd, 3, act) != 0)
+        return -1;
+    return vl_matmul_linear_backward(self->mm, set->n, g->cin, g->cout, x, self->weights + g->w_off,
+                                     vl_dnnl_data(p->dy), self->grads + g->w_off,
+                                     self->grads + g->b_off, dx, 0);
+}
+
+/* Adds a conv's diff bias into the gradients. */
 static void s_bias_add(vl_net_t *self, const vl_net_geom_t *g, const vl_net_prims_t *p)
 {
     void *db = NULL;
@@ -382,7 +415,7 @@ int vl_net_set_forward(vl_net_t *self, vl_net_set_t *set, const float *obs)
             return -1;
     }
     for (uint32_t j = 0; j < self->n_linears; j++)
-        if (s_layer_forward(self, &set->lin[j]) != 0)
+        if (s_linear_forward(self, set, j) != 0)
             return -1;
     if (vl_dnnl_wait(self->dnnl) != 0)
         return -1;
@@ -393,7 +426,7 @@ int vl_net_set_forward(vl_net_t *self, vl_net_set_t *set, const float *obs)
 int vl_net_set_backward(vl_net_t *self, vl_net_set_t *set)
 {
     for (uint32_t j = self->n_linears; j-- > 0;)
-        if (s_layer_backward(self, &set->lin[j], j ? set->lin[j - 1].dy : set->dfeats) != 0)
+        if (s_linear_backward(self, set, j) != 0)
             return -1;
     for (uint32_t i = 0; i < self->shapes.n_images; i++) {
         uint32_t nc = self->shapes.n_convs;
@@ -409,7 +442,5 @@ int vl_net_set_backward(vl_net_t *self, vl_net_set_t *set)
     for (uint32_t i = 0; i < self->shapes.n_images; i++)
         for (uint32_t j = 0; j < self->shapes.n_convs; j++)
             s_bias_add(self, &self->conv[i][j], &set->conv[i][j]);
-    for (uint32_t j = 0; j < self->n_linears; j++)
-        s_bias_add(self, &self->lin[j], &set->lin[j]);
     return 0;
 }
