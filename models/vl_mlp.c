@@ -1,12 +1,17 @@
 /*  vl_mlp: fully connected tanh net with a linear output layer; see vl_mlp.h.
 
-    A layer's three products (forward y = x W^T + b, weight gradient
-    dW += g^T x, input gradient gx = g W) are vl_matmul's, on oneDNN or on
-    its portable loops (the one fixed order volley replay runs on), or, on
-    a CPU with AVX2 and FMA, on the register-blocked kernels below: at the
-    sizes of a policy over a few floats (CartPole: 4 -> 64 -> 64 -> 2, 8 to
-    256 samples) they take a fraction of oneDNN's time per call (bench
-    vl_mlp_bench). The bias gradient is a column sum, here. */
+    A layer's products (forward y = x W^T + b, weight gradient dW += g^T x,
+    input gradient gx = g W) are vl_matmul_linear's, on oneDNN (DNNL) or on
+    its portable loops (PORTABLE: the one fixed order volley replay runs
+    on), or, by default on a CPU with AVX2 and FMA, the register-blocked
+    kernels below. Why these stay: bench/vl_mlp_bench times the sets at
+    CartPole's size (4 -> 64 -> 64 -> 2, 8 to 256 samples); on one thread
+    oneDNN matches them forward and is up to a quarter faster forward +
+    backward from 32 samples, but these run on the calling thread alone, so
+    actors and a learner sharing cores never wait at an OpenMP barrier:
+    `volley up` solves CartPole in 1.0 to 1.6 s on them, 1.4 to 6.3 s on
+    oneDNN's products with one OpenMP thread and 5 to 117 s with two. And a
+    sample's result is the same bits in any batch by their construction. */
 #include "vl_mlp.h"
 
 #include <assert.h>
@@ -35,10 +40,6 @@ struct vl_mlp_s {
     uint32_t n_cached;              // samples of the last forward
     uint8_t act[VL_MLP_MAX_LAYERS]; // VL_MLP_ACT_* after each layer
     int kernels;                    // VL_MLP_KERNELS_*, chosen at vl_mlp_new
-    int sparse;                     // layer 0 ran on the nonzero inputs only
-    uint32_t *nz_idx;               // nonzero inputs of sample i at [i][sizes[0]]
-    uint32_t *nz_count;             // [cap]
-    float *dwt;                     // layer 0 weight gradient transposed, sparse path
     vl_matmul_t *mm;                // the DNNL and PORTABLE kernels' products, made at first use
 };
 
@@ -68,7 +69,7 @@ static inline void s_axpy(size_t n, float alpha, const float *restrict x, float 
    Every output is accumulated in one fixed order: start from the bias (or
    zero), then one fused multiply-add per input in increasing input order.
    So a sample's result does not depend on which samples share its block,
-   and skipping a zero input (first layer, sparse path) changes nothing. */
+   and a zero input adds a zero. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define S_HAVE_AVX2 1
 #include <immintrin.h>
@@ -368,102 +369,6 @@ static S_AVX2 void s_weight_grad_avx2(float *dw, size_t in, size_t out, size_t n
         s_axpy(out, 1.0f, g + i * out, db);
 }
 
-/* Writes the indices of the nonzero values of x [in] into idx and returns
-   their count: four values per step, packed by a table. */
-static S_AVX2 uint32_t s_nonzero_avx2(size_t in, const float *x, uint32_t *idx)
-{
-    static const uint32_t pack[16] = {0, 0,     1,     0x100,   2,     0x200,   0x201,   0x20100,
-                                      3, 0x300, 0x301, 0x30100, 0x302, 0x30200, 0x30201, 0x3020100};
-    static const uint8_t count[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
-    uint32_t c = 0;
-    size_t k = 0;
-    const __m128 zero = _mm_setzero_ps();
-    for (; k + 4 <= in; k += 4) {
-        int m = _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(x + k), zero));
-        __m128i lanes = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)pack[m]));
-        _mm_storeu_si128((__m128i *)(idx + c), _mm_add_epi32(lanes, _mm_set1_epi32((int)k)));
-        c += count[m];
-    }
-    for (; k < in; k++) {
-        idx[c] = (uint32_t)k;
-        c += x[k] != 0.0f;
-    }
-    return c;
-}
-
-/* y [n][out] = b + x W^T over the nonzero inputs of each sample only, wt
-   [in][out] = W^T, out a multiple of 8; nz as s_nonzero_avx2 wrote it per
-   sample, at stride in. Same order of operations as s_gemm_avx2. */
-static S_AVX2 void s_sparse_forward_avx2(size_t n, size_t in, size_t out, const float *x,
-                                         const uint32_t *nz, const uint32_t *nz_count,
-                                         const float *wt, const float *b, float *y)
-{
-    for (size_t i = 0; i < n; i++) {
-        const float *xi = x + i * in;
-        const uint32_t *idx = nz + i * in, count = nz_count[i];
-        float *yi = y + i * out;
-        size_t j = 0;
-        for (; j + 64 <= out; j += 64) {
-            __m256 acc[8];
-#pragma GCC unroll 8
-            for (int v = 0; v < 8; v++)
-                acc[v] = _mm256_loadu_ps(b + j + 8 * v);
-            for (uint32_t e = 0; e < count; e++) {
-                const float *row = wt + (size_t)idx[e] * out + j;
-                __m256 xv = _mm256_broadcast_ss(xi + idx[e]);
-#pragma GCC unroll 8
-                for (int v = 0; v < 8; v++)
-                    acc[v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + 8 * v), acc[v]);
-            }
-#pragma GCC unroll 8
-            for (int v = 0; v < 8; v++)
-                _mm256_storeu_ps(yi + j + 8 * v, acc[v]);
-        }
-        for (; j < out; j += 8) {
-            __m256 acc = _mm256_loadu_ps(b + j);
-            for (uint32_t e = 0; e < count; e++)
-                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xi + idx[e]),
-                                      _mm256_loadu_ps(wt + (size_t)idx[e] * out + j), acc);
-            _mm256_storeu_ps(yi + j, acc);
-        }
-    }
-}
-
-/* dwt [in][out] += x^T g over the nonzero inputs of each sample only; out a
-   multiple of 8. */
-static S_AVX2 void s_sparse_wgrad_avx2(size_t n, size_t in, size_t out, const float *x,
-                                       const uint32_t *nz, const uint32_t *nz_count, const float *g,
-                                       float *dwt)
-{
-    for (size_t i = 0; i < n; i++) {
-        const float *xi = x + i * in, *gi = g + i * out;
-        const uint32_t *idx = nz + i * in, count = nz_count[i];
-        size_t j = 0;
-        for (; j + 64 <= out; j += 64) {
-            __m256 gv[8];
-#pragma GCC unroll 8
-            for (int v = 0; v < 8; v++)
-                gv[v] = _mm256_loadu_ps(gi + j + 8 * v);
-            for (uint32_t e = 0; e < count; e++) {
-                float *row = dwt + (size_t)idx[e] * out + j;
-                __m256 xv = _mm256_broadcast_ss(xi + idx[e]);
-#pragma GCC unroll 8
-                for (int v = 0; v < 8; v++)
-                    _mm256_storeu_ps(row + 8 * v,
-                                     _mm256_fmadd_ps(xv, gv[v], _mm256_loadu_ps(row + 8 * v)));
-            }
-        }
-        for (; j < out; j += 8) {
-            __m256 gv = _mm256_loadu_ps(gi + j);
-            for (uint32_t e = 0; e < count; e++) {
-                float *row = dwt + (size_t)idx[e] * out + j;
-                _mm256_storeu_ps(row, _mm256_fmadd_ps(_mm256_broadcast_ss(xi + idx[e]), gv,
-                                                      _mm256_loadu_ps(row)));
-            }
-        }
-    }
-}
-
 /* y[k] = tanh(y[k]) for k < n, eight lanes wide. */
 static S_AVX2 void s_tanh_avx2(size_t n, float *y)
 {
@@ -521,9 +426,8 @@ vl_mlp_t *vl_mlp_new(uint32_t n_layers, const uint32_t *sizes)
     self->params = calloc(self->n_params, sizeof(float));
     self->grads = calloc(self->n_params, sizeof(float));
     self->wt = calloc(self->n_params, sizeof(float));
-    self->dwt = calloc((size_t)sizes[0] * sizes[1], sizeof(float));
     self->kernels = s_cpu_has_avx2() ? VL_MLP_KERNELS_AVX2 : VL_MLP_KERNELS_PORTABLE;
-    if (!self->params || !self->grads || !self->wt || !self->dwt)
+    if (!self->params || !self->grads || !self->wt)
         vl_mlp_destroy(&self);
     return self;
 }
@@ -540,9 +444,6 @@ void vl_mlp_destroy(vl_mlp_t **self_p)
     free(self->params);
     free(self->grads);
     free(self->wt);
-    free(self->dwt);
-    free(self->nz_idx);
-    free(self->nz_count);
     vl_matmul_destroy(&self->mm);
     free(self);
     *self_p = NULL;
@@ -625,18 +526,11 @@ static int s_reserve(vl_mlp_t *self, uint32_t n)
     if (s_grow(&self->delta[0], cap * self->max_width) != 0 ||
         s_grow(&self->delta[1], cap * self->max_width) != 0)
         return -1;
-    uint32_t *idx = realloc(self->nz_idx, cap * self->sizes[0] * sizeof *idx);
-    if (idx)
-        self->nz_idx = idx;
-    uint32_t *count = realloc(self->nz_count, cap * sizeof *count);
-    if (count)
-        self->nz_count = count;
-    if (!idx || !count)
-        return -1;
     self->cap = (uint32_t)cap;
     return 0;
 }
 
+#if S_HAVE_AVX2
 /* Writes w [out][in] transposed into wt [in][out]. */
 static void s_transpose(const float *restrict w, size_t in, size_t out, float *restrict wt)
 {
@@ -645,7 +539,6 @@ static void s_transpose(const float *restrict w, size_t in, size_t out, float *r
             wt[k * out + o] = w[o * in + k];
 }
 
-#if S_HAVE_AVX2
 /* The AVX2 forward of layer l, then tanh when `hidden`: narrow layers (out <
    S_LANES: the output heads) as dot products with the rows of w, wide ones
    on W transposed. */
@@ -659,28 +552,10 @@ static void s_layer_forward_avx2(vl_mlp_t *self, uint32_t l, int hidden, size_t 
         s_dot_avx2(n, in, out, x, w, b, y);
     } else {
         s_transpose(w, in, out, wt);
-        if (l == 0 && self->sparse)
-            s_sparse_forward_avx2(n, in, out, x, self->nz_idx, self->nz_count, wt, b, y);
-        else
-            s_gemm_avx2(n, in, out, x, in, wt, out, b, y, out);
+        s_gemm_avx2(n, in, out, x, in, wt, out, b, y, out);
     }
     if (hidden)
         s_tanh_avx2(n * out, y);
-}
-
-/* Lists the nonzero inputs of each sample and decides whether layer 0 runs
-   on them only: when at most half the inputs are nonzero. */
-static void s_scan_sparse(vl_mlp_t *self, uint32_t n, const float *x)
-{
-    size_t in = self->sizes[0], total = 0;
-    self->sparse = 0;
-    if (self->sizes[1] % S_LANES != 0 || in < 16)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        self->nz_count[i] = s_nonzero_avx2(in, x + i * in, self->nz_idx + i * in);
-        total += self->nz_count[i];
-    }
-    self->sparse = 2 * total <= n * in;
 }
 #endif
 
@@ -719,11 +594,6 @@ int vl_mlp_forward(vl_mlp_t *self, uint32_t n, const float *x, float *y)
     if (self->kernels != VL_MLP_KERNELS_AVX2 && s_products(self) != 0)
         return -1;
     memcpy(self->acts[0], x, (size_t)n * self->sizes[0] * sizeof(float));
-    self->sparse = 0;
-#if S_HAVE_AVX2
-    if (self->kernels == VL_MLP_KERNELS_AVX2)
-        s_scan_sparse(self, n, self->acts[0]);
-#endif
     for (uint32_t l = 0; l <= last; l++) {
         size_t in = self->sizes[l], out = self->sizes[l + 1];
         const float *w = self->params + self->offset[l];
@@ -766,18 +636,7 @@ static void s_layer_backward_avx2(vl_mlp_t *self, uint32_t l, size_t n, const fl
     size_t in = self->sizes[l], out = self->sizes[l + 1];
     float *dw = self->grads + self->offset[l];
     const float *x = self->acts[l];
-    if (l == 0 && self->sparse) {
-        memset(self->dwt, 0, in * out * sizeof(float));
-        s_sparse_wgrad_avx2(n, in, out, x, self->nz_idx, self->nz_count, g, self->dwt);
-        for (size_t o = 0; o < out; o++)
-            for (size_t k = 0; k < in; k++)
-                dw[o * in + k] += self->dwt[k * out + o];
-        float *db = dw + out * in;
-        for (size_t i = 0; i < n; i++)
-            s_axpy(out, 1.0f, g + i * out, db);
-    } else {
-        s_weight_grad_avx2(dw, in, out, n, x, g);
-    }
+    s_weight_grad_avx2(dw, in, out, n, x, g);
     if (gx)
         s_gemm_avx2(n, out, in, g, out, self->params + self->offset[l], in, NULL, gx, in);
 }

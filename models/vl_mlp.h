@@ -78,8 +78,8 @@ int vl_mlp_set_activation(vl_mlp_t *self, uint32_t l, int act);
 /* Kernel sets, for tests, benchmarks and replay; vl_mlp_new picks the
    fastest the CPU runs. DNNL: vl_matmul's oneDNN products. PORTABLE:
    vl_matmul's portable loops, one fixed order, the same bits on every
-   x86-64. AVX2: x86 AVX2+FMA, register-blocked, and skipping zero inputs in
-   the first layer. Results agree to rounding. */
+   x86-64. AVX2: x86 AVX2+FMA, register-blocked, on the calling thread.
+   Results agree to rounding. */
 enum { VL_MLP_KERNELS_DNNL, VL_MLP_KERNELS_PORTABLE, VL_MLP_KERNELS_AVX2 };
 
 /* Selects kernels, or the best available below them; returns the set in
