@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../common/vl_rng.h"
 #include "../tests/vl_test.h"
 
 #define S_LANES 8 // as vl_matmul.c: a narrow output's partial sums
@@ -15,45 +16,28 @@
 #define S_MAXK  150
 #define S_MAXN  20
 
-/* Returns a fixed value in [-1, 1) for index i of stream s. */
-static float s_val(size_t i, int s)
+/* Fills n floats with uniform values in [-1, 1) from seed. */
+static void s_fill(float *x, size_t n, uint64_t seed)
 {
-    return (float)(((i * 2654435761u + (size_t)s * 40503u) >> 7) % 2001) / 1000.0f - 1.0f;
-}
-
-static void s_fill(float *x, size_t n, int s)
-{
+    vl_rng_t rng;
+    vl_rng_seed(&rng, seed);
     for (size_t i = 0; i < n; i++)
-        x[i] = s_val(i, s);
+        x[i] = (float)(2.0 * vl_rng_uniform(&rng) - 1.0);
 }
 
 /* The shapes: y = x W^T + b (B read transposed, n < 8 takes the dot
    products), a weight gradient g^T x (A read transposed), several k tiles
    with a tail, accumulation into C with a row stride past n. */
+// clang-format off
 static const vl_matmul_shape_t s_shapes[] = {
-    {.m = 5, .k = 4, .n = 2, .a_rs = 4, .a_cs = 1, .b_rs = 1, .b_cs = 4, .c_rs = 2, .bias = 1},
-    {.m = 7, .k = 19, .n = 3, .a_rs = 19, .a_cs = 1, .b_rs = 1, .b_cs = 19, .c_rs = 5, .bias = 1},
-    {.m = 9, .k = 13, .n = 17, .a_rs = 13, .a_cs = 1, .b_rs = 1, .b_cs = 13, .c_rs = 17, .bias = 1},
-    {.m = 6,
-     .k = 9,
-     .n = 4,
-     .a_rs = 1,
-     .a_cs = 6,
-     .b_rs = 4,
-     .b_cs = 1,
-     .c_rs = 4,
-     .accumulate = 1},
-    {.m = 3,
-     .k = 150,
-     .n = 11,
-     .a_rs = 150,
-     .a_cs = 1,
-     .b_rs = 11,
-     .b_cs = 1,
-     .c_rs = 20,
-     .accumulate = 1,
-     .bias = 1},
+    // m   k    n  a_rs a_cs b_rs b_cs c_rs accumulate bias
+    {5,    4,   2,    4,   1,   1,   4,   2,  0, 1},
+    {7,   19,   3,   19,   1,   1,  19,   5,  0, 1},
+    {9,   13,  17,   13,   1,   1,  13,  17,  0, 1},
+    {6,    9,   4,    1,   6,   4,   1,   4,  1, 0},
+    {3,  150,  11,  150,   1,  11,   1,  20,  1, 1},
 };
+// clang-format on
 enum { S_SHAPES = sizeof s_shapes / sizeof s_shapes[0] };
 
 static float s_a[S_ROWS * S_MAXK], s_b[S_MAXK * S_MAXN], s_bias[S_MAXN], s_c0[S_ROWS * S_MAXN];
@@ -69,10 +53,16 @@ static float s_bt(const vl_matmul_shape_t *s, int64_t k, int64_t j)
     return s_b[k * s->b_rs + j * s->b_cs];
 }
 
-static void s_setup(void)
+/* Fills the operands and returns a new runner, portable or on oneDNN
+   (caller destroys), or NULL. */
+static vl_matmul_t *s_setup(int portable)
 {
     s_fill(s_a, sizeof s_a / 4, 1), s_fill(s_b, sizeof s_b / 4, 2);
     s_fill(s_bias, S_MAXN, 3), s_fill(s_c0, sizeof s_c0 / 4, 4);
+    vl_matmul_t *mm = vl_matmul_new();
+    if (mm && portable)
+        vl_matmul_set_portable(mm);
+    return mm;
 }
 
 /* Runs shape s on mm into c (from s_c0). Returns vl_matmul_run's result. */
@@ -84,12 +74,9 @@ static int s_run(vl_matmul_t *mm, const vl_matmul_shape_t *s, float *c)
 
 static void test_products_match_a_double_sum(void)
 {
-    s_setup();
     for (int portable = 0; portable < 2; portable++) {
-        vl_matmul_t *mm = vl_matmul_new();
+        vl_matmul_t *mm = s_setup(portable);
         VL_CHECK(mm);
-        if (portable)
-            vl_matmul_set_portable(mm);
         for (int t = 0; t < S_SHAPES; t++) {
             const vl_matmul_shape_t *s = &s_shapes[t];
             float c[S_ROWS * S_MAXN];
@@ -141,10 +128,8 @@ static float s_portable_order(const vl_matmul_shape_t *s, int64_t i, int64_t j)
 
 static void test_portable_products_keep_their_order(void)
 {
-    s_setup();
-    vl_matmul_t *mm = vl_matmul_new();
+    vl_matmul_t *mm = s_setup(1);
     VL_CHECK(mm);
-    vl_matmul_set_portable(mm);
     for (int t = 0; t < S_SHAPES; t++) {
         const vl_matmul_shape_t *s = &s_shapes[t];
         float c[S_ROWS * S_MAXN];
@@ -158,10 +143,8 @@ static void test_portable_products_keep_their_order(void)
 
 static void test_a_portable_row_is_the_same_bits_in_any_batch(void)
 {
-    s_setup();
-    vl_matmul_t *mm = vl_matmul_new();
+    vl_matmul_t *mm = s_setup(1);
     VL_CHECK(mm);
-    vl_matmul_set_portable(mm);
     for (int t = 0; t < S_SHAPES; t++) {
         vl_matmul_shape_t one = s_shapes[t];
         float all[S_ROWS * S_MAXN], row[S_ROWS * S_MAXN];
