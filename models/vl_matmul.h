@@ -15,7 +15,9 @@
 
 #include "vl_dnnl.h"
 
-#define VL_MATMUL_CACHE 24 // shapes kept: an LSTM's training and acting shapes, several sizes
+// Shapes kept: an LSTM's training and acting shapes at several sizes, or a conv net's linear
+// layers and heads at its VL_NET_SETS batch sizes (12 a size with two linear layers).
+#define VL_MATMUL_CACHE 40
 
 typedef struct vl_matmul_s vl_matmul_t;
 

@@ -136,14 +136,13 @@ static int s_weights_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_
 static int s_conv_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p,
                         dnnl_memory_t src, uint32_t n, dnnl_memory_t *src0, int bwd_data)
 {
-    int nd = 4;
     dnnl_dims_t sd = {n, g->cin, g->hin, g->win}, wd = {g->cout, g->cin, g->k, g->k};
     dnnl_dims_t bd = {g->cout}, dd = {n, g->cout, g->hout, g->wout};
     dnnl_memory_desc_t src_any, w_any, b_md, dst_any;
-    if (vl_dnnl_md(&src_any, nd, sd, NULL, dnnl_format_tag_any) != 0 ||
-        vl_dnnl_md(&w_any, nd, wd, NULL, dnnl_format_tag_any) != 0 ||
+    if (vl_dnnl_md(&src_any, 4, sd, NULL, dnnl_format_tag_any) != 0 ||
+        vl_dnnl_md(&w_any, 4, wd, NULL, dnnl_format_tag_any) != 0 ||
         vl_dnnl_md(&b_md, 1, bd, NULL, dnnl_x) != 0 ||
-        vl_dnnl_md(&dst_any, nd, dd, NULL, dnnl_format_tag_any) != 0)
+        vl_dnnl_md(&dst_any, 4, dd, NULL, dnnl_format_tag_any) != 0)
         return -1;
     dnnl_primitive_desc_t fpd = NULL, wpd = NULL, dpd = NULL;
     int rc = -1;
