@@ -43,8 +43,10 @@ struct vl_mlp_s {
     vl_matmul_t *mm;                // the DNNL and PORTABLE kernels' products, made at first use
 };
 
-/* y[k] = tanh(y[k]) for k < n. */
-static inline void s_tanh_inplace(size_t n, float *y)
+/* y[k] = tanh(y[k]) for k < n. Always inlined: s_tanh_avx2 is this loop
+   compiled for AVX2+FMA, which a call to the portable copy would lose (it
+   did: the learner's update ran 15% slower). */
+static inline __attribute__((always_inline)) void s_tanh_inplace(size_t n, float *y)
 {
     size_t k = 0;
     for (; k + S_LANES <= n; k += S_LANES)
