@@ -1,14 +1,17 @@
 /*  vl_mlp: fully connected tanh net with a linear output layer; see vl_mlp.h.
 
-    Speed. Every inner loop runs over contiguous floats in fixed chunks of
-    S_LANES: gcc's -O2 cost model ("very cheap") vectorizes a loop only when
-    its trip count is a known multiple of the vector width, so the chunked
-    form is what lets plain -O2 use SIMD. All three products (forward, weight
-    gradient, input gradient) are sums of rows scaled by scalars (s_combine),
-    four rows per pass so that the row being summed into is loaded and stored
-    once per four multiply-adds, and none needs a horizontal sum. The forward
-    works on a transposed copy of each wide weight matrix, refreshed at every
-    call (out * in floats against n * out * in multiply-adds). */
+    A layer's products (forward y = x W^T + b, weight gradient dW += g^T x,
+    input gradient gx = g W) are vl_matmul_linear's, on oneDNN (DNNL) or on
+    its portable loops (PORTABLE: the one fixed order volley replay runs
+    on), or, by default on a CPU with AVX2 and FMA, the register-blocked
+    kernels below. Why these stay: bench/vl_mlp_bench times the sets at
+    CartPole's size (4 -> 64 -> 64 -> 2, 8 to 256 samples); on one thread
+    oneDNN matches them forward and is up to a quarter faster forward +
+    backward from 32 samples, but these run on the calling thread alone, so
+    actors and a learner sharing cores never wait at an OpenMP barrier:
+    `volley up` solves CartPole in 1.0 to 1.6 s on them, 1.4 to 6.3 s on
+    oneDNN's products with one OpenMP thread and 5 to 117 s with two. And a
+    sample's result is the same bits in any batch by their construction. */
 #include "vl_mlp.h"
 
 #include <assert.h>
@@ -17,10 +20,10 @@
 #include <string.h>
 
 #include "vl_init.h"
+#include "vl_matmul.h"
 #include "vl_tanh.h"
 
-#define S_LANES 8  // floats per chunk: two SSE or one AVX register
-#define S_TILE  16 // samples per weight-gradient pass: their inputs stay in L1
+#define S_LANES 8 // floats per chunk: two SSE or one AVX register
 
 struct vl_mlp_s {
     uint32_t n_layers;
@@ -37,30 +40,13 @@ struct vl_mlp_s {
     uint32_t n_cached;              // samples of the last forward
     uint8_t act[VL_MLP_MAX_LAYERS]; // VL_MLP_ACT_* after each layer
     int kernels;                    // VL_MLP_KERNELS_*, chosen at vl_mlp_new
-    int sparse;                     // layer 0 ran on the nonzero inputs only
-    uint32_t *nz_idx;               // nonzero inputs of sample i at [i][sizes[0]]
-    uint32_t *nz_count;             // [cap]
-    float *dwt;                     // layer 0 weight gradient transposed, sparse path
+    vl_matmul_t *mm;                // the DNNL and PORTABLE kernels' products, made at first use
 };
 
-/* Returns sum a[k] * b[k] over k < n. */
-static inline float s_dot(size_t n, const float *restrict a, const float *restrict b)
-{
-    float acc[S_LANES] = {0};
-    size_t k = 0;
-    for (; k + S_LANES <= n; k += S_LANES)
-        for (size_t j = 0; j < S_LANES; j++)
-            acc[j] += a[k + j] * b[k + j];
-    float sum = 0.0f;
-    for (; k < n; k++)
-        sum += a[k] * b[k];
-    for (size_t j = 0; j < S_LANES; j++)
-        sum += acc[j];
-    return sum;
-}
-
-/* y[k] = tanh(y[k]) for k < n. */
-static inline void s_tanh_inplace(size_t n, float *y)
+/* y[k] = tanh(y[k]) for k < n. Always inlined: s_tanh_avx2 is this loop
+   compiled for AVX2+FMA, which a call to the portable copy would lose (it
+   did: the learner's update ran 15% slower). */
+static inline __attribute__((always_inline)) void s_tanh_inplace(size_t n, float *y)
 {
     size_t k = 0;
     for (; k + S_LANES <= n; k += S_LANES)
@@ -81,41 +67,11 @@ static inline void s_axpy(size_t n, float alpha, const float *restrict x, float 
         y[k] += alpha * x[k];
 }
 
-/* y[k] += a[0] x0[k] + a[1] x1[k] + a[2] x2[k] + a[3] x3[k] for k < n. */
-static inline void s_axpy4(size_t n, const float *a, const float *restrict x0,
-                           const float *restrict x1, const float *restrict x2,
-                           const float *restrict x3, float *restrict y)
-{
-    const float a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
-    size_t k = 0;
-    for (; k + S_LANES <= n; k += S_LANES)
-        for (size_t j = 0; j < S_LANES; j++)
-            y[k + j] += (a0 * x0[k + j] + a1 * x1[k + j]) + (a2 * x2[k + j] + a3 * x3[k + j]);
-    for (; k < n; k++)
-        y[k] += (a0 * x0[k] + a1 * x1[k]) + (a2 * x2[k] + a3 * x3[k]);
-}
-
-/* y[k] += sum over r < m of a[r * a_step] * x[r * x_step + k], for k < n:
-   adds to y a combination of m rows of x (row r scaled by a[r * a_step]). */
-static void s_combine(size_t n, size_t m, const float *a, size_t a_step, const float *x,
-                      size_t x_step, float *restrict y)
-{
-    size_t r = 0;
-    for (; r + 4 <= m; r += 4) {
-        const float c[4] = {a[r * a_step], a[(r + 1) * a_step], a[(r + 2) * a_step],
-                            a[(r + 3) * a_step]};
-        const float *xr = x + r * x_step;
-        s_axpy4(n, c, xr, xr + x_step, xr + 2 * x_step, xr + 3 * x_step, y);
-    }
-    for (; r < m; r++)
-        s_axpy(n, a[r * a_step], x + r * x_step, y);
-}
-
 /* ---- AVX2+FMA kernels, chosen at run time (vl_mlp_new). ------------------
    Every output is accumulated in one fixed order: start from the bias (or
    zero), then one fused multiply-add per input in increasing input order.
    So a sample's result does not depend on which samples share its block,
-   and skipping a zero input (first layer, sparse path) changes nothing. */
+   and a zero input adds a zero. */
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define S_HAVE_AVX2 1
 #include <immintrin.h>
@@ -415,102 +371,6 @@ static S_AVX2 void s_weight_grad_avx2(float *dw, size_t in, size_t out, size_t n
         s_axpy(out, 1.0f, g + i * out, db);
 }
 
-/* Writes the indices of the nonzero values of x [in] into idx and returns
-   their count: four values per step, packed by a table. */
-static S_AVX2 uint32_t s_nonzero_avx2(size_t in, const float *x, uint32_t *idx)
-{
-    static const uint32_t pack[16] = {0, 0,     1,     0x100,   2,     0x200,   0x201,   0x20100,
-                                      3, 0x300, 0x301, 0x30100, 0x302, 0x30200, 0x30201, 0x3020100};
-    static const uint8_t count[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
-    uint32_t c = 0;
-    size_t k = 0;
-    const __m128 zero = _mm_setzero_ps();
-    for (; k + 4 <= in; k += 4) {
-        int m = _mm_movemask_ps(_mm_cmpneq_ps(_mm_loadu_ps(x + k), zero));
-        __m128i lanes = _mm_cvtepu8_epi32(_mm_cvtsi32_si128((int)pack[m]));
-        _mm_storeu_si128((__m128i *)(idx + c), _mm_add_epi32(lanes, _mm_set1_epi32((int)k)));
-        c += count[m];
-    }
-    for (; k < in; k++) {
-        idx[c] = (uint32_t)k;
-        c += x[k] != 0.0f;
-    }
-    return c;
-}
-
-/* y [n][out] = b + x W^T over the nonzero inputs of each sample only, wt
-   [in][out] = W^T, out a multiple of 8; nz as s_nonzero_avx2 wrote it per
-   sample, at stride in. Same order of operations as s_gemm_avx2. */
-static S_AVX2 void s_sparse_forward_avx2(size_t n, size_t in, size_t out, const float *x,
-                                         const uint32_t *nz, const uint32_t *nz_count,
-                                         const float *wt, const float *b, float *y)
-{
-    for (size_t i = 0; i < n; i++) {
-        const float *xi = x + i * in;
-        const uint32_t *idx = nz + i * in, count = nz_count[i];
-        float *yi = y + i * out;
-        size_t j = 0;
-        for (; j + 64 <= out; j += 64) {
-            __m256 acc[8];
-#pragma GCC unroll 8
-            for (int v = 0; v < 8; v++)
-                acc[v] = _mm256_loadu_ps(b + j + 8 * v);
-            for (uint32_t e = 0; e < count; e++) {
-                const float *row = wt + (size_t)idx[e] * out + j;
-                __m256 xv = _mm256_broadcast_ss(xi + idx[e]);
-#pragma GCC unroll 8
-                for (int v = 0; v < 8; v++)
-                    acc[v] = _mm256_fmadd_ps(xv, _mm256_loadu_ps(row + 8 * v), acc[v]);
-            }
-#pragma GCC unroll 8
-            for (int v = 0; v < 8; v++)
-                _mm256_storeu_ps(yi + j + 8 * v, acc[v]);
-        }
-        for (; j < out; j += 8) {
-            __m256 acc = _mm256_loadu_ps(b + j);
-            for (uint32_t e = 0; e < count; e++)
-                acc = _mm256_fmadd_ps(_mm256_broadcast_ss(xi + idx[e]),
-                                      _mm256_loadu_ps(wt + (size_t)idx[e] * out + j), acc);
-            _mm256_storeu_ps(yi + j, acc);
-        }
-    }
-}
-
-/* dwt [in][out] += x^T g over the nonzero inputs of each sample only; out a
-   multiple of 8. */
-static S_AVX2 void s_sparse_wgrad_avx2(size_t n, size_t in, size_t out, const float *x,
-                                       const uint32_t *nz, const uint32_t *nz_count, const float *g,
-                                       float *dwt)
-{
-    for (size_t i = 0; i < n; i++) {
-        const float *xi = x + i * in, *gi = g + i * out;
-        const uint32_t *idx = nz + i * in, count = nz_count[i];
-        size_t j = 0;
-        for (; j + 64 <= out; j += 64) {
-            __m256 gv[8];
-#pragma GCC unroll 8
-            for (int v = 0; v < 8; v++)
-                gv[v] = _mm256_loadu_ps(gi + j + 8 * v);
-            for (uint32_t e = 0; e < count; e++) {
-                float *row = dwt + (size_t)idx[e] * out + j;
-                __m256 xv = _mm256_broadcast_ss(xi + idx[e]);
-#pragma GCC unroll 8
-                for (int v = 0; v < 8; v++)
-                    _mm256_storeu_ps(row + 8 * v,
-                                     _mm256_fmadd_ps(xv, gv[v], _mm256_loadu_ps(row + 8 * v)));
-            }
-        }
-        for (; j < out; j += 8) {
-            __m256 gv = _mm256_loadu_ps(gi + j);
-            for (uint32_t e = 0; e < count; e++) {
-                float *row = dwt + (size_t)idx[e] * out + j;
-                _mm256_storeu_ps(row, _mm256_fmadd_ps(_mm256_broadcast_ss(xi + idx[e]), gv,
-                                                      _mm256_loadu_ps(row)));
-            }
-        }
-    }
-}
-
 /* y[k] = tanh(y[k]) for k < n, eight lanes wide. */
 static S_AVX2 void s_tanh_avx2(size_t n, float *y)
 {
@@ -568,9 +428,8 @@ vl_mlp_t *vl_mlp_new(uint32_t n_layers, const uint32_t *sizes)
     self->params = calloc(self->n_params, sizeof(float));
     self->grads = calloc(self->n_params, sizeof(float));
     self->wt = calloc(self->n_params, sizeof(float));
-    self->dwt = calloc((size_t)sizes[0] * sizes[1], sizeof(float));
     self->kernels = s_cpu_has_avx2() ? VL_MLP_KERNELS_AVX2 : VL_MLP_KERNELS_PORTABLE;
-    if (!self->params || !self->grads || !self->wt || !self->dwt)
+    if (!self->params || !self->grads || !self->wt)
         vl_mlp_destroy(&self);
     return self;
 }
@@ -587,9 +446,7 @@ void vl_mlp_destroy(vl_mlp_t **self_p)
     free(self->params);
     free(self->grads);
     free(self->wt);
-    free(self->dwt);
-    free(self->nz_idx);
-    free(self->nz_count);
+    vl_matmul_destroy(&self->mm);
     free(self);
     *self_p = NULL;
 }
@@ -671,18 +528,11 @@ static int s_reserve(vl_mlp_t *self, uint32_t n)
     if (s_grow(&self->delta[0], cap * self->max_width) != 0 ||
         s_grow(&self->delta[1], cap * self->max_width) != 0)
         return -1;
-    uint32_t *idx = realloc(self->nz_idx, cap * self->sizes[0] * sizeof *idx);
-    if (idx)
-        self->nz_idx = idx;
-    uint32_t *count = realloc(self->nz_count, cap * sizeof *count);
-    if (count)
-        self->nz_count = count;
-    if (!idx || !count)
-        return -1;
     self->cap = (uint32_t)cap;
     return 0;
 }
 
+#if S_HAVE_AVX2
 /* Writes w [out][in] transposed into wt [in][out]. */
 static void s_transpose(const float *restrict w, size_t in, size_t out, float *restrict wt)
 {
@@ -691,43 +541,9 @@ static void s_transpose(const float *restrict w, size_t in, size_t out, float *r
             wt[k * out + o] = w[o * in + k];
 }
 
-/* y[i] = b + W x[i] for n samples, then tanh when `hidden`. Wide layers sum
-   the rows of wt (W transposed) along y; narrow ones (out < S_LANES: the
-   output heads) take dot products with the rows of w instead. */
-static void s_layer_forward(const float *w, const float *wt, size_t in, size_t out, int hidden,
-                            size_t n, const float *x, float *y)
-{
-    const float *b = w + out * in;
-    for (size_t i = 0; i < n; i++) {
-        const float *xi = x + i * in;
-        float *yi = y + i * out;
-        if (out >= S_LANES) {
-            memcpy(yi, b, out * sizeof(float));
-            s_combine(out, in, xi, 1, wt, out, yi);
-        } else {
-            for (size_t o = 0; o < out; o++)
-                yi[o] = b[o] + s_dot(in, w + o * in, xi);
-        }
-        if (hidden)
-            s_tanh_inplace(out, yi);
-    }
-}
-
-/* The reference: y[i][o] = b[o] + sum_k w[o][k] x[i][k], in order. */
-static void s_layer_forward_plain(const float *w, size_t in, size_t out, int hidden, size_t n,
-                                  const float *x, float *y)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t o = 0; o < out; o++) {
-            float z = w[out * in + o];
-            for (size_t k = 0; k < in; k++)
-                z += w[o * in + k] * x[i * in + k];
-            y[i * out + o] = hidden ? vl_tanhf(z) : z;
-        }
-}
-
-#if S_HAVE_AVX2
-/* The AVX2 forward of layer l; see s_layer_forward. */
+/* The AVX2 forward of layer l, then tanh when `hidden`: narrow layers (out <
+   S_LANES: the output heads) as dot products with the rows of w, wide ones
+   on W transposed. */
 static void s_layer_forward_avx2(vl_mlp_t *self, uint32_t l, int hidden, size_t n, const float *x,
                                  float *y)
 {
@@ -738,28 +554,10 @@ static void s_layer_forward_avx2(vl_mlp_t *self, uint32_t l, int hidden, size_t 
         s_dot_avx2(n, in, out, x, w, b, y);
     } else {
         s_transpose(w, in, out, wt);
-        if (l == 0 && self->sparse)
-            s_sparse_forward_avx2(n, in, out, x, self->nz_idx, self->nz_count, wt, b, y);
-        else
-            s_gemm_avx2(n, in, out, x, in, wt, out, b, y, out);
+        s_gemm_avx2(n, in, out, x, in, wt, out, b, y, out);
     }
     if (hidden)
         s_tanh_avx2(n * out, y);
-}
-
-/* Lists the nonzero inputs of each sample and decides whether layer 0 runs
-   on them only: when at most half the inputs are nonzero. */
-static void s_scan_sparse(vl_mlp_t *self, uint32_t n, const float *x)
-{
-    size_t in = self->sizes[0], total = 0;
-    self->sparse = 0;
-    if (self->sizes[1] % S_LANES != 0 || in < 16)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        self->nz_count[i] = s_nonzero_avx2(in, x + i * in, self->nz_idx + i * in);
-        total += self->nz_count[i];
-    }
-    self->sparse = 2 * total <= n * in;
 }
 #endif
 
@@ -777,70 +575,48 @@ static void s_relu_backward(size_t count, const float *restrict h, float *restri
         g[k] = h[k] > 0.0f ? g[k] : 0.0f;
 }
 
+/* Makes the products the DNNL and PORTABLE kernels run on, at their first
+   use. Returns 0, or -1 (logged) without oneDNN's engine. */
+static int s_products(vl_mlp_t *self)
+{
+    if (self->mm)
+        return 0;
+    if (!(self->mm = vl_matmul_new()))
+        return -1;
+    if (self->kernels == VL_MLP_KERNELS_PORTABLE)
+        vl_matmul_set_portable(self->mm);
+    return 0;
+}
+
 int vl_mlp_forward(vl_mlp_t *self, uint32_t n, const float *x, float *y)
 {
     if (s_reserve(self, n) != 0)
         return -1;
     uint32_t last = self->n_layers - 1;
+    if (self->kernels != VL_MLP_KERNELS_AVX2 && s_products(self) != 0)
+        return -1;
     memcpy(self->acts[0], x, (size_t)n * self->sizes[0] * sizeof(float));
-    self->sparse = 0;
-#if S_HAVE_AVX2
-    if (self->kernels == VL_MLP_KERNELS_AVX2)
-        s_scan_sparse(self, n, self->acts[0]);
-#endif
     for (uint32_t l = 0; l <= last; l++) {
         size_t in = self->sizes[l], out = self->sizes[l + 1];
         const float *w = self->params + self->offset[l];
-        float *wt = self->wt + self->offset[l];
         float *yl = l == last ? y : self->acts[l + 1];
         int tanh_after = self->act[l] == VL_MLP_ACT_TANH;
-        switch (self->kernels) {
-        case VL_MLP_KERNELS_PLAIN:
-            s_layer_forward_plain(w, in, out, tanh_after, n, self->acts[l], yl);
-            break;
 #if S_HAVE_AVX2
-        case VL_MLP_KERNELS_AVX2:
+        if (self->kernels == VL_MLP_KERNELS_AVX2) {
             s_layer_forward_avx2(self, l, tanh_after, n, self->acts[l], yl);
-            break;
+        } else
 #endif
-        default:
-            if (out >= S_LANES)
-                s_transpose(w, in, out, wt);
-            s_layer_forward(w, wt, in, out, tanh_after, n, self->acts[l], yl);
+        {
+            if (vl_matmul_linear(self->mm, n, in, out, self->acts[l], w, w + out * in, yl) != 0)
+                return -1;
+            if (tanh_after)
+                s_tanh_inplace((size_t)n * out, yl);
         }
         if (self->act[l] == VL_MLP_ACT_RELU)
             s_relu_inplace((size_t)n * out, yl);
     }
     self->n_cached = n;
     return 0;
-}
-
-/* Adds the weight and bias gradients of one layer over n samples: dw[o] +=
-   sum_i g[i][o] x[i] and db += sum_i g[i], with x [n][in] the layer's input
-   and g [n][out] d(loss)/d(its output before any tanh). Tiles of S_TILE
-   samples keep their inputs in L1 while every row of dw passes by. */
-static void s_weight_grad(float *dw, size_t in, size_t out, size_t n, const float *x,
-                          const float *g)
-{
-    float *db = dw + out * in;
-    for (size_t i0 = 0; i0 < n; i0 += S_TILE) {
-        size_t tile = n - i0 < S_TILE ? n - i0 : S_TILE;
-        const float *xt = x + i0 * in, *gt = g + i0 * out;
-        for (size_t o = 0; o < out; o++)
-            s_combine(in, tile, gt + o, out, xt, in, dw + o * in);
-        for (size_t i = 0; i < tile; i++)
-            s_axpy(out, 1.0f, gt + i * out, db);
-    }
-}
-
-/* Writes gx [n][in] = d(loss)/d(x) = g W for one layer, g [n][out]. */
-static void s_input_grad(const float *w, size_t in, size_t out, size_t n, const float *g, float *gx)
-{
-    for (size_t i = 0; i < n; i++) {
-        float *gxi = gx + i * in;
-        memset(gxi, 0, in * sizeof(float));
-        s_combine(in, out, g + i * out, 1, w, in, gxi);
-    }
 }
 
 /* g[k] *= tanh'(z) = 1 - h[k]^2 where h = tanh(z), over count floats. */
@@ -854,37 +630,6 @@ static void s_tanh_backward(size_t count, const float *restrict h, float *restri
         g[k] *= 1.0f - h[k] * h[k];
 }
 
-/* The reference weight gradient; see s_weight_grad. */
-static void s_weight_grad_plain(float *dw, size_t in, size_t out, size_t n, const float *x,
-                                const float *g)
-{
-    for (size_t o = 0; o < out; o++) {
-        for (size_t k = 0; k < in; k++) {
-            float sum = 0.0f;
-            for (size_t i = 0; i < n; i++)
-                sum += g[i * out + o] * x[i * in + k];
-            dw[o * in + k] += sum;
-        }
-        float sum = 0.0f;
-        for (size_t i = 0; i < n; i++)
-            sum += g[i * out + o];
-        dw[out * in + o] += sum;
-    }
-}
-
-/* The reference input gradient; see s_input_grad. */
-static void s_input_grad_plain(const float *w, size_t in, size_t out, size_t n, const float *g,
-                               float *gx)
-{
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < in; k++) {
-            float sum = 0.0f;
-            for (size_t o = 0; o < out; o++)
-                sum += g[i * out + o] * w[o * in + k];
-            gx[i * in + k] = sum;
-        }
-}
-
 #if S_HAVE_AVX2
 /* The AVX2 backward of layer l, given g = d(loss)/d(its output before any
    tanh); writes gx = d(loss)/d(its input) when not NULL. */
@@ -893,52 +638,42 @@ static void s_layer_backward_avx2(vl_mlp_t *self, uint32_t l, size_t n, const fl
     size_t in = self->sizes[l], out = self->sizes[l + 1];
     float *dw = self->grads + self->offset[l];
     const float *x = self->acts[l];
-    if (l == 0 && self->sparse) {
-        memset(self->dwt, 0, in * out * sizeof(float));
-        s_sparse_wgrad_avx2(n, in, out, x, self->nz_idx, self->nz_count, g, self->dwt);
-        for (size_t o = 0; o < out; o++)
-            for (size_t k = 0; k < in; k++)
-                dw[o * in + k] += self->dwt[k * out + o];
-        float *db = dw + out * in;
-        for (size_t i = 0; i < n; i++)
-            s_axpy(out, 1.0f, g + i * out, db);
-    } else {
-        s_weight_grad_avx2(dw, in, out, n, x, g);
-    }
+    s_weight_grad_avx2(dw, in, out, n, x, g);
     if (gx)
         s_gemm_avx2(n, out, in, g, out, self->params + self->offset[l], in, NULL, gx, in);
 }
 #endif
 
-void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
+/* The backward of layer l on vl_matmul, given g = d(loss)/d(its output
+   before any activation); writes gx = d(loss)/d(its input) when not NULL.
+   Returns 0, or -1 (logged) when vl_matmul fails. */
+static int s_layer_backward_mm(vl_mlp_t *self, uint32_t l, size_t n, const float *g, float *gx)
+{
+    size_t in = self->sizes[l], out = self->sizes[l + 1];
+    const float *w = self->params + self->offset[l];
+    float *dw = self->grads + self->offset[l];
+    return vl_matmul_linear_backward(self->mm, (int64_t)n, (int64_t)in, (int64_t)out, self->acts[l],
+                                     w, g, dw, dw + out * in, gx, 0);
+}
+
+int vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
 {
     assert(n == self->n_cached && "backward must follow a forward over the same n");
     const float *g = dy;
     for (uint32_t l = self->n_layers; l-- > 0;) {
-        size_t in = self->sizes[l], out = self->sizes[l + 1];
+        size_t in = self->sizes[l];
         float *gx = l > 0 ? self->delta[l % 2] : dx;
-        float *dw = self->grads + self->offset[l];
-        const float *w = self->params + self->offset[l];
         int tanh_before = l > 0 && self->act[l - 1] == VL_MLP_ACT_TANH;
-        switch (self->kernels) {
-        case VL_MLP_KERNELS_PLAIN:
-            s_weight_grad_plain(dw, in, out, n, self->acts[l], g);
-            if (gx)
-                s_input_grad_plain(w, in, out, n, g, gx);
-            if (tanh_before)
-                s_tanh_backward((size_t)n * in, self->acts[l], gx);
-            break;
 #if S_HAVE_AVX2
-        case VL_MLP_KERNELS_AVX2:
+        if (self->kernels == VL_MLP_KERNELS_AVX2) {
             s_layer_backward_avx2(self, l, n, g, gx);
             if (tanh_before)
                 s_tanh_backward_avx2((size_t)n * in, self->acts[l], gx);
-            break;
+        } else
 #endif
-        default:
-            s_weight_grad(dw, in, out, n, self->acts[l], g);
-            if (gx)
-                s_input_grad(w, in, out, n, g, gx);
+        {
+            if (s_layer_backward_mm(self, l, n, g, gx) != 0)
+                return -1;
             if (tanh_before)
                 s_tanh_backward((size_t)n * in, self->acts[l], gx);
         }
@@ -946,6 +681,7 @@ void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx)
             s_relu_backward((size_t)n * in, self->acts[l], gx);
         g = gx;
     }
+    return 0;
 }
 
 int vl_mlp_set_activation(vl_mlp_t *self, uint32_t l, int act)
@@ -962,8 +698,10 @@ int vl_mlp_set_kernels(vl_mlp_t *self, int kernels)
         kernels = VL_MLP_KERNELS_PORTABLE;
     if (kernels > VL_MLP_KERNELS_AVX2)
         kernels = VL_MLP_KERNELS_AVX2;
-    if (kernels < VL_MLP_KERNELS_PLAIN)
-        kernels = VL_MLP_KERNELS_PLAIN;
+    if (kernels < VL_MLP_KERNELS_DNNL)
+        kernels = VL_MLP_KERNELS_DNNL;
+    if (kernels != self->kernels)
+        vl_matmul_destroy(&self->mm); // made again for the new set at the next forward
     self->kernels = kernels;
     self->n_cached = UINT32_MAX; // a backward needs a forward by the same kernels
     return kernels;

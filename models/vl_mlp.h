@@ -58,9 +58,11 @@ int vl_mlp_forward(vl_mlp_t *self, uint32_t n, const float *x, float *y);
 
 /* Backward pass for the last vl_mlp_forward, which must have been over the
    same n: given dy = d(loss)/d(y) [n][out], ADDS d(loss)/d(params) into the
-   gradient array and, if dx is not NULL, writes d(loss)/d(x) [n][in]. Never
-   allocates. */
-void vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx);
+   gradient array and, if dx is not NULL, writes d(loss)/d(x) [n][in].
+   Returns 0, or -1 (logged; gradients then unspecified) when the DNNL or
+   PORTABLE products cannot get memory (they allocate at a batch size's
+   first backward; the AVX2 kernels never allocate). */
+int vl_mlp_backward(vl_mlp_t *self, uint32_t n, const float *dy, float *dx);
 
 /* Sets the gradient array to zero. */
 void vl_mlp_zero_grad(vl_mlp_t *self);
@@ -73,11 +75,12 @@ enum { VL_MLP_ACT_NONE, VL_MLP_ACT_TANH, VL_MLP_ACT_RELU };
    an l that is not a hidden layer. */
 int vl_mlp_set_activation(vl_mlp_t *self, uint32_t l, int act);
 
-/* Kernel sets, for tests and benchmarks; vl_mlp_new picks the fastest the
-   CPU runs. PLAIN: simple reference loops. PORTABLE: C that compilers
-   vectorize for any target. AVX2: x86 AVX2+FMA, register-blocked, and
-   skipping zero inputs in the first layer. Results agree to rounding. */
-enum { VL_MLP_KERNELS_PLAIN, VL_MLP_KERNELS_PORTABLE, VL_MLP_KERNELS_AVX2 };
+/* Kernel sets, for tests, benchmarks and replay; vl_mlp_new picks the
+   fastest the CPU runs. DNNL: vl_matmul's oneDNN products. PORTABLE:
+   vl_matmul's portable loops, one fixed order, the same bits on every
+   x86-64. AVX2: x86 AVX2+FMA, register-blocked, on the calling thread.
+   Results agree to rounding. */
+enum { VL_MLP_KERNELS_DNNL, VL_MLP_KERNELS_PORTABLE, VL_MLP_KERNELS_AVX2 };
 
 /* Selects kernels, or the best available below them; returns the set in
    effect. */

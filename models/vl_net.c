@@ -5,8 +5,8 @@
     primitive set (vl_net_set.h; the last VL_NET_SETS sizes are kept) with
     its own copies of the weights in the layouts its primitives chose,
     refreshed at the first forward after vl_net_params_changed. The heads
-    (pi and v: A+1 rows) are plain loops over the torso's last output, on
-    copies of their weights refreshed the same way.
+    (pi and v), like the torso's linear layers, are vl_matmul_linear over a
+    copy of the parameters refreshed the same way.
 
     Threads: when threads > 0 the calling thread's OpenMP thread count
     (omp_set_num_threads, a per-thread setting) is set for each call that
@@ -195,17 +195,13 @@ vl_net_t *vl_net_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs, uint
     s_layout(self, spec);
     self->params = calloc(self->n_params, sizeof(float));
     self->grads = calloc(self->n_params, sizeof(float));
-    self->head_w = calloc((size_t)(num_actions + 1) * self->width, sizeof(float));
-    self->head_b = calloc(num_actions + 1, sizeof(float));
-    if (!self->params || !self->grads || !self->head_w || !self->head_b) {
+    self->weights = calloc(self->n_params, sizeof(float));
+    if (!self->params || !self->grads || !self->weights) {
         vl_why(err, errlen, "no memory for %zu parameters", self->n_params);
         vl_net_destroy(&self);
         return NULL;
     }
-    if (dnnl_engine_get_count(dnnl_cpu) == 0 ||
-        dnnl_engine_create(&self->engine, dnnl_cpu, 0) != dnnl_success ||
-        dnnl_stream_create(&self->stream, self->engine, dnnl_stream_default_flags) !=
-            dnnl_success) {
+    if (!(self->dnnl = vl_dnnl_new()) || !(self->mm = vl_matmul_new_on(self->dnnl))) {
         vl_why(err, errlen, "no oneDNN CPU engine");
         vl_net_destroy(&self);
         return NULL;
@@ -241,70 +237,57 @@ static vl_net_set_t *s_set_for(vl_net_t *self, uint32_t n)
 
 /* --------------------------------------------------------------- running */
 
-/* Brings the heads' copies of their weights to the parameters' version. */
-static void s_heads_refresh(vl_net_t *self)
+/* Brings the copy of the parameters the linear layers and heads read to
+   the parameters' version. */
+static void s_weights_refresh(vl_net_t *self)
 {
-    if (self->heads_version == self->version)
+    if (self->weights_version == self->version)
         return;
-    size_t a = self->num_actions, w = self->width;
-    memcpy(self->head_w, self->params + self->pi_w, a * w * sizeof(float));
-    memcpy(self->head_w + a * w, self->params + self->v_w, w * sizeof(float));
-    memcpy(self->head_b, self->params + self->pi_b, a * sizeof(float));
-    self->head_b[a] = self->params[self->v_b];
-    self->heads_version = self->version;
+    memcpy(self->weights, self->params, self->n_params * sizeof(float));
+    self->weights_version = self->version;
 }
 
-/* Returns the dot product of a and b over n, in four sums (vectorizable). */
-static float s_dot(const float *a, const float *b, uint32_t n)
+/* The heads over the last output: logits and values, either skipped when
+   NULL. */
+static int s_heads_forward(vl_net_t *self, const vl_net_set_t *set, float *logits, float *values)
 {
-    float s[4] = {0, 0, 0, 0};
-    uint32_t k = 0;
-    for (; k + 4 <= n; k += 4)
-        for (uint32_t u = 0; u < 4; u++)
-            s[u] += a[k + u] * b[k + u];
-    for (; k < n; k++)
-        s[0] += a[k] * b[k];
-    return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
-/* The heads over the last output: logits and values. */
-static void s_heads_forward(const vl_net_t *self, const vl_net_set_t *set, float *logits,
-                            float *values)
-{
-    uint32_t a_n = self->num_actions, w = self->width;
-    for (uint32_t s = 0; s < set->n; s++) {
-        const float *h = set->last + (size_t)s * w;
-        for (uint32_t a = 0; a <= a_n; a++) {
-            float z = self->head_b[a] + s_dot(self->head_w + (size_t)a * w, h, w);
-            if (a < a_n && logits)
-                logits[(size_t)s * a_n + a] = z;
-            else if (a == a_n && values)
-                values[s] = z;
-        }
-    }
+    int64_t n = set->n, a = self->num_actions, w = self->width;
+    const float *p = self->weights;
+    if (logits &&
+        vl_matmul_linear(self->mm, n, w, a, set->last, p + self->pi_w, p + self->pi_b, logits))
+        return -1;
+    return values ? vl_matmul_linear(self->mm, n, w, 1, set->last, p + self->v_w, p + self->v_b,
+                                     values)
+                  : 0;
 }
 
 /* The heads' backward: their grads added, the last output's written. */
-static void s_heads_backward(vl_net_t *self, const vl_net_set_t *set, const float *dlogits,
-                             const float *dvalues)
+static int s_heads_backward(vl_net_t *self, const vl_net_set_t *set, const float *dlogits,
+                            const float *dvalues)
 {
-    uint32_t a_n = self->num_actions, w = self->width;
-    memset(set->dlast, 0, (size_t)set->n * w * sizeof(float));
-    for (uint32_t s = 0; s < set->n; s++) {
-        const float *h = set->last + (size_t)s * w;
-        float *dh = set->dlast + (size_t)s * w;
-        for (uint32_t a = 0; a <= a_n; a++) {
-            float g = a < a_n ? (dlogits ? dlogits[(size_t)s * a_n + a] : 0.0f)
-                              : (dvalues ? dvalues[s] : 0.0f);
-            if (g == 0.0f)
-                continue;
-            const float *hw = self->head_w + (size_t)a * w;
-            float *gw = self->grads + (a < a_n ? self->pi_w + (size_t)a * w : self->v_w);
-            for (uint32_t k = 0; k < w; k++)
-                dh[k] += g * hw[k], gw[k] += g * h[k];
-            self->grads[a < a_n ? self->pi_b + a : self->v_b] += g;
-        }
-    }
+    int64_t n = set->n, a = self->num_actions, w = self->width;
+    const float *p = self->weights;
+    float *g = self->grads;
+    if (!dlogits && !dvalues)
+        memset(set->dlast, 0, (size_t)(n * w) * sizeof(float));
+    if (dlogits && vl_matmul_linear_backward(self->mm, n, w, a, set->last, p + self->pi_w, dlogits,
+                                             g + self->pi_w, g + self->pi_b, set->dlast, 0) != 0)
+        return -1;
+    return dvalues ? vl_matmul_linear_backward(self->mm, n, w, 1, set->last, p + self->v_w, dvalues,
+                                               g + self->v_w, g + self->v_b, set->dlast,
+                                               dlogits != NULL)
+                   : 0;
+}
+
+/* Runs the torso on n observations, on the set of batch n with weights of
+   the parameters' version. Returns the set, or NULL (logged). */
+static vl_net_set_t *s_torso_forward(vl_net_t *self, uint32_t n, const float *obs)
+{
+    vl_net_set_t *set = s_set_for(self, n);
+    s_weights_refresh(self);
+    if (!set || vl_net_set_refresh(self, set) != 0 || vl_net_set_forward(self, set, obs) != 0)
+        return NULL;
+    return set;
 }
 
 int vl_net_forward(vl_net_t *self, uint32_t n, const float *obs, float *logits, float *values)
@@ -313,10 +296,8 @@ int vl_net_forward(vl_net_t *self, uint32_t n, const float *obs, float *logits, 
     if (n == 0)
         return 0;
     int prev = s_threads_enter(self), rc = -1;
-    vl_net_set_t *set = s_set_for(self, n);
-    if (set && vl_net_set_refresh(self, set) == 0 && vl_net_set_forward(self, set, obs) == 0) {
-        s_heads_refresh(self);
-        s_heads_forward(self, set, logits, values);
+    vl_net_set_t *set = s_torso_forward(self, n, obs);
+    if (set && s_heads_forward(self, set, logits, values) == 0) {
         self->fwd_set = set;
         rc = 0;
     }
@@ -335,8 +316,8 @@ int vl_net_features(vl_net_t *self, uint32_t n, const float *obs, float *feature
     if (n == 0)
         return 0;
     int prev = s_threads_enter(self), rc = -1;
-    vl_net_set_t *set = s_set_for(self, n);
-    if (set && vl_net_set_refresh(self, set) == 0 && vl_net_set_forward(self, set, obs) == 0) {
+    vl_net_set_t *set = s_torso_forward(self, n, obs);
+    if (set) {
         memcpy(features, set->last, (size_t)n * self->width * sizeof(float));
         self->fwd_set = set;
         rc = 0;
@@ -373,8 +354,8 @@ int vl_net_backward(vl_net_t *self, uint32_t n, const float *dlogits, const floa
         return -1;
     }
     int prev = s_threads_enter(self);
-    s_heads_backward(self, set, dlogits, dvalues);
-    int rc = vl_net_set_backward(self, set);
+    int rc =
+        s_heads_backward(self, set, dlogits, dvalues) == 0 ? vl_net_set_backward(self, set) : -1;
     s_threads_leave(self, prev);
     return rc;
 }
@@ -388,14 +369,11 @@ void vl_net_destroy(vl_net_t **self_p)
         return;
     for (uint32_t k = 0; k < VL_NET_SETS; k++)
         vl_net_set_destroy(&self->sets[k]);
-    if (self->stream)
-        dnnl_stream_destroy(self->stream);
-    if (self->engine)
-        dnnl_engine_destroy(self->engine);
+    vl_matmul_destroy(&self->mm);
+    vl_dnnl_destroy(&self->dnnl);
+    free(self->weights);
     free(self->params);
     free(self->grads);
-    free(self->head_w);
-    free(self->head_b);
     free(self);
     *self_p = NULL;
 }

@@ -47,11 +47,11 @@ typedef struct vl_net_s vl_net_t;
 /* Builds the network spec names over obs with num_actions logits, its
    parameters and gradients zero, for threads threads (0: oneDNN's
    default). num_actions 0 builds the torso alone (no heads; the spec may
-   end in an lstm, which it stops before): vl_net_features runs it. Returns a new net (caller destroys), or NULL after writing one
-   line to err: a spec without conv layers, one that cannot read obs (as
-   vl_model_spec_shapes), or no memory / no oneDNN CPU engine. */
-vl_net_t *vl_net_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs,
-                     uint32_t num_actions, int threads, char *err, size_t errlen);
+   end in an lstm, which it stops before): vl_net_features runs it. Returns a new net (caller
+   destroys), or NULL after writing one line to err: a spec without conv layers, one that cannot
+   read obs (as vl_model_spec_shapes), or no memory / no oneDNN CPU engine. */
+vl_net_t *vl_net_new(const vl_model_spec_t *spec, const vl_obs_spec_t *obs, uint32_t num_actions,
+                     int threads, char *err, size_t errlen);
 
 /* Frees the net and nulls the pointer; safe on NULL and twice. */
 void vl_net_destroy(vl_net_t **self_p);
@@ -90,8 +90,8 @@ uint32_t vl_net_tensor_count(const vl_net_t *self);
 void vl_net_tensor(vl_net_t *self, uint32_t i, int grads, vl_tensor_t *t);
 
 /* Forward pass over n observations obs [n][obs_dim]: writes logits
-   [n][num_actions] and values [n] (either may be NULL; both are computed)
-   and keeps what vl_net_backward needs. n may change from call to call (a
+   [n][num_actions] and values [n] (either may be NULL: not computed) and
+   keeps what vl_net_backward needs. n may change from call to call (a
    new n builds its primitives once; the last few sizes are kept). Returns
    0, or -1 on no memory or a oneDNN failure (logged). */
 int vl_net_forward(vl_net_t *self, uint32_t n, const float *obs, float *logits, float *values);

@@ -1,35 +1,10 @@
 /*  vl_net_set: one batch size's primitives for vl_net; see vl_net_set.h. */
 #include "vl_net_set.h"
 
-#include <oneapi/dnnl/dnnl_debug.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/vl_log.h"
-
-/* Logs a failed oneDNN call in one line and returns -1 from the caller. */
-#define S_CHECK(call)                                                                              \
-    do {                                                                                           \
-        dnnl_status_t s_st_ = (call);                                                              \
-        if (s_st_ != dnnl_success) {                                                               \
-            vl_error("vl_net: %s failed: %s", #call, dnnl_status2str(s_st_));                      \
-            return -1;                                                                             \
-        }                                                                                          \
-    } while (0)
-
-static void s_mem_free(dnnl_memory_t *m)
-{
-    if (*m)
-        dnnl_memory_destroy(*m);
-    *m = NULL;
-}
-
-static void s_prim_free(dnnl_primitive_t *p)
-{
-    if (*p)
-        dnnl_primitive_destroy(*p);
-    *p = NULL;
-}
 
 static void s_layer_free(vl_net_prims_t *p)
 {
@@ -38,9 +13,9 @@ static void s_layer_free(vl_net_prims_t *p)
     dnnl_memory_t *mems[] = {&p->w_user, &p->dw_user, &p->w,  &p->w_bwd,  &p->b,    &p->y,
                              &p->dy,     &p->dw,      &p->db, &p->src_bw, &p->dy_bw};
     for (size_t k = 0; k < sizeof prims / sizeof prims[0]; k++)
-        s_prim_free(prims[k]);
+        vl_dnnl_prim_free(prims[k]);
     for (size_t k = 0; k < sizeof mems / sizeof mems[0]; k++)
-        s_mem_free(mems[k]);
+        vl_dnnl_mem_free(mems[k]);
 }
 
 void vl_net_set_destroy(vl_net_set_t **set_p)
@@ -51,130 +26,50 @@ void vl_net_set_destroy(vl_net_set_t **set_p)
     for (uint32_t i = 0; i < VL_OBS_FIELDS_MAX; i++) {
         for (uint32_t j = 0; j < VL_MODEL_LAYERS_MAX; j++)
             s_layer_free(&set->conv[i][j]);
-        s_mem_free(&set->in_view[i]);
-        s_mem_free(&set->src0[i]);
-        s_mem_free(&set->feat_view[i]);
-        s_mem_free(&set->dfeat_view[i]);
-        s_prim_free(&set->in_scale[i]);
-        s_prim_free(&set->to_feats[i]);
-        s_prim_free(&set->from_dfeats[i]);
+        vl_dnnl_mem_free(&set->in_view[i]);
+        vl_dnnl_mem_free(&set->src0[i]);
+        vl_dnnl_mem_free(&set->feat_view[i]);
+        vl_dnnl_mem_free(&set->dfeat_view[i]);
+        vl_dnnl_prim_free(&set->in_scale[i]);
+        vl_dnnl_prim_free(&set->to_feats[i]);
+        vl_dnnl_prim_free(&set->from_dfeats[i]);
     }
     for (uint32_t j = 0; j < VL_MODEL_LAYERS_MAX; j++)
         s_layer_free(&set->lin[j]);
-    s_mem_free(&set->feats);
-    s_mem_free(&set->dfeats);
+    vl_dnnl_mem_free(&set->feats);
+    vl_dnnl_mem_free(&set->dfeats);
     free(set->feats_p);
     free(set->dfeats_p);
     free(set);
     *set_p = NULL;
 }
 
-/* Logs a failed oneDNN step in one line; returns -1 on failure, else 0. */
-static int s_ok(dnnl_status_t st, const char *what)
-{
-    if (st == dnnl_success)
-        return 0;
-    vl_error("vl_net: %s failed: %s", what, dnnl_status2str(st));
-    return -1;
-}
-
-/* Creates *prim from pd. Returns 0, or -1 (logged). */
-static int s_prim(dnnl_primitive_t *prim, const_dnnl_primitive_desc_t pd)
-{
-    return s_ok(dnnl_primitive_create(prim, pd), "dnnl_primitive_create");
-}
-
-/* Creates *mem of md on handle (NULL: oneDNN allocates it). */
-static int s_mem(vl_net_t *self, dnnl_memory_t *mem, const dnnl_memory_desc_t *md, void *handle)
-{
-    S_CHECK(dnnl_memory_create(mem, md, self->engine, handle ? handle : DNNL_MEMORY_ALLOCATE));
-    return 0;
-}
-
-/* Creates a reorder from -> to into *prim, scaling by scale, or adding
-   into to's contents when add is not 0. */
-static int s_reorder(vl_net_t *self, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
-                     float scale, int add, dnnl_primitive_t *prim)
-{
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po = NULL;
-    dnnl_primitive_desc_t pd = NULL;
-    dnnl_status_t st = dnnl_primitive_attr_create(&attr);
-    if (st == dnnl_success && scale != 1.0f)
-        st = dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale);
-    if (st == dnnl_success && add) {
-        st = dnnl_post_ops_create(&po);
-        if (st == dnnl_success)
-            st = dnnl_post_ops_append_sum(po, 1.0f);
-        if (st == dnnl_success)
-            st = dnnl_primitive_attr_set_post_ops(attr, po);
-    }
-    if (st == dnnl_success)
-        st = dnnl_reorder_primitive_desc_create(&pd, from, self->engine, to, self->engine, attr);
-    if (st == dnnl_success)
-        st = dnnl_primitive_create(prim, pd);
-    if (pd)
-        dnnl_primitive_desc_destroy(pd);
-    if (po)
-        dnnl_post_ops_destroy(po);
-    if (attr)
-        dnnl_primitive_attr_destroy(attr);
-    return s_ok(st, "a reorder's creation");
-}
-
-/* Returns the md of mem. */
-static const dnnl_memory_desc_t *s_md(dnnl_memory_t mem)
-{
-    const dnnl_memory_desc_t *md = NULL;
-    dnnl_memory_get_memory_desc(mem, &md);
-    return md;
-}
-
-/* Initializes md as a plain f32 tensor of nd dims with tag (or any). */
-static int s_md_init(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *dims, dnnl_format_tag_t tag)
-{
-    S_CHECK(dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_f32, tag));
-    return 0;
-}
-
-/* Makes g's op descriptor: kind 0 forward, 1 backward weights, 2 backward
-   data, in cd or id. Returns 0, or -1 (logged). */
-static int s_op(const vl_net_geom_t *g, int kind, dnnl_convolution_desc_t *cd,
-                dnnl_inner_product_desc_t *id, const dnnl_memory_desc_t *src,
-                const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *b,
-                const dnnl_memory_desc_t *dst)
+/* Makes conv g's op descriptor: kind 0 forward, 1 backward weights, 2
+   backward data. Returns oneDNN's status. */
+static dnnl_status_t s_op(const vl_net_geom_t *g, int kind, dnnl_convolution_desc_t *cd,
+                          const dnnl_memory_desc_t *src, const dnnl_memory_desc_t *w,
+                          const dnnl_memory_desc_t *b, const dnnl_memory_desc_t *dst)
 {
     dnnl_dims_t st = {g->stride, g->stride}, pad = {g->pad, g->pad};
     dnnl_alg_kind_t alg = dnnl_convolution_direct;
-    if (g->conv && kind == 0)
-        S_CHECK(dnnl_convolution_forward_desc_init(cd, dnnl_forward_training, alg, src, w, b, dst,
-                                                   st, pad, pad));
-    else if (g->conv && kind == 1)
-        S_CHECK(dnnl_convolution_backward_weights_desc_init(cd, alg, src, w, b, dst, st, pad, pad));
-    else if (g->conv)
-        S_CHECK(dnnl_convolution_backward_data_desc_init(cd, alg, src, w, dst, st, pad, pad));
-    else if (kind == 0)
-        S_CHECK(dnnl_inner_product_forward_desc_init(id, dnnl_forward_training, src, w, b, dst));
-    else if (kind == 1)
-        S_CHECK(dnnl_inner_product_backward_weights_desc_init(id, src, w, b, dst));
-    else
-        S_CHECK(dnnl_inner_product_backward_data_desc_init(id, src, w, dst));
-    return 0;
+    if (kind == 0)
+        return dnnl_convolution_forward_desc_init(cd, dnnl_forward_training, alg, src, w, b, dst,
+                                                  st, pad, pad);
+    if (kind == 1)
+        return dnnl_convolution_backward_weights_desc_init(cd, alg, src, w, b, dst, st, pad, pad);
+    return dnnl_convolution_backward_data_desc_init(cd, alg, src, w, dst, st, pad, pad);
 }
 
-/* Creates *pd for g's op of kind with the given mds and hint. */
+/* Creates *pd for conv g's op of kind with the given mds and hint. */
 static int s_pd(vl_net_t *self, const vl_net_geom_t *g, int kind, const dnnl_memory_desc_t *src,
                 const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *b,
                 const dnnl_memory_desc_t *dst, const_dnnl_primitive_desc_t hint,
                 dnnl_primitive_desc_t *pd)
 {
     dnnl_convolution_desc_t cd;
-    dnnl_inner_product_desc_t id;
-    if (s_op(g, kind, &cd, &id, src, w, b, dst) != 0)
+    if (vl_dnnl_ok(s_op(g, kind, &cd, src, w, b, dst), "a conv's op descriptor") != 0)
         return -1;
-    const void *op = g->conv ? (const void *)&cd : (const void *)&id;
-    S_CHECK(dnnl_primitive_desc_create(pd, op, NULL, self->engine, hint));
-    return 0;
+    return vl_dnnl_pd(self->dnnl, pd, &cd, 1.0f, 0, hint);
 }
 
 /* Points *mem at a new memory of what pd wants for `what` when it differs
@@ -184,11 +79,11 @@ static int s_bw_mem(vl_net_t *self, const_dnnl_primitive_desc_t pd, dnnl_query_t
                     dnnl_memory_t have, dnnl_memory_t *mem, dnnl_primitive_t *reorder)
 {
     const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, what, 0);
-    if (dnnl_memory_desc_equal(want, s_md(have)))
+    if (dnnl_memory_desc_equal(want, vl_dnnl_md_of(have)))
         return 0;
-    if (s_mem(self, mem, want, NULL) != 0)
+    if (vl_dnnl_mem(self->dnnl, mem, want, DNNL_MEMORY_ALLOCATE) != 0)
         return -1;
-    return s_reorder(self, s_md(have), want, 1.0f, 0, reorder);
+    return vl_dnnl_reorder(self->dnnl, vl_dnnl_md_of(have), want, 1.0f, 0, reorder);
 }
 
 /* Creates the eltwise forward and backward (on dst) of g's activation. */
@@ -196,22 +91,20 @@ static int s_act_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p
 {
     if (g->act == dnnl_alg_kind_undef)
         return 0;
-    const dnnl_memory_desc_t *y = s_md(p->y);
-    dnnl_eltwise_desc_t ed;
-    dnnl_primitive_desc_t fpd, bpd;
-    S_CHECK(dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_training, g->act, y, 0, 0));
-    S_CHECK(dnnl_primitive_desc_create(&fpd, &ed, NULL, self->engine, NULL));
-    dnnl_status_t st = dnnl_primitive_create(&p->act, fpd);
-    if (st == dnnl_success)
-        st = dnnl_eltwise_backward_desc_init(&ed, g->act, y, y, 0, 0);
-    if (st == dnnl_success)
-        st = dnnl_primitive_desc_create(&bpd, &ed, NULL, self->engine, fpd);
-    dnnl_primitive_desc_destroy(fpd);
-    if (s_ok(st, "an eltwise primitive's creation") != 0)
-        return -1;
-    st = dnnl_primitive_create(&p->act_bwd, bpd);
-    dnnl_primitive_desc_destroy(bpd);
-    return s_ok(st, "an eltwise backward's creation");
+    const dnnl_memory_desc_t *y = vl_dnnl_md_of(p->y);
+    dnnl_eltwise_desc_t fd, bd;
+    dnnl_primitive_desc_t fpd = NULL, bpd = NULL;
+    int rc = vl_dnnl_ok(dnnl_eltwise_forward_desc_init(&fd, dnnl_forward_training, g->act, y, 0, 0),
+                        "an eltwise") ||
+             vl_dnnl_ok(dnnl_eltwise_backward_desc_init(&bd, g->act, y, y, 0, 0), "an eltwise") ||
+             vl_dnnl_pd(self->dnnl, &fpd, &fd, 1.0f, 0, NULL) ||
+             vl_dnnl_pd(self->dnnl, &bpd, &bd, 1.0f, 0, fpd) || vl_dnnl_prim(&p->act, fpd) ||
+             vl_dnnl_prim(&p->act_bwd, bpd);
+    if (fpd)
+        dnnl_primitive_desc_destroy(fpd);
+    if (bpd)
+        dnnl_primitive_desc_destroy(bpd);
+    return rc ? -1 : 0;
 }
 
 /* Creates g's weight and bias memories (the chosen layout w_md, and
@@ -221,72 +114,74 @@ static int s_weights_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_
 {
     dnnl_dims_t wd = {g->cout, g->cin, g->k, g->k}, bd = {g->cout};
     dnnl_memory_desc_t w_u, b_md;
-    if (s_md_init(&w_u, g->conv ? 4 : 2, wd, g->conv ? dnnl_oihw : dnnl_oi) != 0 ||
-        s_md_init(&b_md, 1, bd, dnnl_x) != 0 || s_mem(self, &p->w, w_md, NULL) != 0 ||
-        s_mem(self, &p->w_user, &w_u, self->params + g->w_off) != 0 ||
-        s_mem(self, &p->dw, dw_md, NULL) != 0 ||
-        s_mem(self, &p->dw_user, &w_u, self->grads + g->w_off) != 0 ||
-        s_mem(self, &p->b, &b_md, NULL) != 0 || s_mem(self, &p->db, &b_md, NULL) != 0)
+    if (vl_dnnl_md(&w_u, 4, wd, NULL, dnnl_oihw) != 0 ||
+        vl_dnnl_md(&b_md, 1, bd, NULL, dnnl_x) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->w, w_md, DNNL_MEMORY_ALLOCATE) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->w_user, &w_u, self->params + g->w_off) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->dw, dw_md, DNNL_MEMORY_ALLOCATE) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->dw_user, &w_u, self->grads + g->w_off) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->b, &b_md, DNNL_MEMORY_ALLOCATE) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->db, &b_md, DNNL_MEMORY_ALLOCATE) != 0)
         return -1;
-    if (s_reorder(self, &w_u, w_md, 1.0f, 0, &p->w_in) != 0 ||
-        s_reorder(self, dw_md, &w_u, 1.0f, 1, &p->dw_out) != 0)
+    if (vl_dnnl_reorder(self->dnnl, &w_u, w_md, 1.0f, 0, &p->w_in) != 0 ||
+        vl_dnnl_reorder(self->dnnl, dw_md, &w_u, 1.0f, 1, &p->dw_out) != 0)
         return -1;
     return 0;
 }
 
-/* Builds layer g on src (a concrete md, or NULL for the first conv, which
+/* Builds conv g on src (a concrete md, or NULL for the first conv, which
    then picks its own and creates *src0 with it): forward with its
-   activation, backward weights, and backward data unless bwd_data is 0.
-   dst_tag is the output's layout (any for convs). */
-static int s_layer_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p,
-                         dnnl_memory_t src, uint32_t n, dnnl_memory_t *src0, int bwd_data)
+   activation, backward weights, and backward data unless bwd_data is 0,
+   each output in the layout oneDNN picks. */
+static int s_conv_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p,
+                        dnnl_memory_t src, uint32_t n, dnnl_memory_t *src0, int bwd_data)
 {
-    int nd = g->conv ? 4 : 2;
     dnnl_dims_t sd = {n, g->cin, g->hin, g->win}, wd = {g->cout, g->cin, g->k, g->k};
     dnnl_dims_t bd = {g->cout}, dd = {n, g->cout, g->hout, g->wout};
-    dnnl_memory_desc_t src_any, w_any, b_md, dst_md, dst_any;
-    if (s_md_init(&src_any, nd, sd, dnnl_format_tag_any) != 0 ||
-        s_md_init(&w_any, nd, wd, dnnl_format_tag_any) != 0 ||
-        s_md_init(&b_md, 1, bd, dnnl_x) != 0 ||
-        s_md_init(&dst_md, nd, dd, g->conv ? dnnl_format_tag_any : dnnl_nc) != 0 ||
-        s_md_init(&dst_any, nd, dd, dnnl_format_tag_any) != 0)
+    dnnl_memory_desc_t src_any, w_any, b_md, dst_any;
+    if (vl_dnnl_md(&src_any, 4, sd, NULL, dnnl_format_tag_any) != 0 ||
+        vl_dnnl_md(&w_any, 4, wd, NULL, dnnl_format_tag_any) != 0 ||
+        vl_dnnl_md(&b_md, 1, bd, NULL, dnnl_x) != 0 ||
+        vl_dnnl_md(&dst_any, 4, dd, NULL, dnnl_format_tag_any) != 0)
         return -1;
     dnnl_primitive_desc_t fpd = NULL, wpd = NULL, dpd = NULL;
     int rc = -1;
-    if (s_pd(self, g, 0, src ? s_md(src) : &src_any, &w_any, &b_md, &dst_md, NULL, &fpd) != 0)
+    if (s_pd(self, g, 0, src ? vl_dnnl_md_of(src) : &src_any, &w_any, &b_md, &dst_any, NULL,
+             &fpd) != 0)
         goto done;
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(fpd, dnnl_query_src_md, 0);
     if (!src) {
-        if (s_mem(self, src0, src_md, NULL) != 0)
+        if (vl_dnnl_mem(self->dnnl, src0, src_md, DNNL_MEMORY_ALLOCATE) != 0)
             goto done;
         src = *src0;
     }
     p->src = src;
-    if (s_prim(&p->fwd, fpd) != 0 ||
-        s_mem(self, &p->y, dnnl_primitive_desc_query_md(fpd, dnnl_query_dst_md, 0), NULL) != 0 ||
-        s_mem(self, &p->dy, s_md(p->y), NULL) != 0 || s_act_build(self, g, p) != 0)
+    if (vl_dnnl_prim(&p->fwd, fpd) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->y, dnnl_primitive_desc_query_md(fpd, dnnl_query_dst_md, 0),
+                    DNNL_MEMORY_ALLOCATE) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->dy, vl_dnnl_md_of(p->y), DNNL_MEMORY_ALLOCATE) != 0 ||
+        s_act_build(self, g, p) != 0)
         goto done;
     // Backward weights in whatever layouts oneDNN likes best (with the forward's
     // own, a first conv on few channels gets only the reference implementation).
     if (s_pd(self, g, 1, &src_any, &w_any, &b_md, &dst_any, fpd, &wpd) != 0 ||
-        s_prim(&p->bwd_w, wpd) != 0 ||
+        vl_dnnl_prim(&p->bwd_w, wpd) != 0 ||
         s_bw_mem(self, wpd, dnnl_query_src_md, src, &p->src_bw, &p->src_bw_in) != 0 ||
         s_bw_mem(self, wpd, dnnl_query_diff_dst_md, p->dy, &p->dy_bw, &p->dy_bw_in) != 0 ||
         s_weights_build(self, g, p, dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0),
                         dnnl_primitive_desc_query_md(wpd, dnnl_query_diff_weights_md, 0)) != 0)
         goto done;
     if (bwd_data) {
-        if (s_pd(self, g, 2, src_md, &w_any, NULL, s_md(p->y), fpd, &dpd) != 0 ||
-            s_prim(&p->bwd_d, dpd) != 0 ||
+        if (s_pd(self, g, 2, src_md, &w_any, NULL, vl_dnnl_md_of(p->y), fpd, &dpd) != 0 ||
+            vl_dnnl_prim(&p->bwd_d, dpd) != 0 ||
             s_bw_mem(self, dpd, dnnl_query_weights_md, p->w, &p->w_bwd, &p->w_bwd_in) != 0)
             goto done;
     }
     rc = 0;
 done:
     if (rc != 0)
-        vl_error("vl_net: the %s layer %ldx%ldx%ld -> %ld cannot be built at batch %u",
-                 g->conv ? "conv" : "linear", (long)g->cin, (long)g->hin, (long)g->win,
-                 (long)g->cout, n);
+        vl_error("vl_net: the conv layer %ldx%ldx%ld -> %ld cannot be built at batch %u",
+                 (long)g->cin, (long)g->hin, (long)g->win, (long)g->cout, n);
     if (fpd)
         dnnl_primitive_desc_destroy(fpd);
     if (wpd)
@@ -294,6 +189,24 @@ done:
     if (dpd)
         dnnl_primitive_desc_destroy(dpd);
     return rc;
+}
+
+/* Builds linear layer g at batch n: its output and that output's gradient
+   [n][cout] and its activation on them. Its products are
+   vl_matmul_linear's. */
+static int s_linear_build(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p, uint32_t n)
+{
+    dnnl_dims_t dims = {n, g->cout};
+    dnnl_memory_desc_t md;
+    if (vl_dnnl_md(&md, 2, dims, NULL, dnnl_nc) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->y, &md, DNNL_MEMORY_ALLOCATE) != 0 ||
+        vl_dnnl_mem(self->dnnl, &p->dy, &md, DNNL_MEMORY_ALLOCATE) != 0 ||
+        s_act_build(self, g, p) != 0) {
+        vl_error("vl_net: the linear layer %ld -> %ld cannot be built at batch %u", (long)g->cin,
+                 (long)g->cout, n);
+        return -1;
+    }
+    return 0;
 }
 
 /* Builds image field i's input view, its conv chain and the reorders of
@@ -307,21 +220,25 @@ static int s_image_build(vl_net_t *self, vl_net_set_t *set, uint32_t i)
     dnnl_dims_t out = {set->n, gl->cout, gl->hout, gl->wout};
     dnnl_dims_t out_st = {self->shapes.features, gl->hout * gl->wout, gl->wout, 1};
     dnnl_memory_desc_t in_md, out_md;
-    S_CHECK(dnnl_memory_desc_init_by_strides(&in_md, 4, in, dnnl_f32, in_st));
-    S_CHECK(dnnl_memory_desc_init_by_strides(&out_md, 4, out, dnnl_f32, out_st));
-    S_CHECK(dnnl_memory_create(&set->in_view[i], &in_md, self->engine, DNNL_MEMORY_NONE));
+    if (vl_dnnl_md(&in_md, 4, in, in_st, dnnl_format_tag_undef) != 0 ||
+        vl_dnnl_md(&out_md, 4, out, out_st, dnnl_format_tag_undef) != 0 ||
+        vl_dnnl_mem(self->dnnl, &set->in_view[i], &in_md, DNNL_MEMORY_NONE) != 0)
+        return -1;
     for (uint32_t j = 0; j < nc; j++)
-        if (s_layer_build(self, &self->conv[i][j], &set->conv[i][j],
-                          j ? set->conv[i][j - 1].y : NULL, set->n, &set->src0[i], j > 0) != 0)
+        if (s_conv_build(self, &self->conv[i][j], &set->conv[i][j],
+                         j ? set->conv[i][j - 1].y : NULL, set->n, &set->src0[i], j > 0) != 0)
             return -1;
     float *fp = set->feats_p + self->shapes.field_offset[field];
     float *dfp = set->dfeats_p + self->shapes.field_offset[field];
     const vl_net_prims_t *last = &set->conv[i][nc - 1];
-    if (s_reorder(self, &in_md, s_md(set->src0[i]), self->scale[field], 0, &set->in_scale[i]) ||
-        s_mem(self, &set->feat_view[i], &out_md, fp) != 0 ||
-        s_mem(self, &set->dfeat_view[i], &out_md, dfp) != 0 ||
-        s_reorder(self, s_md(last->y), &out_md, 1.0f, 0, &set->to_feats[i]) != 0 ||
-        s_reorder(self, &out_md, s_md(last->dy), 1.0f, 0, &set->from_dfeats[i]) != 0)
+    if (vl_dnnl_reorder(self->dnnl, &in_md, vl_dnnl_md_of(set->src0[i]), self->scale[field], 0,
+                        &set->in_scale[i]) ||
+        vl_dnnl_mem(self->dnnl, &set->feat_view[i], &out_md, fp) != 0 ||
+        vl_dnnl_mem(self->dnnl, &set->dfeat_view[i], &out_md, dfp) != 0 ||
+        vl_dnnl_reorder(self->dnnl, vl_dnnl_md_of(last->y), &out_md, 1.0f, 0, &set->to_feats[i]) !=
+            0 ||
+        vl_dnnl_reorder(self->dnnl, &out_md, vl_dnnl_md_of(last->dy), 1.0f, 0,
+                        &set->from_dfeats[i]) != 0)
         return -1;
     return 0;
 }
@@ -340,53 +257,35 @@ vl_net_set_t *vl_net_set_new(vl_net_t *self, uint32_t n)
     set->n = n;
     dnnl_dims_t fd = {n, self->shapes.features};
     dnnl_memory_desc_t f_md;
-    int ok = s_md_init(&f_md, 2, fd, dnnl_nc) == 0 &&
-             s_mem(self, &set->feats, &f_md, set->feats_p) == 0 &&
-             s_mem(self, &set->dfeats, &f_md, set->dfeats_p) == 0;
+    int ok = vl_dnnl_md(&f_md, 2, fd, NULL, dnnl_nc) == 0 &&
+             vl_dnnl_mem(self->dnnl, &set->feats, &f_md, set->feats_p) == 0 &&
+             vl_dnnl_mem(self->dnnl, &set->dfeats, &f_md, set->dfeats_p) == 0;
     for (uint32_t i = 0; ok && i < self->shapes.n_images; i++)
         ok = s_image_build(self, set, i) == 0;
     for (uint32_t j = 0; ok && j < self->n_linears; j++)
-        ok = s_layer_build(self, &self->lin[j], &set->lin[j], j ? set->lin[j - 1].y : set->feats, n,
-                           NULL, 1) == 0;
+        ok = s_linear_build(self, &self->lin[j], &set->lin[j], n) == 0;
     if (!ok) {
         vl_net_set_destroy(&set);
         return NULL;
     }
     set->last = set->feats_p, set->dlast = set->dfeats_p;
     if (self->n_linears) {
-        void *y = NULL, *dy = NULL;
-        dnnl_memory_get_data_handle(set->lin[self->n_linears - 1].y, &y);
-        dnnl_memory_get_data_handle(set->lin[self->n_linears - 1].dy, &dy);
-        set->last = y, set->dlast = dy;
+        set->last = vl_dnnl_data(set->lin[self->n_linears - 1].y);
+        set->dlast = vl_dnnl_data(set->lin[self->n_linears - 1].dy);
     }
     return set;
-}
-
-/* Executes prim (when it exists) with n (arg, memory) pairs. */
-static int s_exec(vl_net_t *self, dnnl_primitive_t prim, int n, const dnnl_exec_arg_t *args)
-{
-    if (prim)
-        S_CHECK(dnnl_primitive_execute(prim, self->stream, n, args));
-    return 0;
-}
-
-/* Runs reorder prim from -> to, when it exists. */
-static int s_run_reorder(vl_net_t *self, dnnl_primitive_t prim, dnnl_memory_t from,
-                         dnnl_memory_t to)
-{
-    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    return s_exec(self, prim, 2, a);
 }
 
 /* Copies a layer's weights and bias from the parameters into its memories. */
 static int s_layer_refresh(vl_net_t *self, const vl_net_geom_t *g, vl_net_prims_t *p)
 {
     void *b = NULL;
-    S_CHECK(dnnl_memory_get_data_handle(p->b, &b));
-    memcpy(b, self->params + g->b_off, (size_t)g->cout * sizeof(float));
-    if (s_run_reorder(self, p->w_in, p->w_user, p->w) != 0)
+    if (vl_dnnl_ok(dnnl_memory_get_data_handle(p->b, &b), "a bias's handle") != 0)
         return -1;
-    return s_run_reorder(self, p->w_bwd_in, p->w, p->w_bwd);
+    memcpy(b, self->params + g->b_off, (size_t)g->cout * sizeof(float));
+    if (vl_dnnl_run_reorder(self->dnnl, p->w_in, p->w_user, p->w) != 0)
+        return -1;
+    return vl_dnnl_run_reorder(self->dnnl, p->w_bwd_in, p->w, p->w_bwd);
 }
 
 /* Brings the set's weight copies to the parameters' version. */
@@ -398,9 +297,6 @@ int vl_net_set_refresh(vl_net_t *self, vl_net_set_t *set)
         for (uint32_t j = 0; j < self->shapes.n_convs; j++)
             if (s_layer_refresh(self, &self->conv[i][j], &set->conv[i][j]) != 0)
                 return -1;
-    for (uint32_t j = 0; j < self->n_linears; j++)
-        if (s_layer_refresh(self, &self->lin[j], &set->lin[j]) != 0)
-            return -1;
     set->version = self->version;
     return 0;
 }
@@ -413,9 +309,9 @@ static int s_layer_forward(vl_net_t *self, vl_net_prims_t *p)
                             {DNNL_ARG_BIAS, p->b},
                             {DNNL_ARG_DST, p->y}};
     dnnl_exec_arg_t a[2] = {{DNNL_ARG_SRC, p->y}, {DNNL_ARG_DST, p->y}};
-    if (s_exec(self, p->fwd, 4, f) != 0)
+    if (vl_dnnl_exec(self->dnnl, p->fwd, 4, f) != 0)
         return -1;
-    return s_exec(self, p->act, 2, a);
+    return vl_dnnl_exec(self->dnnl, p->act, 2, a);
 }
 
 /* Runs a layer's backward: activation, weights (added into the grads by
@@ -432,15 +328,48 @@ static int s_layer_backward(vl_net_t *self, vl_net_prims_t *p, dnnl_memory_t dsr
     dnnl_exec_arg_t d[3] = {{DNNL_ARG_DIFF_DST, p->dy},
                             {DNNL_ARG_WEIGHTS, p->w_bwd ? p->w_bwd : p->w},
                             {DNNL_ARG_DIFF_SRC, dsrc}};
-    if (s_exec(self, p->act_bwd, 3, a) != 0 ||
-        s_run_reorder(self, p->src_bw_in, p->src, p->src_bw) != 0 ||
-        s_run_reorder(self, p->dy_bw_in, p->dy, p->dy_bw) != 0 || s_exec(self, p->bwd_w, 4, w) ||
-        s_run_reorder(self, p->dw_out, p->dw, p->dw_user) != 0)
+    if (vl_dnnl_exec(self->dnnl, p->act_bwd, 3, a) != 0 ||
+        vl_dnnl_run_reorder(self->dnnl, p->src_bw_in, p->src, p->src_bw) != 0 ||
+        vl_dnnl_run_reorder(self->dnnl, p->dy_bw_in, p->dy, p->dy_bw) != 0 ||
+        vl_dnnl_exec(self->dnnl, p->bwd_w, 4, w) ||
+        vl_dnnl_run_reorder(self->dnnl, p->dw_out, p->dw, p->dw_user) != 0)
         return -1;
-    return s_exec(self, p->bwd_d, 3, d);
+    return vl_dnnl_exec(self->dnnl, p->bwd_d, 3, d);
 }
 
-/* Adds a layer's diff bias into the gradients. */
+/* Runs linear layer j on the previous one's output (the features for the
+   first) and its activation: y = x W^T + b, W and b the net's copies. */
+static int s_linear_forward(vl_net_t *self, vl_net_set_t *set, uint32_t j)
+{
+    const vl_net_geom_t *g = &self->lin[j];
+    vl_net_prims_t *p = &set->lin[j];
+    const float *x = j ? vl_dnnl_data(set->lin[j - 1].y) : set->feats_p;
+    dnnl_exec_arg_t act[2] = {{DNNL_ARG_SRC, p->y}, {DNNL_ARG_DST, p->y}};
+    if (vl_matmul_linear(self->mm, set->n, g->cin, g->cout, x, self->weights + g->w_off,
+                         self->weights + g->b_off, vl_dnnl_data(p->y)) != 0)
+        return -1;
+    return vl_dnnl_exec(self->dnnl, p->act, 2, act);
+}
+
+/* Runs linear layer j's backward from its output's gradient: through its
+   activation, its gradients added, the gradient of its input written (the
+   previous layer's output, or the features). */
+static int s_linear_backward(vl_net_t *self, vl_net_set_t *set, uint32_t j)
+{
+    const vl_net_geom_t *g = &self->lin[j];
+    vl_net_prims_t *p = &set->lin[j];
+    const float *x = j ? vl_dnnl_data(set->lin[j - 1].y) : set->feats_p;
+    float *dx = j ? vl_dnnl_data(set->lin[j - 1].dy) : set->dfeats_p;
+    dnnl_exec_arg_t act[3] = {
+        {DNNL_ARG_DST, p->y}, {DNNL_ARG_DIFF_DST, p->dy}, {DNNL_ARG_DIFF_SRC, p->dy}};
+    if (vl_dnnl_exec(self->dnnl, p->act_bwd, 3, act) != 0)
+        return -1;
+    return vl_matmul_linear_backward(self->mm, set->n, g->cin, g->cout, x, self->weights + g->w_off,
+                                     vl_dnnl_data(p->dy), self->grads + g->w_off,
+                                     self->grads + g->b_off, dx, 0);
+}
+
+/* Adds a conv's diff bias into the gradients. */
 static void s_bias_add(vl_net_t *self, const vl_net_geom_t *g, const vl_net_prims_t *p)
 {
     void *db = NULL;
@@ -471,20 +400,24 @@ int vl_net_set_forward(vl_net_t *self, vl_net_set_t *set, const float *obs)
     for (uint32_t i = 0; i < self->shapes.n_images; i++) {
         uint32_t f = self->shapes.image_field[i];
         // The reorder only reads the view: the cast is what its API takes.
-        S_CHECK(dnnl_memory_set_data_handle(set->in_view[i], (float *)obs + self->obs_off[f]));
-        if (s_run_reorder(self, set->in_scale[i], set->in_view[i], set->src0[i]) != 0)
+        if (vl_dnnl_ok(
+                dnnl_memory_set_data_handle(set->in_view[i], (float *)obs + self->obs_off[f]),
+                "an image's handle") != 0)
+            return -1;
+        if (vl_dnnl_run_reorder(self->dnnl, set->in_scale[i], set->in_view[i], set->src0[i]) != 0)
             return -1;
         for (uint32_t j = 0; j < self->shapes.n_convs; j++)
             if (s_layer_forward(self, &set->conv[i][j]) != 0)
                 return -1;
         vl_net_prims_t *last = &set->conv[i][self->shapes.n_convs - 1];
-        if (s_run_reorder(self, set->to_feats[i], last->y, set->feat_view[i]) != 0)
+        if (vl_dnnl_run_reorder(self->dnnl, set->to_feats[i], last->y, set->feat_view[i]) != 0)
             return -1;
     }
     for (uint32_t j = 0; j < self->n_linears; j++)
-        if (s_layer_forward(self, &set->lin[j]) != 0)
+        if (s_linear_forward(self, set, j) != 0)
             return -1;
-    S_CHECK(dnnl_stream_wait(self->stream));
+    if (vl_dnnl_wait(self->dnnl) != 0)
+        return -1;
     return 0;
 }
 
@@ -492,22 +425,21 @@ int vl_net_set_forward(vl_net_t *self, vl_net_set_t *set, const float *obs)
 int vl_net_set_backward(vl_net_t *self, vl_net_set_t *set)
 {
     for (uint32_t j = self->n_linears; j-- > 0;)
-        if (s_layer_backward(self, &set->lin[j], j ? set->lin[j - 1].dy : set->dfeats) != 0)
+        if (s_linear_backward(self, set, j) != 0)
             return -1;
     for (uint32_t i = 0; i < self->shapes.n_images; i++) {
         uint32_t nc = self->shapes.n_convs;
-        if (s_run_reorder(self, set->from_dfeats[i], set->dfeat_view[i], set->conv[i][nc - 1].dy) !=
-            0)
+        if (vl_dnnl_run_reorder(self->dnnl, set->from_dfeats[i], set->dfeat_view[i],
+                                set->conv[i][nc - 1].dy) != 0)
             return -1;
         for (uint32_t j = nc; j-- > 0;)
             if (s_layer_backward(self, &set->conv[i][j], j ? set->conv[i][j - 1].dy : NULL) != 0)
                 return -1;
     }
-    S_CHECK(dnnl_stream_wait(self->stream));
+    if (vl_dnnl_wait(self->dnnl) != 0)
+        return -1;
     for (uint32_t i = 0; i < self->shapes.n_images; i++)
         for (uint32_t j = 0; j < self->shapes.n_convs; j++)
             s_bias_add(self, &self->conv[i][j], &set->conv[i][j]);
-    for (uint32_t j = 0; j < self->n_linears; j++)
-        s_bias_add(self, &self->lin[j], &set->lin[j]);
     return 0;
 }

@@ -8,17 +8,21 @@
     parameters (PyTorch's layout) when their version moves on:
       obs field (a strided view, no copy) --reorder x scale--> conv src
       conv, activation, ... --reorder--> its slice of feats [n][features]
-      vector fields copied into feats; linear layers on feats (nc).
-    Its backward reorders diff weights back to PyTorch's layout with a sum
-    post-op, which adds them into the flat gradients; diff biases are
-    added by a loop. */
+      vector fields copied into feats; linear layers on feats (nc), each
+      vl_matmul_linear into its own [n][out] array, then its activation.
+    The conv backward reorders diff weights back to PyTorch's layout with a
+    sum post-op, which adds them into the flat gradients; diff biases are
+    added by a loop. The linear layers (and vl_net's heads) read the net's
+    copy of the parameters, taken at the first forward after they changed,
+    and add their gradients into the flat ones directly. */
 #ifndef VL_NET_SET_H
 #define VL_NET_SET_H
 
-#include <oneapi/dnnl/dnnl.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "vl_dnnl.h"
+#include "vl_matmul.h"
 #include "vl_net.h"
 
 #define VL_NET_SETS        3 // batch sizes kept built: the learner's, the actors', one more
@@ -33,8 +37,9 @@ typedef struct {
     size_t w_off, b_off;                        // in the flat parameters
 } vl_net_geom_t;
 
-/* One layer's primitives and memories for one batch size. A NULL
-   optional memory means "the same as the one it would be reordered from". */
+/* One layer's primitives and memories for one batch size (a linear layer's:
+   y, dy and its activation's alone). A NULL optional memory means "the
+   same as the one it would be reordered from". */
 typedef struct {
     dnnl_primitive_t fwd, act, act_bwd, bwd_w, bwd_d;
     dnnl_primitive_t w_in;     // params -> w (at a refresh)
@@ -83,10 +88,10 @@ struct vl_net_s {
     vl_net_tensor_info_t tensors[VL_NET_TENSORS_MAX];
     size_t n_params, pi_w, pi_b, v_w, v_b; // offsets of the heads' tensors
     float *params, *grads;
-    float *head_w, *head_b; // the heads' copies: pi's rows then v's [A+1][width], [A+1]
-    uint64_t version, heads_version, clock;
-    dnnl_engine_t engine;
-    dnnl_stream_t stream;
+    float *weights; // the parameters as of weights_version: what linears and heads read
+    uint64_t version, weights_version, clock;
+    vl_dnnl_t *dnnl; // the engine and stream every set and product runs on
+    vl_matmul_t *mm; // the linear layers' and heads' products, on dnnl
     vl_net_set_t *sets[VL_NET_SETS];
     vl_net_set_t *fwd_set; // the last forward's set, what backward runs on
 };

@@ -130,10 +130,10 @@ static int s_forward_seq(void *net, uint32_t B, uint32_t T, const float *obs, co
 static int s_backward(void *net, uint32_t n, const float *dlogits, const float *dvalues)
 {
     s_towers_t *self = net;
-    if (dlogits)
-        vl_mlp_backward(self->net[S_PI], n, dlogits, NULL);
-    if (dvalues)
-        vl_mlp_backward(self->net[S_V], n, dvalues, NULL);
+    if (dlogits && vl_mlp_backward(self->net[S_PI], n, dlogits, NULL) != 0)
+        return -1;
+    if (dvalues && vl_mlp_backward(self->net[S_V], n, dvalues, NULL) != 0)
+        return -1;
     return 0;
 }
 

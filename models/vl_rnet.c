@@ -276,12 +276,14 @@ int vl_rnet_backward(vl_rnet_t *self, const float *dout, const float *dvalues)
     size_t rows = self->rows, H = self->hidden, n = rows * H;
     memset(self->dy, 0, n * sizeof(float));
     if (dout) {
-        vl_mlp_backward(self->pi, (uint32_t)rows, dout, self->dy2);
+        if (vl_mlp_backward(self->pi, (uint32_t)rows, dout, self->dy2) != 0)
+            return -1;
         for (size_t i = 0; i < n; i++)
             self->dy[i] += self->dy2[i];
     }
     if (dvalues) {
-        vl_mlp_backward(self->v, (uint32_t)rows, dvalues, self->dy2);
+        if (vl_mlp_backward(self->v, (uint32_t)rows, dvalues, self->dy2) != 0)
+            return -1;
         for (size_t i = 0; i < n; i++)
             self->dy[i] += self->dy2[i];
     }
@@ -294,7 +296,7 @@ int vl_rnet_backward(vl_rnet_t *self, const float *dout, const float *dvalues)
         return vl_net_backward_features(self->conv, (uint32_t)rows, self->dfeat);
     if (self->torso) {
         s_act_backward(self->torso_act, self->feat, self->dfeat, rows * self->features);
-        vl_mlp_backward(self->torso, (uint32_t)rows, self->dfeat, NULL);
+        return vl_mlp_backward(self->torso, (uint32_t)rows, self->dfeat, NULL);
     }
     return 0;
 }
