@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # PufferLib's pong and breakout through include/volley/ocean.h, trained by `volley up` (2 actors
 # x 8 envs, this box): env steps per second and the mean score (env/score, the learner's last
-# 100 episodes) at 10, 30 and 60 s, for the default MLP and for "linear(128) lstm(128)", one table.
+# 100 episodes) at 10, 30 and 60 s, for the default MLP and for "linear(128) lstm(128)" at the
+# learner's defaults (4 epochs a batch) and at one epoch (--epochs 1, PufferLib's own
+# update_epochs: each sample trained on once, as its trainer does), one table.
 #   usage: bench/ocean_bench.sh [path/to/volley] [SECONDS]   (default build/volley, 60)
 # The plugins are built as tests/ocean_test.sh builds them (the sdist cached in ~/.cache/volley).
 # Each run has explicit budgets: --max-seconds SECONDS and a --max-steps it does not reach.
@@ -27,14 +29,17 @@ at() {
 }
 printf '%-9s %-22s | %-16s | %-16s | %-16s\n' env model "10 s: steps/s score" "30 s" "60 s"
 for env in pong breakout; do
-    for model in "" "linear(128) lstm(128)"; do
+    for row in "mlp (default)|" "linear(128) lstm(128)|--model|linear(128) lstm(128)" \
+        "  the same, --epochs 1|--model|linear(128) lstm(128)|--epochs|1"; do
+        IFS='|' read -r -a extra <<< "$row"
+        label=${extra[0]}
         rm -rf runs
-        args=(--env ./lib$env.so --port 0 --max-seconds "$SECONDS_MAX" --max-steps 100000000000)
-        [ -n "$model" ] && args+=(--model "$model")
+        args=(--env ./lib$env.so --port 0 --max-seconds "$SECONDS_MAX" --max-steps 100000000000
+            "${extra[@]:1}")
         "$VOLLEY" up "${args[@]}" > up.log 2> up.err
         m=$(ls runs/*/metrics.jsonl 2>/dev/null | head -1)
-        [ -n "$m" ] || { echo "$env ${model:-mlp}: no metrics.jsonl: $(tail -2 up.err)"; continue; }
-        printf '%-9s %-22s | %s | %s | %s\n' $env "${model:-mlp (default)}" "$(at "$m" 10)" \
+        [ -n "$m" ] || { echo "$env $label: no metrics.jsonl: $(tail -2 up.err)"; continue; }
+        printf '%-9s %-22s | %s | %s | %s\n' $env "$label" "$(at "$m" 10)" \
             "$(at "$m" 30)" "$(at "$m" $((SECONDS_MAX - 1)))"
     done
 done

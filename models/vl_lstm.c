@@ -513,47 +513,18 @@ static int s_steps_backward(vl_lstm_t *self, const float *dy)
     return 0;
 }
 
-/* dW_ih += dG^T X, dW_hh += dG^T H_prev, the biases += the column sums of
-   dG, and dx = dG W_ih when dx is not NULL. */
+/* The gates are two linear layers' outputs, X W_ih^T + b_ih and H_prev W_hh^T + b_hh, so
+   their backward is vl_matmul's for each: dW_ih, db_ih and (when dx is not NULL) dx from the
+   input side, dW_hh and db_hh from the recurrent side. */
 static int s_weights_backward(vl_lstm_t *self, float *dx)
 {
-    int64_t h = self->hidden, h4 = 4 * h, in = self->in, rows = (int64_t)self->B * self->T;
-    vl_matmul_shape_t s_ih = {.m = h4,
-                              .k = rows,
-                              .n = in,
-                              .a_rs = 1,
-                              .a_cs = h4,
-                              .b_rs = in,
-                              .b_cs = 1,
-                              .c_rs = in,
-                              .accumulate = 1};
-    vl_matmul_shape_t s_hh = {.m = h4,
-                              .k = rows,
-                              .n = h,
-                              .a_rs = 1,
-                              .a_cs = h4,
-                              .b_rs = h,
-                              .b_cs = 1,
-                              .c_rs = h,
-                              .accumulate = 1};
-    if (vl_matmul_run(self->mm, &s_ih, self->dgates, self->x, NULL, s_w_ih(self, self->grads)) ||
-        vl_matmul_run(self->mm, &s_hh, self->dgates, self->h_prev, NULL, s_w_hh(self, self->grads)))
+    int64_t h = self->hidden, h4 = 4 * h, rows = (int64_t)self->B * self->T;
+    float *p = self->params, *g = self->grads;
+    if (vl_matmul_linear_backward(self->mm, rows, self->in, h4, self->x, s_w_ih(self, p),
+                                  self->dgates, s_w_ih(self, g), s_b_ih(self, g), dx, 0) != 0)
         return -1;
-    float *sum = self->bias; // free until the next forward refills it
-    memset(sum, 0, (size_t)h4 * sizeof(float));
-    for (int64_t r = 0; r < rows; r++) {
-        const float *dg = self->dgates + r * h4;
-        for (int64_t j = 0; j < h4; j++)
-            sum[j] += dg[j];
-    }
-    float *db_ih = s_b_ih(self, self->grads), *db_hh = s_b_hh(self, self->grads);
-    for (int64_t j = 0; j < h4; j++)
-        db_ih[j] += sum[j], db_hh[j] += sum[j];
-    if (!dx)
-        return 0;
-    vl_matmul_shape_t s_dx = {
-        .m = rows, .k = h4, .n = in, .a_rs = h4, .a_cs = 1, .b_rs = in, .b_cs = 1, .c_rs = in};
-    return vl_matmul_run(self->mm, &s_dx, self->dgates, s_w_ih(self, self->params), NULL, dx);
+    return vl_matmul_linear_backward(self->mm, rows, h, h4, self->h_prev, s_w_hh(self, p),
+                                     self->dgates, s_w_hh(self, g), s_b_hh(self, g), NULL, 0);
 }
 
 int vl_lstm_backward(vl_lstm_t *self, const float *dy, float *dx)
