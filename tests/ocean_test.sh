@@ -36,11 +36,20 @@ grep -q "key 'frame_skip' is unknown; it reads: max_steps width height" "$TMP/ch
 pass "an unknown --env-arg key is refused, naming the keys the env reads"
 
 for e in pong breakout snake connect4; do
-    # Its exit status is not read: a budget spent without a solved return is not yet told apart.
-    (cd "$TMP" && "$VOLLEY" up --env ./lib$e.so --port 0 --max-seconds 3 --max-steps 100000000 \
-        > "$TMP/up_$e.log" 2> "$TMP/up_$e.err")
+    # An env with a recipe beside its adapter (envs/ocean/NAME.ini) runs with it, as docs/envs.md says.
+    conf=()
+    [ -f "$SRC/envs/ocean/$e.ini" ] && conf=(--config "$SRC/envs/ocean/$e.ini")
+    (cd "$TMP" && "$VOLLEY" up --env ./lib$e.so "${conf[@]}" --port 0 --until seconds --max-seconds 3 \
+        --runs "$TMP/runs" --name $e > "$TMP/up_$e.log" 2> "$TMP/up_$e.err") ||
+        fail "volley up --env ./lib$e.so ${conf[*]} exited non-zero: $(tail -2 "$TMP/up_$e.err")"
     grep -q "steps=" "$TMP/up_$e.log" || fail "volley up --env ./lib$e.so stepped nothing"
     grep -qiE "error|refused" "$TMP/up_$e.err" && fail "volley up --env ./lib$e.so: $(grep -m2 -iE 'error|refused' "$TMP/up_$e.err")"
-    pass "volley up --env ./lib$e.so: $(tail -1 "$TMP/up_$e.log" | cut -c1-90)"
+    pass "volley up --env ./lib$e.so ${conf[*]##*/}: $(tail -1 "$TMP/up_$e.log" | cut -c1-90)"
 done
-echo "13 passed, 0 failed"
+# The recipe's keys reach the learner.
+grep -q "^ent-coef = 0.002" "$TMP/runs/breakout/config.ini" ||
+    fail "envs/ocean/breakout.ini's ent-coef is not in the run's config.ini"
+grep -q "^command = volley learner .*--ent-coef 0.002" "$TMP/runs/breakout/config.ini" ||
+    fail "envs/ocean/breakout.ini's ent-coef does not reach the learner"
+pass "envs/ocean/breakout.ini's ent-coef reaches the run's config and its learner"
+echo "14 passed, 0 failed"
