@@ -238,12 +238,16 @@ static vl_net_set_t *s_set_for(vl_net_t *self, uint32_t n)
 /* --------------------------------------------------------------- running */
 
 /* Brings the copy of the parameters the linear layers and heads read to
-   the parameters' version. */
+   the parameters' version. They are the layout's tail, after the convs,
+   whose weights the sets reorder from the parameters themselves. */
 static void s_weights_refresh(vl_net_t *self)
 {
     if (self->weights_version == self->version)
         return;
-    memcpy(self->weights, self->params, self->n_params * sizeof(float));
+    size_t from = self->n_linears     ? self->lin[0].w_off
+                  : self->num_actions ? self->pi_w
+                                      : self->n_params;
+    memcpy(self->weights + from, self->params + from, (self->n_params - from) * sizeof(float));
     self->weights_version = self->version;
 }
 
