@@ -40,6 +40,7 @@ struct vl_trainer_s {
     uint8_t *reset2;       // [rows2]
     size_t rows2;          // rows the three above hold
     uint32_t *final_row;   // [n*T] the row of obs2 each final observation went to
+    int single_pass;       // one epoch of one minibatch takes its loss through the recompute
     float *mb_state;       // [seqs][S]
     uint8_t *mb_reset;     // [seqs][T]
     float *mb_burn;        // [seqs][burn][D]
@@ -110,6 +111,7 @@ vl_trainer_t *vl_trainer_new(const vl_learner_config_t *c, uint32_t D)
     self->W = W;
     self->T = c->horizon;
     size_t n = c->batch_segments, T = c->horizon, rows = n * (T + 1), N = n * T, M = c->minibatch;
+    self->single_pass = 1;
     vl_rng_seed(&self->rng, c->seed ^ VL_TRAINER_RNG_SALT);
     char why[512];
     vl_model_spec_t *spec = NULL;
@@ -342,10 +344,15 @@ int vl_trainer_boot(vl_trainer_t *self, const vl_segment_t *const *segs, int n, 
 }
 
 /* Recomputes values and log-probs with the current weights, then V-trace.
+   The bootstrap values of truncations come first, so that the recompute is
+   the last forward pass (a single pass takes its loss through it).
    Returns the mean |advantage|, or -1 on no memory. */
 static float s_targets(vl_trainer_t *self, int n)
 {
     size_t T = self->T, A = self->A, W = self->W;
+    // a time limit cut some episodes: they bootstrap from their final observations
+    if (self->n_final && s_boot(self, n) != 0)
+        return -1;
     // a recurrent policy runs each segment from its stored state (a memoryless one, row by row)
     if (vl_policy_forward_seq(self->policy, (uint32_t)n, (uint32_t)(T + 1), self->obs,
                               self->S ? self->state0 : NULL, self->S ? self->reset : NULL,
@@ -366,15 +373,12 @@ static float s_targets(vl_trainer_t *self, int n)
                             .rho_bar = self->c.rho_bar,
                             .c_bar = self->c.c_bar,
                             .pg_rho_bar = self->c.rho_bar};
-    if (self->n_final == 0) {
+    if (self->n_final == 0)
         vl_vtrace(&p, n, (int)T, self->values, self->rewards, self->dones, self->log_rhos, self->vs,
                   self->adv);
-    } else { // a time limit cut some episodes: bootstrap from their final observations
-        if (s_boot(self, n) != 0)
-            return -1;
+    else
         vl_vtrace_boot(&p, n, (int)T, self->values, self->rewards, self->dones, self->boot,
                        self->log_rhos, self->vs, self->adv);
-    }
     double sum = 0;
     for (size_t k = 0; k < (size_t)n * T; k++)
         sum += fabsf(self->adv[k]);
@@ -484,6 +488,38 @@ static float s_sequence_step(vl_trainer_t *self, const vl_loss_params_t *lp, uin
                                    self->mb_adv, self->mb_vs, self->mb_w, ls);
 }
 
+/* Returns 1 when the update is one Adam step on the whole batch: one
+   epoch, one minibatch holding every sample (for a recurrent policy every
+   segment, none burnt in). That step's forward pass would be the
+   recompute's again, the same weights on the same rows. */
+static int s_single_pass(const vl_trainer_t *self, int n)
+{
+    if (!self->single_pass || self->c.epochs != 1 || self->burn)
+        return 0;
+    return self->S ? s_seqs(self) >= (uint32_t)n : self->c.minibatch >= (uint32_t)n * self->T;
+}
+
+/* The single pass: the loss over the recompute's outputs, backward through
+   its forward pass, then Adam. Returns the loss, or NAN. */
+static float s_single_step(vl_trainer_t *self, const vl_loss_params_t *lp, int n,
+                           vl_loss_stats_t *ls)
+{
+    size_t N = (size_t)n * self->T;
+    memcpy(self->mb_adv, self->adv, N * sizeof(float));
+    for (size_t k = 0; self->seg_w && k < N; k++)
+        self->mb_w[k] = self->seg_w[k / self->T];
+    s_normalise_adv(self, (uint32_t)N);
+    vl_policy_zero_grad(self->policy);
+    return vl_policy_loss_grad_outputs(self->policy, lp, (uint32_t)n, self->T + 1, self->T,
+                                       self->logits, self->values, self->actions, self->old_logp,
+                                       self->mb_adv, self->vs, self->seg_w ? self->mb_w : NULL, ls);
+}
+
+void vl_trainer_set_single_pass(vl_trainer_t *self, int on)
+{
+    self->single_pass = on != 0;
+}
+
 /* Writes each segment's sum of |advantage| into sums[n]. */
 static void s_segment_sums(const vl_trainer_t *self, int n, float *sums)
 {
@@ -515,7 +551,7 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
     vl_loss_params_t lp = {
         .clip = self->c.clip, .vf_coef = self->c.vf_coef, .ent_coef = self->c.ent_coef};
     vl_update_stats_t acc = {0};
-    int steps = 0;
+    int steps = 0, single = s_single_pass(self, n);
     for (uint32_t e = 0; e < self->c.epochs; e++) {
         vl_rng_shuffle(&self->rng, N, self->perm);
         memset(&acc, 0, sizeof acc);
@@ -524,7 +560,9 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
             uint32_t m = N - from < M ? N - from : M;
             vl_loss_stats_t ls;
             float loss;
-            if (self->S) {
+            if (single) {
+                loss = s_single_step(self, &lp, n, &ls);
+            } else if (self->S) {
                 loss = s_sequence_step(self, &lp, from, m, &ls);
             } else {
                 s_gather_minibatch(self, from, m);

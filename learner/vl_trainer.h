@@ -51,6 +51,12 @@ vl_policy_t *vl_trainer_policy(vl_trainer_t *self);
 int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n,
                       const float *seg_w, float *adv_sums, vl_update_stats_t *stats);
 
+/* Turns the single pass on (1, the default) or off (0): an update of one
+   epoch whose one minibatch holds the whole batch takes its loss through
+   the forward pass that recomputed its targets, rather than running that
+   pass again with the same weights. Off, it runs it again (the same
+   results up to the order of float sums). */
+void vl_trainer_set_single_pass(vl_trainer_t *self, int on);
 /* Writes boot [n][T]: the value each truncated step of n segments
    bootstraps from with the current weights, as an update computes it (a
    recurrent policy's after its episode's history alone), 0 at the other

@@ -6,8 +6,9 @@
     actions, log-probs and rewards of the first K steps train to the same
     weights bit for bit, which they do not without burn-in; each truncated
     episode bootstraps from the value of its final observation read after
-    its own history alone, two of them in one segment included; and ingest
-    refuses a segment of another state size with the sizes named. */
+    its own history alone, two of them in one segment included; ingest
+    refuses a segment of another state size with the sizes named; and one
+    epoch of one minibatch trains as two passes would, through one. */
 #include "vl_trainer.h"
 
 #include <math.h>
@@ -223,6 +224,68 @@ static void test_burn_in_hides_the_first_steps_from_the_loss(void)
     VL_CHECK(full_gap > n / 2 && burn_effect > n / 2);
 }
 
+/* Trains a fresh trainer of model (one epoch, one minibatch of the whole
+   batch, importance weights) on S_UPDATES batches with the single pass on
+   or off; writes its weights into w and the last update's stats into u.
+   Returns the weights' count, 0 on failure. */
+static size_t s_train_single(const char *model, int single, float *w, vl_update_stats_t *u)
+{
+    vl_learner_config_t c = s_config(0);
+    snprintf(c.model, sizeof c.model, "%s", model);
+    c.epochs = 1;
+    c.minibatch = S_SEGS * S_T;
+    vl_trainer_t *tr = vl_trainer_new(&c, S_D);
+    s_batch_t b;
+    size_t n = 0;
+    if (tr && s_batch_new(&b) == 0) {
+        vl_trainer_set_single_pass(tr, single);
+        vl_rng_t rng;
+        vl_rng_seed(&rng, 33);
+        float seg_w[S_SEGS];
+        for (int i = 0; i < S_SEGS; i++)
+            seg_w[i] = 0.5f + 0.1f * (float)i;
+        int ok = 1;
+        for (int k = 0; ok && k < S_UPDATES; k++) {
+            s_fill(&b, &rng, &rng);
+            ok = vl_trainer_update(tr, b.ptrs, S_SEGS, seg_w, NULL, u) == 0;
+        }
+        n = ok ? s_weights(tr, w) : 0;
+        free(b.block);
+    }
+    vl_trainer_destroy(&tr);
+    return n;
+}
+
+/* One epoch of one minibatch holding the whole batch takes its loss
+   through the forward pass that recomputed the targets: the weights and
+   stats after S_UPDATES such updates (segments with truncations, whose
+   bootstrap values take a forward pass of their own, and importance
+   weights) match those of the two-pass update up to float rounding, for a
+   recurrent core and a memoryless one. */
+static void test_single_pass_matches_two_passes(void)
+{
+    static const char *const models[] = {"linear(16) lstm(6)", "mlp(16)"};
+    for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+        static float one[S_MAX_W], two[S_MAX_W];
+        vl_update_stats_t u1, u2;
+        size_t n = s_train_single(models[m], 1, one, &u1);
+        VL_CHECK(n > 0 && s_train_single(models[m], 0, two, &u2) == n);
+        double worst = 0;
+        for (size_t k = 0; k < n; k++) {
+            double d = fabs((double)one[k] - two[k]) / (1.0 + fabs((double)two[k]));
+            worst = d > worst ? d : worst;
+        }
+        printf("%s: single pass against two, %zu weights after %d updates: largest gap %.2e; "
+               "loss %.6f / %.6f, kl %.3e / %.3e\n",
+               models[m], n, S_UPDATES, worst, u1.value_loss, u2.value_loss, u1.approx_kl,
+               u2.approx_kl);
+        VL_CHECK(worst < 1e-4);
+        VL_CHECK(fabsf(u1.value_loss - u2.value_loss) <= 1e-4f * (1.0f + fabsf(u2.value_loss)));
+        VL_CHECK(fabsf(u1.policy_loss - u2.policy_loss) <= 1e-4f);
+        VL_CHECK(fabsf(u1.entropy - u2.entropy) <= 1e-4f);
+    }
+}
+
 /* Returns V(final) of the episode of obs rows [from, to] of a segment
    followed by final, run alone from a zero state; NAN on failure. */
 static float s_alone(vl_policy_t *p, const float *obs, uint32_t from, uint32_t to,
@@ -337,5 +400,6 @@ int main(void)
     VL_RUN(test_burn_in_hides_the_first_steps_from_the_loss);
     VL_RUN(test_two_truncations_in_one_segment_bootstrap_alone);
     VL_RUN(test_ingest_refuses_another_state_size);
+    VL_RUN(test_single_pass_matches_two_passes);
     return VL_DONE();
 }

@@ -362,25 +362,34 @@ static void s_fill_stats(const s_sums_t *sums, uint32_t n, vl_loss_stats_t *stat
     stats->clip_frac = (float)(sums->clipped / n);
 }
 
-/* The loss of n samples whose head outputs and values the last forward
-   wrote into the scratch: their gradients backward, their stats filled.
-   Returns the loss, or NAN. */
-static float s_loss_rows(vl_policy_t *self, const vl_loss_params_t *p, uint32_t n,
-                         const float *actions, const float *old_logp, const float *adv,
-                         const float *v_target, const float *w, vl_loss_stats_t *stats)
+/* The loss of B sequences' first T steps, whose head outputs and values
+   out [B*stride][A] and values [B*stride] hold (sample b*T + t at row
+   b*stride + t): their gradients backward through the last forward, the
+   rows past T of each sequence with none, their stats filled. Returns the
+   loss, or NAN. */
+static float s_loss_rows(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B, uint32_t stride,
+                         uint32_t T, const float *out, const float *values, const float *actions,
+                         const float *old_logp, const float *adv, const float *v_target,
+                         const float *w, vl_loss_stats_t *stats)
 {
     s_sums_t sums = {0};
-    uint32_t A = self->num_actions, dims = self->action.dims;
-    for (uint32_t i = 0; i < n; i++) {
-        float wn = (w ? w[i] : 1.0f) / (float)n;
-        s_policy_sample(self, p, self->logits + (size_t)i * A, actions + (size_t)i * dims,
-                        old_logp[i], adv[i], wn, self->dlogits + (size_t)i * A, &sums);
-        float err = self->values[i] - v_target[i];
-        self->dvalues[i] = p->vf_coef * wn * err;
-        sums.loss += (double)wn * p->vf_coef * 0.5f * err * err;
-        sums.sq_err += (double)err * err;
+    uint32_t A = self->num_actions, dims = self->action.dims, n = B * T;
+    for (uint32_t b = 0; b < B; b++) {
+        for (uint32_t t = 0; t < T; t++) {
+            size_t i = (size_t)b * T + t, row = (size_t)b * stride + t;
+            float wn = (w ? w[i] : 1.0f) / (float)n;
+            s_policy_sample(self, p, out + row * A, actions + i * dims, old_logp[i], adv[i], wn,
+                            self->dlogits + row * A, &sums);
+            float err = values[row] - v_target[i];
+            self->dvalues[row] = p->vf_coef * wn * err;
+            sums.loss += (double)wn * p->vf_coef * 0.5f * err * err;
+            sums.sq_err += (double)err * err;
+        }
+        size_t rest = (size_t)b * stride + T, left = stride - T;
+        memset(self->dlogits + rest * A, 0, left * A * sizeof(float));
+        memset(self->dvalues + rest, 0, left * sizeof(float));
     }
-    if (vl_policy_backward(self, n, self->dlogits, self->dvalues) != 0)
+    if (vl_policy_backward(self, B * stride, self->dlogits, self->dvalues) != 0)
         return NAN;
     if (stats)
         s_fill_stats(&sums, n, stats);
@@ -410,7 +419,27 @@ float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint
     if (s_reserve(self, n) != 0 || vl_policy_forward_seq(self, B, T, obs, state0, reset,
                                                          self->logits, self->values, NULL) != 0)
         return NAN;
-    return s_loss_rows(self, p, n, actions, old_logp, adv, v_target, w, stats);
+    return s_loss_rows(self, p, B, T, T, self->logits, self->values, actions, old_logp, adv,
+                       v_target, w, stats);
+}
+
+float vl_policy_loss_grad_outputs(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B,
+                                  uint32_t stride, uint32_t T, const float *out,
+                                  const float *values, const float *actions, const float *old_logp,
+                                  const float *adv, const float *v_target, const float *w,
+                                  vl_loss_stats_t *stats)
+{
+    if (T > stride)
+        return NAN;
+    if (B * T == 0) {
+        if (stats)
+            memset(stats, 0, sizeof *stats);
+        return 0.0f;
+    }
+    if (s_reserve(self, B * stride) != 0)
+        return NAN;
+    return s_loss_rows(self, p, B, stride, T, out, values, actions, old_logp, adv, v_target, w,
+                       stats);
 }
 
 /* The flat parameter arrays and their optimizers: the network's, then a

@@ -134,11 +134,23 @@ float vl_policy_loss_grad(vl_policy_t *self, const vl_loss_params_t *p, uint32_t
    sequence order), run from state0 with resets as vl_policy_forward_seq:
    the gradient flows back through each sequence (truncated at its start
    and at resets). Returns the loss, or NAN on no memory. */
-float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B,
-                              uint32_t T, const float *obs, const float *state0,
-                              const uint8_t *reset, const float *actions, const float *old_logp,
-                              const float *adv, const float *v_target, const float *w,
-                              vl_loss_stats_t *stats);
+float vl_policy_loss_grad_seq(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B, uint32_t T,
+                              const float *obs, const float *state0, const uint8_t *reset,
+                              const float *actions, const float *old_logp, const float *adv,
+                              const float *v_target, const float *w, vl_loss_stats_t *stats);
+
+/* vl_policy_loss_grad_seq's loss and gradient without its forward pass:
+   over the outputs the last vl_policy_forward_seq wrote, out
+   [B*stride][A] and values [B*stride] of B sequences of stride steps, of
+   which each sequence's first T (<= stride) steps are the n = B*T samples
+   (sample b*T + t is row b*stride + t; actions, old_logp, adv, v_target
+   and w index samples) and the rest take no gradient. Returns the loss, or
+   NAN on no memory or T > stride. */
+float vl_policy_loss_grad_outputs(vl_policy_t *self, const vl_loss_params_t *p, uint32_t B,
+                                  uint32_t stride, uint32_t T, const float *out,
+                                  const float *values, const float *actions, const float *old_logp,
+                                  const float *adv, const float *v_target, const float *w,
+                                  vl_loss_stats_t *stats);
 
 /* Scales the accumulated gradient so its global L2 norm is at most max_norm
    (no clipping when max_norm <= 0), then takes one Adam step (beta1 0.9,
