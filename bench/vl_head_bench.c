@@ -8,8 +8,10 @@
     mlp(64) beside linear(64) lstm(64) (its state carried per env),
     linear(128) lstm(128) and lstm(256), discrete(2) heads, at 8 envs (an
     actor's default) and at 16: each recurrent core's act as a multiple of
-    the mlp's act at the same envs, in the same run. Each figure is the
-    best over stretches of 2 ms: on a busy box the others preempt most. */
+    the mlp's act at the same envs, in the same run, beside the recurrent
+    core's gate product alone (its input and hidden side as one sum on
+    vl_rowdot), the floor its act cannot go under. Each figure is the best
+    over stretches of 2 ms: on a busy box the others preempt most. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "../common/vl_rng.h"
 #include "../models/vl_dist.h"
 #include "../models/vl_policy.h"
+#include "../models/vl_rowdot.h"
 #include "vl_bench.h"
 
 #define S_ENVS    16
@@ -99,6 +102,46 @@ static double s_time_envs(const vl_bench_plan_t *plan, const char *model, vl_act
     return ms * 1e3;
 }
 
+/* A recurrent core's gate product on envs rows: [x h] [W_ih W_hh]^T + b. */
+typedef struct {
+    uint32_t envs, in, hidden;
+    float *x, *h, *w_ih, *w_hh, *bias, *gates;
+} s_product_t;
+
+static void s_product(void *arg)
+{
+    s_product_t *p = arg;
+    vl_rowdot_part_t parts[2] = {{p->x, p->in, p->w_ih, p->in},
+                                 {p->h, p->hidden, p->w_hh, p->hidden}};
+    vl_rowdot_run(p->envs, 4 * p->hidden, parts, 2, p->bias, 0, p->gates, 4 * p->hidden);
+}
+
+/* Times the gate product of an lstm of in inputs and hidden units on envs
+   rows; returns its us per call, 0 where vl_rowdot does not run here. */
+static double s_time_product(const vl_bench_plan_t *plan, uint32_t in, uint32_t hidden,
+                             uint32_t envs)
+{
+    if (!vl_rowdot_available())
+        return 0;
+    size_t g = 4 * (size_t)hidden;
+    s_product_t p = {envs,
+                     in,
+                     hidden,
+                     calloc((size_t)envs * in, sizeof(float)),
+                     calloc((size_t)envs * hidden, sizeof(float)),
+                     calloc(g * in, sizeof(float)),
+                     calloc(g * hidden, sizeof(float)),
+                     calloc(g, sizeof(float)),
+                     calloc(envs * g, sizeof(float))};
+    if (!p.x || !p.h || !p.w_ih || !p.w_hh || !p.bias || !p.gates) {
+        fprintf(stderr, "vl_head_bench: no memory\n");
+        exit(1);
+    }
+    double ms = s_best_ms(plan, s_product, &p);
+    free(p.x), free(p.h), free(p.w_ih), free(p.w_hh), free(p.bias), free(p.gates);
+    return ms * 1e3;
+}
+
 /* Times one head on 16 envs; returns its us per act. */
 static double s_time(const vl_bench_plan_t *plan, const char *model, vl_action_spec_t space,
                      int sample)
@@ -129,19 +172,32 @@ int main(int argc, char **argv)
         printf("  %-28s act %7.2f us (%5.1f ns/env)  forward alone %7.2f us  draws %5.1f ns/env\n",
                heads[i].name, act, act * 1e3 / S_ENVS, fwd, (act - fwd) * 1e3 / S_ENVS);
     }
-    static const char *const cores[] = {"mlp(64)", "linear(64) lstm(64)", "linear(128) lstm(128)",
-                                        "lstm(256)"};
+    static const struct {
+        const char *model;
+        uint32_t in, hidden; // the lstm's, for its gate product (0: none)
+    } cores[] = {{"mlp(64)", 0, 0},
+                 {"linear(64) lstm(64)", 64, 64},
+                 {"linear(128) lstm(128)", 128, 128},
+                 {"lstm(256)", S_OBS, 256}};
     static const uint32_t envs[] = {8, S_ENVS};
     vl_action_spec_t two = s_space(VL_ENV_DISCRETE, 2);
     for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
-        double mlp = s_time_envs(&plan, cores[0], two, 1, envs[e]);
+        double mlp = s_time_envs(&plan, cores[0].model, two, 1, envs[e]);
         printf("the core on %u envs, discrete(2), its state carried per env (us per act; per env "
                "step)\n",
                envs[e]);
         for (size_t i = 0; i < sizeof cores / sizeof cores[0]; i++) {
-            double act = i ? s_time_envs(&plan, cores[i], two, 1, envs[e]) : mlp;
-            printf("  %-28s act %7.2f us (%6.1f ns/env)  %.2fx the mlp's\n", cores[i], act,
+            double act = i ? s_time_envs(&plan, cores[i].model, two, 1, envs[e]) : mlp;
+            printf("  %-28s act %7.2f us (%6.1f ns/env)  %.2fx the mlp's", cores[i].model, act,
                    act * 1e3 / envs[e], act / mlp);
+            double prod =
+                cores[i].hidden ? s_time_product(&plan, cores[i].in, cores[i].hidden, envs[e]) : 0;
+            double macs = (double)envs[e] * 4 * cores[i].hidden * (cores[i].in + cores[i].hidden);
+            if (prod > 0)
+                printf("; its gate product alone %.2f us (%.0f G multiply-adds/s), %.2fx the "
+                       "mlp's act",
+                       prod, macs / prod * 1e-3, prod / mlp);
+            printf("\n");
         }
     }
     return 0;

@@ -35,10 +35,13 @@
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define S_HAVE_AVX2 1
 #define S_AVX2      __attribute__((target("avx2,fma")))
+/* gcc's AVX-512 cells fuse each multiply and add (every AVX-512 CPU has FMA): a third fewer
+   operations in the tanh polynomials. The portable path keeps separate ones, and its bits. */
 #if defined(__clang__)
 #define S_AVX512 __attribute__((target("avx512f")))
 #else
-#define S_AVX512 __attribute__((target("avx512f,prefer-vector-width=512")))
+#define S_AVX512                                                                                   \
+    __attribute__((target("avx512f,fma,prefer-vector-width=512"), optimize("fp-contract=fast")))
 #endif
 #else
 #define S_HAVE_AVX2 0

@@ -7,7 +7,11 @@ linear(64) lstm(64) with burn-in and truncations (and with two truncated
 episodes in one segment, each bootstrapped after its own history alone, as
 a reference running each episode alone gives), a Gaussian box policy with
 normalisation on and a multi-discrete one; each with two epochs of several
-minibatches, so the learner's shuffle orders both. Figures agree to 1e-5
+minibatches, so the learner's shuffle orders both. And one epoch of one
+minibatch holding the whole batch, where the C engine takes its loss through
+the forward pass that recomputed its targets (its single pass) while the
+torch engine runs that pass again: an lstm with truncations, an mlp with
+importance weights. Figures agree to 1e-5
 relative (the policy loss, a mean of unit-sized terms that nearly cancel,
 relative to 1; approx_kl and clip_frac relative to the losses' size), weights to 1e-4 (rel_err: relative to the tensor's
 largest value). The torch engine runs on $VOLLEY_TORCH_DEVICE (cpu unless
@@ -184,6 +188,15 @@ def test_lstm_two_truncations_in_one_segment():
     assert rel_err(t_sums, c_sums) < 1e-5
     for k in c_w:
         assert rel_err(t_w[k], c_w[k]) < WEIGHTS_TOL, (k, rel_err(t_w[k], c_w[k]))
+
+
+def test_single_pass_of_one_epoch_over_the_whole_batch():
+    cfg = E.config_default([((4,), "f32")], 2, horizon=16, model="linear(32) lstm(16)")
+    cfg = cfg.replace(epochs=1, minibatch=4 * 16, batch_segments=4)
+    check_agree(cfg, 4, arrays=two_truncations(cfg, 4, seed=12))
+    cfg = E.config_default([((4,), "f32")], 2, horizon=16)
+    cfg = cfg.replace(epochs=1, minibatch=8 * 16, batch_segments=8)
+    check_agree(cfg, 8, weights=True)
 
 
 def test_box_policy_with_normalisation_on():
