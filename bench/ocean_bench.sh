@@ -2,8 +2,10 @@
 # PufferLib's pong and breakout through include/volley/ocean.h, trained by `volley up` (2 actors
 # x 8 envs, this box): env steps per second and the mean score (env/score, the learner's last
 # 100 episodes) at 10, 30 and 60 s, for the default MLP and for "linear(128) lstm(128)" at the
-# learner's defaults (4 epochs a batch) and at one epoch (--epochs 1, PufferLib's own
-# update_epochs: each sample trained on once, as its trainer does), one table.
+# learner's defaults (4 epochs a batch), at one epoch (--epochs 1, PufferLib's own
+# update_epochs: each sample trained on once, as its trainer does) and at one epoch of one
+# minibatch holding the whole batch (--minibatch 1024: 2 actors x 8 envs x 64 steps), whose
+# single pass takes the loss through the forward pass that recomputed the targets, one table.
 #   usage: bench/ocean_bench.sh [path/to/volley] [SECONDS]   (default build/volley, 60)
 # The plugins are built as tests/ocean_test.sh builds them (the sdist cached in ~/.cache/volley).
 # Each run has explicit budgets: --max-seconds SECONDS and a --max-steps it does not reach.
@@ -30,7 +32,8 @@ at() {
 printf '%-9s %-22s | %-16s | %-16s | %-16s\n' env model "10 s: steps/s score" "30 s" "60 s"
 for env in pong breakout; do
     for row in "mlp (default)|" "linear(128) lstm(128)|--model|linear(128) lstm(128)" \
-        "  the same, --epochs 1|--model|linear(128) lstm(128)|--epochs|1"; do
+        "  the same, --epochs 1|--model|linear(128) lstm(128)|--epochs|1" \
+        "  and --minibatch 1024|--model|linear(128) lstm(128)|--epochs|1|--minibatch|1024"; do
         IFS='|' read -r -a extra <<< "$row"
         label=${extra[0]}
         rm -rf runs

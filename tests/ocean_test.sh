@@ -46,10 +46,14 @@ for e in pong breakout snake connect4; do
     grep -qiE "error|refused" "$TMP/up_$e.err" && fail "volley up --env ./lib$e.so: $(grep -m2 -iE 'error|refused' "$TMP/up_$e.err")"
     pass "volley up --env ./lib$e.so ${conf[*]##*/}: $(tail -1 "$TMP/up_$e.log" | cut -c1-90)"
 done
-# The recipe's keys reach the learner.
+# The recipes' keys reach the run's config and the learner.
 grep -q "^ent-coef = 0.002" "$TMP/runs/breakout/config.ini" ||
     fail "envs/ocean/breakout.ini's ent-coef is not in the run's config.ini"
 grep -q "^command = volley learner .*--ent-coef 0.002" "$TMP/runs/breakout/config.ini" ||
     fail "envs/ocean/breakout.ini's ent-coef does not reach the learner"
 pass "envs/ocean/breakout.ini's ent-coef reaches the run's config and its learner"
-echo "14 passed, 0 failed"
+grep -q "^command = volley learner .*--model linear(128) lstm(128) .*--epochs 1 --minibatch 1024" \
+    "$TMP/runs/pong/config.ini" ||
+    fail "envs/ocean/pong.ini's model, epochs and minibatch do not reach the learner: $(grep 'volley learner' "$TMP/runs/pong/config.ini")"
+pass "envs/ocean/pong.ini's model, epochs and minibatch reach the learner"
+echo "15 passed, 0 failed"
