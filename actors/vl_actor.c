@@ -248,6 +248,8 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
         return NULL;
     }
     vl_model_spec_destroy(&model);
+    if (self->policy) // it only acts: no backward pass follows its forward ones
+        vl_policy_set_inference(self->policy, 1);
     if (s_alloc(self) != 0 || s_connect(self) != 0)
         goto err;
     return self;
@@ -384,6 +386,7 @@ static void s_adopt(vl_actor_t *self, const vl_spec_t *spec)
     uint32_t S = model ? vl_model_spec_state_size(model) : 0;
     if (policy && vl_model_spec_format(model, self->model, sizeof self->model) >= 0 &&
         s_resize_state(self, S) == 0) {
+        vl_policy_set_inference(policy, 1);
         vl_policy_destroy(&self->policy);
         self->policy = policy;
         self->c.hidden = spec->hidden;

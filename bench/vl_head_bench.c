@@ -9,9 +9,11 @@
     linear(128) lstm(128) and lstm(256), discrete(2) heads, at 8 envs (an
     actor's default) and at 16: each recurrent core's act as a multiple of
     the mlp's act at the same envs, in the same run, beside the recurrent
-    core's gate product alone (its input and hidden side as one sum on
-    vl_rowdot), the floor its act cannot go under. Each figure is the best
-    over stretches of 2 ms: on a busy box the others preempt most. */
+    core's gate product over the torso's outputs and h alone (one sum on
+    vl_rowdot): what its act cost before an actor's step folded a linear
+    layer into the lstm's input weights (vl_rnet_set_inference), which
+    the first two cores' acts now do. Each figure is the best over
+    stretches of 2 ms: on a busy box the others preempt most. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +88,7 @@ static double s_time_envs(const vl_bench_plan_t *plan, const char *model, vl_act
         fprintf(stderr, "vl_head_bench: no memory\n");
         exit(1);
     }
+    vl_policy_set_inference(c->policy, 1); // as an actor's
     c->space = space;
     c->sample = sample;
     c->envs = envs;
@@ -194,8 +197,8 @@ int main(int argc, char **argv)
                 cores[i].hidden ? s_time_product(&plan, cores[i].in, cores[i].hidden, envs[e]) : 0;
             double macs = (double)envs[e] * 4 * cores[i].hidden * (cores[i].in + cores[i].hidden);
             if (prod > 0)
-                printf("; its gate product alone %.2f us (%.0f G multiply-adds/s), %.2fx the "
-                       "mlp's act",
+                printf("; unfolded, its gate product alone %.2f us (%.0f G multiply-adds/s), "
+                       "%.2fx the mlp's act",
                        prod, macs / prod * 1e-3, prod / mlp);
             printf("\n");
         }

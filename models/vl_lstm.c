@@ -395,15 +395,22 @@ static void s_bias(vl_lstm_t *self)
         self->bias[j] = b_ih[j] + b_hh[j];
 }
 
-/* G = X W_ih^T + H_prev W_hh^T + b_ih + b_hh for a one-step call (T = 1),
-   as one sum; the recurrent side only when there is a state to start from. */
+/* G = X W^T + H_prev W_hh^T + bias for a one-step call (T = 1) as one sum,
+   X [B][k] against W [4H][k]; the recurrent side only when there is a
+   state to start from. */
+static void s_step_product(vl_lstm_t *self, const float *x, size_t k, const float *w,
+                           const float *bias, int has_state)
+{
+    size_t h = self->hidden;
+    vl_rowdot_part_t p[2] = {{x, k, w, k}, {self->h_prev, h, s_w_hh(self, self->params), h}};
+    vl_rowdot_run(self->B, 4 * h, p, has_state ? 2 : 1, bias, 0, self->gates, 4 * h);
+}
+
+/* G = X W_ih^T + H_prev W_hh^T + b_ih + b_hh for a one-step call. */
 static void s_whole_step(vl_lstm_t *self, int has_state)
 {
-    size_t h = self->hidden, in = self->in;
     s_bias(self);
-    vl_rowdot_part_t p[2] = {{self->x, in, s_w_ih(self, self->params), in},
-                             {self->h_prev, h, s_w_hh(self, self->params), h}};
-    vl_rowdot_run(self->B, 4 * h, p, has_state ? 2 : 1, self->bias, 0, self->gates, 4 * h);
+    s_step_product(self, self->x, self->in, s_w_ih(self, self->params), self->bias, has_state);
 }
 
 /* G = X W_ih^T + b_ih + b_hh over every row. */
@@ -422,6 +429,20 @@ static int s_input_side(vl_lstm_t *self)
                            .bias = 1};
     return vl_matmul_run(self->mm, &s, self->x, s_w_ih(self, self->params), self->bias,
                          self->gates);
+}
+
+/* Copies each sequence's last h (from y) and c into hT and cT (either may
+   be NULL). */
+static void s_state_out(const vl_lstm_t *self, const float *y, float *hT, float *cT)
+{
+    size_t h = self->hidden, T = self->T;
+    for (size_t b = 0; b < self->B; b++) {
+        size_t last = b * T + T - 1;
+        if (hT)
+            memcpy(hT + b * h, y + last * h, h * sizeof(float));
+        if (cT)
+            memcpy(cT + b * h, self->c + last * h, h * sizeof(float));
+    }
 }
 
 int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, const float *h0,
@@ -456,17 +477,40 @@ int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, con
                          .y = y};
         s_cells(self, &step, 0);
     }
-    for (size_t b = 0; b < B; b++) {
-        size_t last = b * T + T - 1;
-        if (hT)
-            memcpy(hT + b * h, y + last * h, h * sizeof(float));
-        if (cT)
-            memcpy(cT + b * h, self->c + last * h, h * sizeof(float));
-    }
+    s_state_out(self, y, hT, cT);
     self->ready = 1;
     return 0;
 fail:
     return -1;
+}
+
+int vl_lstm_step_folded(vl_lstm_t *self, uint32_t B, const float *x, uint32_t k, const float *w,
+                        const float *bias, const float *h0, const float *c0, const uint8_t *reset,
+                        float *y, float *hT, float *cT)
+{
+    self->ready = 0; // nothing is kept for a backward pass
+    if (!self->rowdot || B > S_ROWDOT_ROWS)
+        return -1;
+    self->B = B, self->T = 1;
+    if (B == 0)
+        return 0;
+    if (s_reserve(self, B, 1) != 0)
+        return -1;
+    for (uint32_t b = 0; b < B; b++)
+        self->reset[b] = reset && reset[b];
+    s_state_in(self, 0, h0, c0, y);
+    s_step_product(self, x, k, w, bias, h0 != NULL);
+    s_step_t step = {.B = B,
+                     .T = 1,
+                     .t = 0,
+                     .h = self->hidden,
+                     .gates = self->gates,
+                     .c_prev = self->c_prev,
+                     .c = self->c,
+                     .y = y};
+    s_cells(self, &step, 0);
+    s_state_out(self, y, hT, cT);
+    return 0;
 }
 
 /* dh = dG[., t] W_hh: the gradient step t sends to the h it started from. */

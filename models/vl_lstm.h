@@ -46,6 +46,18 @@ void vl_lstm_init(vl_lstm_t *self, vl_rng_t *rng);
 int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, const float *h0,
                     const float *c0, const uint8_t *reset, float *y, float *hT, float *cT);
 
+/* One step of B sequences (T = 1) whose input side comes folded: gates =
+   x W^T + h0 W_hh^T + bias, x [B][k], W [4H][k], bias [4H] (a linear layer
+   before the lstm multiplied into W_ih, its bias and b_ih + b_hh into
+   bias), then the cells as vl_lstm_forward (the state zeroed where reset
+   [B], NULL: none, is set). Writes y [B][H] and, when not NULL, hT, cT
+   [B][H]. Keeps nothing for a backward pass. Returns 0, or -1
+   where it does not run (B over 64, or vl_rowdot not in use) or on no
+   memory. */
+int vl_lstm_step_folded(vl_lstm_t *self, uint32_t B, const float *x, uint32_t k, const float *w,
+                        const float *bias, const float *h0, const float *c0, const uint8_t *reset,
+                        float *y, float *hT, float *cT);
+
 /* Backward pass for the last vl_lstm_forward: given dy [B][T][H], adds the
    parameters' gradient into the bound grads and, when dx is not NULL,
    writes dx [B][T][in]. The initial state is a constant (no gradient

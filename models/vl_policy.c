@@ -669,6 +669,12 @@ int vl_policy_load_optimizer(vl_policy_t *self, const void *in, size_t size)
     return 0;
 }
 
+void vl_policy_set_inference(vl_policy_t *self, int on)
+{
+    if (self->ops->set_inference)
+        self->ops->set_inference(self->net, on);
+}
+
 void vl_policy_set_portable(vl_policy_t *self)
 {
     self->ops->set_portable(self->net);

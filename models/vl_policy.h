@@ -158,6 +158,12 @@ float vl_policy_loss_grad_outputs(vl_policy_t *self, const vl_loss_params_t *p, 
    clipping. */
 float vl_policy_adam_step(vl_policy_t *self, float lr, float max_norm);
 
+/* Marks the policy an actor's (1) or not (0, the default): its forward
+   passes are never followed by a backward one, so a recurrent core may act
+   through a cheaper step (vl_rnet_set_inference), the same results up to
+   float rounding. A policy that trains must not be marked. */
+void vl_policy_set_inference(vl_policy_t *self, int on);
+
 /* Makes both networks use the portable kernels (plain C, SSE2 at most):
    the same results on every x86-64, where the AVX2+FMA kernels round
    differently. For deterministic runs (volley replay). */

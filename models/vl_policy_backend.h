@@ -63,6 +63,8 @@ typedef struct {
     /* Makes the network use kernels that give the same results on every
        x86-64. */
     void (*set_portable)(void *net);
+    /* vl_policy_set_inference (NULL: the network has no cheaper act). */
+    void (*set_inference)(void *net, int on);
 } vl_policy_backend_ops_t;
 
 /* Two vl_mlp towers, pi and v (a spec of linear layers and activations). */

@@ -89,6 +89,11 @@ static void s_set_portable(void *net)
     vl_rnet_set_portable(net);
 }
 
+static void s_set_inference(void *net, int on)
+{
+    vl_rnet_set_inference(net, on);
+}
+
 const vl_policy_backend_ops_t vl_policy_rnet_ops = {
     .name = "rnet",
     .accepts = s_accepts,
@@ -104,4 +109,5 @@ const vl_policy_backend_ops_t vl_policy_rnet_ops = {
     .tensor = s_tensor,
     .state_size = s_state_size,
     .set_portable = s_set_portable,
+    .set_inference = s_set_inference,
 };

@@ -27,6 +27,7 @@ struct vl_rnet_s {
     vl_mlp_t *torso;                   // NULL when the spec has no linear layer
     vl_net_t *conv;                    // a spec with conv layers: its torso (torso NULL)
     int torso_act;                     // VL_MLP_ACT_* after the torso's last layer
+    uint32_t torso_n;                  // the torso's linear layers
     vl_lstm_t *lstm;
     float *lstm_params, *lstm_grads;
     vl_mlp_t *pi, *v;
@@ -36,6 +37,11 @@ struct vl_rnet_s {
     float *h0, *c0, *h1, *c1; // [bcap][H]
     uint32_t rows;            // B*T of the last forward
     int threads;              // OpenMP threads of the LSTM's products (0: the caller's setting)
+    /* an actor's (no backward follows): one linear layer of D < F inputs
+       before the lstm, with no activation, is folded into its input side */
+    int infer;
+    float *fold_w, *fold_b; // [4H][D]: W_ih W_torso; [4H]: W_ih b_torso + b_ih + b_hh
+    int fold_fresh;         // fold_w and fold_b are of the current parameters
 };
 
 /* Sets the calling thread's OpenMP thread count to the net's for a call
@@ -100,6 +106,7 @@ static int s_torso_new(vl_rnet_t *self, const uint32_t *widths, const int *acts,
     for (uint32_t j = 0; j + 1 < n; j++)
         vl_mlp_set_activation(self->torso, j, acts[j]);
     self->torso_act = acts[n - 1];
+    self->torso_n = n;
     self->features = widths[n - 1];
     return 0;
 }
@@ -152,9 +159,9 @@ void vl_rnet_destroy(vl_rnet_t **self_p)
     vl_lstm_destroy(&self->lstm);
     vl_mlp_destroy(&self->pi);
     vl_mlp_destroy(&self->v);
-    float *bufs[] = {self->lstm_params, self->lstm_grads, self->feat, self->dfeat,
-                     self->y,           self->dy,         self->dy2,  self->h0,
-                     self->c0,          self->h1,         self->c1};
+    float *bufs[] = {self->lstm_params, self->lstm_grads, self->feat,  self->dfeat, self->y,
+                     self->dy,          self->dy2,        self->h0,    self->c0,    self->h1,
+                     self->c1,          self->fold_w,     self->fold_b};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         free(bufs[i]);
     free(self);
@@ -232,12 +239,61 @@ static void s_act_backward(int act, const float *y, float *dx, size_t n)
         dx[i] = y[i] > 0.0f ? dx[i] : 0.0f;
 }
 
-int vl_rnet_forward(vl_rnet_t *self, uint32_t B, uint32_t T, const float *obs, const float *state0,
-                    const uint8_t *reset, float *out, float *values, float *state1)
+/* Returns 1 when a step of T rows may run folded: an actor's, one step,
+   one linear layer before the lstm with no activation after it, and
+   fewer inputs than it has outputs (the fold then has less work). */
+static int s_folds(const vl_rnet_t *self, uint32_t T)
 {
-    uint32_t rows = B * T, H = self->hidden;
-    if (s_reserve(self, rows, B) != 0)
+    return self->infer && T == 1 && !self->conv && self->torso_n == 1 &&
+           self->torso_act == VL_MLP_ACT_NONE && self->obs_dim < self->features;
+}
+
+/* Multiplies the torso's layer into the lstm's input side: fold_w = W_ih
+   W_torso, fold_b = W_ih b_torso + b_ih + b_hh, each sum in one fixed
+   order. It runs at the first act after each change of the weights, so it
+   stays a small part of an actor's time (4H x D x F multiply-adds).
+   Returns 0, or -1 on no memory. */
+static int s_fold(vl_rnet_t *self)
+{
+    size_t D = self->obs_dim, F = self->features, G = 4 * (size_t)self->hidden;
+    if ((!self->fold_w && !(self->fold_w = malloc(G * D * sizeof(float)))) ||
+        (!self->fold_b && !(self->fold_b = malloc(G * sizeof(float)))))
         return -1;
+    const float *wt = vl_mlp_params(self->torso) + vl_mlp_weight_offset(self->torso, 0); // [F][D]
+    const float *bt = wt + F * D;
+    const float *w_ih = self->lstm_params, *b_ih = w_ih + G * F + G * self->hidden;
+    for (size_t j = 0; j < G; j++) { // rows of W_torso added in k order: vectorizes over D
+        const float *row = w_ih + j * F;
+        float *out = self->fold_w + j * D, b = b_ih[j] + b_ih[G + j];
+        memset(out, 0, D * sizeof(float));
+        for (size_t k = 0; k < F; k++) {
+            const float a = row[k], *src = wt + k * D;
+            for (size_t i = 0; i < D; i++)
+                out[i] += a * src[i];
+            b += a * bt[k];
+        }
+        self->fold_b[j] = b;
+    }
+    self->fold_fresh = 1;
+    return 0;
+}
+
+/* The torso and the lstm over B sequences of T steps, from h0/c0 when
+   has_state: a step of an actor's on the folded input side where it runs,
+   else the torso then the lstm, kept for backward. Returns 0 or -1. */
+static int s_core(vl_rnet_t *self, uint32_t B, uint32_t T, const float *obs, int has_state,
+                  const uint8_t *reset)
+{
+    const float *h0 = has_state ? self->h0 : NULL, *c0 = has_state ? self->c0 : NULL;
+    if (s_folds(self, T) && (self->fold_fresh || s_fold(self) == 0)) {
+        int prev = s_threads_enter(self);
+        int rc = vl_lstm_step_folded(self->lstm, B, obs, self->obs_dim, self->fold_w, self->fold_b,
+                                     h0, c0, reset, self->y, self->h1, self->c1);
+        s_threads_leave(self, prev);
+        if (rc == 0)
+            return 0;
+    }
+    uint32_t rows = B * T;
     const float *feat = obs;
     if (self->conv) {
         if (vl_net_features(self->conv, rows, obs, self->feat) != 0)
@@ -249,15 +305,23 @@ int vl_rnet_forward(vl_rnet_t *self, uint32_t B, uint32_t T, const float *obs, c
         s_act(self->torso_act, self->feat, (size_t)rows * self->features);
         feat = self->feat;
     }
+    int prev = s_threads_enter(self);
+    int rc = vl_lstm_forward(self->lstm, B, T, feat, h0, c0, reset, self->y, self->h1, self->c1);
+    s_threads_leave(self, prev);
+    return rc;
+}
+
+int vl_rnet_forward(vl_rnet_t *self, uint32_t B, uint32_t T, const float *obs, const float *state0,
+                    const uint8_t *reset, float *out, float *values, float *state1)
+{
+    uint32_t rows = B * T, H = self->hidden;
+    if (s_reserve(self, rows, B) != 0)
+        return -1;
     for (uint32_t b = 0; state0 && b < B; b++) {
         memcpy(self->h0 + (size_t)b * H, state0 + (size_t)b * 2 * H, H * sizeof(float));
         memcpy(self->c0 + (size_t)b * H, state0 + (size_t)b * 2 * H + H, H * sizeof(float));
     }
-    int prev = s_threads_enter(self);
-    int rc = vl_lstm_forward(self->lstm, B, T, feat, state0 ? self->h0 : NULL,
-                             state0 ? self->c0 : NULL, reset, self->y, self->h1, self->c1);
-    s_threads_leave(self, prev);
-    if (rc != 0)
+    if (s_core(self, B, T, obs, state0 != NULL, reset) != 0)
         return -1;
     for (uint32_t b = 0; state1 && b < B; b++) {
         memcpy(state1 + (size_t)b * 2 * H, self->h1 + (size_t)b * H, H * sizeof(float));
@@ -312,8 +376,14 @@ void vl_rnet_zero_grad(vl_rnet_t *self)
     vl_mlp_zero_grad(self->v);
 }
 
+void vl_rnet_set_inference(vl_rnet_t *self, int on)
+{
+    self->infer = on != 0;
+}
+
 void vl_rnet_params_changed(vl_rnet_t *self)
 {
+    self->fold_fresh = 0;
     if (self->conv)
         vl_net_params_changed(self->conv);
 }

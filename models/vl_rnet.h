@@ -59,7 +59,7 @@ int vl_rnet_backward(vl_rnet_t *self, const float *dout, const float *dvalues);
 void vl_rnet_zero_grad(vl_rnet_t *self);
 
 /* Says the parameters were written (an Adam step, a load): a conv torso
-   takes its new weights at its next forward. */
+   takes its new weights at its next forward, as does a folded step. */
 void vl_rnet_params_changed(vl_rnet_t *self);
 
 /* Writes the net's flat parameter arrays, their gradients and counts (at
@@ -72,6 +72,13 @@ uint32_t vl_rnet_tensor_count(const vl_rnet_t *self);
 
 /* Fills t with tensor i (its parameters, or its gradient when grads). */
 void vl_rnet_tensor(vl_rnet_t *self, uint32_t i, int grads, vl_tensor_t *t);
+
+/* Marks the net an actor's (1) or not (0, the default): with no backward
+   pass to follow, a one-step forward folds one linear layer of fewer
+   inputs than outputs, with no activation, into the lstm's input weights
+   (W_ih W_torso, refreshed after vl_rnet_params_changed) and runs the
+   product on those; the same results up to float rounding. */
+void vl_rnet_set_inference(vl_rnet_t *self, int on);
 
 /* Makes every part use portable kernels: the same results on every x86-64. */
 void vl_rnet_set_portable(vl_rnet_t *self);

@@ -4,16 +4,19 @@
     over B sequences of T steps run from a stored state with resets inside
     them, forward_seq over T steps equal to T one-step calls carrying the
     state, a reset equal to a fresh sequence from zero state, and outputs,
-    final state and gradients against PyTorch (models/vl_rnet_reference.py). */
+    final state and gradients against PyTorch (models/vl_rnet_reference.py);
+    an actor's folded step equal to the training one to float rounding. */
 #include "vl_policy.h"
 #include "vl_policy_probe.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../common/vl_rng.h"
 #include "../tests/vl_test.h"
 #include "vl_dist.h"
+#include "vl_rowdot.h"
 
 #define S_MAX_PARAMS 2000 // floats in any policy these tests build
 
@@ -554,6 +557,66 @@ static void test_conv_torso_takes_changed_weights(void)
     VL_CHECK_NEAR(gap, 0.0, 1e-6);
 }
 
+/* Returns the largest |a - b| / (1 + |b|) over n floats; *differ counts
+   the floats whose bits differ. */
+static double s_gap_bits(const float *a, const float *b, size_t n, size_t *differ)
+{
+    double worst = 0;
+    for (size_t k = 0; k < n; k++) {
+        double d = fabs((double)a[k] - b[k]) / (1.0 + fabs((double)b[k]));
+        worst = d > worst ? d : worst;
+        *differ += memcmp(&a[k], &b[k], sizeof(float)) != 0;
+    }
+    return worst;
+}
+
+/* An actor's policy (vl_policy_set_inference) folds "linear(16)" over 5
+   floats into the lstm's input weights for a one-step act: its outputs,
+   values and state match a training policy's with the same weights to
+   float rounding, before and after the weights change (the fold is
+   refreshed), and where vl_rowdot runs some bits differ (the fold ran);
+   it keeps nothing for a backward pass. */
+static void test_actor_step_folds_the_linear_layer(void)
+{
+    static const char *const spec = "linear(16) lstm(6)";
+    vl_action_spec_t act = {.kind = VL_ENV_DISCRETE, .dims = 1, .n = {S_A}};
+    vl_policy_t *train = s_policy(spec, &act, 5), *actor = s_policy(spec, &act, 5);
+    VL_CHECK(train && actor);
+    vl_policy_set_inference(actor, 1);
+    vl_rng_t rng;
+    vl_rng_seed(&rng, 44);
+    float obs[S_B * S_OBS], state0[S_B * S_STATE];
+    for (size_t k = 0; k < S_B * S_OBS; k++)
+        obs[k] = (float)vl_rng_normal(&rng);
+    for (size_t k = 0; k < S_B * S_STATE; k++)
+        state0[k] = (float)(0.5 * vl_rng_normal(&rng));
+    uint8_t reset[S_B] = {0, 1, 0};
+    for (int round = 0; round < 2; round++) { // the second after the weights change
+        vl_rng_t w1, w2;
+        vl_rng_seed(&w1, 100 + round), vl_rng_seed(&w2, 100 + round);
+        s_scramble(train, &w1, 0.5), s_scramble(actor, &w2, 0.5);
+        float out[2][S_B * S_A], values[2][S_B], state1[2][S_B * S_STATE];
+        vl_policy_t *p[2] = {train, actor};
+        for (int j = 0; j < 2; j++)
+            VL_CHECK(vl_policy_forward_seq(p[j], S_B, 1, obs, state0, reset, out[j], values[j],
+                                           state1[j]) == 0);
+        size_t differ = 0;
+        double gap = s_gap_bits(out[1], out[0], S_B * S_A, &differ);
+        double gv = s_gap_bits(values[1], values[0], S_B, &differ);
+        double gs = s_gap_bits(state1[1], state1[0], S_B * S_STATE, &differ);
+        printf("round %d: folded against unfolded: outputs %.1e, values %.1e, state %.1e; %zu "
+               "floats differ in bits\n",
+               round, gap, gv, gs, differ);
+        VL_CHECK(gap < 1e-5 && gv < 1e-5 && gs < 1e-5);
+        VL_CHECK(!vl_rowdot_available() || differ > 0);
+    }
+    float dlogits[S_B * S_A] = {0}, dvalues[S_B] = {1, 1, 1};
+    VL_CHECK(vl_policy_forward_seq(actor, S_B, 1, obs, state0, reset, NULL, NULL, NULL) == 0);
+    VL_CHECK(!vl_rowdot_available() || vl_policy_backward(actor, S_B, dlogits, dvalues) != 0);
+    vl_policy_destroy(&train);
+    vl_policy_destroy(&actor);
+}
+
 int main(void)
 {
     VL_RUN(test_tensors_are_named_and_shaped);
@@ -563,5 +626,6 @@ int main(void)
     VL_RUN(test_torso_lstm_gradient_matches_finite_differences);
     VL_RUN(test_bare_lstm_box_gradient_matches_finite_differences);
     VL_RUN(test_conv_torso_takes_changed_weights);
+    VL_RUN(test_actor_step_folds_the_linear_layer);
     return VL_DONE();
 }
