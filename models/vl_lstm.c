@@ -431,6 +431,20 @@ static int s_input_side(vl_lstm_t *self)
                          self->gates);
 }
 
+/* The forward cells of step t over the gates its products wrote. */
+static void s_cells_forward(const vl_lstm_t *self, uint32_t t, float *y)
+{
+    s_step_t step = {.B = self->B,
+                     .T = self->T,
+                     .t = t,
+                     .h = self->hidden,
+                     .gates = self->gates,
+                     .c_prev = self->c_prev,
+                     .c = self->c,
+                     .y = y};
+    s_cells(self, &step, 0);
+}
+
 /* Copies each sequence's last h (from y) and c into hT and cT (either may
    be NULL). */
 static void s_state_out(const vl_lstm_t *self, const float *y, float *hT, float *cT)
@@ -454,7 +468,7 @@ int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, con
         return self->ready = 1, 0;
     if (s_reserve(self, B, T) != 0)
         return -1;
-    size_t h = self->hidden, rows = (size_t)B * T;
+    size_t rows = (size_t)B * T;
     memcpy(self->x, x, rows * self->in * sizeof(float));
     for (size_t r = 0; r < rows; r++)
         self->reset[r] = reset && reset[r];
@@ -467,15 +481,7 @@ int vl_lstm_forward(vl_lstm_t *self, uint32_t B, uint32_t T, const float *x, con
             s_whole_step(self, h0 != NULL);
         else if ((t > 0 || h0) && s_recurrent(self, t) != 0)
             goto fail;
-        s_step_t step = {.B = B,
-                         .T = T,
-                         .t = t,
-                         .h = h,
-                         .gates = self->gates,
-                         .c_prev = self->c_prev,
-                         .c = self->c,
-                         .y = y};
-        s_cells(self, &step, 0);
+        s_cells_forward(self, t, y);
     }
     s_state_out(self, y, hT, cT);
     self->ready = 1;
@@ -500,15 +506,7 @@ int vl_lstm_step_folded(vl_lstm_t *self, uint32_t B, const float *x, uint32_t k,
         self->reset[b] = reset && reset[b];
     s_state_in(self, 0, h0, c0, y);
     s_step_product(self, x, k, w, bias, h0 != NULL);
-    s_step_t step = {.B = B,
-                     .T = 1,
-                     .t = 0,
-                     .h = self->hidden,
-                     .gates = self->gates,
-                     .c_prev = self->c_prev,
-                     .c = self->c,
-                     .y = y};
-    s_cells(self, &step, 0);
+    s_cells_forward(self, 0, y);
     s_state_out(self, y, hT, cT);
     return 0;
 }
