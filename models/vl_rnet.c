@@ -16,6 +16,7 @@
 #include "vl_lstm.h"
 #include "vl_mlp.h"
 #include "vl_net.h"
+#include "vl_rowdot.h"
 
 #define S_HIDDEN_GAIN 1.41421356f // sqrt(2), CleanRL's torso gain
 #define S_PI_GAIN     0.01f
@@ -39,7 +40,7 @@ struct vl_rnet_s {
     int threads;              // OpenMP threads of the LSTM's products (0: the caller's setting)
     /* an actor's (no backward follows): one linear layer of D < F inputs
        before the lstm, with no activation, is folded into its input side */
-    int infer;
+    int infer, portable;    // portable: no fold (its products run on vl_rowdot)
     float *fold_w, *fold_b; // [4H][D]: W_ih W_torso; [4H]: W_ih b_torso + b_ih + b_hh
     int fold_fresh;         // fold_w and fold_b are of the current parameters
 };
@@ -240,12 +241,14 @@ static void s_act_backward(int act, const float *y, float *dx, size_t n)
 }
 
 /* Returns 1 when a step of T rows may run folded: an actor's, one step,
-   one linear layer before the lstm with no activation after it, and
-   fewer inputs than it has outputs (the fold then has less work). */
+   one linear layer before the lstm with no activation after it, fewer
+   inputs than it has outputs (the fold then has less work), and the
+   lstm's step products on vl_rowdot. */
 static int s_folds(const vl_rnet_t *self, uint32_t T)
 {
     return self->infer && T == 1 && !self->conv && self->torso_n == 1 &&
-           self->torso_act == VL_MLP_ACT_NONE && self->obs_dim < self->features;
+           self->torso_act == VL_MLP_ACT_NONE && self->obs_dim < self->features &&
+           !self->portable && vl_rowdot_available();
 }
 
 /* Multiplies the torso's layer into the lstm's input side: fold_w = W_ih
@@ -476,4 +479,5 @@ void vl_rnet_set_portable(vl_rnet_t *self)
         if (mlps[m])
             vl_mlp_set_kernels(mlps[m], VL_MLP_KERNELS_PORTABLE);
     vl_lstm_set_portable(self->lstm);
+    self->portable = 1;
 }
