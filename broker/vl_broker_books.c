@@ -1,5 +1,6 @@
 /*  vl_broker_books: what the broker counts (received = routed + dropped by
-    kind and reason + queued), its status message and its log lines. */
+    kind and reason + queued; apart from that sum, what its learners dropped
+    after routing, from their stats), its status message and its log lines. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,14 @@
 
 static const char *s_kind_names[VLB_KINDS] = {"segments", "hellos", "credits",       "publications",
                                               "commands", "specs",  "subscriptions", "connections"};
+
+/* The causes of a learner's own drops, as its drop rows name them. */
+static const char *s_learner_causes[VLB_LEARNER_CAUSES] = {
+    [VLB_LEARNER_LAG] = "lag (older than --max-lag)",
+    [VLB_LEARNER_CAPACITY] = "capacity",
+    [VLB_LEARNER_BUDGET] = "budget",
+    [VLB_LEARNER_INVALID] = "invalid",
+};
 
 const char *vl_books_reason_str(int reason)
 {
@@ -106,6 +115,43 @@ uint64_t vl_books_dropped(const vl_broker_t *self)
     return dropped;
 }
 
+void vl_books_learner_drops(const vlb_learner_t *l, uint64_t *out)
+{
+    memset(out, 0, VLB_LEARNER_CAUSES * sizeof out[0]);
+    if (!l->have_stats)
+        return;
+    uint64_t booked = 0; // refusals already among the segment drops (vl_broker_lvc.c)
+    for (int k = 0; k < l->n_refusals; k++)
+        booked += l->refusals[k].counted;
+    out[VLB_LEARNER_LAG] = l->stats.dropped_lag;
+    out[VLB_LEARNER_CAPACITY] = l->stats.dropped_capacity;
+    out[VLB_LEARNER_BUDGET] = l->stats.dropped_budget;
+    out[VLB_LEARNER_INVALID] =
+        l->stats.dropped_invalid > booked ? l->stats.dropped_invalid - booked : 0;
+}
+
+void vl_books_learner_gone(vl_broker_t *self, const vlb_learner_t *l)
+{
+    uint64_t drops[VLB_LEARNER_CAUSES];
+    vl_books_learner_drops(l, drops);
+    for (int c = 0; c < VLB_LEARNER_CAUSES; c++)
+        self->learner_gone[c] += drops[c];
+}
+
+uint64_t vl_books_learners_dropped(const vl_broker_t *self, uint64_t *out)
+{
+    uint64_t sum = 0, drops[VLB_LEARNER_CAUSES];
+    memcpy(out, self->learner_gone, VLB_LEARNER_CAUSES * sizeof out[0]);
+    for (int i = 0; i < self->n_learners; i++) {
+        vl_books_learner_drops(&self->learners[i], drops);
+        for (int c = 0; c < VLB_LEARNER_CAUSES; c++)
+            out[c] += drops[c];
+    }
+    for (int c = 0; c < VLB_LEARNER_CAUSES; c++)
+        sum += out[c];
+    return sum;
+}
+
 /* Returns the segments of a learner's policy lost with (or dropped by) an
    earlier broker: what its actors sent before this one, less what the
    learner had received when it first gave us credit. 0 until it did, and for
@@ -149,8 +195,9 @@ typedef struct {
     Volley__LearnerRow *learner_ptrs[VLB_MAX_LEARNERS];
     Volley__Stats stats[VLB_MAX_LEARNERS];
     vl_stats_figures_t stats_figures[VLB_MAX_LEARNERS];
-    Volley__DropRow drops[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS];
-    Volley__DropRow *drop_ptrs[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS];
+    Volley__DropRow drops[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS + VLB_LEARNER_CAUSES];
+    Volley__DropRow *drop_ptrs[VLB_KINDS * VLB_DROP_REASONS + VLB_TEXT_DROPS + VLB_LEARNER_CAUSES];
+    uint64_t learner_drops[VLB_LEARNER_CAUSES];
     Volley__Spec specs[VLB_MAX_SPECS];
     Volley__Spec *spec_ptrs[VLB_MAX_SPECS];
     Volley__ObsField fields[VLB_MAX_SPECS][VL_OBS_FIELDS_MAX];
@@ -158,29 +205,35 @@ typedef struct {
     Volley__ActionSpace actions[VLB_MAX_SPECS];
 } s_status_rows_t;
 
-/* Fills the drop rows of st from the counters (non-zero ones only). */
+/* Adds a row to the drop rows of st. */
+static void s_drop_row(s_status_rows_t *rows, size_t *n, const char *kind, const char *reason,
+                       uint64_t count)
+{
+    Volley__DropRow *d = &rows->drops[*n];
+    volley__drop_row__init(d);
+    d->kind = (char *)kind;
+    d->reason = (char *)reason;
+    d->count = count;
+    rows->drop_ptrs[(*n)++] = d;
+}
+
+/* Fills the drop rows of st from the counters (non-zero ones only): the
+   broker's own, then the learners' after routing (st->learner_dropped). */
 static void s_drop_rows(const vl_broker_t *self, Volley__Status *st, s_status_rows_t *rows)
 {
     size_t n = 0;
     for (int k = 0; k < VLB_KINDS; k++)
         for (int r = 1; r < VLB_DROP_REASONS; r++)
-            if (self->dropped[k][r]) {
-                Volley__DropRow *d = &rows->drops[n];
-                volley__drop_row__init(d);
-                d->kind = (char *)s_kind_names[k];
-                d->reason = (char *)vl_books_reason_str(r);
-                d->count = self->dropped[k][r];
-                rows->drop_ptrs[n++] = d;
-            }
+            if (self->dropped[k][r])
+                s_drop_row(rows, &n, s_kind_names[k], vl_books_reason_str(r), self->dropped[k][r]);
     for (int i = 0; i < self->n_text_drops; i++) {
         const vlb_text_drop_t *t = &self->text_drops[i];
-        Volley__DropRow *d = &rows->drops[n];
-        volley__drop_row__init(d);
-        d->kind = (char *)s_kind_names[t->kind];
-        d->reason = (char *)t->text;
-        d->count = t->count;
-        rows->drop_ptrs[n++] = d;
+        s_drop_row(rows, &n, s_kind_names[t->kind], t->text, t->count);
     }
+    st->learner_dropped = vl_books_learners_dropped(self, rows->learner_drops);
+    for (int c = 0; c < VLB_LEARNER_CAUSES; c++)
+        if (rows->learner_drops[c])
+            s_drop_row(rows, &n, "learner", s_learner_causes[c], rows->learner_drops[c]);
     st->n_drops = n;
     st->drops = rows->drop_ptrs;
 }
@@ -251,12 +304,14 @@ static int s_status_build(vl_broker_t *self, Volley__Status *st, s_status_rows_t
    per learner. */
 void vl_books_log_status(vl_broker_t *self)
 {
+    uint64_t by[VLB_LEARNER_CAUSES], learner_dropped = vl_books_learners_dropped(self, by);
     vl_info("status received=%llu routed=%llu dropped=%llu queued=%llu received_per_s=%.1f "
-            "actors=%u alive=%u learners=%d rss_bytes=%llu",
+            "actors=%u alive=%u learners=%d rss_bytes=%llu learner_dropped=%llu",
             (unsigned long long)self->received, (unsigned long long)self->routed,
             (unsigned long long)vl_books_dropped(self), (unsigned long long)vl_books_queued(self),
             (double)self->received_per_s, vl_roster_count(self->roster),
-            vl_roster_alive(self->roster), self->n_learners, vl_proc_rss_bytes());
+            vl_roster_alive(self->roster), self->n_learners, vl_proc_rss_bytes(),
+            (unsigned long long)learner_dropped);
     if (self->recorder) {
         const char *why = vl_recorder_error(self->recorder);
         vl_info("recording recorded=%llu record_lost=%llu degraded=%d%s%s",
@@ -266,12 +321,34 @@ void vl_books_log_status(vl_broker_t *self)
     }
     for (int i = 0; i < self->n_learners; i++) {
         const vlb_learner_t *l = &self->learners[i];
+        vl_books_learner_drops(l, by);
         vl_info("learner policy=%s credit=%llu queued=%llu queued_bytes=%zu delivered=%llu "
-                "delivered_per_s=%.1f paused=%d version=%llu epoch=%llu",
+                "delivered_per_s=%.1f paused=%d version=%llu epoch=%llu arrived=%llu "
+                "dropped_lag=%llu dropped_capacity=%llu dropped_budget=%llu dropped_invalid=%llu",
                 l->policy, (unsigned long long)vl_learners_credit(l), (unsigned long long)l->queued,
                 l->queued_bytes, (unsigned long long)l->delivered, (double)l->delivered_per_s,
-                l->paused, (unsigned long long)l->newest_version, (unsigned long long)l->epoch);
+                l->paused, (unsigned long long)l->newest_version, (unsigned long long)l->epoch,
+                (unsigned long long)(l->have_stats ? l->stats.segments_arrived : 0),
+                (unsigned long long)by[VLB_LEARNER_LAG],
+                (unsigned long long)by[VLB_LEARNER_CAPACITY],
+                (unsigned long long)by[VLB_LEARNER_BUDGET],
+                (unsigned long long)by[VLB_LEARNER_INVALID]);
     }
+}
+
+/* Logs what the learners dropped of the routed segments, by cause. */
+static void s_log_learner_drops(const vl_broker_t *self)
+{
+    uint64_t by[VLB_LEARNER_CAUSES], dropped = vl_books_learners_dropped(self, by);
+    if (!dropped)
+        return;
+    vl_info("learner dropped %llu of the %llu segments routed (after routing: not in the sum "
+            "above)",
+            (unsigned long long)dropped, (unsigned long long)self->routed);
+    for (int c = 0; c < VLB_LEARNER_CAUSES; c++)
+        if (by[c])
+            vl_info("  learner dropped %llu segments: %s", (unsigned long long)by[c],
+                    s_learner_causes[c]);
 }
 
 void vl_broker_log_counters(const vl_broker_t *self)
@@ -290,6 +367,7 @@ void vl_broker_log_counters(const vl_broker_t *self)
     for (int i = 0; i < self->n_text_drops; i++)
         vl_info("  dropped %llu %s: %s", (unsigned long long)self->text_drops[i].count,
                 s_kind_names[self->text_drops[i].kind], self->text_drops[i].text);
+    s_log_learner_drops(self);
     for (int i = 0; i < self->n_learners; i++) {
         uint64_t lost = s_lost_before(self, &self->learners[i]);
         if (lost)

@@ -124,6 +124,16 @@ enum {
     VLB_KINDS
 };
 
+/* Why a learner dropped segments the broker had routed to it: its Stats'
+   causes, booked apart from the broker's own drops (after routing). */
+enum {
+    VLB_LEARNER_LAG,
+    VLB_LEARNER_CAPACITY,
+    VLB_LEARNER_BUDGET,
+    VLB_LEARNER_INVALID,
+    VLB_LEARNER_CAUSES
+};
+
 /* A drop counted under a reason text that names the field and its values. */
 typedef struct {
     int kind;
@@ -227,6 +237,8 @@ struct vl_broker_s {
     uint64_t received;
     uint64_t routed;
     uint64_t dropped[VLB_KINDS][VLB_DROP_REASONS];
+    uint64_t learner_gone[VLB_LEARNER_CAUSES]; // drops of learner connections that ended, by
+                                               // cause, as their last stats said
 };
 
 /* books (vl_broker_books.c) */
@@ -245,6 +257,15 @@ void vl_books_drop_text(vl_broker_t *self, int kind, const char *text, uint64_t 
 uint64_t vl_books_queued(const vl_broker_t *self);
 /* Returns the number of segments dropped, all reasons. */
 uint64_t vl_books_dropped(const vl_broker_t *self);
+/* Fills out[VLB_LEARNER_CAUSES] with what a learner's newest stats say it
+   dropped after routing, by cause: its invalid ones less those its refusal
+   rows already booked as segment drops. All 0 without stats. */
+void vl_books_learner_drops(const vlb_learner_t *l, uint64_t *out);
+/* Keeps in the books the drops of a learner connection that ends (replaced or removed). */
+void vl_books_learner_gone(vl_broker_t *self, const vlb_learner_t *l);
+/* Fills out[VLB_LEARNER_CAUSES] with the learners' drops: those of connections
+   gone plus the newest of those here. Returns their sum. */
+uint64_t vl_books_learners_dropped(const vl_broker_t *self, uint64_t *out);
 /* Encodes the broker's Status now into *buf (caller frees). Returns 0, or -1. */
 int vl_books_status_encode(vl_broker_t *self, uint8_t **buf, size_t *size);
 /* Logs the counters as key=value lines: one for the broker, one per learner. */

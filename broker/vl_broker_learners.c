@@ -56,6 +56,7 @@ static void s_queue_clear(vl_broker_t *self, vlb_learner_t *l, int reason)
 void vl_learners_remove(vl_broker_t *self, vlb_learner_t *l, const char *why)
 {
     s_queue_clear(self, l, VLB_DROP_GONE);
+    vl_books_learner_gone(self, l);
     vl_warn("learner for policy '%s' %s; its segments are dropped until it says hello", l->policy,
             why);
     *l = self->learners[--self->n_learners];
@@ -85,7 +86,8 @@ static void s_new_connection(vl_broker_t *self, vlb_learner_t *l, const vl_peer_
     s_queue_clear(self, l, VLB_DROP_GONE); // its counters start again: so does ours
     l->credited = 0;
     l->granted = l->sent = 0;
-    l->newest_version = 0; // a learner started afresh publishes low versions again
+    l->newest_version = 0;          // a learner started afresh publishes low versions again
+    vl_books_learner_gone(self, l); // its stats' counts start again too
     l->have_stats = 0;
     l->n_refusals = 0; // its refusal counts start again too
     l->epoch = ++self->epochs;

@@ -303,6 +303,58 @@ static void test_kv_lines_parse(void)
     VL_CHECK(kinds[0] == 1 && kinds[1] == 2 && kinds[2] == 3 && kinds[3] == 2);
 }
 
+/* A learner that drops most of what reaches it: its row says how many and
+   what share, a line under its training row says why, the drops block lists
+   the broker's "learner" rows, and the kv lines carry every count. */
+static void test_learner_drops(void)
+{
+    s_run_t r;
+    s_run_init(&r);
+    r.stats.segments_dropped = 50560 + 12;
+    r.stats.dropped_lag = 50560;
+    r.stats.dropped_invalid = 12;
+    r.stats.segments_arrived = 57868;
+    Volley__DropRow lag = VOLLEY__DROP_ROW__INIT, *drops[1] = {&lag};
+    lag.kind = "learner";
+    lag.reason = "lag (older than --max-lag)";
+    lag.count = 50560;
+    r.status.n_drops = 1;
+    r.status.drops = drops;
+    r.status.learner_dropped = 50560;
+    char *t = s_table(&r.status, 0);
+    char *alpha = s_line_with(t, "  alpha  "), *beta = s_line_with(t, "  beta  ");
+    char *why = s_line_with(t, "alpha            dropped ");
+    char *row = s_line_with(t, "  learner     ");
+    int ok = alpha && strstr(alpha, " 50572 (87%)") && beta && strstr(beta, " -") && why &&
+             strstr(why, "dropped 50572 of 57868 arrived (87%): lag 50560, invalid 12") && row &&
+             strstr(row, "50560  lag (older than --max-lag)") && !strstr(t, "drops: none") &&
+             strstr(t, "learner dropped 50560 of the routed segments") && strstr(t, "(adds up)");
+    free(alpha), free(beta), free(why), free(row), free(t);
+    VL_CHECK(ok);
+    char *kv = s_kv(&r.status);
+    ok =
+        strstr(kv, " learner_dropped=50560 ") && strstr(kv, " dropped_lag=50560 ") &&
+        strstr(kv, " dropped_capacity=0 ") && strstr(kv, " dropped_budget=0 ") &&
+        strstr(kv, " dropped_invalid=12 ") && strstr(kv, " segments_arrived=57868 ") &&
+        strstr(kv, " dropped_share=0.8739 ") &&
+        strstr(kv, "kind=drop drop_kind=learner reason=\"lag (older than --max-lag)\" count=50560");
+    free(kv);
+    VL_CHECK(ok);
+    uint8_t *buf; // the counts cross the control port as they are
+    size_t size;
+    VL_CHECK(vl_status_encode(&r.status, &buf, &size) == 0);
+    vl_reason_t reason;
+    Volley__Status *s = vl_status_decode(buf, size, &reason);
+    free(buf);
+    VL_CHECK(s && reason == VL_OK);
+    char *a = s_kv(&r.status), *b = s_kv(s);
+    ok = strcmp(a, b) == 0 && s->learner_dropped == 50560 &&
+         s->learners[0]->stats->segments_arrived == 57868;
+    free(a), free(b);
+    vl_status_free(&s);
+    VL_CHECK(ok);
+}
+
 static void test_decoded_status_renders(void)
 {
     // What the commands render comes through vl_status_decode: a round trip
@@ -330,6 +382,7 @@ int main(void)
     VL_RUN(test_actors_sorted_and_capped);
     VL_RUN(test_hops);
     VL_RUN(test_kv_lines_parse);
+    VL_RUN(test_learner_drops);
     VL_RUN(test_decoded_status_renders);
     return VL_DONE();
 }

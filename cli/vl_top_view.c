@@ -125,10 +125,40 @@ static const char *s_ms(double ms, char *buf, size_t size)
     return buf;
 }
 
-/* Losses outside the sum above: what the recording could not keep, and
-   what actors sent to an earlier broker that never reached the learner. */
+/* Returns the share of what reached a learner that it dropped, 0..1 (1
+   when it dropped some and reports no arrivals: a learner before them). */
+static double s_dropped_share(const Volley__Stats *st)
+{
+    if (!st->segments_dropped)
+        return 0;
+    if (st->segments_arrived < st->segments_dropped)
+        return 1;
+    return (double)st->segments_dropped / (double)st->segments_arrived;
+}
+
+/* Writes a learner's drops as "50560 (87%)", or "-" without stats. */
+static const char *s_learner_dropped(const Volley__Stats *st, char *buf, size_t size)
+{
+    if (!st)
+        snprintf(buf, size, "-");
+    else if (st->segments_dropped)
+        snprintf(buf, size, "%" PRIu64 " (%.0f%%)", st->segments_dropped,
+                 s_dropped_share(st) * 100);
+    else
+        snprintf(buf, size, "0");
+    return buf;
+}
+
+/* Losses outside the sum above: what the learners dropped after routing,
+   what the recording could not keep, and what actors sent to an earlier
+   broker that never reached the learner. */
 static void s_render_losses(const Volley__Status *s, FILE *out)
 {
+    if (s->learner_dropped)
+        fprintf(out,
+                "learner dropped %" PRIu64 " of the routed segments (after routing; by cause "
+                "under drops)\n",
+                s->learner_dropped);
     if (s->recording && s->record_error && s->record_error[0])
         fprintf(out,
                 "recording DEGRADED: %" PRIu64 " recorded, %" PRIu64
@@ -166,18 +196,42 @@ static void s_render_learners(const Volley__Status *s, FILE *out)
     fprintf(out, "\nlearners (%zu)\n", s->n_learners);
     if (!s->n_learners)
         return;
-    fprintf(out, "  %-16s %8s %8s %12s %11s %6s %8s %6s %8s\n", "policy", "credit", "queued",
-            "queued_bytes", "delivered/s", "paused", "silent_s", "epoch", "version");
-    char qb[32], rate[32];
+    fprintf(out, "  %-16s %8s %8s %12s %11s %6s %8s %15s %6s %8s\n", "policy", "credit", "queued",
+            "queued_bytes", "delivered/s", "paused", "silent_s", "dropped", "epoch", "version");
+    char qb[32], rate[32], dropped[48];
     for (size_t i = 0; i < s->n_learners; i++) {
         const Volley__LearnerRow *l = s->learners[i];
         fprintf(out,
-                "  %-16.16s %8" PRIu64 " %8" PRIu64 " %12s %11s %6s %8.1f %6" PRIu64 " %8" PRIu64
-                "\n",
+                "  %-16.16s %8" PRIu64 " %8" PRIu64 " %12s %11s %6s %8.1f %15s %6" PRIu64
+                " %8" PRIu64 "\n",
                 l->policy_id, l->credit, l->queued, s_bytes(l->queued_bytes, qb, sizeof qb),
                 s_rate(l->delivered_per_s, rate, sizeof rate), l->paused ? "PAUSED" : "no",
-                l->silent_s, l->epoch, l->version);
+                l->silent_s, s_learner_dropped(l->stats, dropped, sizeof dropped), l->epoch,
+                l->version);
     }
+}
+
+/* A learner's drops by cause, under its training row, when it dropped any. */
+static void s_render_learner_drops(const char *policy, const Volley__Stats *st, FILE *out)
+{
+    if (!st->segments_dropped)
+        return;
+    const struct {
+        const char *name;
+        uint64_t n;
+    } causes[] = {{"lag", st->dropped_lag},
+                  {"capacity", st->dropped_capacity},
+                  {"budget", st->dropped_budget},
+                  {"invalid", st->dropped_invalid}};
+    fprintf(out, "  %-16.16s dropped %" PRIu64 " of %" PRIu64 " arrived (%.0f%%)", policy,
+            st->segments_dropped, st->segments_arrived, s_dropped_share(st) * 100);
+    const char *sep = ": ";
+    for (size_t c = 0; c < sizeof causes / sizeof causes[0]; c++)
+        if (causes[c].n) {
+            fprintf(out, "%s%s %" PRIu64, sep, causes[c].name, causes[c].n);
+            sep = ", ";
+        }
+    fputc('\n', out);
 }
 
 /* One row per learner that published stats: how training goes. */
@@ -203,6 +257,7 @@ static void s_render_training(const Volley__Status *s, FILE *out)
             fprintf(out, "%s%s %.4g%s", k ? "  " : "  env figures: ", st->figures[k]->name,
                     st->figures[k]->n_values ? st->figures[k]->values[0] : 0.0,
                     k + 1 == st->n_figures ? "\n" : "");
+        s_render_learner_drops(s->learners[i]->policy_id, st, out);
     }
 }
 
@@ -351,6 +406,7 @@ static void s_kv_broker(const Volley__Status *s, const char *ts, FILE *out)
     s_kv_u(out, "record_lost", s->record_lost);
     s_kv_u(out, "record_degraded", s->record_error && s->record_error[0]);
     s_kv_u(out, "lost_before", s->lost_before);
+    s_kv_u(out, "learner_dropped", s->learner_dropped);
     s_kv_u(out, "learners", s->n_learners);
     s_kv_u(out, "actors", s->n_actors);
     s_kv_f(out, "hop_send_ms", h.send_ms);
@@ -377,6 +433,12 @@ static void s_kv_stats(const Volley__Stats *st, FILE *out)
     s_kv_f(out, "entropy", st->entropy);
     s_kv_u(out, "segments_trained", st->segments_trained);
     s_kv_u(out, "segments_dropped", st->segments_dropped);
+    s_kv_u(out, "dropped_lag", st->dropped_lag);
+    s_kv_u(out, "dropped_capacity", st->dropped_capacity);
+    s_kv_u(out, "dropped_budget", st->dropped_budget);
+    s_kv_u(out, "dropped_invalid", st->dropped_invalid);
+    s_kv_u(out, "segments_arrived", st->segments_arrived);
+    s_kv_f(out, "dropped_share", s_dropped_share(st));
     s_kv_f(out, "ingest_ms", st->ingest_ms);
     s_kv_f(out, "train_ms", st->train_ms);
     for (size_t k = 0; k < st->n_figures; k++) {

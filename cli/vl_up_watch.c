@@ -32,6 +32,21 @@ typedef struct {
     size_t last_size;
 } s_watch_t;
 
+/* Writes a report's drops as "0", or "50560 (87%)": their share of what
+   reached the learner since it started (all of it while it reports no
+   arrivals: a learner from before they were counted). */
+static const char *s_dropped(const vl_stats_t *s, char *buf, size_t size)
+{
+    if (!s->segments_dropped)
+        snprintf(buf, size, "0");
+    else
+        snprintf(buf, size, "%llu (%.0f%%)", (unsigned long long)s->segments_dropped,
+                 s->segments_arrived >= s->segments_dropped
+                     ? 100.0 * (double)s->segments_dropped / (double)s->segments_arrived
+                     : 100.0);
+    return buf;
+}
+
 /* Prints one progress line from the newest report; steps/s over the
    learner's own clock, between the reports the last two lines came from. */
 static void s_progress(s_watch_t *w)
@@ -39,15 +54,15 @@ static void s_progress(s_watch_t *w)
     const vl_stats_t *s = &w->last;
     double dt = s->uptime_s - w->prev_uptime;
     double sps = dt > 0 ? (double)(s->env_steps - w->prev_steps) / dt : 0;
-    char stamp[16];
+    char stamp[16], dropped[48];
     time_t now = time(NULL);
     struct tm tm;
     strftime(stamp, sizeof stamp, "%H:%M:%S", localtime_r(&now, &tm));
     printf("%s steps=%llu sps=%.0f episodes=%llu return=%.1f lag=%u/%u/%u version=%llu "
-           "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%llu\n",
+           "loss_pi=%.4f loss_v=%.3f entropy=%.3f dropped=%s\n",
            stamp, (unsigned long long)s->env_steps, sps, (unsigned long long)s->episodes,
            s->mean_return, s->lag_min, s->lag_median, s->lag_max, (unsigned long long)s->version,
-           s->policy_loss, s->value_loss, s->entropy, (unsigned long long)s->segments_dropped);
+           s->policy_loss, s->value_loss, s->entropy, s_dropped(s, dropped, sizeof dropped));
     fflush(stdout);
     w->prev_steps = s->env_steps;
     w->prev_uptime = s->uptime_s;

@@ -342,6 +342,8 @@ void vl_inlet_counts(vl_inlet_t *self, vl_inlet_counts_t *out)
         out->refused[r] = in->refused[r];
         out->refused_total += in->refused[r];
     }
+    out->over_budget = in->over_budget;
+    out->arrived = in->accepted + out->refused_total + in->over_budget;
     out->mean_return = vl_returns_mean(&in->returns);
     out->window = in->returns.n;
     pthread_mutex_unlock(&in->lock);
@@ -376,6 +378,9 @@ uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st)
     in->ingest_n = 0;
     for (int r = 0; r < VL_EREASONS; r++)
         refused += in->refused[r];
+    st->dropped_invalid = refused;
+    st->dropped_budget = in->over_budget;
+    st->segments_arrived = in->accepted + refused + in->over_budget;
     st->n_refusals = in->n_rows;
     memcpy(st->refusals, in->rows, in->n_rows * sizeof in->rows[0]);
     st->n_figures = 0;

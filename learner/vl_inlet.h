@@ -22,6 +22,8 @@ typedef struct {
     uint64_t env_steps, episodes;  // in accepted segments
     uint64_t refused[VL_EREASONS]; // segments refused, by reason
     uint64_t refused_total;        // their sum
+    uint64_t over_budget;          // segments that came after the step budget, not taken
+    uint64_t arrived;              // accepted + refused_total + over_budget
     float mean_return;             // of the last VL_RETURNS_WINDOW episodes
     uint32_t window;               // episodes in that mean
 } vl_inlet_counts_t;
@@ -46,8 +48,10 @@ void vl_inlet_add_counts(vl_inlet_t *self, uint64_t env_steps, uint64_t episodes
 void vl_inlet_counts(vl_inlet_t *self, vl_inlet_counts_t *out);
 
 /* Fills st's ingest part: steps, episodes, returns window and mean,
-   refusal rows, and the mean actor-send-to-ingest time since the last call
-   (which it resets). Returns the segments refused in all. */
+   refusal rows, the drops it knows of (dropped_invalid: every refusal;
+   dropped_budget: over the step budget), segments_arrived, and the mean
+   actor-send-to-ingest time since the last call (which it resets). Returns
+   the segments refused in all. */
 uint64_t vl_inlet_fill_stats(vl_inlet_t *self, vl_stats_t *st);
 
 /* Returns the summary of the last episodes' returns and lengths. */

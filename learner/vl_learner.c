@@ -19,6 +19,7 @@
 #include "vl_inlet.h"
 #include "vl_keeper.h"
 #include "vl_metrics.h"
+#include "vl_progress.h"
 #include "vl_replay.h"
 #include "vl_resume.h"
 
@@ -44,11 +45,12 @@ struct vl_learner_s {
     int trained_n;
     double train_ms_sum; // ingest -> published, since the last report
     uint64_t train_n;
-    vl_keeper_t *keeper;   // checkpoints, NULL when off
-    vl_metrics_t *metrics; // NULL when off
-    uint64_t row_steps;    // env steps at the previous metrics row
-    double row_uptime;     // uptime then
-    float lr;              // the learning rate of the last update
+    vl_keeper_t *keeper;     // checkpoints, NULL when off
+    vl_metrics_t *metrics;   // NULL when off
+    vl_progress_t *progress; // the progress line each 10 s
+    uint64_t row_steps;      // env steps at the previous metrics row
+    double row_uptime;       // uptime then
+    float lr;                // the learning rate of the last update
 };
 
 /* Publishes [topic][body] on the weights stream. */
@@ -91,25 +93,24 @@ static void s_count_lags(vl_learner_t *self, const uint32_t *lags, int n)
 /* Summarises the lag counts since the last report into st, and resets them. */
 static void s_lag_summary(vl_learner_t *self, vl_stats_t *st)
 {
-    uint64_t total = 0, sum = 0, seen = 0;
-    for (uint32_t l = 0; l <= self->c.max_lag; l++) {
-        total += self->lag_counts[l];
-        sum += l * self->lag_counts[l];
-    }
-    st->lag_min = st->lag_median = st->lag_max = 0;
-    for (uint32_t l = 0, first = 1; total && l <= self->c.max_lag; l++) {
-        if (!self->lag_counts[l])
-            continue;
-        if (first)
-            st->lag_min = l;
-        first = 0;
-        if (seen < (total + 1) / 2 && seen + self->lag_counts[l] >= (total + 1) / 2)
-            st->lag_median = l;
-        seen += self->lag_counts[l];
-        st->lag_max = l;
-    }
-    st->lag_mean = total ? (float)sum / (float)total : 0;
+    vl_lag_summary(self->lag_counts, self->c.max_lag + 1, st);
     memset(self->lag_counts, 0, (self->c.max_lag + 1) * sizeof self->lag_counts[0]);
+}
+
+/* Sets st's drops that the inlet does not count: too old, evicted from the
+   buffer. Read before the inlet's counts: each of these segments was
+   accepted before, so the segments_arrived read after them covers it. */
+static void s_own_drops(vl_learner_t *self, vl_stats_t *st)
+{
+    st->dropped_lag = vl_replay_stale(self->replay);
+    st->dropped_capacity = vl_buffer_evicted(self->buf);
+}
+
+/* Sums st's drops by cause into segments_dropped. */
+static void s_sum_drops(vl_stats_t *st)
+{
+    st->segments_dropped =
+        st->dropped_lag + st->dropped_capacity + st->dropped_budget + st->dropped_invalid;
 }
 
 /* Fills a progress report from the ingest counters and the last update. */
@@ -117,14 +118,15 @@ static void s_fill_stats(vl_learner_t *self, vl_stats_t *st)
 {
     memset(st, 0, sizeof *st);
     snprintf(st->policy_id, sizeof st->policy_id, "%s", self->c.policy);
-    uint64_t refused = vl_inlet_fill_stats(self->inlet, st);
+    s_own_drops(self, st);
+    vl_inlet_fill_stats(self->inlet, st);
+    s_sum_drops(st);
     st->version = self->version;
     s_lag_summary(self, st);
     st->policy_loss = self->last.policy_loss;
     st->value_loss = self->last.value_loss;
     st->entropy = self->last.entropy;
     st->segments_trained = self->trained;
-    st->segments_dropped = refused + vl_replay_stale(self->replay) + vl_buffer_evicted(self->buf);
     st->uptime_s = (double)(vl_now_ns() - self->start_ns) / 1e9;
     st->train_ms = self->train_n ? (float)(self->train_ms_sum / (double)self->train_n) : 0;
     self->train_ms_sum = 0;
@@ -146,6 +148,11 @@ static void s_write_metrics(vl_learner_t *self, const vl_stats_t *st)
         .episodes = st->episodes,
         .segments_trained = st->segments_trained,
         .segments_dropped = st->segments_dropped,
+        .dropped_lag = st->dropped_lag,
+        .dropped_capacity = st->dropped_capacity,
+        .dropped_budget = st->dropped_budget,
+        .dropped_invalid = st->dropped_invalid,
+        .segments_arrived = st->segments_arrived,
         .steps_per_s = dt > 0 ? (float)((double)(st->env_steps - self->row_steps) / dt) : 0,
         .window = ret.n,
         .return_mean = ret.mean,
@@ -190,6 +197,39 @@ static void s_publish_stats(vl_learner_t *self)
     if (vl_stats_encode(&st, &buf, &size) == 0)
         s_publish(self, VL_STATS_TOPIC, buf, size);
     s_write_metrics(self, &st);
+}
+
+/* Fills st with the cumulative counts now, leaving what a report counts
+   since the last one (lags, ingest and train times) to the next report.
+   Returns the reason most refusals had, or NULL when none was refused. */
+static const char *s_snapshot(vl_learner_t *self, vl_stats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    s_own_drops(self, st);
+    vl_inlet_counts_t in;
+    vl_inlet_counts(self->inlet, &in);
+    st->version = self->version;
+    st->env_steps = in.env_steps;
+    st->episodes = in.episodes;
+    st->mean_return = in.mean_return;
+    st->window = in.window;
+    st->segments_trained = self->trained;
+    st->dropped_budget = in.over_budget;
+    st->dropped_invalid = in.refused_total;
+    st->segments_arrived = in.arrived;
+    s_sum_drops(st);
+    int top = 0;
+    for (int r = 1; r < VL_EREASONS; r++)
+        top = in.refused[r] > in.refused[top] ? r : top;
+    return in.refused[top] ? vl_reason_str((vl_reason_t)top) : NULL;
+}
+
+/* Logs the progress line of the window that ends now (and its warning). */
+static void s_log_progress(vl_learner_t *self)
+{
+    vl_stats_t st;
+    const char *top_refusal = s_snapshot(self, &st);
+    vl_progress_log(self->progress, &st, top_refusal, vl_now_ns());
 }
 
 /* Opens the checkpoint directory (vl_keeper) and, with --resume, loads the
@@ -270,6 +310,10 @@ vl_learner_t *vl_learner_new(const vl_learner_config_t *c, vl_engine_t *engine)
     self->lr = c->lr;
     if (c->metrics_dir && !(self->metrics = vl_metrics_new(c->metrics_dir)))
         goto err;
+    vl_stats_t start;
+    s_snapshot(self, &start);
+    if (!(self->progress = vl_progress_new(c, &start, vl_now_ns())))
+        goto err;
     return self;
 err:
     vl_error("cannot start the learner");
@@ -311,9 +355,12 @@ static int s_train_once(vl_learner_t *self)
     if (n > 0) {
         s_count_lags(self, lags, n);
         s_schedule_lr(self);
+        vl_progress_lags(self->progress, lags, n);
         char why[1024] = "";
+        int64_t t0 = vl_now_ns();
         rc = vl_engine_update_segments(self->engine, segs, (uint32_t)n, w_used ? w : NULL, sums,
                                        &self->last, why, sizeof why);
+        vl_progress_busy(self->progress, vl_now_ns() - t0);
         if (rc != 0)
             vl_error("update failed: %s", why);
         rc = rc == 0 ? 1 : -1;
@@ -359,6 +406,8 @@ int vl_learner_run(vl_learner_t *self)
             s_checkpoint_save(self);
             next_checkpoint = vl_now_ns() + every;
         }
+        if (vl_progress_due(self->progress, vl_now_ns()))
+            s_log_progress(self);
     }
     // The last checkpoint is the run's result: a run whose checkpoint was lost has failed.
     int saved = s_checkpoint_save(self) == 0;
@@ -372,6 +421,7 @@ void vl_learner_destroy(vl_learner_t **self_p)
         return;
     vl_inlet_destroy(&self->inlet);
     vl_metrics_destroy(&self->metrics);
+    vl_progress_destroy(&self->progress);
     vl_keeper_destroy(&self->keeper);
     vl_curve_watch_destroy(&self->pub_watch);
     if (self->pub)

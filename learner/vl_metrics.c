@@ -39,10 +39,15 @@ int vl_metrics_json(const vl_metrics_row_t *r, char *out, size_t size)
         out, size,
         "{\"wall_time\":%.6f,\"uptime_s\":%.6f,\"env_steps\":%llu,\"version\":%llu,"
         "\"episodes\":%llu,\"segments_trained\":%llu,\"segments_dropped\":%llu,"
+        "\"dropped_lag\":%llu,\"dropped_capacity\":%llu,\"dropped_budget\":%llu,"
+        "\"dropped_invalid\":%llu,\"segments_arrived\":%llu,"
         "\"window\":%u,\"lag_min\":%u,\"lag_median\":%u,\"lag_max\":%u",
         r->wall_time, r->uptime_s, (unsigned long long)r->env_steps, (unsigned long long)r->version,
         (unsigned long long)r->episodes, (unsigned long long)r->segments_trained,
-        (unsigned long long)r->segments_dropped, r->window, r->lag_min, r->lag_median, r->lag_max);
+        (unsigned long long)r->segments_dropped, (unsigned long long)r->dropped_lag,
+        (unsigned long long)r->dropped_capacity, (unsigned long long)r->dropped_budget,
+        (unsigned long long)r->dropped_invalid, (unsigned long long)r->segments_arrived, r->window,
+        r->lag_min, r->lag_median, r->lag_max);
     const struct {
         const char *name;
         float v;
@@ -164,16 +169,35 @@ static int s_write_event(vl_metrics_t *self, const vl_metrics_row_t *r)
                           "lag/max",
                           "time/ingest_ms",
                           "time/train_ms",
-                          "segments/dropped"};
-    float v[] = {r->return_mean,    r->return_min,
-                 r->return_max,     r->length_mean,
-                 r->steps_per_s,    r->lr,
-                 r->loss_pi,        r->loss_v,
-                 r->entropy,        r->approx_kl,
-                 r->clip_frac,      r->explained_var,
-                 (float)r->lag_min, (float)r->lag_median,
-                 (float)r->lag_max, r->ingest_ms,
-                 r->train_ms,       (float)r->segments_dropped};
+                          "segments/dropped",
+                          "segments/dropped_lag",
+                          "segments/dropped_capacity",
+                          "segments/dropped_budget",
+                          "segments/dropped_invalid",
+                          "segments/arrived"};
+    float v[] = {r->return_mean,
+                 r->return_min,
+                 r->return_max,
+                 r->length_mean,
+                 r->steps_per_s,
+                 r->lr,
+                 r->loss_pi,
+                 r->loss_v,
+                 r->entropy,
+                 r->approx_kl,
+                 r->clip_frac,
+                 r->explained_var,
+                 (float)r->lag_min,
+                 (float)r->lag_median,
+                 (float)r->lag_max,
+                 r->ingest_ms,
+                 r->train_ms,
+                 (float)r->segments_dropped,
+                 (float)r->dropped_lag,
+                 (float)r->dropped_capacity,
+                 (float)r->dropped_budget,
+                 (float)r->dropped_invalid,
+                 (float)r->segments_arrived};
     int n = (int)(sizeof v / sizeof v[0]), keep = 0;
     const char *t2[sizeof v / sizeof v[0] + VL_FIGURES_KEPT];
     float v2[sizeof v / sizeof v[0] + VL_FIGURES_KEPT];

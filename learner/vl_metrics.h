@@ -16,6 +16,8 @@
 typedef struct {
     double wall_time, uptime_s; // epoch seconds; the learner's seconds
     uint64_t env_steps, version, episodes, segments_trained, segments_dropped;
+    uint64_t dropped_lag, dropped_capacity, dropped_budget, dropped_invalid; // their causes
+    uint64_t segments_arrived; // accepted + refused + over budget, since the learner started
     float steps_per_s;
     uint32_t window; // episodes in the return figures
     float return_mean, return_min, return_max, length_mean;

@@ -32,7 +32,14 @@ static vl_metrics_row_t s_row(uint64_t steps)
                               .entropy = 0.69f,
                               .explained_var = NAN,
                               .lr = 1e-3f,
-                              .lag_max = 2};
+                              .lag_max = 2,
+                              .segments_trained = 7296,
+                              .segments_dropped = 50560 + 3 + 2 + 1,
+                              .dropped_lag = 50560,
+                              .dropped_capacity = 3,
+                              .dropped_budget = 2,
+                              .dropped_invalid = 1,
+                              .segments_arrived = 57862};
 }
 
 static char *s_slurp(const char *path, size_t *n)
@@ -54,14 +61,35 @@ static void test_json_row(void)
     vl_metrics_row_t r = s_row(4096);
     int n = vl_metrics_json(&r, line, sizeof line);
     VL_CHECK(n > 0 && line[n - 1] == '\n' && line[0] == '{' && line[n - 2] == '}');
-    const char *keys[] = {"wall_time",        "uptime_s",   "env_steps",
-                          "steps_per_s",      "version",    "episodes",
-                          "return_mean",      "return_min", "return_max",
-                          "length_mean",      "loss_pi",    "loss_v",
-                          "entropy",          "approx_kl",  "clip_frac",
-                          "explained_var",    "lr",         "lag_min",
-                          "lag_median",       "lag_max",    "segments_trained",
-                          "segments_dropped", "ingest_ms",  "train_ms"};
+    const char *keys[] = {"wall_time",
+                          "uptime_s",
+                          "env_steps",
+                          "steps_per_s",
+                          "version",
+                          "episodes",
+                          "return_mean",
+                          "return_min",
+                          "return_max",
+                          "length_mean",
+                          "loss_pi",
+                          "loss_v",
+                          "entropy",
+                          "approx_kl",
+                          "clip_frac",
+                          "explained_var",
+                          "lr",
+                          "lag_min",
+                          "lag_median",
+                          "lag_max",
+                          "segments_trained",
+                          "segments_dropped",
+                          "ingest_ms",
+                          "train_ms",
+                          "dropped_lag",
+                          "dropped_capacity",
+                          "dropped_budget",
+                          "dropped_invalid",
+                          "segments_arrived"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         char k[64];
         snprintf(k, sizeof k, "\"%s\":", keys[i]);
@@ -69,6 +97,9 @@ static void test_json_row(void)
     }
     VL_CHECK(strstr(line, "\"explained_var\":null"));
     VL_CHECK(strstr(line, "\"env_steps\":4096,"));
+    VL_CHECK(strstr(line, "\"segments_dropped\":50566,\"dropped_lag\":50560,"
+                          "\"dropped_capacity\":3,\"dropped_budget\":2,\"dropped_invalid\":1,"
+                          "\"segments_arrived\":57862,"));
     VL_CHECK(strstr(line, "\"return_max\":64,") || strstr(line, "\"return_max\":64}"));
     VL_CHECK(vl_metrics_json(&r, line, 40) == -1); // does not fit: refused, not cut
 }
@@ -117,14 +148,22 @@ static void test_event_file(void)
     VL_CHECK(vl_tfevents_next(buf, n, &off, &data, &len) == VL_TFEV_RECORD);
     VlTb__Event *ev = vl_tb__event__unpack(NULL, len, data);
     VL_CHECK(ev && ev->what_case == VL_TB__EVENT__WHAT_SUMMARY && ev->step == 5000);
-    int saw_return = 0, saw_nan = 0;
+    int saw_return = 0, saw_nan = 0, saw_drops = 0;
     for (size_t i = 0; i < ev->summary->n_value; i++) {
+        const char *tag = ev->summary->value[i]->tag;
+        float v = ev->summary->value[i]->simple_value;
+        saw_drops += (strcmp(tag, "segments/dropped_lag") == 0 && v == 50560.0f) +
+                     (strcmp(tag, "segments/dropped_capacity") == 0 && v == 3.0f) +
+                     (strcmp(tag, "segments/dropped_budget") == 0 && v == 2.0f) +
+                     (strcmp(tag, "segments/dropped_invalid") == 0 && v == 1.0f) +
+                     (strcmp(tag, "segments/arrived") == 0 && v == 57862.0f);
         saw_return |= strcmp(ev->summary->value[i]->tag, "charts/episode_return") == 0 &&
                       ev->summary->value[i]->simple_value == 21.5f;
         saw_nan |= strcmp(ev->summary->value[i]->tag, "losses/explained_variance") == 0;
     }
     vl_tb__event__free_unpacked(ev, NULL);
     VL_CHECK(saw_return && !saw_nan); // NaN scalars are left out, not written
+    VL_CHECK(saw_drops == 5);         // each drop cause and the arrivals, as scalars
     VL_CHECK(vl_tfevents_next(buf, n, &off, &data, &len) == VL_TFEV_END);
     free(buf);
 }

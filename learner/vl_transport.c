@@ -304,10 +304,13 @@ int vl_transport_publish_stats(vl_transport_t *self, uint64_t version, uint64_t 
     vl_stats_t st;
     memset(&st, 0, sizeof st);
     snprintf(st.policy_id, sizeof st.policy_id, "%s", self->policy);
-    uint64_t refused = vl_inlet_fill_stats(self->inlet, &st);
+    // Evictions first: each was accepted before, so the arrivals read after cover it. Drops
+    // for lag are the caller's own (outside this transport), so none is counted here.
+    st.dropped_capacity = vl_buffer_evicted(self->buf);
+    vl_inlet_fill_stats(self->inlet, &st);
     st.version = version;
     st.segments_trained = segments_trained;
-    st.segments_dropped = refused + vl_buffer_evicted(self->buf);
+    st.segments_dropped = st.dropped_capacity + st.dropped_budget + st.dropped_invalid;
     st.policy_loss = vl_float_is_finite(policy_loss) ? policy_loss : 0;
     st.value_loss = vl_float_is_finite(value_loss) ? value_loss : 0;
     st.entropy = vl_float_is_finite(entropy) ? entropy : 0;

@@ -229,7 +229,12 @@ typedef struct {
     float value_loss;
     float entropy;
     uint64_t segments_trained;
-    uint64_t segments_dropped;
+    uint64_t segments_dropped; // the sum of the four causes below
+    uint64_t dropped_lag;      // more than max_lag versions old when their turn came
+    uint64_t dropped_capacity; // evicted unread from a full buffer
+    uint64_t dropped_budget;   // came after the step budget was spent, not taken
+    uint64_t dropped_invalid;  // refused, every reason
+    uint64_t segments_arrived; // accepted + refused + over budget
     double uptime_s;
     float ingest_ms; // actor send -> learner ingest, mean since the last report
     float train_ms;  // learner ingest -> weights published after training on it, mean

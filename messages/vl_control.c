@@ -103,6 +103,11 @@ void vl_stats_to_msg(const vl_stats_t *stats, Volley__Stats *msg, vl_stats_figur
     msg->entropy = stats->entropy;
     msg->segments_trained = stats->segments_trained;
     msg->segments_dropped = stats->segments_dropped;
+    msg->dropped_lag = stats->dropped_lag;
+    msg->dropped_capacity = stats->dropped_capacity;
+    msg->dropped_budget = stats->dropped_budget;
+    msg->dropped_invalid = stats->dropped_invalid;
+    msg->segments_arrived = stats->segments_arrived;
     msg->uptime_s = stats->uptime_s;
     msg->ingest_ms = stats->ingest_ms;
     msg->train_ms = stats->train_ms;
@@ -194,6 +199,11 @@ static vl_reason_t s_stats_from_msg(const Volley__Stats *msg, vl_stats_t *stats)
     stats->entropy = msg->entropy;
     stats->segments_trained = msg->segments_trained;
     stats->segments_dropped = msg->segments_dropped;
+    stats->dropped_lag = msg->dropped_lag;
+    stats->dropped_capacity = msg->dropped_capacity;
+    stats->dropped_budget = msg->dropped_budget;
+    stats->dropped_invalid = msg->dropped_invalid;
+    stats->segments_arrived = msg->segments_arrived;
     stats->uptime_s = msg->uptime_s;
     stats->ingest_ms = msg->ingest_ms;
     stats->train_ms = msg->train_ms;

@@ -113,7 +113,12 @@ static vl_stats_t s_stats_sample(void)
                     .value_loss = 0.7f,
                     .entropy = 0.66f,
                     .segments_trained = 3000,
-                    .segments_dropped = 12,
+                    .segments_dropped = 1 + 2 + 3 + 6,
+                    .dropped_lag = 1,
+                    .dropped_capacity = 2,
+                    .dropped_budget = 3,
+                    .dropped_invalid = 6,
+                    .segments_arrived = 3100,
                     .uptime_s = 3600.125};
     return s;
 }
@@ -136,6 +141,42 @@ static void test_stats_round_trip(void)
     VL_CHECK(out.entropy == in.entropy && out.uptime_s == in.uptime_s);
     VL_CHECK(out.segments_trained == in.segments_trained);
     VL_CHECK(out.segments_dropped == in.segments_dropped);
+}
+
+/* The drop counts by cause and the arrivals cross the wire as sent. */
+static void test_stats_drops_round_trip(void)
+{
+    vl_stats_t in = s_stats_sample(), out;
+    in.dropped_lag = 50560;
+    in.dropped_capacity = 1ull << 40;
+    in.segments_arrived = (1ull << 40) + 57856;
+    uint8_t *buf;
+    size_t size;
+    VL_CHECK(vl_stats_encode(&in, &buf, &size) == 0);
+    memset(&out, 0, sizeof out);
+    VL_CHECK(vl_stats_decode(buf, size, &out) == VL_OK);
+    free(buf);
+    VL_CHECK(out.dropped_lag == 50560 && out.dropped_capacity == 1ull << 40);
+    VL_CHECK(out.dropped_budget == 3 && out.dropped_invalid == 6);
+    VL_CHECK(out.segments_arrived == (1ull << 40) + 57856);
+}
+
+/* A Stats from a sender before the drop causes decodes with them 0. */
+static void test_stats_drops_absent(void)
+{
+    Volley__Stats msg = VOLLEY__STATS__INIT;
+    msg.schema = VL_SCHEMA_VERSION;
+    msg.policy_id = "old";
+    msg.segments_dropped = 9;
+    uint8_t *buf;
+    size_t size;
+    VL_CHECK(vl_wire_pack(&msg.base, &buf, &size) == 0);
+    vl_stats_t out = s_stats_sample();
+    VL_CHECK(vl_stats_decode(buf, size, &out) == VL_OK);
+    free(buf);
+    VL_CHECK(out.segments_dropped == 9 && out.segments_arrived == 0);
+    VL_CHECK(out.dropped_lag == 0 && out.dropped_capacity == 0);
+    VL_CHECK(out.dropped_budget == 0 && out.dropped_invalid == 0);
 }
 
 /* Returns the decode reason of encoded stats s. */
@@ -171,6 +212,8 @@ int main(void)
     VL_RUN(test_credit_round_trip);
     VL_RUN(test_credit_refused);
     VL_RUN(test_stats_round_trip);
+    VL_RUN(test_stats_drops_round_trip);
+    VL_RUN(test_stats_drops_absent);
     VL_RUN(test_stats_nonfinite);
     return VL_DONE();
 }
