@@ -228,6 +228,7 @@ int vl_playback_main(int argc, char **argv)
         return 2;
     }
     vl_learner_config_settle(&c, role.given);
+    vl_learner_config_size(&c); // --batch 0 or --capacity 0
     // One thread unless told: a conv model's sums depend on how many threads split them, so
     // the default of every core would give another checksum on another machine.
     for (int i = 0; i < vl_learner_n_opts && i < 64; i++)

@@ -22,10 +22,12 @@ const vl_num_opt_t vl_learner_opts[] = {
           "threads of a conv model's forward and backward (0: every core)"),
     S_OPT("horizon", VL_OPT_U32, horizon, 1, 4096, "steps per segment (no --env: the spec's)"),
     S_OPT("hidden", VL_OPT_U32, hidden, 1, 4096, "hidden units per layer (no --env: the spec's)"),
-    S_OPT("batch", VL_OPT_U32, batch_segments, 1, 65536, "segments per update, at most"),
+    S_OPT("batch", VL_OPT_U32, batch_segments, 0, 65536,
+          "segments an update takes, at most (0: 256, fewer for big observations)"),
     S_OPT("batch-wait-ms", VL_OPT_U32, batch_wait_ms, 0, 60000,
           "no arrival this long: train on what waits (0: full batches)"),
-    S_OPT("capacity", VL_OPT_U32, capacity, 2, 1 << 20, "buffer slots, >= 2 x batch"),
+    S_OPT("capacity", VL_OPT_U32, capacity, 0, 1 << 20,
+          "buffer slots, >= 2 x batch + retain (0: that, at least 64)"),
     S_OPT("epochs", VL_OPT_U32, epochs, 1, 1000, "passes over each batch"),
     S_OPT("minibatch", VL_OPT_U32, minibatch, 1, 1 << 20, "samples per Adam step"),
     S_OPT("max-lag", VL_OPT_U32, max_lag, 0, 1 << 30, "drop segments this many versions old"),
@@ -72,11 +74,13 @@ static void s_usage(FILE *out)
                  "Trains one policy on the segments the broker routes to it (V-trace advantages,\n"
                  "clipped-surrogate PPO, Adam) and publishes each new weights version.\n"
                  "\n"
-                 "An update takes up to --batch segments. Actors wait for new weights after each\n"
-                 "round (--max-ahead), so fewer may come than --batch: when none has come for\n"
-                 "--batch-wait-ms, the learner trains on those waiting and from then on waits for\n"
-                 "that many (growing back toward --batch as more arrive). One actor and one\n"
-                 "learner at their defaults thus train at full speed.\n"
+                 "An update takes what the actors sent since the last one, up to --batch\n"
+                 "segments. Actors wait for new weights after each round (--max-ahead 1: one\n"
+                 "segment per env), so when none has come for --batch-wait-ms the learner trains\n"
+                 "on those waiting and from then on waits for that many (growing back toward\n"
+                 "--batch as more arrive). Left to the learner, --batch holds a round of 256 envs\n"
+                 "(fewer for big observations): the actors wait for the learner rather than send\n"
+                 "what it would drop as older than --max-lag.\n"
                  "\n"
                  "With --env the learner declares its policy's spec (observation fields, actions,\n"
                  "--horizon, --hidden) to the broker (its word outranks actors') and exits 2 if\n"
@@ -106,6 +110,7 @@ static void s_usage(FILE *out)
     vl_env_print_help(out, "none: the spec comes from the broker");
     vl_opt_print_model(out);
     vl_learner_config_t defaults = vl_learner_config_default();
+    defaults.batch_segments = defaults.capacity = 0; // sized to the observation
     vl_opt_print(out, vl_learner_opts, vl_learner_n_opts, &defaults);
     fprintf(out, "  --quiet            warnings and errors only\n"
                  "  --verbose          debug logging, with progress every second\n"
@@ -240,6 +245,9 @@ static int s_serve(vl_learner_config_t *c_in, const vl_role_opts_t *r, const vl_
     if (settled == 0 && !env && s_check_model(&c, role.model) != 0)
         settled = 2;
     vl_learner_config_settle(&c, role.given); // the model is known now
+    vl_learner_config_size(&c);               // and the observation's size
+    if (settled == 0 && vl_learner_config_check("learner", &c) != 0)
+        settled = 2;
     if (settled == 0 && !env && c.checkpoint_dir && vl_keeper_check(&c, 1, why, sizeof why)) {
         fprintf(stderr, "volley learner: %s\n", why); // the broker's spec against the checkpoint's
         vl_sock_client_curve_end(&curve);
@@ -269,6 +277,7 @@ int vl_learner_main(int argc, char **argv)
 int vl_learner_main_engine(int argc, char **argv, vl_engine_open_fn open, void *ctx)
 {
     vl_learner_config_t c = vl_learner_config_default();
+    c.batch_segments = c.capacity = 0; // sized once the observation is known
     vl_role_opts_t role = {.policy = c.policy, .env = NULL, .log_level = VL_LOG_INFO, .learner = 1};
     int rc = vl_opt_parse_role("learner", argc, argv, vl_learner_opts, vl_learner_n_opts, &c, &role,
                                s_usage);

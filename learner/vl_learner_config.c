@@ -161,6 +161,22 @@ vl_learner_config_t vl_learner_config_default(void)
     return c;
 }
 
+void vl_learner_config_size(vl_learner_config_t *c)
+{
+    if (!c->batch_segments) {
+        uint64_t seg = 4ull * (c->horizon + 1) * (c->obs_dim ? c->obs_dim : 1);
+        uint64_t fit = VL_LEARNER_AUTO_BATCH_BYTES / seg;
+        uint64_t room = c->capacity > c->retain + 1 ? (c->capacity - c->retain) / 2 : 1;
+        fit = fit < VL_LEARNER_AUTO_BATCH ? fit : VL_LEARNER_AUTO_BATCH;
+        fit = c->capacity && room < fit ? room : fit;
+        c->batch_segments = fit ? (uint32_t)fit : 1;
+    }
+    if (!c->capacity) {
+        uint32_t want = 2 * c->batch_segments + c->retain;
+        c->capacity = want > 64 ? want : 64;
+    }
+}
+
 int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
 {
     if (c->burn_in && c->burn_in >= c->horizon) {
@@ -168,7 +184,8 @@ int vl_learner_config_check(const char *cmd, const vl_learner_config_t *c)
                 c->horizon);
         return -1;
     }
-    if (c->capacity >= 2 * c->batch_segments + c->retain)
+    if (!c->batch_segments || !c->capacity || // sized later, to fit (vl_learner_config_size)
+        c->capacity >= 2 * c->batch_segments + c->retain)
         return 0;
     fprintf(stderr,
             "volley %s: --capacity (%u) must be at least 2 x --batch (%u) + --retain (%u)\n", cmd,

@@ -26,8 +26,8 @@ typedef struct {
     uint32_t horizon;              // steps per segment; others are refused
     uint32_t hidden;               // hidden units per layer of the default mlp
     char model[VL_SPEC_MODEL_MAX]; // the model spec as given ("": the default for the obs)
-    uint32_t batch_segments;       // segments per update
-    uint32_t capacity;             // buffer slots, >= 2 * batch_segments
+    uint32_t batch_segments;       // segments per update, at most (0: vl_learner_config_size)
+    uint32_t capacity;             // buffer slots, >= 2 * batch_segments (0: the same)
     uint32_t epochs;               // passes over each batch
     uint32_t minibatch;            // samples per Adam step
     uint32_t max_lag;              // segments older than this many versions are dropped
@@ -65,6 +65,18 @@ extern const int vl_learner_n_opts;
    batches and the retained ring. Returns 0, or -1 after printing why as
    "volley <cmd>: ...". */
 int vl_learner_config_check(const char *cmd, const vl_learner_config_t *config);
+
+/* The most segments an update takes when --batch is left to the learner:
+   room for a round of 256 envs, fewer where their float observations would
+   pass VL_LEARNER_AUTO_BATCH_BYTES. */
+#define VL_LEARNER_AUTO_BATCH       256
+#define VL_LEARNER_AUTO_BATCH_BYTES (512u << 20)
+
+/* Sizes what the flags left to the learner (0), once the observation is
+   known: batch_segments to VL_LEARNER_AUTO_BATCH segments, fewer for large
+   observations or to fit a --capacity given; capacity to 2 x batch +
+   retain, at least 64. */
+void vl_learner_config_size(vl_learner_config_t *c);
 
 /* Returns defaults tuned for CartPole on a small machine (env: cartpole). */
 vl_learner_config_t vl_learner_config_default(void);
