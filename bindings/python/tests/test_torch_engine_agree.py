@@ -183,7 +183,9 @@ def test_lstm_two_truncations_in_one_segment():
             seq = torch.cat([obs[i, start:t + 1], fin[i, t][None]])[None].to(eng.device)
             s0 = st[i][None].to(eng.device) if start == 0 else None
             want = float(eng.module.forward_seq(seq, s0)[1][0, -1])
-            assert abs(boot[i, t] - want) <= 1e-5 * max(abs(want), 1e-3), (i, t, boot[i, t], want)
+            # on a GPU the packed sequence kernel and a lone sequence sum in other orders
+            floor = 1e-3 if DEVICE == "cpu" else 1.0
+            assert abs(boot[i, t] - want) <= 1e-5 * max(abs(want), floor), (i, t, boot[i, t], want)
     c_fig, c_w, t_fig, t_w, c_sums, t_sums, start = one_update(cfg, 4, arrays=arrays)
     assert rel_err(t_sums, c_sums) < 1e-5
     for k in c_w:

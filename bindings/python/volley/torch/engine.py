@@ -101,6 +101,39 @@ def unpack_u2(packed: torch.Tensor, count: int) -> torch.Tensor:
     return vals.reshape(*packed.shape[:-1], -1)[..., :count]
 
 
+def _adam(module: torch.nn.Module, lr: float, device: torch.device
+          ) -> Tuple[torch.optim.Optimizer, bool]:
+    """(Adam with eps 1e-5 over module's parameters, fused): on a CUDA device
+    with PyTorch 2 the fused Adam, one kernel for every parameter, which
+    skips a step on the device when told its gradient was not finite."""
+    if device.type == "cuda" and int(torch.__version__.split(".")[0]) >= 2:
+        try:
+            adam: Any = torch.optim.Adam  # PyTorch 1.x's stubs know no fused
+            return adam(module.parameters(), lr=lr, eps=1e-5, fused=True), True
+        except (TypeError, RuntimeError):
+            pass
+    return torch.optim.Adam(module.parameters(), lr=lr, eps=1e-5), False
+
+
+def _grad_norm(grads: List[torch.Tensor], fused: bool) -> torch.Tensor:
+    """The global norm of grads, a float64 scalar on their device: with
+    fused, each tensor's norm in one foreach kernel (no launch a tensor),
+    else each tensor's squares summed in float64."""
+    if fused and hasattr(torch, "_foreach_norm"):
+        norms = torch._foreach_norm(grads)
+        return torch.linalg.vector_norm(torch.stack(norms).double())
+    return torch.sqrt(cast(torch.Tensor, sum((g.double() * g.double()).sum() for g in grads)))
+
+
+def _scale_(grads: List[torch.Tensor], scale: torch.Tensor) -> None:
+    """grads *= scale (a scalar tensor on their device), in place."""
+    try:
+        getattr(torch, "_foreach_mul_")(grads, scale)  # PyTorch 2.1's tensor overload
+    except (TypeError, RuntimeError, AttributeError):  # torch before 2.1: no tensor overload
+        for g in grads:
+            g.mul_(scale)
+
+
 class _Staging:
     """Host buffers a batch is gathered into: pinned when the device is a GPU,
     two sets used in turn so that one update's copies to the device never
@@ -150,7 +183,9 @@ class TorchEngine:
                                  f"{torch.__version__}")
             self.net = torch.compile(self.module)
         self.amp = amp
-        self.opt = torch.optim.Adam(self.module.parameters(), lr=c.lr, eps=1e-5)
+        self.opt, self.fused = _adam(self.module, c.lr, self.device)
+        if self.device.type == "cuda":
+            torch.backends.cudnn.benchmark = True  # the shapes repeat update after update
         self.T, self.D, self.W = c.horizon, c.obs_dim, c.action.dims
         self.A, self.S = self.module.num_actions, self.module.state_size
         self.layout = packed_layout(c.fields)
@@ -317,19 +352,22 @@ class TorchEngine:
 
     def _step(self, lr: float) -> None:
         """The global gradient norm clipped as models/vl_policy.c clips it, then
-        Adam; a step whose gradient is not finite is skipped."""
+        Adam; a step whose gradient is not finite is skipped: by the fused
+        Adam on the device where there is one (no wait for the device), else
+        after reading the norm."""
         grads = [p.grad for p in self.module.parameters() if p.grad is not None]
-        norm = torch.sqrt(cast(torch.Tensor, sum((g.double() * g.double()).sum() for g in grads)))
-        if not bool(torch.isfinite(norm)):
+        norm = _grad_norm(grads, self.fused)
+        if not self.fused and not bool(torch.isfinite(norm)):
             return
         mg = self.config.max_grad_norm
         if mg > 0:
             scale = torch.where(norm > mg, mg / (norm.float() + 1e-6),
                                 torch.ones((), dtype=torch.float32, device=norm.device))
-            for g in grads:
-                g.mul_(scale)
+            _scale_(grads, scale)
         for group in self.opt.param_groups:
             group["lr"] = lr
+        if self.fused:  # read by the fused kernel on the device: 1 skips the step
+            setattr(self.opt, "found_inf", (~torch.isfinite(norm)).float())
         self.opt.step()
 
     def update(self, batch: E.Batch, lr: float) -> Tuple[E.Stats, np.ndarray]:
