@@ -25,8 +25,9 @@ The module computes what include/volley/model.h's engine computes:
     layout and gate order i, f, g, o: lstm.weight_ih [4H, in],
     lstm.weight_hh [4H, H], lstm.bias_ih, lstm.bias_hh), heads pi and v
     over its output. forward_seq runs B sequences of T steps from a state
-    [B, 2H] (h then c) with per-step resets; forward, n sequences of one
-    step from the zero state; act carries a state per env.
+    [B, 2H] (h then c) with per-step resets (on a GPU as one packed
+    nn.LSTM call over the pieces between resets: SEQ_KERNEL); forward, n
+    sequences of one step from the zero state; act carries a state per env.
 The head pi has the action space's outputs (volley.ActionSpace), and
 dist(outputs) is the distribution they stand for (models/vl_dist.h's):
   - discrete and multi-discrete: one Categorical per dimension over its
@@ -56,6 +57,7 @@ from typing import (Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Se
 import numpy as np
 import torch
 from torch import nn
+from torch.nn.utils.rnn import PackedSequence
 
 from .._lib import VolleyError
 from .._types import BY_NAME
@@ -63,12 +65,21 @@ from ..action import ActionSpace, BOX, DISCRETE
 from ..model import Model, model_fields, action_of
 
 __all__ = ["Layer", "parse", "canonical", "build", "VolleyNet", "ActionDist", "load_weights",
-           "state_dict_from", "numpy_weights", "NORM_TENSORS", "C_NAMES"]
+           "state_dict_from", "numpy_weights", "NORM_TENSORS", "C_NAMES", "SEQ_KERNEL"]
 
 NORM_TENSORS = ("norm.obs.mean", "norm.obs.var", "norm.state")  # models/vl_norm.h's
 NORM_CLIP, NORM_EPS = 10.0, 1e-8
 
 _ACTS = {"relu": torch.relu, "tanh": torch.tanh}
+
+# forward_seq's default by device type (others: True): the LSTM as one packed
+# call over the pieces between resets (True), or one call per run of steps
+# between the steps where any sequence resets (False). A GPU waits on each
+# call of the runs (5x to 10x slower there); on the CPU a packed nn.LSTM
+# projects its input a step at a time, which Debian's torch 1.13 over the
+# reference BLAS ran 4 to 18 % slower (torch 2.11 over OpenBLAS: 3 to 30 %
+# faster). bench/torch_lstm_bench.py --forward-seq times both.
+SEQ_KERNEL: Dict[str, bool] = {"cpu": False, "cuda": True}
 
 
 class Layer(NamedTuple):
@@ -161,6 +172,43 @@ def _conv_out(layers: List[Layer], shape: Sequence[int]) -> Tuple[int, int, int]
             h = (h + 2 * layer.pad - layer.kernel) // layer.stride + 1
             w = (w + 2 * layer.pad - layer.kernel) // layer.stride + 1
     return c, h, w
+
+
+class _Pieces(NamedTuple):
+    """B sequences of T steps cut at their resets into pieces (the maximal
+    runs of steps between resets) and laid out as one PackedSequence: the
+    pieces longest first, each step's row time-major among the pieces
+    still running (flat steps are b * T + t)."""
+    at: np.ndarray  # int64: src [B*T], pos [B*T], rows [P], last [B], one array
+    carry: np.ndarray  # [P] float32: 1 where a piece starts from its sequence's state
+    batch_sizes: np.ndarray  # int64 [longest]: the pieces longer than k, at k
+    pieces: int  # P
+
+
+def _pack_pieces(reset: np.ndarray) -> _Pieces:
+    """The packed layout of the pieces of reset [B, T] (bools). src: the flat
+    step each packed row reads; pos: the packed row of each flat step; rows:
+    each piece's sequence; last: each sequence's last piece."""
+    B, T = reset.shape
+    starts = reset.copy()
+    starts[:, 0] = True
+    flat = starts.ravel()
+    begin = np.flatnonzero(flat)  # [P] the flat step each piece starts at
+    piece = np.cumsum(flat) - 1  # [B*T] the piece of each flat step
+    length = np.diff(np.append(begin, B * T))
+    order = np.argsort(-length, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    batch_sizes = order.size - np.cumsum(np.bincount(length, minlength=length.max() + 1))[:-1]
+    row_base = np.concatenate(([0], np.cumsum(batch_sizes)[:-1]))
+    pos = row_base[np.arange(B * T) - begin[piece]] + rank[piece]
+    src = np.empty_like(pos)
+    src[pos] = np.arange(B * T)
+    rows = begin[order] // T
+    carry = (begin[order] % T == 0) & ~reset[rows, 0]
+    last = rank[piece[T - 1::T]]
+    at = np.concatenate((src, pos, rows, last)).astype(np.int64)
+    return _Pieces(at, carry.astype(np.float32), batch_sizes.astype(np.int64), order.size)
 
 
 class ActionDist:
@@ -381,13 +429,18 @@ class VolleyNet(nn.Module):
             x = _act(act, lin(x))
         return self.pi(x), self.v(x).squeeze(-1)
 
-    def forward_seq(self, obs: Any, state0: Any = None, reset: Any = None
+    def forward_seq(self, obs: Any, state0: Any = None, reset: Any = None,
+                    seq_kernel: Optional[bool] = None
                     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A recurrent net over B sequences of T steps: obs [B, T, obs_dim]
         from state0 [B, 2H] (h then c; None: zeros), the state zeroed before
         step t where reset [B, T] (None: nowhere) is true. Returns (outputs
         [B, T, num_actions], values [B, T], state1 [B, 2H]), what
-        vl_model_forward_seq computes."""
+        vl_model_forward_seq computes. seq_kernel picks how the LSTM runs
+        across resets: True, one whole-sequence call over the pieces between
+        them; False, one call per run of steps between the steps where any
+        sequence resets (the reference); None, SEQ_KERNEL's choice for the
+        device."""
         if not self.hidden:
             raise ValueError(f"forward_seq: {self.spec_text!r} has no recurrent core")
         given = obs if torch.is_tensor(obs) else torch.as_tensor(obs, dtype=torch.float32)
@@ -399,8 +452,12 @@ class VolleyNet(nn.Module):
         for lin, act in zip(self.torso, self.linear_acts):
             x = _act(act, lin(x))
         h, c = self._state_parts(state0, B, x)
-        keep = self._keep(reset, B, T, x)
-        y, (h, c) = self._lstm_run(x, h, c, keep)
+        if seq_kernel is None:
+            seq_kernel = SEQ_KERNEL.get(x.device.type, True)
+        if seq_kernel:
+            y, (h, c) = self._lstm_pieces(x, h, c, self._reset_rows(reset, B, T))
+        else:
+            y, (h, c) = self._lstm_run(x, h, c, self._keep(reset, B, T, x))
         return self.pi(y), self.v(y).squeeze(-1), torch.cat([h[0], c[0]], dim=1).reshape(B, 2 * H)
 
     def _state_parts(self, state0: Any, B: int, like: torch.Tensor
@@ -414,6 +471,43 @@ class VolleyNet(nn.Module):
         if tuple(s.shape) != (B, 2 * H):
             raise ValueError(f"state0: expected shape [{B}, {2 * H}], got {list(s.shape)}")
         return s[None, :, :H], s[None, :, H:]
+
+    @staticmethod
+    def _reset_rows(reset: Any, B: int, T: int) -> Optional[np.ndarray]:
+        """reset [B, T] as a host bool array (one copy from the device), None
+        when nothing resets."""
+        if reset is None:
+            return None
+        given = reset.detach().cpu().numpy() if torch.is_tensor(reset) else np.asarray(reset)
+        if given.shape != (B, T):
+            raise ValueError(f"reset: expected shape [{B}, {T}], got {list(given.shape)}")
+        zeroed = given != 0
+        return zeroed if zeroed.any() else None
+
+    def _lstm_pieces(self, x: torch.Tensor, h: torch.Tensor, c: torch.Tensor,
+                     reset: Optional[np.ndarray]
+                     ) -> Tuple[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:
+        """The LSTM over x [B, T, F] from (h, c), each sequence split at its
+        resets (reset [B, T] host bools, None: nowhere) into pieces that one
+        nn.LSTM call runs packed: a sequence's first piece from its state
+        (zeros where it resets at step 0), the others from zeros (exact: the
+        same cell on the same steps, only the batching differs)."""
+        if reset is None or not reset[:, 1:].any():
+            if reset is not None:  # resets at step 0 alone: one call from the kept states
+                keep = torch.from_numpy(~reset[:, 0]).to(x.device, h.dtype)[None, :, None]
+                h, c = h * keep, c * keep
+            return self.lstm(x, (h.contiguous(), c.contiguous()))
+        B, T, F = x.shape
+        p = _pack_pieces(reset)
+        at = torch.from_numpy(p.at).to(x.device)
+        src, pos, rows, last = torch.split(at, [B * T, B * T, p.pieces, B])
+        keep = torch.from_numpy(p.carry).to(x.device, h.dtype)[None, :, None]
+        data = x.reshape(B * T, F).index_select(0, src)
+        packed = PackedSequence(data, torch.from_numpy(p.batch_sizes))
+        y, (hn, cn) = self.lstm(packed, ((h[:, rows] * keep).contiguous(),
+                                         (c[:, rows] * keep).contiguous()))
+        out = y.data.index_select(0, pos).reshape(B, T, -1)
+        return out, (hn[:, last], cn[:, last])
 
     @staticmethod
     def _keep(reset: Any, B: int, T: int, like: torch.Tensor) -> Optional[torch.Tensor]:
