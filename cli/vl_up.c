@@ -31,10 +31,11 @@
 typedef struct {
     vl_up_config_t c;
     vl_rundir_t *dir;
-    FILE *config;                // the run's config.ini, while children start
-    char checkpoint[S_PATH_MAX]; // the learner's --checkpoint DIR
-    char record[S_PATH_MAX];     // the broker's --record FILE, or ""
-    char broker_log[S_PATH_MAX]; // the broker's log, for its reason when it does not start
+    FILE *config;                 // the run's config.ini, while children start
+    char checkpoint[S_PATH_MAX];  // the learner's --checkpoint DIR
+    char record[S_PATH_MAX];      // the broker's --record FILE, or ""
+    char broker_log[S_PATH_MAX];  // the broker's log, for its reason when it does not start
+    char learner_log[S_PATH_MAX]; // the learner's log, for its reason when it stops
 } s_run_t;
 
 /* A child's command line under construction: numbers are formatted into
@@ -88,6 +89,8 @@ static int s_open_log(s_run_t *r, const char *name)
     int fd = vl_rundir_create(r->dir, stem, ".log", path, sizeof path);
     if (fd >= 0 && strcmp(name, "broker") == 0)
         snprintf(r->broker_log, sizeof r->broker_log, "%s", path);
+    if (fd >= 0 && strcmp(name, "learner") == 0)
+        snprintf(r->learner_log, sizeof r->learner_log, "%s", path);
     return fd;
 }
 
@@ -103,6 +106,21 @@ static void s_broker_reason(const s_run_t *r)
         fclose(f);
     if (last[0])
         fprintf(stderr, "volley up: the broker said: %s", strstr(last, "error:") + 7);
+}
+
+/* Prints the learner log's last line, if any: why it stopped (a refused
+   --device, a traceback's last line, a C learner's error). */
+static void s_learner_reason(const s_run_t *r)
+{
+    FILE *f = r->learner_log[0] ? fopen(r->learner_log, "r") : NULL;
+    char line[1024], last[1024] = "";
+    while (f && fgets(line, sizeof line, f))
+        if (line[0] != '\n')
+            snprintf(last, sizeof last, "%s", line);
+    if (f)
+        fclose(f);
+    if (last[0])
+        fprintf(stderr, "volley up: the learner said: %s%s", last, strchr(last, '\n') ? "" : "\n");
 }
 
 /* Writes where this box reaches the broker, "HOST:PORT", into out[size]:
@@ -264,6 +282,24 @@ static pid_t s_start_broker(s_run_t *r)
     return ready ? pid : -1;
 }
 
+/* Appends the torch learner's own flags (--device, --compile, --amp) as
+   given; nothing for the C learner, which up refused them for. */
+static void s_add_torch(s_args_t *a, const vl_up_config_t *c)
+{
+    if (!c->torch)
+        return;
+    if (c->device) {
+        s_add(a, "--device");
+        s_add(a, c->device);
+    }
+    if (c->compile)
+        s_add(a, "--compile");
+    if (c->amp) {
+        s_add(a, "--amp");
+        s_add(a, c->amp);
+    }
+}
+
 /* Appends "--name value" for every learner flag passed through. */
 static void s_add_passed(s_args_t *a, const vl_up_config_t *c)
 {
@@ -310,6 +346,7 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     // A deterministic run takes one: oneDNN's sums depend on the thread count.
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     s_add_long(&a, "--threads", cores > c->actors + 1 && !c->deterministic ? cores - c->actors : 1);
+    s_add_torch(&a, c);
     s_add_passed(&a, c); // last: the user's --capacity (or --threads) wins over ours
     if ((pids[n] = s_spawn(r, "learner", "learner", &a)) <= 0)
         return n;
@@ -451,6 +488,19 @@ static int s_close_config(s_run_t *r)
     return bad ? -1 : 0;
 }
 
+/* Says, for a PyTorch learner left to pick its device, that an NVIDIA GPU
+   is visible here (/dev/nvidia0, or CUDA_VISIBLE_DEVICES set): whether it
+   is used depends on the learner's torch, which its log says. */
+static void s_gpu_note(const vl_up_config_t *c)
+{
+    const char *visible = getenv("CUDA_VISIBLE_DEVICES");
+    if (!c->torch || c->device || !(access("/dev/nvidia0", F_OK) == 0 || (visible && *visible)))
+        return;
+    printf("volley up: a GPU is visible: the PyTorch learner trains on it when its Python's "
+           "torch has CUDA, else on the CPU (logs/learner.log says which); --device cuda "
+           "insists on it\n");
+}
+
 /* Starts every process, watches the run, stops them. Returns the exit code. */
 static int s_run(s_run_t *r)
 {
@@ -473,7 +523,9 @@ static int s_run(s_run_t *r)
     snprintf(cert, sizeof cert, "%s/monitor.cert", c->keys ? c->keys : ".");
     snprintf(broker_key, sizeof broker_key, "%s/broker.cert", c->keys ? c->keys : ".");
     int curve_rc = c->keys ? vl_sock_client_curve(cert, broker_key, &curve) : 0;
-    void *sub = curve_rc == 0 ? vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 1 << 20) : NULL;
+    void *sub = curve_rc == 0
+                    ? vl_sock_connect(ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, 1 << 20)
+                    : NULL;
     if (sub)
         zmq_setsockopt(sub, ZMQ_SUBSCRIBE, VL_STATS_TOPIC, strlen(VL_STATS_TOPIC));
     if (sub && c->deterministic) // the weights too: their checksum ends the run
@@ -486,8 +538,11 @@ static int s_run(s_run_t *r)
                "directory %s\n",
                c->env->name, c->bind ? c->bind : "127.0.0.1", c->port, c->torch ? "PyTorch " : "",
                c->actors, c->envs, vl_rundir_path(r->dir));
+        s_gpu_note(c);
         fflush(stdout);
         rc = vl_up_watch(c, sub, pids, n, start, last, sizeof last);
+        if (rc == 1 && pids[1] == 0) // the learner stopped on its own: its last word
+            s_learner_reason(r);
     }
     // Stop in reverse order of start: actors, then the learner (its last checkpoint is the
     // run's result: a learner that could not write it has failed the run), then the broker.

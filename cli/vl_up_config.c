@@ -4,6 +4,7 @@
 
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,11 +52,20 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
                                           .runs = "runs"};
 
 /* The flags that take a text (checked where they are used) or nothing. */
-static const char *const s_texts[] = {"env",       "env-arg", "until",  "checkpoint",
-                                      "record",    "name",    "runs",   "lr-anneal",
-                                      "obs-check", "model",   "learner", "bind",
-                                      "keys"};
-static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force"};
+static const char *const s_texts[] = {"env",     "env-arg", "until",     "checkpoint", "record",
+                                      "name",    "runs",    "lr-anneal", "obs-check",  "model",
+                                      "learner", "bind",    "keys",      "device",     "amp"};
+static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force", "compile"};
+/* Where each of s_bools is kept, in its order. */
+static const size_t s_bool_at[] = {
+    offsetof(vl_up_config_t, resume), offsetof(vl_up_config_t, verbose),
+    offsetof(vl_up_config_t, deterministic), offsetof(vl_up_config_t, force),
+    offsetof(vl_up_config_t, compile)};
+/* The torch learner's own flags, passed to it as given: refused with the C learner. */
+static const char *const s_torch_only[] = {"device", "compile", "amp"};
+/* What --amp takes: the autocast dtypes the torch learner offers. */
+static const char *const s_amps[] = {"bf16"};
+#define S_NAMPS  ((int)(sizeof s_amps / sizeof s_amps[0]))
 #define S_NTEXTS ((int)(sizeof s_texts / sizeof s_texts[0]))
 #define S_NBOOLS ((int)(sizeof s_bools / sizeof s_bools[0]))
 
@@ -151,9 +161,16 @@ static void s_usage(FILE *out)
             "                     cnn for image observations, else mlp(--hidden)); see the\n"
             "                     README's 'Models' for the grammar\n"
             "  --learner c|torch  the learner's engine: c (default), or torch: the PyTorch\n"
-            "                     learner (`python3 -m volley learner --torch`, from the\n"
-            "                     checkout's .venv, $VOLLEY_PYTHON or python3), on CUDA when\n"
-            "                     there is a GPU; the same flags, run directory and reports\n"
+            "                     learner (`PYTHON -m volley learner --torch`, PYTHON being\n"
+            "                     $VOLLEY_PYTHON, else the checkout's .venv/bin/python, else\n"
+            "                     python3); the same flags, run directory and reports\n"
+            "  --device D         with --learner torch: its torch device, cpu, cuda or cuda:N\n"
+            "                     (default: cuda when that Python's torch has CUDA, else cpu,\n"
+            "                     said in logs/learner.log, with a warning when a GPU is there\n"
+            "                     but unused); cuda where its torch has none is refused\n"
+            "  --compile          with --learner torch: torch.compile its module (PyTorch 2)\n"
+            "  --amp bf16         with --learner torch: forward and loss under bfloat16\n"
+            "                     autocast\n"
             "  --obs-check MODE   the actors' check of observations against their declared\n"
             "                     ranges: error (default), warn or off (see volley actor --help)\n"
             "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
@@ -224,6 +241,10 @@ static int s_check_text(const char *key, const char *value, char *why, size_t wh
     }
     if (strcmp(key, "learner") == 0 && strcmp(value, "c") != 0 && strcmp(value, "torch") != 0) {
         snprintf(why, why_size, "learner wants c or torch, not '%s'", value);
+        return -1;
+    }
+    if (strcmp(key, "amp") == 0 && s_index(s_amps, S_NAMPS, value) < 0) {
+        snprintf(why, why_size, "amp wants bf16, not '%s'", value);
         return -1;
     }
     if (strcmp(key, "env") == 0 && !vl_env_find(value) && access(value, R_OK) != 0) {
@@ -401,8 +422,8 @@ __attribute__((format(printf, 2, 3))) static void s_note(vl_up_config_t *c, cons
 static int s_overrides(vl_up_config_t *c, const char *name, const char *base, int bc, char **bv,
                        int argc, char **argv)
 {
-    static const char *const unsaved[] = {"resume", "name",  "runs",
-                                          "verbose", "force", "bind", "keys"};
+    static const char *const unsaved[] = {"resume", "name", "runs", "verbose",
+                                          "force",  "bind", "keys"};
     char key[64];
     for (int i = 1; i < argc; i++) {
         const char *v = s_flag_value(argc, argv, &i, key, sizeof key);
@@ -507,6 +528,22 @@ static int s_parse_until(const char *text, vl_until_t *out)
     return 0;
 }
 
+/* Refuses the torch learner's own flags (s_torch_only) without --learner
+   torch. Returns 0, or -1 after printing why. */
+static int s_check_torch_only(const vl_up_config_t *c)
+{
+    const int given[] = {c->device != NULL, c->compile, c->amp != NULL};
+    for (int i = 0; i < (int)(sizeof given / sizeof given[0]) && !c->torch; i++)
+        if (given[i]) {
+            fprintf(stderr,
+                    "volley up: --%s is the PyTorch learner's: add --learner torch (the C "
+                    "learner runs on the CPU)\n",
+                    s_torch_only[i]);
+            return -1;
+        }
+    return 0;
+}
+
 /* Checks what the flags cannot check one by one; settles --until's default.
    Returns 0, or -1 after printing why. */
 static int s_check(vl_up_config_t *c)
@@ -519,6 +556,8 @@ static int s_check(vl_up_config_t *c)
         fprintf(stderr, "volley up: --model: %s (env %s)\n", why, c->env->name);
         return -1;
     }
+    if (s_check_torch_only(c) != 0)
+        return -1;
     if (c->until == VL_UNTIL_DEFAULT)
         c->until = c->env->has_solved_return ? VL_UNTIL_SOLVED : VL_UNTIL_STEPS;
     if (c->until == VL_UNTIL_SOLVED && !c->env->has_solved_return) {
@@ -603,6 +642,16 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
         }
         c->torch = text[0] == 't';
         return 0;
+    case 13:
+        c->device = text; // torch's device names: the torch learner checks it
+        return 0;
+    case 14:
+        if (s_index(s_amps, S_NAMPS, text) < 0) {
+            fprintf(stderr, "volley up: --amp wants bf16, not '%s'\n", text);
+            return -1;
+        }
+        c->amp = text;
+        return 0;
     default: {
         vl_obs_check_t mode;
         if (vl_obs_check_parse(text, &mode) != 0) {
@@ -632,14 +681,8 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
             bad = s_pass(c, &vl_learner_opts[opt - O_LEARNER], optarg);
         else if (opt >= O_TEXT && opt < O_TEXT + S_NTEXTS)
             bad = s_set_text(c, opt - O_TEXT, optarg);
-        else if (opt == O_BOOL)
-            c->resume = 1;
-        else if (opt == O_BOOL + 1)
-            c->verbose = 1;
-        else if (opt == O_BOOL + 2)
-            c->deterministic = 1;
-        else if (opt == O_BOOL + 3)
-            c->force = 1;
+        else if (opt >= O_BOOL && opt < O_BOOL + S_NBOOLS)
+            *(int *)((char *)c + s_bool_at[opt - O_BOOL]) = 1;
         else if (opt == O_CONFIG)
             continue; // read first, by s_merge
         else if (opt == 'h') {
@@ -728,6 +771,10 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     s_kv(out, "obs-check", c->obs_check);
     s_kv(out, "model", c->model_text); // resolved: a rerun builds the same network
     s_kv(out, "learner", c->torch ? "torch" : "c");
+    s_kv(out, "device", c->device);
+    s_kv(out, "amp", c->amp);
+    if (c->compile)
+        s_kv(out, "compile", "true");
     s_kv(out, "until", until[c->until]);
     for (int i = 0; i < S_NNUMS; i++) {
         if (strcmp(s_nums[i].name, "port") == 0 && c->port == 0)
@@ -752,9 +799,11 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         int passed = 0;
         for (int k = 0; k + 1 < c->n_pass; k += 2)
             passed |= strcmp(c->pass[k], o->name) == 0;
-        // capacity, threads: up sizes them from actors, envs, batch and cores unless told
+        // capacity, threads: up sizes them from actors, envs, batch and cores unless told;
+        // minibatch: the torch learner sizes it for its device unless told
         if (!s_learner_opt(o->name) ||
-            ((strcmp(o->name, "capacity") == 0 || strcmp(o->name, "threads") == 0) && !passed))
+            ((strcmp(o->name, "capacity") == 0 || strcmp(o->name, "threads") == 0) && !passed) ||
+            (c->torch && strcmp(o->name, "minibatch") == 0 && !passed))
             continue;
         vl_opt_format(o, &learner, value, sizeof value);
         s_kv(out, o->name, value);

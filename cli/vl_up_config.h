@@ -37,11 +37,14 @@ typedef struct {
     int resume;
     int force; // the learner starts over where --checkpoint DIR holds one (kept as .bak)
     int verbose;
-    int lr_anneal;     // 1: lr falls linearly to 0 at --max-steps
-    int deterministic; // one actor in lockstep with the learner: the same run twice
-    int torch;         // 1: the learner is the PyTorch engine's (--learner torch)
-    char **argv;       // the arguments parsed (the config file's first), owned
-    char *notes;       // owned: lines said after parsing (a resume's overrides), or NULL
+    int lr_anneal;      // 1: lr falls linearly to 0 at --max-steps
+    int deterministic;  // one actor in lockstep with the learner: the same run twice
+    int torch;          // 1: the learner is the PyTorch engine's (--learner torch)
+    const char *device; // the torch learner's --device D (NULL: its own choice)
+    const char *amp;    // the torch learner's --amp MODE (NULL: off)
+    int compile;        // 1: the torch learner's --compile
+    char **argv;        // the arguments parsed (the config file's first), owned
+    char *notes;        // owned: lines said after parsing (a resume's overrides), or NULL
     int argc;
 } vl_up_config_t;
 

@@ -9,7 +9,9 @@
 # the ConfigMap's variables; CartPole trains with CURVE on to a mean return of
 # 195, an edit of the allowed keys' Secret takes effect without a restart, the
 # learner's liveness probe passes, and a learner restarted on the same volume
-# resumes from its checkpoint. No cluster is needed.
+# resumes from its checkpoint. The gpu overlay's learner (--torch --device cuda)
+# trains with --device cpu, and as rendered refuses a torch without CUDA
+# (exit 2, one line). No cluster is needed.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K=$ROOT/deploy/k8s
@@ -192,6 +194,17 @@ wait_for "$TMP/torch.log" 60 "checkpoint saved: version=[1-9]" ||
     fail "the gpu overlay's learner did not train: $(tail -5 "$TMP/torch.log")"
 grep -q "torch engine: .* on cpu" "$TMP/torch.log" || fail "not the torch engine: $(head -5 "$TMP/torch.log")"
 stop $LEARNER_PID
+# As rendered (--device cuda), on a node whose image's torch has no CUDA: refused at once, in one
+# line naming that torch, not trained on the CPU.
+if "$PY" -c 'import sys, torch; sys.exit(torch.cuda.is_available())' 2> /dev/null; then
+    container torch-cuda learner --vols "$TMP/gpu-pod-cuda"
+    rc=0
+    wait $LAST || rc=$?
+    said=$(grep "^volley learner --torch: " "$TMP/torch-cuda.log")
+    [ $rc -eq 2 ] && [[ $said == *"--device cuda: this Python's torch "*" has no CUDA; "* ]] ||
+        fail "the gpu overlay's learner on a torch without CUDA: exit $rc: $(tail -3 "$TMP/torch-cuda.log")"
+    echo "     the gpu overlay's learner, as rendered, where torch has no CUDA: exit 2, $said"
+fi
 RENDER=$TMP/cpu.yaml
 stop $BROKER_PID
 # A run directory without a checkpoint (stopped before its first) is moved aside.
@@ -202,5 +215,5 @@ wait_for "$TMP/learner3.log" 20 "has no checkpoint: moved to" || fail "no fresh 
 sleep 1
 kill -0 $LEARNER_PID 2> /dev/null || fail "the learner did not start fresh: $(tail -5 "$TMP/learner3.log")"
 stop $LEARNER_PID
-pass "a restarted learner resumes from the claim's checkpoint; a run left without one is moved aside; the gpu overlay's PyTorch learner (on the CPU) trains"
+pass "a restarted learner resumes from the claim's checkpoint; a run left without one is moved aside; the gpu overlay's PyTorch learner (on the CPU) trains, and as rendered (--device cuda) refuses a torch without CUDA"
 echo "6 passed, 0 failed"

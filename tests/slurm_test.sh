@@ -4,11 +4,60 @@
 # processes (stopped by their pids on exit). A job solves CartPole; a second
 # is signalled as a time limit would (USR1 to the batch script), checkpoints,
 # requeues itself and resumes from its checkpoint to solve, its books showing
-# what the interruption cost. The heterogeneous-job variant passes
+# what the interruption cost. A job with VOLLEY_LEARNER=torch and a GPU runs
+# the PyTorch learner with --device cuda. The heterogeneous-job variant passes
 # `sbatch --test-only`. Needs root (it installs slurm-wlm and munge when
-# missing); says SKIP otherwise.
+# missing); says SKIP otherwise. First, anywhere, the commands the script
+# generates, under stand-ins for srun, scontrol, squeue and scancel.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+
+# ---- the commands volley.sbatch generates (no Slurm: each srun is recorded, not run) -----------
+STUB=$TMP/stub
+mkdir -p "$STUB"
+printf '#!/usr/bin/env bash\necho "srun $* " >> "$STUB_LOG"\n' > "$STUB/srun"
+printf '#!/usr/bin/env bash\n[ "$1 $2" = "show hostnames" ] && tr , "\\n" <<< "$3"\nexit 0\n' > "$STUB/scontrol"
+printf '#!/bin/sh\nexit 0\n' > "$STUB/squeue"
+cp "$STUB/squeue" "$STUB/scancel"
+chmod +x "$STUB"/*
+# generated NAME [VAR=VALUE...]: runs volley.sbatch as a two-node job (n0, n1) under the
+# stand-ins with VAR=VALUE... (no GPU unless they give one); its srun calls land in
+# $TMP/NAME.srun, the learner host's in HEAD, the actors' in ACTORS.
+generated() {
+    local name=$1
+    shift
+    env -u CUDA_VISIBLE_DEVICES -u SLURM_GPUS -u SLURM_JOB_GPUS -u SLURM_GPUS_ON_NODE \
+        -u VOLLEY_DEVICE -u VOLLEY_LEARNER PATH="$STUB:$PATH" STUB_LOG="$TMP/$name.srun" \
+        SLURM_JOB_ID=7 SLURM_JOB_NODELIST=n0,n1 SLURM_CPUS_ON_NODE=4 SLURM_SUBMIT_DIR="$TMP" \
+        VOLLEY="$VOLLEY" VOLLEY_RUN_DIR="$TMP/generated" "$@" \
+        bash "$ROOT/deploy/slurm/volley.sbatch" > "$TMP/$name.out" 2>&1 ||
+        fail "volley.sbatch ($name) under the stand-ins: $(tail -3 "$TMP/$name.out")"
+    HEAD=$(grep -e "--job-name=volley-up" "$TMP/$name.srun")
+    ACTORS=$(grep -e "--job-name=volley-actors" "$TMP/$name.srun")
+    [ -n "$HEAD" ] && [ -n "$ACTORS" ] || fail "volley.sbatch ($name) ran no head or actor step: $(cat "$TMP/$name.srun")"
+}
+generated gpu VOLLEY_LEARNER=torch SLURM_JOB_GPUS=0
+[[ $HEAD == *" up "*" --learner torch --device cuda "* ]] ||
+    fail "with a GPU, the PyTorch learner is not given --device cuda: $HEAD"
+[[ $ACTORS == *" --gres=none "* ]] || fail "the actors' step may take the job's GPU: $ACTORS"
+generated gpu-visible VOLLEY_LEARNER=torch CUDA_VISIBLE_DEVICES=0
+[[ $HEAD == *" --learner torch --device cuda "* ]] || fail "CUDA_VISIBLE_DEVICES=0: no --device cuda: $HEAD"
+generated cpu VOLLEY_LEARNER=torch
+[[ $HEAD == *" --learner torch "* && $HEAD != *--device* ]] ||
+    fail "without a GPU, the PyTorch learner is given a device: $HEAD"
+generated c-learner VOLLEY_LEARNER=c SLURM_GPUS_ON_NODE=1
+[[ $HEAD == *" --learner c "* && $HEAD != *--device* ]] || fail "the C learner is given a device: $HEAD"
+generated chosen VOLLEY_LEARNER=torch SLURM_GPUS_ON_NODE=2 VOLLEY_DEVICE=cuda:1
+[[ $HEAD == *" --device cuda:1 "* ]] || fail "VOLLEY_DEVICE=cuda:1 is not the learner's device: $HEAD"
+generated het VOLLEY_LEARNER=torch SLURM_JOB_GPUS=0 SLURM_JOB_NODELIST_HET_GROUP_0=g0 \
+    SLURM_JOB_NODELIST_HET_GROUP_1=c0,c1 SLURM_JOB_NUM_NODES_HET_GROUP_1=2 \
+    SLURM_JOB_CPUS_PER_NODE_HET_GROUP_1="8(x2)"
+[[ $HEAD == *" --het-group=0 "*" --learner torch --device cuda "* ]] ||
+    fail "the hetjob's learner is not on component 0 with --device cuda: $HEAD"
+[[ $ACTORS == *" --het-group=1 "*" --gres=none "* ]] || fail "the hetjob's actors: $ACTORS"
+pass "volley.sbatch's commands: the PyTorch learner gets --device cuda with a GPU (SLURM_JOB_GPUS," \
+    "CUDA_VISIBLE_DEVICES; VOLLEY_DEVICE overrides it), none without one or for the C learner;" \
+    "the actors' step takes no GPU (--gres=none); the hetjob's learner on component 0"
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root: cannot run Slurm's daemons or install them"; exit 0; }
 if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
@@ -162,6 +211,28 @@ first=$(grep -E '^[0-9:]{8} steps=' "$TMP/requeue.out" | awk -v s="$ck_steps" '{
 pass "job $JOB requeued at its USR1 and resumed: $resumed (the last report before the signal: steps $b_steps, version $b_version); it solved: $last"
 echo "     resumed run's first report: $first"
 
+# ---- the PyTorch learner on a job with a GPU (the stand-in): told --device cuda ----------------
+# Where its Python's torch has no CUDA (Debian's) the learner refuses at once, in one line that
+# reaches the job's output; with CUDA it trains, and the job is cancelled once its command is seen.
+JOB=$(env VOLLEY="$VOLLEY" VOLLEY_RUN_DIR="$TMP/runs" VOLLEY_NAME=gpu VOLLEY_PORT="$(free_port)" \
+    VOLLEY_LEARNER=torch VOLLEY_MAX_SECONDS=60 \
+    sbatch --parsable --nodes=1 --gres=gpu:1 --output="$TMP/gpu.out" --chdir="$TMP" \
+    "$ROOT/deploy/slurm/volley.sbatch" | cut -d';' -f1) || fail "sbatch --gres=gpu:1 refused the job"
+JOBS+=("$JOB")
+wait_for "$TMP/runs/gpu/config.ini" 60 "^command = .* -m volley learner --torch .*--device cuda" ||
+    fail "job $JOB's learner was not told --device cuda: $(grep -A1 '^\[learner\]' "$TMP/runs/gpu/config.ini"; tail -5 "$TMP/gpu.out")"
+if "$ROOT/.venv/bin/python" -c 'import sys, torch; sys.exit(torch.cuda.is_available())' 2> /dev/null; then
+    state=$(wait_job "$JOB" 120)
+    said=$(grep "the learner said: " "$TMP/gpu.out")
+    [ "$state" = FAILED ] && [[ $said == *"--device cuda: this Python's torch "*" has no CUDA; "* ]] ||
+        fail "job $JOB with a GPU and a torch without CUDA: $state, '$said': $(tail -5 "$TMP/gpu.out")"
+    pass "job $JOB (--gres=gpu:1, VOLLEY_LEARNER=torch): the learner is told --device cuda and, its torch" \
+        "having no CUDA, refuses: ${said#*the learner said: }"
+else
+    scancel "$JOB"
+    pass "job $JOB (--gres=gpu:1, VOLLEY_LEARNER=torch): the learner is told --device cuda"
+fi
+
 # ---- the heterogeneous variant --------------------------------------------------------------
 # One node with that stand-in GPU: --test-only checks the script's directives, its two components
 # and its GPU request, each component shrunk to fit here (one node, not exclusive).
@@ -170,4 +241,4 @@ out=$(sbatch --test-only "$TMP/het.sbatch" 2>&1)
 echo "$out" | grep -q "to start at" || fail "sbatch --test-only volley-het.sbatch: $out"
 bash -n "$ROOT/deploy/slurm/volley-het.sbatch" || fail "volley-het.sbatch does not parse"
 pass "volley-het.sbatch: sbatch --test-only reads it: $(echo "$out" | tail -1)"
-echo "4 passed, 0 failed"
+echo "6 passed, 0 failed"
