@@ -7,6 +7,7 @@
 #       build and run libvolley and build-gpu/volley there (bench/gpu_check_debs.py lists them)
 #       and numpy and pytest wheels for CPython 3.12, prints the size carried, and fails over 55 MiB.
 #   bash bench/gpu_check.sh [--device cuda|cpu] [--quick] [--solve-seconds S] [--steps LIST]
+#                           [--stream-seconds S]
 #       there (or here, to rehearse with --device cpu): unpacks the .debs into a prefix under
 #       /tmp (never into /), builds libvolley and volley against that prefix alone into
 #       build-gpu/, and runs the checks, each printing PASS or FAIL and its figures:
@@ -18,9 +19,20 @@
 #         bench   bench/torch_engine_bench.py on the device: the engine's whole step beside a
 #                 plain PyTorch loop (cnn 4x84x84 u8 samples/s and the ratio among them), and
 #                 the bytes and time host->device per batch (u8, u2 72x80, float32)
+#         stream  bench/stream_bench.py on the device: the torch learner at its defaults fed
+#                 Game-Boy-shaped screens (1x72x80, u2 and u8, the cnn) through the broker by
+#                 feeders as fast as it trains, beside the plain loop on the same batch
+#                 (samples/s and their ratio, target >= 0.7); then Python actors
+#                 (`python3 -m volley actor --env volley.envs.screens:make_env`) over the
+#                 machine's cores with the same learner: env steps/s arrived, samples/s
+#                 trained, the share dropped, GPU utilisation, the update's time beside the
+#                 plain loop's
+#         lstm    bench/torch_lstm_bench.py --forward-seq on the device: linear(256) lstm(256)
+#                 forward and backward, the step loop beside the sequence kernel
 #         solve   catch-pixels solved by C actors through build-gpu/volley broker, with the
-#                 torch learner on the device, beside the C learner, same actors, same machine
-#       (--steps names which of agree, bench, solve run; all three by default),
+#                 torch learner on the device at its defaults, beside the C learner, same
+#                 actors, same machine
+#       (--steps names which of agree, bench, stream, lstm, solve run; all by default),
 #       then a summary; the exit code is 1 when a step failed. The whole runs in under
 #       10 minutes on 16 cores and one GPU (--solve-seconds bounds each solve, 150 s).
 #
@@ -32,7 +44,8 @@ GPU=$ROOT/.gpu
 PY=${PYTHON:-python3}
 P=${GPU_CHECK_PREFIX:-/tmp/volley-gpu-prefix}
 B=$ROOT/${GPU_CHECK_BUILD:-build-gpu}
-MODE=check DEVICE=cuda QUICK=0 SOLVE_S=150 STEPS=agree,bench,solve
+MODE=check DEVICE=cuda QUICK=0 SOLVE_S=150 STEPS=agree,bench,stream,lstm,solve
+STREAM_S=40
 LIMIT_MIB=55
 
 usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
@@ -42,7 +55,8 @@ while [ $# -gt 0 ]; do
     --device) DEVICE=${2:?--device cuda|cpu}; shift ;;
     --quick) QUICK=1 ;;
     --solve-seconds) SOLVE_S=${2:?--solve-seconds S}; shift ;;
-    --steps) STEPS=${2:?--steps agree,bench,solve}; shift ;;
+    --steps) STEPS=${2:?--steps agree,bench,stream,lstm,solve}; shift ;;
+    --stream-seconds) STREAM_S=${2:?--stream-seconds S}; shift ;;
     -h | --help) usage 0 ;;
     *) echo "gpu_check: unknown argument $1" >&2; usage ;;
     esac
@@ -240,6 +254,35 @@ bench() {
     pass bench
 }
 
+stream() {
+    echo "== stream (bench/stream_bench.py, $DEVICE; $STREAM_S s a run)"
+    local out rc warm=$(( STREAM_S / 4 )) sources=$(( $(nproc) - 2 )) rest=""
+    [ $sources -lt 1 ] && sources=1
+    [ "$QUICK" = 1 ] && rest="--quick"
+    out=$(VOLLEY_BIN=$B/volley "$PY" "$ROOT/bench/stream_bench.py" --device "$DEVICE" \
+        --sources 7 --envs 32 --seconds "$STREAM_S" --warmup $warm --encodings u2,u8 $rest 2>&1); rc=$?
+    echo "$out"
+    while read -r line; do FIGURES+=("$line"); done < <(grep -E '^stream (u2|u8|worst)' <<<"$out")
+    [ $rc -eq 0 ] || { fail stream "stream_bench.py (feeders) exit $rc"; return 1; }
+    out=$(VOLLEY_BIN=$B/volley "$PY" "$ROOT/bench/stream_bench.py" --device "$DEVICE" \
+        --source actors --sources $sources --seconds "$STREAM_S" --warmup $warm --encodings u2 \
+        $rest 2>&1); rc=$?
+    echo "$out"
+    while read -r line; do FIGURES+=("actors: $line"); done < <(grep -E '^stream u2' <<<"$out")
+    [ $rc -eq 0 ] || { fail stream "stream_bench.py (actors) exit $rc"; return 1; }
+    pass stream
+}
+
+lstm() {
+    echo "== lstm (bench/torch_lstm_bench.py --forward-seq, $DEVICE)"
+    local out rc
+    out=$("$PY" "$ROOT/bench/torch_lstm_bench.py" --forward-seq --device "$DEVICE" 2>&1); rc=$?
+    echo "$out"
+    while read -r line; do FIGURES+=("lstm: $line"); done < <(grep -E '^forward_seq' <<<"$out")
+    [ $rc -eq 0 ] || { fail lstm "torch_lstm_bench.py exit $rc"; return 1; }
+    pass lstm
+}
+
 # A free base port for the broker (it takes it and the 4 after it).
 free_port() {
     "$PY" -c "
@@ -288,7 +331,7 @@ for line in sys.stdin:
         [ -n "$got" ] && break
         local now; now=$(date +%s.%N)
         "$PY" -c "import sys; sys.exit(0 if $now - $t0 < $SOLVE_S else 1)" || break
-        kill -0 "${pids[1]}" 2>/dev/null || { echo "  $name: the learner exited:"; tail -5 "$dir/learner.log"; break; }
+        kill -0 "${pids[1]}" 2>/dev/null || { echo "  $name: the learner exited:" >&2; tail -5 "$dir/learner.log" >&2; got=""; break; }
     done
     local secs; secs=$("$PY" -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
     for i in $(seq $(( ${#pids[@]} - 1 )) -1 0); do kill "${pids[$i]}" 2>/dev/null; done
@@ -315,6 +358,8 @@ wanted() { [[ ",$STEPS," == *",$1,"* ]]; }
 make_prefix && build && python_env && {
     wanted agree && agree
     wanted bench && bench
+    wanted stream && stream
+    wanted lstm && lstm
     wanted solve && solve
 }
 summary
