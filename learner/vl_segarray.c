@@ -25,6 +25,8 @@ size_t vl_segarray_bytes_of(const vl_segment_t *s, int array)
         return (T + 1) * s_wire_bytes(s);
     case VL_TRANSPORT_FINAL_OBS:
         return T * D * sizeof(float);
+    case VL_ENGINE_FINAL_PACKED:
+        return (size_t)s->n_truncated * s_wire_bytes(s);
     case VL_TRANSPORT_ACTIONS:
         return T * 4 * s->action.dims;
     case VL_TRANSPORT_REWARDS:
@@ -128,6 +130,8 @@ static void s_copy(const vl_segment_t *s, int array, uint8_t *out)
         vl_obs_pack_rows(&s->obs_spec, (size_t)s->horizon + 1, s->obs, out);
     else if (array == VL_TRANSPORT_FINAL_OBS)
         s_final_obs(s, (float *)(void *)out);
+    else if (array == VL_ENGINE_FINAL_PACKED)
+        vl_obs_pack_rows(&s->obs_spec, s->n_truncated, s->final_obs, out);
     else if (src && n)
         memcpy(out, src, n);
 }
@@ -136,7 +140,10 @@ int vl_segarray_gather(const vl_segment_t *const *segs, uint32_t n, int array, v
                        size_t out_size)
 {
     // the transport's arrays, the state (VL_ENGINE_STATE follows them) and the packed rows
-    if (array < 0 || (array > VL_ENGINE_STATE && array != VL_ENGINE_OBS_PACKED) || !out ||
+    if (array < 0 ||
+        (array > VL_ENGINE_STATE && array != VL_ENGINE_OBS_PACKED &&
+         array != VL_ENGINE_FINAL_PACKED) ||
+        !out ||
         out_size < vl_segarray_bytes(segs, n, array))
         return -1;
     uint8_t *p = out;

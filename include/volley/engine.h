@@ -50,6 +50,11 @@ enum {
                                            // floats, u8 a byte a value, u2 four values a byte
                                            // (value i in bits 2(i%4) of byte i/4), u1 eight;
                                            // the fewest bytes to move to a device
+    VL_ENGINE_FINAL_PACKED,                // uint8 [k, wire_bytes]: the final observation of
+                                           // each of the batch's k truncated steps (segment
+                                           // by segment, step by step), packed as
+                                           // OBS_PACKED: what FINAL_OBS holds without its
+                                           // n x T x D floats of zeros around them
     VL_ENGINE_ARRAYS
 };
 

@@ -75,3 +75,30 @@ def test_u2_unpacks_as_a_plain_loop_reads_it():
         packed[..., i // 4] |= values[..., i] << (2 * (i % 4))
     got = unpack_u2(torch.from_numpy(packed), 37)
     assert np.array_equal(got.numpy(), values)
+
+
+def test_final_observations_cross_packed_and_only_where_truncated():
+    cfg = E.config_default(FIELDS, 2, horizon=6, model="mlp").replace(norm_obs=0)
+    n, T = 4, cfg.horizon
+    b0, obs = batch_of(cfg, n, seed=5)
+    b0.close()
+    r = np.random.default_rng(9)
+    cut = np.zeros((n, T), np.uint8)
+    cut[0, 2] = cut[0, 5] = cut[2, 0] = cut[3, 5] = 1
+    final = np.where(cut[..., None] == 1, obs[:, 1:] + 0, 0).astype(np.float32)
+    final[cut == 1] = obs[r.integers(0, n, int(cut.sum())), 0]  # other values than the next row
+    arrays = dict(obs=obs, actions=np.zeros((n, T, 1), np.float32),
+                  rewards=np.zeros((n, T), np.float32), dones=cut.astype(np.float32),
+                  logp=np.full((n, T), -0.69, np.float32), truncated=cut, final_obs=final)
+    b = E.make_batch(cfg, n, arrays)
+    wire = b.nbytes(E.OBS_PACKED) // (n * (T + 1))
+    assert b.nbytes(E.FINAL_PACKED) == int(cut.sum()) * wire  # no rows for the other steps
+    packed = torch.from_numpy(b.gather(E.FINAL_PACKED, np.uint8).reshape(-1, wire))
+    rows = obs_from_packed(packed, packed_layout(cfg.fields)).numpy()
+    assert np.array_equal(rows, b.gather(E.FINAL_OBS).reshape(n, T, -1)[cut == 1])
+    assert np.array_equal(rows, final[cut == 1])
+    eng = TorchEngine(cfg, device="cpu")
+    assert eng.packed
+    got = eng.load_batch(b)["final"]
+    assert got.shape == (int(cut.sum()), rows.shape[1]) and np.array_equal(got.numpy(), rows)
+    b.close()

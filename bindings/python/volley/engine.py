@@ -34,13 +34,13 @@ from ._types import ENCODING_NAMES, TransportSpec, TransportTensor
 
 __all__ = ["Config", "Batch", "Stats", "ops_for", "main_engine", "CEngine", "config_default",
            "make_batch", "ARRAYS", "OBS", "OBS_ROWS", "ACTIONS", "REWARDS", "DONES", "TRUNCATED",
-           "LOGP", "FINAL_OBS", "ACTOR_ID", "STATE", "WEIGHTS", "OBS_PACKED"]
+           "LOGP", "FINAL_OBS", "ACTOR_ID", "STATE", "WEIGHTS", "OBS_PACKED", "FINAL_PACKED"]
 
 # include/volley/learner.h's vl_transport_array_t, then engine.h's own arrays
 (OBS, OBS_ROWS, ACTIONS, REWARDS, DONES, TRUNCATED, LOGP, FINAL_OBS, POLICY_VERSION, ACTOR_ID,
  ENV_ID, SEQ, N_EPISODES, EPISODE_RETURNS, EPISODE_LENGTHS) = range(15)
-STATE, WEIGHTS, OBS_PACKED = 15, 16, 17
-ARRAYS = 18
+STATE, WEIGHTS, OBS_PACKED, FINAL_PACKED = 15, 16, 17, 18
+ARRAYS = 19
 
 
 class _config(ctypes.Structure):

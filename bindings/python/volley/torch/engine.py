@@ -213,8 +213,9 @@ class TorchEngine:
 
     def load_batch(self, batch: E.Batch) -> Dict[str, Any]:
         """The batch's arrays: obs, actions, dones, state, weights, final (on
-        the device; final None without truncations) and rewards, dones, logp,
-        truncated (host NumPy)."""
+        the device; final the truncated steps' final observations [k, D],
+        None without truncations) and rewards, dones, logp, truncated (host
+        NumPy)."""
         n, T, D, W = batch.n, self.T, self.D, self.W
         self.staging.next()
         f32 = torch.float32
@@ -233,12 +234,23 @@ class TorchEngine:
         _, weights = self._gather(batch, E.WEIGHTS, f32, (n,))
         state = self._gather(batch, E.STATE, f32, (n, self.S))[1] if self.S else None
         trunc_np = trunc.numpy().astype(bool)
-        final = None
-        if trunc_np.any():
-            final = self._gather(batch, E.FINAL_OBS, f32, (n, T, D))[1]
+        final = self._finals(batch, trunc_np) if trunc_np.any() else None
         return dict(obs=obs, actions=actions, dones=dones, state=state, weights=weights,
                     final=final, rewards=rewards.numpy(), dones_h=dones_h.numpy(),
                     logp=logp.numpy(), truncated=trunc_np)
+
+    def _finals(self, batch: E.Batch, cut: np.ndarray) -> torch.Tensor:
+        """The final observations of the truncated steps cut [n, T] marks, [k,
+        D] on the device in (segment, step) order: packed, as the wire packs
+        them, where observations cross packed (no n x T x D floats of zeros
+        around them), else the rows of FINAL_OBS."""
+        k = int(cut.sum())
+        if self.packed:
+            wire = batch.nbytes(E.FINAL_PACKED) // k
+            return obs_from_packed(self._gather(batch, E.FINAL_PACKED, torch.uint8, (k, wire))[1],
+                                   self.layout)
+        host = self._gather(batch, E.FINAL_OBS, torch.float32, (len(cut), self.T, self.D))[0]
+        return host[torch.from_numpy(cut)].to(self.device, non_blocking=True)
 
     # ---- one update ----
 
@@ -289,8 +301,7 @@ class TorchEngine:
         n, T = cut.shape
         ii, tt = np.nonzero(cut)
         if not self.S:
-            fv = self.net(b["final"][torch.from_numpy(ii).to(self.device),
-                                     torch.from_numpy(tt).to(self.device)])[1].float()
+            fv = self.net(b["final"])[1].float()
         else:
             before = np.zeros((n, T + 1), np.int64)  # truncations before each row
             before[:, 1:] = np.cumsum(cut, axis=1)
@@ -299,14 +310,14 @@ class TorchEngine:
             frow = tt + before[ii, tt] + 1  # where each final observation goes
             seg = torch.arange(n, device=self.device)[:, None]
             dev_rows = torch.from_numpy(rows).to(self.device)
-            dev_i, dev_t, dev_f = (torch.from_numpy(a.astype(np.int64)).to(self.device)
-                                   for a in (ii, tt, frow))
+            dev_i, dev_f = (torch.from_numpy(a.astype(np.int64)).to(self.device)
+                            for a in (ii, frow))
             obs2 = torch.zeros(n, L, self.D, dtype=b["obs"].dtype, device=self.device)
             reset2 = torch.ones(n, L, dtype=torch.bool, device=self.device)
             obs2[seg, dev_rows] = b["obs"]
             assert reset is not None  # a recurrent model's batch always has its resets
             reset2[seg, dev_rows] = reset
-            obs2[dev_i, dev_f] = b["final"][dev_i, dev_t].to(obs2.dtype)
+            obs2[dev_i, dev_f] = b["final"].to(obs2.dtype)
             reset2[dev_i, dev_f] = False
             fv = self._seq(obs2, b["state"], reset2)[1].float()[dev_i, dev_f]
         boot = np.zeros((n, T), np.float32)
