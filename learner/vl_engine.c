@@ -7,6 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char s_device[64] = "cpu"; // where this process's updates run
+
+void vl_engine_set_device(const char *name)
+{
+    snprintf(s_device, sizeof s_device, "%s", name && *name ? name : "cpu");
+}
+
+const char *vl_engine_device(void)
+{
+    return s_device;
+}
+
 struct vl_engine_s {
     const vl_engine_backend_t *ops;
     void *be;

@@ -44,6 +44,9 @@ void *vl_engine_c_new(const vl_learner_config_t *c, const vl_engine_backend_t **
 void *vl_engine_outside_new(const vl_learner_config_t *c, const vl_engine_ops_t *ops,
                             const vl_engine_backend_t **be_ops, char *why, size_t why_size);
 
+/* Returns the device vl_engine_set_device named ("cpu" until then). */
+const char *vl_engine_device(void);
+
 /* Makes the engine for the learner's config c: ops NULL the C engine, else
    an outside one (ops.self taken: closed by destroy, or at once on
    failure). Returns it (caller destroys), or NULL with why. */

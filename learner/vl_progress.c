@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../common/vl_log.h"
+#include "vl_engine.h"
 
 #define S_LAG_BINS_MAX 4096 // larger lags share the last bin: the line's lags are a pulse
 #define S_LINE_MAX     768  // a warning: share, cause, fix
@@ -198,11 +199,11 @@ const char *vl_progress_line(const vl_progress_window_t *w, char *out, size_t si
     s_causes(w, causes, sizeof causes);
     snprintf(out, size,
              "progress: v%llu %s steps (%s/s) return %s trained %llu dropped %llu of %llu "
-             "arrived (%s) lag %s busy %.0f%%",
+             "arrived (%s) lag %s busy %.0f%% on %s",
              (unsigned long long)w->version, s_si((double)w->env_steps, steps, sizeof steps),
              s_si(w->steps_per_s, rate, sizeof rate), ret, (unsigned long long)w->trained,
              (unsigned long long)dropped, (unsigned long long)w->arrived, causes, lag,
-             w->busy * 100);
+             w->busy * 100, vl_engine_device());
     return out;
 }
 

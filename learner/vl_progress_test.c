@@ -36,7 +36,7 @@ static void test_line(void)
     char line[512];
     VL_CHECK(strcmp(vl_progress_line(&w, line, sizeof line),
                     "progress: v812 3.70M steps (91.2K/s) return 500.0 trained 7296 dropped 50560 "
-                    "of 57856 arrived (87%; lag 50560) lag 4/4/4 busy 96%") == 0);
+                    "of 57856 arrived (87%; lag 50560) lag 4/4/4 busy 96% on cpu") == 0);
     w.dropped[VL_DROPPED_CAPACITY] = 12;
     w.episodes = 0, w.lagged = 0;
     vl_progress_line(&w, line, sizeof line);

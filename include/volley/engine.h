@@ -193,6 +193,10 @@ VL_EXPORT vl_engine_batch_t *vl_engine_batch_new(const vl_engine_config_t *confi
 /* Frees the batch and nulls the pointer; safe on NULL and twice. */
 VL_EXPORT void vl_engine_batch_destroy(vl_engine_batch_t **self_p);
 
+/* Names the device this process's engine trains on ("cuda:0"), shown in the
+   learner's progress line; NULL or "" names the CPU. Copied (63 bytes at most). */
+VL_EXPORT void vl_engine_set_device(const char *name);
+
 /* One update of engine on batch, as the learner takes it (the
    normalisation statistics updated first, the batch's minibatch order
    from the engine's RNG). Fills stats and adv_sums[n] (may be NULL).

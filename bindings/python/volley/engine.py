@@ -86,6 +86,7 @@ class _arrays(ctypes.Structure):
 
 
 _lib.bind({
+    "vl_engine_set_device": (None, [ctypes.c_char_p]),
     "vl_engine_batch_size": (c_uint32, [_P]),
     "vl_engine_batch_bytes": (c_size_t, [_P, c_int]),
     "vl_engine_batch_gather": (c_int, [_P, c_int, _P, c_size_t]),

@@ -145,6 +145,8 @@ class TorchOptions:
         """The engine for the learner's config."""
         torch.set_num_threads(config.threads or 1)
         engine = TorchEngine(config, device=self.device, compile=self.compile, amp=self.amp)
+        if E._lib.has("vl_engine_set_device"):  # the learner's progress line names it
+            E._lib.lib.vl_engine_set_device(str(engine.device).encode())
         _log(f"torch engine: {config.model} on {engine.device} (torch {torch.__version__}, "
              f"{torch.get_num_threads()} CPU threads, compile {'on' if self.compile else 'off'}, "
              f"amp {self.amp or 'off'})")
