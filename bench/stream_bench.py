@@ -40,11 +40,9 @@ import configparser
 import json
 import math
 import os
-import random
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -58,22 +56,11 @@ sys.path.insert(0, HERE)
 
 import numpy as np  # noqa: E402
 
+from py_actor_bench import free_port  # noqa: E402
+
 VOLLEY = os.environ.get("VOLLEY_BIN") or os.path.join(ROOT, "build", "volley")
 PY = sys.executable
 ENVS = {"u2": "volley.envs.screens:make_env", "u8": "volley.envs.screens:make_env_u8"}
-
-
-def free_port():
-    for _ in range(200):
-        base = 30000 + random.randrange(2000) * 5
-        try:
-            for p in range(base, base + 5):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-    raise RuntimeError("no free port range")
 
 
 # ---- a feeder: one process pushing screens with a random policy ----
