@@ -1,7 +1,8 @@
 """Runs every command of the ```sh blocks of README.md and docs/*.md, so that they cannot drift.
 
-usage: readme_test.py SRC_DIR BUILD_DIR [[FILE:]LINE...]   (where chosen blocks start; FILE is
-       relative to SRC_DIR, e.g. docs/envs.md:52; a bare LINE is README.md's)
+usage: readme_test.py SRC_DIR BUILD_DIR [[FILE:]LINE | FILE.md | -FILE.md ...]   (where chosen
+       blocks start, FILE relative to SRC_DIR, e.g. docs/envs.md:52, a bare LINE README.md's;
+       FILE.md: every block of that page; -FILE.md: none of its blocks)
 
 Every page of docs/ must be linked from README.md, and every relative link of README.md and
 docs/*.md must name a file that exists (and a heading of it, after #): else the test fails.
@@ -273,12 +274,27 @@ def link_problems(src, files):
 
 
 def chosen(args):
-    """{(file, line)} from [FILE:]LINE arguments; a bare LINE is README.md's."""
-    out = set()
+    """({(file, line)}, {file}, {file}) from the arguments: [FILE:]LINE (a bare LINE is
+    README.md's), a page's every block as FILE.md, and -FILE.md for a page left out."""
+    lines, pages_in, pages_out = set(), set(), set()
     for a in args:
-        file, _, line = a.rpartition(":")
-        out.add((file or "README.md", int(line)))
-    return out
+        if a.startswith("-"):
+            pages_out.add(a[1:])
+        elif a.endswith(".md"):
+            pages_in.add(a)
+        else:
+            file, _, line = a.rpartition(":")
+            lines.add((file or "README.md", int(line)))
+    return lines, pages_in, pages_out
+
+
+def wanted(name, line, only, pages_in, pages_out):
+    """Whether the block of page name at line runs, given chosen()'s sets."""
+    if name in pages_out:
+        return False
+    if only or pages_in:
+        return (name, line) in only or name in pages_in
+    return True
 
 
 def main():
@@ -290,7 +306,7 @@ def main():
         return 1
     os.environ["VOLLEY_README_TEST"] = "1"
     src, build = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve()
-    only = chosen(sys.argv[3:])
+    only, pages_in, pages_out = chosen(sys.argv[3:])
     files = pages(src)
     problems = link_problems(src, files)
     for p in problems:
@@ -305,7 +321,7 @@ def main():
     failed, ran = [], 0
     try:
         for name, line, text, c_before in sh_blocks:
-            if only and (name, line) not in only:
+            if not wanted(name, line, only, pages_in, pages_out):
                 continue
             env = dict(os.environ, PORT=str(free_port()), SRC=str(src), ETC=str(root / "etc"),
                        PREFIX=str(root / "prefix"), N="1",
@@ -330,7 +346,8 @@ def main():
         print(f"FAIL: {len(failed)} of {ran} sh blocks ({', '.join(failed) or 'none'}); "
               f"{len(problems)} link problems; {len(missing)} chosen blocks not found")
         return 1
-    which = f"the {ran} chosen sh blocks" if only else f"the {ran} sh blocks of {len(files)} pages"
+    which = (f"the {ran} chosen sh blocks" if only or pages_in or pages_out
+             else f"the {ran} sh blocks of {len(files)} pages")
     print(f"ok   every command of {which} ran; every docs page is linked from README.md and "
           f"every link leads somewhere")
     return 0
