@@ -161,6 +161,23 @@ static int s_check_params(const vl_actor_params_t *p, char *why, size_t size)
                              VL_SPEC_HIDDEN_MAX);
     if (p->wait_ms < 0)
         return vl_actor_fail(-1, why, size, "wait_ms %d, must be >= 0", p->wait_ms);
+    if (!p->cert != !p->broker_key)
+        return vl_actor_fail(-1, why, size, "cert and broker_key go together");
+    return 0;
+}
+
+/* Loads the caller's CURVE identity when params name one. Returns 0, or -1
+   with why (a certificate it cannot read). */
+static int s_load_curve(vl_actor_t *self, const vl_actor_params_t *p, char *why, size_t size)
+{
+    self->c.cert = self->c.broker_key = NULL; // the caller's strings: not kept
+    if (!p->cert)
+        return 0;
+    char reason[400];
+    self->curve = vl_curve_client_new(p->cert, p->broker_key, reason, sizeof reason);
+    if (!self->curve)
+        return vl_actor_fail(-1, why, size, "CURVE: %s", reason);
+    vl_info("CURVE on: our public key %s", vl_curve_public_txt(self->curve));
     return 0;
 }
 
@@ -168,22 +185,26 @@ static int s_check_params(const vl_actor_params_t *p, char *why, size_t size)
 static int s_connect(vl_actor_t *self)
 {
     const char *broker = self->c.broker;
+    const vl_curve_t *curve = self->curve; // NULL: the process's
     self->ctx = zmq_ctx_new();
     if (!self->ctx)
         return -1;
     // On exit, queued segments get a second to leave.
-    self->push =
-        vl_sock_connect(self->ctx, ZMQ_PUSH, broker, VL_PORT_SEGMENTS, 1000, S_MAX_WEIGHTS_BYTES);
-    self->sub =
-        vl_sock_connect(self->ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0, S_MAX_WEIGHTS_BYTES);
-    self->control = vl_sock_connect_lossy(self->ctx, ZMQ_DEALER, broker, VL_PORT_CONTROL, 4096);
+    self->push = vl_sock_connect_as(curve, 0, self->ctx, ZMQ_PUSH, broker, VL_PORT_SEGMENTS, 1000,
+                                    S_MAX_WEIGHTS_BYTES);
+    self->sub = vl_sock_connect_as(curve, 0, self->ctx, ZMQ_SUB, broker, VL_PORT_WEIGHTS_OUT, 0,
+                                   S_MAX_WEIGHTS_BYTES);
+    self->control =
+        vl_sock_connect_as(curve, 1, self->ctx, ZMQ_DEALER, broker, VL_PORT_CONTROL, 0, 4096);
     if (!self->push || !self->sub || !self->control)
         return -1;
-    if (vl_sock_curve_on()) {
+    if (curve || vl_sock_curve_on()) {
         self->watch[0] = vl_curve_watch_new(self->ctx, self->push, "segments");
         self->watch[1] = vl_curve_watch_new(self->ctx, self->sub, "weights");
         self->watch[2] = vl_curve_watch_new(self->ctx, self->control, "beats");
     }
+    for (int i = 0; curve && i < 3; i++) // a refusal before the first weights ends the wait
+        vl_curve_watch_set_quiet(self->watch[i], 1);
     int send_timeout_ms = 1000; // a blocked send comes back to beat (s_send_segments)
     zmq_setsockopt(self->push, ZMQ_SNDTIMEO, &send_timeout_ms, sizeof send_timeout_ms);
     zmq_setsockopt(self->sub, ZMQ_SUBSCRIBE, self->c.policy, strlen(self->c.policy));
@@ -250,6 +271,10 @@ static vl_actor_t *s_new(const vl_actor_params_t *p, const vl_env_ops_t *ops, ch
     vl_model_spec_destroy(&model);
     if (self->policy) // it only acts: no backward pass follows its forward ones
         vl_policy_set_inference(self->policy, 1);
+    if (s_load_curve(self, p, why, size) != 0) {
+        vl_actor_destroy(&self);
+        return NULL;
+    }
     if (s_alloc(self) != 0 || s_connect(self) != 0)
         goto err;
     return self;
@@ -693,10 +718,32 @@ static void s_say_waiting(const vl_actor_t *self)
         vl_info("broker up, no learner serves policy '%s' yet (no weights of it)", self->c.policy);
 }
 
+/* With the caller's own CURVE identity: takes a refused key as a refusal
+   of the actor (the caller reports it). Returns 1 if it was refused. */
+static int s_key_refused(vl_actor_t *self)
+{
+    char text[VL_SPEC_REASON_MAX - 8];
+    for (int i = 0; self->curve && i < 3; i++)
+        if (vl_curve_watch_refusal(self->watch[i], text, sizeof text)) {
+            snprintf(self->refusal, sizeof self->refusal, "CURVE: %s", text);
+            self->refused_spec = 1;
+            return 1;
+        }
+    return 0;
+}
+
+/* Lets the watches log a later refusal of the caller's own key, as `volley
+   actor`'s do, once the key got in. */
+static void s_key_accepted(vl_actor_t *self)
+{
+    for (int i = 0; self->curve && i < 3; i++)
+        vl_curve_watch_set_quiet(self->watch[i], 0);
+}
+
 /* Blocks until the first weights arrive and a beat has carried our spec to
    the broker (so no segment of ours reaches it before the spec does; a
-   conflicting spec is answered at once). Returns VL_ACTOR_OK or the code
-   that ended the wait. */
+   conflicting spec is answered at once, as is a refused key of the caller's
+   own identity). Returns VL_ACTOR_OK or the code that ended the wait. */
 static int s_wait_first_weights(vl_actor_t *self)
 {
     int64_t start = vl_now_ns(), next_note = start + S_WAIT_FIRST_NS;
@@ -705,6 +752,8 @@ static int s_wait_first_weights(vl_actor_t *self)
         if (s_poll_weights(self, self->beats_out ? 200 : 20) < 0)
             return VL_ACTOR_EFAIL;
         s_read_control(self); // a refusal of our spec comes soon after our first beat
+        if (s_key_refused(self))
+            break;
         int64_t now = vl_now_ns();
         if (now > next_note || (now > start + S_WAIT_FIRST_NS && said_up != !!self->beats_out)) {
             s_say_waiting(self); // when due, and at once when the broker came up
@@ -733,6 +782,8 @@ static void s_throttle(vl_actor_t *self)
 /* Returns the code that ended the actor, with its reason in why. */
 int vl_actor_dead(vl_actor_t *self, char *why, size_t size)
 {
+    if (self->dead == VL_ACTOR_EREFUSED && strncmp(self->refusal, "CURVE: ", 7) == 0)
+        return vl_actor_fail(self->dead, why, size, "%s", self->refusal);
     if (self->dead == VL_ACTOR_EREFUSED)
         return vl_actor_fail(self->dead, why, size, "the broker refused this actor: %s",
                              self->refusal);
@@ -761,6 +812,7 @@ int vl_actor_sync(vl_actor_t *self, char *why, size_t why_size)
         if (rc != VL_ACTOR_OK)
             return s_die(self, rc, why, why_size);
         self->started = 1;
+        s_key_accepted(self);
         vl_info("acting for policy '%s' with %u %s envs from weights version %llu", self->c.policy,
                 self->N, self->ops.name, (unsigned long long)self->version);
     }
@@ -848,6 +900,7 @@ void vl_actor_destroy(vl_actor_t **self_p)
         zmq_close(self->control);
     if (self->ctx)
         zmq_ctx_term(self->ctx);
+    vl_curve_destroy(&self->curve);
     vl_policy_destroy(&self->policy);
     vl_weights_destroy(&self->raw);
     vl_obs_rules_free(&self->obs_rules);

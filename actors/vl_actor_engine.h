@@ -36,7 +36,8 @@ struct vl_actor_s {
     /* each observation value's declared range, and what --obs-check does */
     vl_obs_rules_t obs_rules;
     void *ctx, *push, *sub;
-    void *control;              // DEALER to the broker's control port: beats out, refusals in
+    void *control;     // DEALER to the broker's control port: beats out, refusals in
+    vl_curve_t *curve; // the caller's own CURVE identity (params.cert); NULL: the process's
     vl_curve_watch_t *watch[3]; // with CURVE, per socket: a refused key logged, retried
     vl_policy_t *policy;        // volley's forward pass (NULL when external)
     vl_weights_t *raw;          // external: the newest weights as they came
@@ -68,8 +69,8 @@ struct vl_actor_s {
     vl_limits_t limits;
     uint64_t steps, sent;
     int warned_load;
-    int refused_spec;                              // the broker refused our spec: stop
-    char refusal[VL_SPEC_REASON_MAX];              // its reason
+    int refused_spec;                              // the broker refused our spec or own key: stop
+    char refusal[VL_SPEC_REASON_MAX];              // its reason ("CURVE: ..." for the key)
     uint64_t refused;                              // refusals of our segments the broker reported
     uint32_t reason_hash[VL_ACTOR_REASONS_LOGGED]; // reasons logged already
     int n_reasons;

@@ -172,6 +172,11 @@ int vl_actor_weights_shape(const vl_actor_t *self, uint32_t i,
     return (int)vl_tensor_dims(&self->raw->tensors[i], shape);
 }
 
+const char *vl_actor_model(const vl_actor_t *self)
+{
+    return self->model;
+}
+
 uint64_t vl_actor_steps(const vl_actor_t *self)
 {
     return self->steps;

@@ -5,7 +5,7 @@
     sampled, unclipped, with the Gaussian's log-density), an external
     forward pass sees them raw, bad input is refused with its reason and
     records nothing, and a refused spec or a readable wake fd return their
-    own codes. */
+    own codes, as does a CURVE identity the broker does not take. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "../common/vl_curve.h"
 #include "../common/vl_opts.h"
 #include "../messages/vl_codec.h"
 #include "../messages/vl_status.h"
@@ -496,11 +497,52 @@ static void test_refusals_and_wake_fd(void)
     close(fds[1]);
 }
 
+/* An identity of the caller's own (cert, broker_key): half of it or an
+   unreadable certificate is refused at open; a broker that cannot take it
+   (here a plain one) ends the first sync with VL_ACTOR_EREFUSED, "CURVE: ". */
+static void test_curve_identity_refused(void)
+{
+    char why[256], dir[] = "/tmp/vl_actor_test_XXXXXX", cert[64], broker[64];
+    VL_CHECK(mkdtemp(dir) != NULL);
+    snprintf(cert, sizeof cert, "%s/actor.cert", dir);
+    snprintf(broker, sizeof broker, "%s/broker.cert", dir);
+    VL_CHECK(vl_curve_keygen(cert, "actor", "actor", NULL, why, sizeof why) == 0 &&
+             vl_curve_keygen(broker, "broker", NULL, NULL, why, sizeof why) == 0);
+    vl_actor_params_t p = s_params("127.0.0.1:1", 1);
+    p.cert = cert;
+    VL_CHECK(!vl_actor_open(&p, why, sizeof why) && strstr(why, "cert and broker_key go together"));
+    p.broker_key = "/nonexistent/broker.cert";
+    VL_CHECK(!vl_actor_open(&p, why, sizeof why) &&
+             strstr(why, "CURVE: cannot read the certificate /nonexistent/broker.cert"));
+    float tw[2] = {0};
+    vl_tensor_t t[1] = {{.name = "any", .rows = 1, .cols = 2, .ndim = 2, .data = tw}};
+    s_broker_t b;
+    VL_CHECK(s_broker_start(&b, t, 1) == 0);
+    p = s_params(b.addr, 1);
+    p.cert = cert;
+    p.broker_key = broker;
+    vl_actor_t *a = vl_actor_open(&p, why, sizeof why);
+    VL_CHECK(a != NULL);
+    VL_CHECK(vl_actor_sync(a, why, sizeof why) == VL_ACTOR_EREFUSED);
+    VL_CHECK(strncmp(why, "CURVE: ", 7) == 0 && strstr(why, "CURVE handshake with the broker"));
+    vl_actor_close(&a);
+    s_broker_stop(&b);
+    char *files[] = {cert, broker};
+    for (int i = 0; i < 2; i++) {
+        char secret[80];
+        snprintf(secret, sizeof secret, "%s_secret", files[i]);
+        unlink(files[i]);
+        unlink(secret);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     VL_RUN(test_external_steps_reach_the_segments);
     VL_RUN(test_act_and_bad_input);
     VL_RUN(test_refusals_and_wake_fd);
+    VL_RUN(test_curve_identity_refused);
     VL_RUN(test_obs_check_per_value);
     VL_RUN(test_box_actions_unclipped_with_gaussian_logp);
     VL_RUN(test_external_box_actions);

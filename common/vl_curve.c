@@ -29,6 +29,10 @@ struct vl_curve_watch_s {
     char what[64];
     char endpoint[256]; // what sock is connected to, to connect again after a refusal
     int refused;
+    int quiet;      // log nothing: the caller reports refusals
+    uint16_t event; // the last refused handshake's event
+    uint32_t value; // and its value (the ZAP status)
+    int failures;   // handshakes failed in a row
     int64_t logged_ns, retried_ns;
 };
 
@@ -163,8 +167,10 @@ vl_curve_watch_t *vl_curve_watch_new(void *ctx, void *sock, const char *what)
     char endpoint[64];
     snprintf(endpoint, sizeof endpoint, "inproc://vl-curve-watch-%d",
              __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED));
+    // A broker key that is not the broker's shows as NO_DETAIL: the broker cannot read our
+    // hello and drops the connection, saying nothing.
     int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                 ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
     vl_curve_watch_t *self = calloc(1, sizeof *self);
     if (!self || zmq_socket_monitor(sock, endpoint, events) != 0)
         goto err;
@@ -183,31 +189,45 @@ err:
     return NULL;
 }
 
+/* Writes what the last refused handshake means into why. */
+static void s_refusal_text(const vl_curve_watch_t *self, char *why, size_t size)
+{
+    if (self->event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+        snprintf(why, size,
+                 "%s: the broker refused our key (ZAP status %u): nothing is delivered until our "
+                 "public certificate is in the broker's --allow directory",
+                 self->what, self->value);
+    else
+        snprintf(why, size,
+                 "%s: the CURVE handshake with the broker failed (is --broker-key the broker's "
+                 "public certificate?)",
+                 self->what);
+}
+
 /* Logs one handshake event. */
 static void s_note(vl_curve_watch_t *self, uint16_t event, uint32_t value)
 {
     int64_t now = vl_now_ns();
     if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-        if (self->refused)
+        if (self->refused && !self->quiet)
             vl_info("%s: the broker accepts our key now", self->what);
         self->refused = 0;
+        self->failures = 0;
         return;
     }
+    self->failures++;
     int first = !self->refused;
     self->refused = 1;
+    self->event = event;
+    self->value = value;
     if (first)
         self->retried_ns = now;
-    if (!first && now - self->logged_ns < S_REFUSED_EVERY_NS)
+    if (self->quiet || (!first && now - self->logged_ns < S_REFUSED_EVERY_NS))
         return;
     self->logged_ns = now;
-    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-        vl_error("%s: the broker refused our key (ZAP status %u): nothing is delivered until our "
-                 "public certificate is in the broker's --allow directory",
-                 self->what, value);
-    else
-        vl_error("%s: the CURVE handshake with the broker failed (is --broker-key the broker's "
-                 "public certificate?); retrying",
-                 self->what);
+    char text[512];
+    s_refusal_text(self, text, sizeof text);
+    vl_error("%s%s", text, event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? "" : "; retrying");
 }
 
 /* While refused, connects again every S_RETRY_NS. */
@@ -248,6 +268,22 @@ int vl_curve_watch_poll(vl_curve_watch_t *self)
     }
     zmq_msg_close(&m);
     return self->refused;
+}
+
+void vl_curve_watch_set_quiet(vl_curve_watch_t *self, int quiet)
+{
+    if (self)
+        self->quiet = quiet;
+}
+
+int vl_curve_watch_refusal(const vl_curve_watch_t *self, char *why, size_t why_size)
+{
+    // A connection dropped mid-handshake once may be a broker going down: twice is the key.
+    if (!self || !self->refused ||
+        (self->event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL && self->failures < 2))
+        return 0;
+    s_refusal_text(self, why, why_size);
+    return 1;
 }
 
 void vl_curve_watch_destroy(vl_curve_watch_t **self_p)

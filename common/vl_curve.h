@@ -73,6 +73,15 @@ vl_curve_watch_t *vl_curve_watch_new(void *ctx, void *sock, const char *what);
    do. Returns 1 while the last handshake was refused, else 0. */
 int vl_curve_watch_poll(vl_curve_watch_t *self);
 
+/* Makes the watch log nothing (quiet 1) or log as above (0): a caller that
+   reports a refusal itself reads it with vl_curve_watch_refusal. */
+void vl_curve_watch_set_quiet(vl_curve_watch_t *self, int quiet);
+
+/* Returns 1 while the last handshake was refused (a connection dropped
+   mid-handshake: twice in a row), with what that means (the text the watch
+   logs) in why; else 0 and why untouched. */
+int vl_curve_watch_refusal(const vl_curve_watch_t *self, char *why, size_t why_size);
+
 /* Stops watching; safe on NULL and twice. Call before closing the socket. */
 void vl_curve_watch_destroy(vl_curve_watch_t **self_p);
 

@@ -58,11 +58,12 @@ static void s_set(void *s, int option, int value)
 
 enum { S_BIND = 1, S_LOSSY = 2 }; // s_open's flags
 
-/* Creates a socket with the options, then connects or binds it to
-   endpoint (S_BIND). S_LOSSY: nothing is queued while there is no
-   connection, and little while there is. Returns it, or NULL after logging. */
-static void *s_open(void *ctx, int type, const char *endpoint, int flags, int linger_ms,
-                    int64_t max_msg)
+/* Creates a socket with the options and curve's identity (NULL: plain), then
+   connects or binds it to endpoint (S_BIND). S_LOSSY: nothing is queued
+   while there is no connection, and little while there is. Returns it, or
+   NULL after logging. */
+static void *s_open(const vl_curve_t *curve, void *ctx, int type, const char *endpoint, int flags,
+                    int linger_ms, int64_t max_msg)
 {
     int bind = flags & S_BIND;
     void *s = zmq_socket(ctx, type);
@@ -79,7 +80,7 @@ static void *s_open(void *ctx, int type, const char *endpoint, int flags, int li
             s_set(s, ZMQ_IMMEDIATE, 1);
             s_set(s, ZMQ_SNDHWM, 4);
         }
-        curve_ok = !s_curve || vl_curve_apply(s_curve, s) == 0;
+        curve_ok = !curve || vl_curve_apply(curve, s) == 0;
     }
     if (!s || !curve_ok || (bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint)) != 0) {
         vl_error("cannot %s %s: %s", bind ? "listen on" : "connect to", endpoint,
@@ -91,26 +92,30 @@ static void *s_open(void *ctx, int type, const char *endpoint, int flags, int li
     return s;
 }
 
-void *vl_sock_connect(void *ctx, int type, const char *broker, int offset, int linger_ms,
-                      int64_t max_msg)
+void *vl_sock_connect_as(const vl_curve_t *curve, int lossy, void *ctx, int type,
+                         const char *broker, int offset, int linger_ms, int64_t max_msg)
 {
     char endpoint[300];
     if (vl_opt_endpoint("connect", broker, offset, endpoint, sizeof endpoint))
         return NULL;
-    return s_open(ctx, type, endpoint, 0, linger_ms, max_msg);
+    return s_open(curve ? curve : s_curve, ctx, type, endpoint, lossy ? S_LOSSY : 0, linger_ms,
+                  max_msg);
+}
+
+void *vl_sock_connect(void *ctx, int type, const char *broker, int offset, int linger_ms,
+                      int64_t max_msg)
+{
+    return vl_sock_connect_as(NULL, 0, ctx, type, broker, offset, linger_ms, max_msg);
 }
 
 void *vl_sock_connect_lossy(void *ctx, int type, const char *broker, int offset, int64_t max_msg)
 {
-    char endpoint[300];
-    if (vl_opt_endpoint("connect", broker, offset, endpoint, sizeof endpoint))
-        return NULL;
-    return s_open(ctx, type, endpoint, S_LOSSY, 0, max_msg);
+    return vl_sock_connect_as(NULL, 1, ctx, type, broker, offset, 0, max_msg);
 }
 
 void *vl_sock_bind(void *ctx, int type, const char *host, int port, int linger_ms, int64_t max_msg)
 {
     char endpoint[300];
     snprintf(endpoint, sizeof endpoint, "tcp://%s:%d", host, port);
-    return s_open(ctx, type, endpoint, S_BIND, linger_ms, max_msg);
+    return s_open(s_curve, ctx, type, endpoint, S_BIND, linger_ms, max_msg);
 }

@@ -40,6 +40,12 @@ void *vl_sock_connect(void *ctx, int type, const char *broker, int offset, int l
    sends beyond that fail with EAGAIN. */
 void *vl_sock_connect_lossy(void *ctx, int type, const char *broker, int offset, int64_t max_msg);
 
+/* Connects like vl_sock_connect (lossy: like vl_sock_connect_lossy) with
+   curve's identity, or the process's when curve is NULL: an actor the
+   library opens carries its own. */
+void *vl_sock_connect_as(const vl_curve_t *curve, int lossy, void *ctx, int type,
+                         const char *broker, int offset, int linger_ms, int64_t max_msg);
+
 /* Creates a socket like vl_sock_connect and binds it to tcp://host:port.
    Returns it, or NULL after logging why (e.g. the port is in use). */
 void *vl_sock_bind(void *ctx, int type, const char *host, int port, int linger_ms, int64_t max_msg);

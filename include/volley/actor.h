@@ -46,7 +46,8 @@ enum {
     VL_ACTOR_OK = 0,
     VL_ACTOR_EINVAL = -1,   // a bad argument or call order; why says which
     VL_ACTOR_EFAIL = -2,    // a socket failed (why says so); the actor is done
-    VL_ACTOR_EREFUSED = -3, // the broker refused this actor's spec (why: the field)
+    VL_ACTOR_EREFUSED = -3, // the broker refused this actor's spec (why: the field), or
+                            // its CURVE key (why begins "CURVE: ", then what to check)
     VL_ACTOR_EINTR = -4,    // SIGINT/SIGTERM (vl_interrupted) or the wake fd is readable:
                             // from sync/act nothing was recorded (call again once the fd is
                             // drained); from observe the actor was cut off mid-send (close it)
@@ -67,6 +68,11 @@ typedef struct {
     int wake_fd;         // -1, or a fd whose readability ends any wait with VL_ACTOR_EINTR
     const char *model;   // the network, a model spec as the learner's (NULL or "": cnn for
                          // image observations, else mlp(hidden)); external: still declared
+    /* NULL both, or our CURVE certificate from `volley keygen` (its secret key
+       read from cert + "_secret") and the broker's public one, as `volley
+       actor --cert --broker-key` */
+    const char *cert;
+    const char *broker_key;
 } vl_actor_params_t;
 
 /* Returns defaults: policy "default", 8 envs, horizon 64, hidden 64, seed 1,
@@ -74,7 +80,12 @@ typedef struct {
 VL_EXPORT vl_actor_params_t vl_actor_params_default(void);
 
 /* Creates an actor for the caller's environments and connects it to the
-   broker. Returns it (caller closes), or NULL with the reason in why. */
+   broker, as a CURVE client of its own identity when cert is set. Returns
+   it (caller closes), or NULL with the reason in why (a certificate that
+   cannot be read among them). A broker that refuses that key (one it does
+   not allow, or broker_key not its own) ends the first sync with
+   VL_ACTOR_EREFUSED naming it, where `volley actor` waits for the key to
+   be allowed. */
 VL_EXPORT vl_actor_t *vl_actor_open(const vl_actor_params_t *params, char *why, size_t why_size);
 
 /* Sets how observations are checked against their declared ranges: low and
@@ -144,6 +155,11 @@ VL_EXPORT int vl_actor_weights_tensor(const vl_actor_t *self, uint32_t i, const 
    there is no tensor i. */
 VL_EXPORT int vl_actor_weights_shape(const vl_actor_t *self, uint32_t i,
                                      uint32_t shape[VL_ACTOR_WEIGHTS_NDIM_MAX]);
+
+/* Returns the network the actor acts with, a model spec's canonical text
+   (after the first sync: its learner's, when params.model was left unset);
+   valid until the next call on this actor. */
+VL_EXPORT const char *vl_actor_model(const vl_actor_t *self);
 
 /* Returns the env steps recorded (n_envs per observe). */
 VL_EXPORT uint64_t vl_actor_steps(const vl_actor_t *self);

@@ -73,7 +73,7 @@ class ActorParams(ctypes.Structure):
                 ("n_envs", c_uint32), ("horizon", c_uint32), ("hidden", c_uint32),
                 ("actor_id", c_uint32), ("seed", c_uint64), ("max_ahead", c_uint32),
                 ("wait_ms", c_int), ("external", c_int), ("wake_fd", c_int),
-                ("model", c_char_p)]
+                ("model", c_char_p), ("cert", c_char_p), ("broker_key", c_char_p)]
 
 
 class TransportField(ctypes.Structure):

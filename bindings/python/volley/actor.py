@@ -20,6 +20,13 @@ run_actor() drives Gymnasium-style envs (a list of factories, or a vector
 env) through an Actor; `python3 -m volley actor --env pkg.mod:make_env` is
 its command line. Gymnasium itself is never imported: spaces are read by
 their attributes.
+
+Screens: a uint8 Box of (H, W), (H, W, C) or (C, H, W) is read as an image
+and sent channels first, (C, H, W), as volley's networks take it; the
+layout is detected (C <= 4 last: HWC; first: CHW; 2-D: one channel) or
+declared (layout="HWC"), and said once when the actor starts. With
+cert= and broker_key= the actor is a CURVE client, as `volley actor
+--cert --broker-key`.
 """
 from __future__ import annotations
 
@@ -33,8 +40,9 @@ from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint32, c_uint
 
 import numpy as np
 from numpy.typing import ArrayLike
-from typing import (Any, Callable, Dict, Iterable, List, Match, NoReturn, Optional, Sequence,
-                    Tuple, Union)
+from math import gcd
+from typing import (Any, Callable, Dict, Iterable, List, Match, NamedTuple, NoReturn, Optional,
+                    Sequence, Tuple, Union)
 
 # policy_fn(obs [N, D] float32, weights) -> (actions, logps)
 PolicyFn = Callable[[np.ndarray, "Weights"], Tuple[ArrayLike, ArrayLike]]
@@ -45,8 +53,8 @@ from .action import ActionSpace, CAction, DISCRETE
 from ._types import (ENCODING_NAMES, ENV_ABI_VERSION, F32, FIELDS_MAX, NDIM_MAX, U1, U2, U8,
                      ActorParams, EnvTable)
 
-__all__ = ["Actor", "Spec", "Weights", "run_actor", "spec_from_spaces", "ActorInterrupted",
-           "SpecRefused"]
+__all__ = ["Actor", "Spec", "Screen", "Weights", "run_actor", "spec_from_spaces",
+           "ActorInterrupted", "SpecRefused", "KeyRefused", "LAYOUTS"]
 
 OK, EINVAL, EFAIL, EREFUSED, EINTR = 0, -1, -2, -3, -4
 
@@ -57,6 +65,11 @@ class ActorInterrupted(VolleyError):
 
 class SpecRefused(VolleyError):
     """The broker refused this actor's spec (another spec serves the policy)."""
+
+
+class KeyRefused(VolleyError):
+    """The broker refused this actor's CURVE key: a certificate it does not
+    allow, or a broker_key that is not the broker's."""
 
 
 OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: vl_actor_set_obs_check's 0, 1, 2
@@ -79,12 +92,67 @@ _lib.bind({
     "vl_actor_weights_tensor": (c_int, [_P, c_uint32, POINTER(c_char_p), POINTER(c_uint32),
                                         c_uint32 * 2, POINTER(POINTER(c_float))]),
     "vl_actor_weights_shape": (c_int, [_P, c_uint32, c_uint32 * _WEIGHTS_NDIM_MAX]),
+    "vl_actor_model": (c_char_p, [_P]),
     "vl_actor_steps": (c_uint64, [_P]),
     "vl_actor_segments_sent": (c_uint64, [_P]),
 })
 
 
 # ---- spec ----------------------------------------------------------------
+
+LAYOUTS = ("HWC", "CHW", "HW")  # how a uint8 screen's axes come from the env
+_CHANNELS_MAX = 4  # an end of a 3-D screen this small holds its channels
+_SIDE_MIN = 7  # a 2-D uint8 field is a screen from this side up: volley's smallest cnn frame
+
+
+class Screen(NamedTuple):
+    """How a uint8 image field is read: field (its index in the Spec), the
+    env's shape, its layout (HWC, CHW or HW), how that was decided
+    ("declared", "detected" or "ambiguous": CHW, as neither end or both
+    ends could hold the channels), and the Box's largest declared value."""
+    field: int
+    env_shape: Tuple[int, ...]
+    layout: str
+    how: str
+    high: int
+
+    def line(self, spec: "Spec") -> str:
+        """One line saying how the field is read and sent."""
+        name, enc, shape, _, _ = spec.fields[self.field]
+        c, h, w = shape
+        what = f"observations{f' {name!r}' if name else ''} uint8 {self.env_shape}"
+        how = " (declared)" if self.how == "declared" else ""
+        text = (f"{what} read as {self.layout}{how}: {c} channel{'s' if c != 1 else ''} of "
+                f"{h}x{w}, sent as {ENCODING_NAMES[enc]} (Box high {self.high})")
+        if self.how == "ambiguous":
+            text += ("; it could be HWC too: if its channels come last, declare "
+                     "layout='HWC' (--obs-layout HWC)")
+        return text
+
+
+def _screen_layout(shape: Tuple[int, ...], declared: Optional[str], where: str
+                   ) -> Tuple[str, str]:
+    """(layout, how) of a uint8 field of shape; ("", "") when it is no screen."""
+    if declared:
+        if len(shape) != len(declared):
+            raise ValueError(f"{where}: layout {declared} takes {len(declared)} dimensions, "
+                             f"the space has {len(shape)} {shape}")
+        return declared, "declared"
+    if len(shape) == 2:
+        return ("HW", "detected") if min(shape) >= _SIDE_MIN else ("", "")
+    if len(shape) != 3:
+        return "", ""
+    first, last = shape[0] <= _CHANNELS_MAX, shape[2] <= _CHANNELS_MAX
+    if first != last:
+        return ("CHW" if first else "HWC"), "detected"
+    return "CHW", "ambiguous"
+
+
+def _channels_first(shape: Tuple[int, ...], layout: str) -> Tuple[int, ...]:
+    """A screen's shape as volley takes it, (C, H, W)."""
+    if layout == "HW":
+        return (1,) + shape
+    return (shape[2], shape[0], shape[1]) if layout == "HWC" else shape
 
 
 class Spec:
@@ -98,7 +166,8 @@ class Spec:
     value's range; a field keeps its widest finite range as its summary."""
 
     def __init__(self, fields: Iterable[Tuple[Any, Any, Any, Any, Any]], num_actions: Any = None,
-                 name: str = "python", action_start: int = 0, action: Any = None) -> None:
+                 name: str = "python", action_start: int = 0, action: Any = None,
+                 screens: Sequence[Screen] = ()) -> None:
         # (name, encoding, shape, widest finite low, high) of each field, in order
         self.fields: List[Tuple[str, int, Tuple[int, ...], float, float]] = []
         lows: List[np.ndarray] = []
@@ -122,6 +191,9 @@ class Spec:
         self.low = np.ascontiguousarray(np.concatenate(lows), dtype=np.float32)
         self.high = np.ascontiguousarray(np.concatenate(highs), dtype=np.float32)
         self.keyed = len(self.fields) > 1 or self.fields[0][0] != ""
+        # uint8 image fields (spec_from_spaces'); an HWC one is transposed by flatten
+        self.screens = list(screens)
+        self._hwc = {sc.field: sc.env_shape for sc in self.screens if sc.layout == "HWC"}
 
     @property
     def num_actions(self) -> int:
@@ -159,19 +231,41 @@ class Spec:
 
     def flatten_batch(self, obs: Any, batched: bool = True) -> np.ndarray:
         """A batch of observations ([N, ...] arrays, a dict of them, or a
-        [N, D] array) as float32 [N, D]."""
+        [N, D] array) as float32 [N, D]. An HWC screen given in the env's
+        shape ([N, H, W, C]) is sent channels first; given as rows, it is
+        taken as sent."""
         if not self.keyed or not isinstance(obs, dict):
+            if 0 in self._hwc and len(self.fields) == 1:
+                return self._hwc_rows(0, obs)
             a = np.asarray(obs, dtype=np.float32)
             return a.reshape(-1 if batched else 1, self.obs_dim) if a.size % self.obs_dim == 0 \
                 else _raise(f"obs: {a.size} values, not a multiple of the spec's {self.obs_dim}")
         parts: List[np.ndarray] = []
-        for (name, _, shape, _, _), size in zip(self.fields, self.sizes):
+        for k, ((name, _, shape, _, _), size) in enumerate(zip(self.fields, self.sizes)):
             if name not in obs:
                 raise ValueError(f"obs: no field '{name}' (the spec has "
                                  f"{[f[0] for f in self.fields]})")
+            if k in self._hwc:
+                parts.append(self._hwc_rows(k, obs[name]))
+                continue
             a = np.asarray(obs[name], dtype=np.float32)
             parts.append(a.reshape(-1 if batched else 1, size))
         return np.concatenate(parts, axis=1)
+
+    def _hwc_rows(self, k: int, given: Any) -> np.ndarray:
+        """Field k's observations as float32 rows [n, C*H*W], channels first:
+        transposed from [..., H, W, C] (one pass, converting as it copies), or
+        rows already sent."""
+        a = np.asarray(given)
+        env, size = self._hwc[k], self.sizes[k]
+        if a.size % size:
+            raise ValueError(f"obs: {a.size} values, not a multiple of the field's {size}")
+        n = a.size // size
+        if a.shape[-3:] != env:
+            return np.asarray(a, np.float32).reshape(n, size)
+        out = np.empty((n,) + self.fields[k][2], np.float32)
+        np.copyto(out, np.moveaxis(a.reshape((n,) + env), 3, 1), casting="unsafe")
+        return out.reshape(n, size)
 
 
 def _raise(msg: str) -> NoReturn:
@@ -216,14 +310,19 @@ def _kind(space: Any) -> str:
     return type(space).__name__
 
 
-def _field_of(name: str, space: Any) -> Tuple[str, int, Tuple[int, ...], Any, Any]:
-    """One space as a field (name, encoding, shape, low, high)."""
+_Field = Tuple[str, int, Tuple[int, ...], Any, Any]  # (name, encoding, shape, low, high)
+
+
+def _field_of(name: str, space: Any, layout: Optional[str] = None
+              ) -> Tuple[_Field, Optional[Tuple[Tuple[int, ...], str, str, int]]]:
+    """One space as a field (name, encoding, shape, low, high), and, for a
+    uint8 screen, (env shape, layout, how, Box high)."""
     kind = _kind(space)
     where = f"observation space{f' field {name!r}' if name else ''} ({kind})"
     if kind == "MultiBinary":
         n = space.n
         shape = tuple(n) if isinstance(n, (tuple, list, np.ndarray)) else (int(n),)
-        return (name, U1, shape, 0.0, 0.0)
+        return (name, U1, shape, 0.0, 0.0), None
     if kind != "Box" and not (hasattr(space, "low") and hasattr(space, "dtype")):
         raise ValueError(f"{where}: volley takes Box, MultiBinary or a Dict of them")
     shape = tuple(space.shape) or (1,)
@@ -233,43 +332,84 @@ def _field_of(name: str, space: Any) -> Tuple[str, int, Tuple[int, ...], Any, An
     if dt == np.uint8:
         # four values (0..3) travel four to a byte, as a C env's U2 field does
         low, high = np.asarray(space.low), np.asarray(space.high)
-        return (name, U2 if low.min() >= 0 and high.max() <= 3 else U8, shape, 0.0, 0.0)
+        enc = U2 if low.min() >= 0 and high.max() <= 3 else U8
+        lay, how = _screen_layout(shape, layout, where)
+        screen = (shape, lay, how, int(high.max())) if lay else None
+        return (name, enc, _channels_first(shape, lay) if lay else shape, 0.0, 0.0), screen
     if dt.kind != "f":
         raise ValueError(f"{where}: dtype {dt}, volley takes float32 or uint8 Boxes")
+    if layout:
+        raise ValueError(f"{where}: layout {layout} is for uint8 screens, this Box is {dt}")
     # Each element keeps its own bounds (Spec checks every value against its own).
     low = np.broadcast_to(np.asarray(space.low, dtype=np.float64), shape)
     high = np.broadcast_to(np.asarray(space.high, dtype=np.float64), shape)
-    return (name, F32, shape, low, high)
+    return (name, F32, shape, low, high), None
 
 
-def spec_from_spaces(observation_space: Any, action_space: Any, name: str = "python") -> Spec:
+def _layouts(layout: Any, spaces: List[Tuple[str, Any]]) -> Dict[str, Optional[str]]:
+    """{field name: declared layout or None} from layout: a dict by field
+    name, or one for every uint8 Box of its dimensions (a str)."""
+    names = [n for n, _ in spaces]
+    if not isinstance(layout, dict):
+        layout = {n: layout for n, sp in spaces if layout is not None and
+                  _kind(sp) != "MultiBinary" and hasattr(sp, "dtype") and
+                  np.dtype(sp.dtype) == np.uint8 and len(tuple(sp.shape)) == len(str(layout))}
+    for n, lay in layout.items():
+        if n not in names:
+            raise ValueError(f"layout: no observation field {n!r} (the space has {names})")
+        if lay is not None and lay not in LAYOUTS:
+            raise ValueError(f"layout: {lay!r}, expected one of {', '.join(LAYOUTS)}")
+    return {n: layout.get(n) for n in names}
+
+
+def spec_from_spaces(observation_space: Any, action_space: Any, name: str = "python",
+                     layout: Any = None) -> Spec:
     """A Spec from Gymnasium-style spaces (read by attribute, never imported):
-    Box float32 -> F32 (with its range when finite), Box uint8 -> U8,
-    MultiBinary -> U1, a Dict of those -> one field each in the Dict's order;
-    Discrete, MultiDiscrete or a one-dimensional Box of finite bounds as the
-    actions. Anything else raises ValueError naming the space."""
+    Box float32 -> F32 (with its range when finite), Box uint8 -> U8 (U2 when
+    its high is 3 or less), MultiBinary -> U1, a Dict of those -> one field
+    each in the Dict's order; Discrete, MultiDiscrete or a one-dimensional
+    Box of finite bounds as the actions. A uint8 Box of two dimensions (each
+    7 or more) or three is a screen, sent as (C, H, W): layout "HWC", "CHW"
+    or "HW" declares how its axes come (a dict: per field name), else it is
+    detected (spec.screens says how). Anything else raises ValueError naming
+    the space."""
     if _kind(observation_space) == "Dict" or (hasattr(observation_space, "spaces") and
                                               isinstance(observation_space.spaces, dict)):
-        fields = [_field_of(str(k), s) for k, s in observation_space.spaces.items()]
+        spaces = [(str(k), s) for k, s in observation_space.spaces.items()]
     else:
-        fields = [_field_of("", observation_space)]
-    return Spec(fields, name=name, action=ActionSpace.from_gym(action_space))
+        spaces = [("", observation_space)]
+    if layout is not None and not isinstance(layout, dict) and layout not in LAYOUTS:
+        raise ValueError(f"layout: {layout!r}, expected one of {', '.join(LAYOUTS)}")
+    declared = _layouts(layout, spaces)
+    fields, screens = [], []
+    for k, (n, space) in enumerate(spaces):
+        field, screen = _field_of(n, space, declared[n])
+        fields.append(field)
+        if screen:
+            screens.append(Screen(k, *screen))
+    if layout is not None and not screens:
+        raise ValueError(f"layout {layout!r}: the observation space has no uint8 Box of as "
+                         f"many dimensions")
+    return Spec(fields, name=name, action=ActionSpace.from_gym(action_space), screens=screens)
 
 
-def _as_spec(spec: Any, observation_space: Any = None, action_space: Any = None) -> Spec:
+def _as_spec(spec: Any, observation_space: Any = None, action_space: Any = None,
+             layout: Any = None) -> Spec:
     if isinstance(spec, Spec):
+        if layout is not None:
+            raise ValueError("layout: give it to spec_from_spaces, this Spec is made")
         return spec
     if spec is None and observation_space is not None:
-        return spec_from_spaces(observation_space, action_space)
+        return spec_from_spaces(observation_space, action_space, layout=layout)
     if isinstance(spec, tuple) and len(spec) == 2:
-        return spec_from_spaces(*spec)
+        return spec_from_spaces(*spec, layout=layout)
     obs_space = getattr(spec, "single_observation_space", None) or \
         getattr(spec, "observation_space", None)
     act_space = getattr(spec, "single_action_space", None) or getattr(spec, "action_space", None)
     if obs_space is None or act_space is None:
         raise TypeError("spec: give a volley.Spec, (observation_space, action_space), or an env "
                         "with observation_space and action_space")
-    return spec_from_spaces(obs_space, act_space, name=env_name(spec))
+    return spec_from_spaces(obs_space, act_space, name=env_name(spec), layout=layout)
 
 
 def env_name(env: Any) -> str:
@@ -342,6 +482,66 @@ class _Wake:
             self.r = self.w = -1
 
 
+def _say(text: str) -> None:
+    """One line to stderr, as the actor's other notes."""
+    print(f"volley actor: {text}", file=sys.stderr, flush=True)
+
+
+def _images(spec: Spec) -> List[Tuple[str, Tuple[int, ...], Tuple[int, ...]]]:
+    """(name, env shape, shape sent) of the spec's uint8 fields of two
+    dimensions or more."""
+    screens = {sc.field: sc.env_shape for sc in spec.screens}
+    return [(name, screens.get(k, shape), shape)
+            for k, (name, enc, shape, _, _) in enumerate(spec.fields)
+            if k in screens or (enc in (U8, U2) and len(shape) >= 2)]
+
+
+_ADVICE_STEPS = 16  # acts whose u8 values are looked at before saying they could be u2
+
+
+class _ValueWatch:
+    """Notes which values a spec's u8 fields take over the first
+    _ADVICE_STEPS acts, then says once of each that took only two to four
+    how to send it as u2: four values a byte instead of one."""
+
+    def __init__(self, spec: Spec) -> None:
+        ends = np.cumsum([0] + spec.sizes)
+        self.spec = spec
+        self.fields = [(k, int(ends[k]), int(ends[k + 1])) for k, f in enumerate(spec.fields)
+                       if f[1] == U8]
+        self.seen = {k: np.zeros(256, bool) for k, _, _ in self.fields}
+        self.left = _ADVICE_STEPS if self.fields else 0
+
+    def see(self, obs: np.ndarray) -> None:
+        """Takes one act's observations [N, D] (checked by C: u8 values are 0..255)."""
+        if not self.left:
+            return
+        for k, a, b in self.fields:
+            self.seen[k] |= np.bincount(obs[:, a:b].astype(np.uint8).ravel(), minlength=256) > 0
+        self.left -= 1
+        if not self.left:
+            for k, _, _ in self.fields:
+                self._advise(k)
+
+    def _advise(self, k: int) -> None:
+        values = [int(v) for v in np.flatnonzero(self.seen[k])]
+        if not 2 <= len(values) <= 4:
+            return
+        step = 0
+        for v in values:
+            step = gcd(step, v)
+        if max(values) <= 3:
+            how = "declare the Box's high=3 (shades 0..3)"
+        elif max(values) // step <= 3:
+            how = f"map them to 0..3 (obs // {step}) and declare the Box's high=3"
+        else:
+            how = "map them to 0..3 and declare the Box's high=3"
+        name = self.spec.fields[k][0]
+        _say(f"observations{f' {name!r}' if name else ''} took only the values "
+             f"{', '.join(map(str, values))} in the first {_ADVICE_STEPS} steps, sent as u8 (a "
+             f"byte each): {how}; they then travel as u2, four to a byte")
+
+
 class Actor:
     """An actor whose env loop is the caller's (include/volley/actor.h).
 
@@ -358,6 +558,15 @@ class Actor:
     actions [N] (a discrete space) or [N, dims], in the spec's action space
     (discrete choices from 0; a box's samples before clipping), with their
     joint log-probs (densities for a box).
+    cert, broker_key: CURVE certificate files from `volley keygen` (ours,
+    its secret beside it as cert + "_secret", and the broker's public one),
+    as `volley actor --cert --broker-key`; a broker that refuses the key
+    makes the first act (or sync) raise KeyRefused. layout: how uint8
+    screens' axes come ("HWC", "CHW", "HW"; see spec_from_spaces) when the
+    spec is read from spaces.
+    Said once on stderr: how each screen is read and sent; that a u8 field
+    whose values fit in two bits could travel as u2; that a network without
+    conv layers flattens a screen.
     """
 
     def __init__(self, broker: str = "127.0.0.1", policy: Union[str, PolicyFn] = "default",
@@ -365,10 +574,12 @@ class Actor:
                  actor_id: Optional[int] = None, seed: int = 1,
                  policy_fn: Optional[PolicyFn] = None, max_ahead: int = 1, wait_ms: int = 500,
                  observation_space: Any = None, action_space: Any = None,
-                 obs_check: str = "error", model: Optional[str] = None) -> None:
+                 obs_check: str = "error", model: Optional[str] = None,
+                 cert: Optional[str] = None, broker_key: Optional[str] = None,
+                 layout: Any = None) -> None:
         if callable(policy):
             policy_fn, policy = policy, "default"
-        self.spec = _as_spec(spec, observation_space, action_space)
+        self.spec = _as_spec(spec, observation_space, action_space, layout)
         self.policy_fn = policy_fn
         self.num_envs = N = int(num_envs)
         self.policy = str(policy)
@@ -385,10 +596,15 @@ class Actor:
         p.actor_id = int(actor_id if actor_id is not None else os.getpid()) & 0x7fffffff
         p.seed, p.max_ahead, p.wait_ms = int(seed), int(max_ahead), int(wait_ms)
         p.external, p.wake_fd = int(policy_fn is not None), self._wake.r
+        self._cert = os.fsencode(cert) if cert is not None else None
+        self._broker_key = os.fsencode(broker_key) if broker_key is not None else None
+        p.cert, p.broker_key = self._cert, self._broker_key
         if obs_check not in OBS_CHECKS:
             self._wake.close()
             raise ValueError(f"obs_check: {obs_check!r}, expected one of {', '.join(OBS_CHECKS)}")
         self.actor_id = p.actor_id
+        for sc in self.spec.screens:
+            _say(sc.line(self.spec))
         self._why = _lib.why_buffer()
         self._h = c_void_p(_lib.lib.vl_actor_open(ctypes.byref(p), self._why, len(self._why)))
         if not self._h.value:
@@ -413,6 +629,8 @@ class Actor:
                    ("_obs", "_next", "_final", "_actions", "_logps", "_rew", "_term", "_trunc")}
         self._nval = N * D
         self._weights = Weights()
+        self._values = _ValueWatch(self.spec)
+        self._model_noted = policy_fn is not None  # an external network is the caller's
         self.last_logps = self._logps
         self.raw_actions = self._actions.copy()
 
@@ -452,7 +670,7 @@ class Actor:
         if rc == EINVAL:
             raise ValueError(self._name_field(why))
         if rc == EREFUSED:
-            raise SpecRefused(why)
+            raise KeyRefused(why) if why.startswith("CURVE: ") else SpecRefused(why)
         raise VolleyError(why)
 
     def _name_field(self, why: str) -> str:
@@ -469,8 +687,10 @@ class Actor:
         return self._h
 
     def _load(self, dst: np.ndarray, name: str, given: Any) -> None:
-        a = self.spec.flatten_batch(given) if self.spec.keyed and isinstance(given, dict) \
-            else given
+        a = given  # HWC screens go channels first on the way in, once per call
+        if (self.spec.keyed and isinstance(given, dict)) or \
+                (self.spec._hwc and np.size(given) == dst.size):
+            a = self.spec.flatten_batch(given)
         try:
             np.copyto(dst, np.reshape(a, dst.shape), casting="unsafe")
         except ValueError:
@@ -533,12 +753,33 @@ class Actor:
         while self._check(fn(h, self._p["_obs"], self._nval, *out, self._why, len(self._why)),
                           True):
             pass
+        self._values.see(self._obs)
+        if not self._model_noted:
+            self._note_model()
         space = self.spec.action
         self.raw_actions = self._actions.copy()
         actions = space.to_env(self.raw_actions)
         if space.kind == DISCRETE:
             actions = actions.astype(np.int32)
         return (actions, self._logps.copy()) if return_logps else actions
+
+    def _note_model(self) -> None:
+        """Says once, after the first act, that the network the actor acts
+        with (given, or its learner's) flattens its uint8 images."""
+        self._model_noted = True
+        text = (_lib.lib.vl_actor_model(self._handle()) or b"").decode(errors="replace")
+        images = _images(self.spec)
+        if not images or "conv" in text:
+            return
+        whose = "the model given" if self._model else "the policy's network (its learner's)"
+        what = ", ".join(f"{n!r} " * bool(n) + f"{shape}" for n, shape, _ in images)
+        small = [sent for _, _, sent in images if min(sent[-2:]) < _SIDE_MIN]
+        fix = (f"sides under {_SIDE_MIN} are too small for volley's cnn" if small else
+               "give model='cnn' (--model cnn) to the actor and its learner to read it as an "
+               "image")
+        inputs = sum(int(np.prod(sent)) for _, _, sent in images)
+        _say(f"{whose} '{text}' has no conv layers: it takes the uint8 observations {what} as "
+             f"{inputs} flat inputs; {fix}")
 
     def _external_forward(self) -> None:
         if self.policy_fn is None:
@@ -745,24 +986,26 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
               policy_fn: Optional[PolicyFn] = None, max_steps: Optional[int] = None,
               max_ahead: int = 1, wait_ms: int = 500,
               on_step: Optional[Callable[..., Any]] = None, name: Optional[str] = None,
-              obs_check: str = "error", model: Optional[str] = None) -> int:
+              obs_check: str = "error", model: Optional[str] = None,
+              cert: Optional[str] = None, broker_key: Optional[str] = None,
+              layout: Any = None) -> int:
     """Drives Gymnasium-style envs with a volley Actor until interrupted (or
     max_steps env steps). envs: a list of env factories (each called once;
     reset(seed=...) -> (obs, info), step(a) -> (obs, reward, terminated,
     truncated, info); reset when an episode ends), a list of envs, or one vector
     env. name: the env's name in the spec (default: the env's spec id or class
     name; the learner's run records it). Returns the env steps taken; raises
-    what an env raises (segments already sent are complete). obs_check: as
-    Actor's; model: as Actor's."""
+    what an env raises (segments already sent are complete). obs_check,
+    model, cert, broker_key and layout: as Actor's."""
     if is_vector(envs):
-        spec = _as_spec(envs)
+        spec = _as_spec(envs, layout=layout)
         n = int(envs.num_envs)
     else:
         envs = [e() if isinstance(e, type) or (callable(e) and not hasattr(e, "step")) else e
                 for e in envs]
         if not envs:
             raise ValueError("run_actor: no envs")
-        spec = _as_spec(envs[0])
+        spec = _as_spec(envs[0], layout=layout)
         n = len(envs)
     if name:
         spec.name = str(name)
@@ -770,7 +1013,7 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
     with Actor(broker=broker, policy=policy, spec=spec, num_envs=n, horizon=horizon,
                hidden=hidden, actor_id=aid, seed=seed, policy_fn=policy_fn,
                max_ahead=max_ahead, wait_ms=wait_ms, obs_check=obs_check,
-               model=model) as actor:
+               model=model, cert=cert, broker_key=broker_key) as actor:
         loop = _VectorEnv(envs, spec, seed) if is_vector(envs) else \
             _EnvList(envs, spec, _seeds(seed, aid, n))
         steps = 0
