@@ -22,6 +22,7 @@
 struct vl_model_spec_s {
     uint32_t n_layers;
     vl_model_layer_t layers[VL_MODEL_LAYERS_MAX];
+    char torch[VL_MODEL_TORCH_MAX + 1]; // MOD:FN of a "torch:MOD:FN" spec (no layers), else ""
 };
 
 /* One number an item takes: its name in messages and its bounds. */
@@ -93,6 +94,8 @@ static const vl_model_layer_t s_cnn_small[] = {
     {VL_LAYER_RELU, 0, 0, 0, 0},
 };
 #define S_CNN_SMALL_BELOW 36 // frame side under which cnn is s_cnn_small
+
+#define S_TORCH "torch:" // a spec naming a PyTorch module of the user's: torch:MOD:FN
 
 /* The parser's state: the text, where it is, and where errors go. */
 typedef struct {
@@ -377,6 +380,51 @@ static int s_item(s_parser_t *p, vl_model_spec_t *spec)
     return s_expand(spec, item, args, n, token, start + 1, p->small_frames, p->err, p->errlen);
 }
 
+/* Returns the length of a dotted name at text (identifiers joined by
+   '.'), or 0 when none starts there. */
+static size_t s_dotted(const char *text)
+{
+    size_t i = 0;
+    for (;;) {
+        if (!s_alpha(text[i]))
+            return 0;
+        while (s_alpha(text[i]) || (text[i] >= '0' && text[i] <= '9'))
+            i++;
+        if (text[i] != '.')
+            return i;
+        i++;
+    }
+}
+
+/* Reads "torch:MOD:FN" at p->pos (which starts with S_TORCH) into spec: a
+   PyTorch module of the user's, which no C network runs, named by where
+   its build function is. Returns 0, or -1 after writing why. */
+static int s_torch(s_parser_t *p, vl_model_spec_t *spec)
+{
+    const char *name = p->text + p->pos + strlen(S_TORCH);
+    size_t mod = s_dotted(name), fn = mod && name[mod] == ':' ? s_dotted(name + mod + 1) : 0;
+    size_t len = fn ? mod + 1 + fn : 0, end = len;
+    while (s_space(name[end]))
+        end++;
+    char token[S_TOKEN_MAX + 4];
+    if (!len || name[end]) {
+        s_quote(name, 0, strlen(name), token);
+        vl_why(p->err, p->errlen,
+               S_TORCH "%s at column %zu: expected " S_TORCH "package.module:function (a "
+                       "--torch-model's name)",
+               token, p->pos + 1);
+        return -1;
+    }
+    if (len > VL_MODEL_TORCH_MAX) {
+        vl_why(p->err, p->errlen, S_TORCH "%.40s...: longer than %u bytes", name,
+               VL_MODEL_TORCH_MAX);
+        return -1;
+    }
+    memcpy(spec->torch, name, len);
+    spec->torch[len] = '\0';
+    return 0;
+}
+
 /* Returns 1 if an image field of obs has a side under S_CNN_SMALL_BELOW. */
 static int s_small_frames(const vl_obs_spec_t *obs)
 {
@@ -415,7 +463,13 @@ vl_model_spec_t *vl_model_spec_parse_for(const char *text, const vl_obs_spec_t *
         return NULL;
     }
     s_parser_t p = {.text = text, .err = err, .errlen = errlen, .small_frames = s_small_frames(obs)};
-    for (s_skip_space(&p); text[p.pos]; s_skip_space(&p))
+    s_skip_space(&p);
+    if (strncmp(text + p.pos, S_TORCH, strlen(S_TORCH)) == 0) {
+        if (s_torch(&p, spec) != 0)
+            free(spec), spec = NULL;
+        return spec;
+    }
+    for (; text[p.pos]; s_skip_space(&p))
         if (s_item(&p, spec) != 0) {
             free(spec);
             return NULL;
@@ -442,7 +496,7 @@ vl_model_spec_t *vl_model_spec_for(const char *text, const vl_obs_spec_t *obs, u
         text = fallback;
     }
     vl_model_spec_t *spec = vl_model_spec_parse_for(text, obs, err, errlen);
-    if (spec && vl_model_spec_check(spec, obs, err, errlen) != 0)
+    if (spec && !spec->torch[0] && vl_model_spec_check(spec, obs, err, errlen) != 0)
         vl_model_spec_destroy(&spec);
     return spec;
 }
@@ -467,7 +521,7 @@ void vl_model_spec_destroy(vl_model_spec_t **self_p)
 int vl_model_spec_format(const vl_model_spec_t *self, char *buf, size_t size)
 {
     char text[VL_MODEL_TEXT_MAX + 1]; // 32 layers of at most 20 bytes and a space
-    size_t n = 0;
+    size_t n = self->torch[0] ? (size_t)snprintf(text, sizeof text, S_TORCH "%s", self->torch) : 0;
     for (uint32_t i = 0; i < self->n_layers; i++) {
         if (i)
             text[n++] = ' ';
@@ -482,7 +536,7 @@ int vl_model_spec_format(const vl_model_spec_t *self, char *buf, size_t size)
 
 int vl_model_spec_equal(const vl_model_spec_t *a, const vl_model_spec_t *b)
 {
-    if (a->n_layers != b->n_layers)
+    if (a->n_layers != b->n_layers || strcmp(a->torch, b->torch) != 0)
         return 0;
     for (uint32_t i = 0; i < a->n_layers; i++) {
         const vl_model_layer_t *x = &a->layers[i], *y = &b->layers[i];
@@ -640,6 +694,13 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
                          vl_model_shapes_t *shapes, char *err, size_t errlen)
 {
     memset(shapes, 0, sizeof *shapes);
+    if (self->torch[0]) {
+        vl_why(err, errlen,
+               "a PyTorch module of your own, which volley's C network cannot run: act with "
+               "python3 -m volley actor --torch-model %s",
+               self->torch);
+        return -1;
+    }
     if (obs->n_fields == 0 || obs->n_fields > VL_OBS_FIELDS_MAX) {
         vl_why(err, errlen, "observation has %u fields; expected 1..%u", obs->n_fields,
                VL_OBS_FIELDS_MAX);

@@ -8,6 +8,11 @@
         layer  = "conv(" out "," k "," stride [ "," pad ] ")"
                | "linear(" n ")" | "lstm(" n ")" | "relu" | "tanh"
         preset = "mlp" [ "(" n ")" ] | "cnn"
+    or, alone, "torch:" package.module ":" function: a PyTorch module of
+    the user's own (python3 -m volley learner --torch --torch-model MOD:FN),
+    which only Python runs; such a spec has no layers, and checking it
+    (vl_model_spec_check, vl_model_spec_shapes) refuses it with one line
+    naming --torch-model, so a C actor or the C engine never builds one.
     A preset expands in place into its layers, so "cnn lstm(256)" is the cnn
     torso followed by an LSTM core:
     - mlp(n) = linear(n) tanh linear(n) tanh, and mlp = mlp(64): the torso of
@@ -52,6 +57,7 @@
 // its layers and image fields (32 x 8 outputs of VL_MODEL_FEATURES_MAX each).
 #define VL_MODEL_ACTIVATIONS_MAX (1u << 24)
 #define VL_MODEL_MLP_WIDTH    64         // mlp's width, as volley's --hidden default
+#define VL_MODEL_TORCH_MAX    127        // bytes of a torch spec's MOD:FN, quoted in refusals
 
 typedef enum {
     VL_LAYER_CONV,   // out channels, kernel k x k, stride, pad
@@ -104,7 +110,8 @@ vl_model_spec_t *vl_model_spec_parse_for(const char *text, const vl_obs_spec_t *
 
 /* Parses the model a policy over obs runs: text when it is not NULL or "",
    else the default, cnn when a field of obs is an image, else mlp(hidden);
-   and checks it against obs. Returns a new spec (caller destroys), or NULL
+   and checks it against obs (a torch spec is not checked: it names a
+   module only Python builds). Returns a new spec (caller destroys), or NULL
    after writing one line to err. */
 vl_model_spec_t *vl_model_spec_for(const char *text, const vl_obs_spec_t *obs, uint32_t hidden,
                                    char *err, size_t errlen);
@@ -133,7 +140,7 @@ int vl_model_spec_has_conv(const vl_model_spec_t *self);
    per sequence: 2H for an lstm(H) core (h then c), 0 without one. */
 uint32_t vl_model_spec_state_size(const vl_model_spec_t *self);
 
-/* Returns the number of layers (presets expanded), at least 1. */
+/* Returns the number of layers (presets expanded), at least 1; 0 for a torch spec. */
 uint32_t vl_model_spec_count(const vl_model_spec_t *self);
 
 /* Returns layer i (i < count), owned by the spec. */

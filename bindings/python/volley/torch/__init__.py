@@ -8,6 +8,9 @@
                         VolleyNet, ActionDist, load_weights, numpy_weights)
   volley.torch.engine   TorchEngine: the learner's update on a torch device
   volley.torch.learner  TorchLearner and `python3 -m volley learner --torch`
+  volley.torch.custom   a module of one's own (--torch-model MOD:FN): ModelSpec,
+                        CustomNet, build_net, model_text
+  volley.torch.actor    torch_policy: a volley.Actor policy_fn acting with it
 
 Importing volley does not import torch; importing volley.torch does. Inside
 this package `import torch` is PyTorch (imports are absolute).
@@ -16,5 +19,8 @@ from .model import *  # noqa: F401,F403  (its __all__)
 from .model import __all__ as _model_all
 from .engine import TorchEngine, default_device
 from .learner import TorchLearner
+from .custom import CustomNet, ModelSpec, build_net, model_text
+from .actor import torch_policy
 
-__all__ = list(_model_all) + ["TorchEngine", "default_device", "TorchLearner"]
+__all__ = list(_model_all) + ["TorchEngine", "default_device", "TorchLearner", "CustomNet",
+                              "ModelSpec", "build_net", "model_text", "torch_policy"]

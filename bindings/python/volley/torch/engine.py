@@ -159,18 +159,21 @@ class _Staging:
 
 class TorchEngine:
     """An outside engine (see volley.engine.ops_for) training volley.torch's
-    module of config's model spec; device None: CUDA when available, else
+    module of config's model spec, or module when given (a network with
+    VolleyNet's interface: forward, dist, num_actions, state_size, set_norm;
+    volley.torch.custom.CustomNet); device None: CUDA when available, else
     the CPU. compile: torch.compile the module (PyTorch 2). amp "bf16":
     forward and loss under bfloat16 autocast. ValueError for an option this
     torch cannot honour."""
 
     def __init__(self, config: E.Config, device: Any = None, compile: bool = False,
-                 amp: Optional[str] = None) -> None:
+                 amp: Optional[str] = None, module: Optional[torch.nn.Module] = None) -> None:
         if amp not in (None, "bf16"):
             raise ValueError(f"amp: expected None or 'bf16', got {amp!r}")
         self.config = c = config
         self.device = torch.device(device) if device is not None else default_device()
-        self.module: VolleyNet = build(c.model, c.fields, c.action, seed=c.seed)
+        self.module: VolleyNet = cast(VolleyNet, module) if module is not None else \
+            build(c.model, c.fields, c.action, seed=c.seed)
         self.module.set_norm(False)  # the learner hands observations normalised already
         if self.module.state_size != c.state_size:
             raise ValueError(f"{c.model!r}: a state of {self.module.state_size} floats, the "

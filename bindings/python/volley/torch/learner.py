@@ -16,7 +16,11 @@ C actors act with what it publishes) and its Adam.
     TorchLearner("127.0.0.1:7600", env="cartpole", max_steps=200000).run()
 
 torch options: --device D (default cuda when available, else cpu),
---compile (torch.compile, PyTorch 2), --amp bf16 (bfloat16 autocast).
+--compile (torch.compile, PyTorch 2), --amp bf16 (bfloat16 autocast),
+--torch-model MOD:FN (a module of one's own, volley.torch.custom: the
+policy's model becomes torch:MOD:FN, which Python actors started with the
+same --torch-model act with; a policy whose spec at the broker names
+torch:MOD:FN is trained with that module without the flag).
 torch's CPU threads: the learner's --threads, else 1. --device cuda where
 this torch has no CUDA is refused (exit 2); a device left unset is logged,
 with a warning when it is the CPU while an NVIDIA GPU is visible. On CUDA,
@@ -35,6 +39,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import torch
 
 from .. import engine as E
+from . import custom
 from .engine import TorchEngine, default_device
 
 __all__ = ["TorchLearner", "main", "split_argv", "minibatch_for", "TORCH_HELP", "CUDA_MINIBATCH"]
@@ -50,6 +55,10 @@ torch options (python3 -m volley learner --torch):
                      has CUDA, else cpu); cuda without CUDA is refused
   --compile          torch.compile the module (PyTorch 2)
   --amp bf16         forward and loss under bfloat16 autocast on the device
+  --torch-model MOD:FN
+                     train the nn.Module MOD.FN(spec) returns (the policy's model
+                     becomes torch:MOD:FN; act with python3 -m volley actor
+                     --torch-model MOD:FN; C actors refuse it)
 torch's CPU threads: --threads, else 1. On cuda, --minibatch defaults to {CUDA_MINIBATCH}.
 """
 
@@ -100,14 +109,18 @@ def _visible_gpu() -> Optional[str]:
 
 
 class TorchOptions:
-    """The torch-only flags: device, compile, amp."""
+    """The torch-only flags: device, compile, amp, torch_model (MOD:FN)."""
 
     def __init__(self, device: Optional[str] = None, compile: bool = False,
-                 amp: Optional[str] = None) -> None:
+                 amp: Optional[str] = None, torch_model: Optional[str] = None) -> None:
         self.device, self.compile, self.amp = device, bool(compile), amp
+        self.torch_model = torch_model
 
     def check(self) -> None:
-        """ValueError naming the first option this torch cannot honour."""
+        """ValueError naming the first option this torch cannot honour (or the
+        --torch-model it cannot import)."""
+        if self.torch_model is not None:
+            custom.load_build(self.torch_model)
         if self.amp not in (None, "bf16"):
             raise ValueError(f"--amp: expected bf16, got {self.amp!r}")
         if self.compile and not hasattr(torch, "compile"):
@@ -141,10 +154,24 @@ class TorchOptions:
                  f"says the CPU is meant)", "warning")
         return dev
 
+    def model_args(self, argv: Sequence[str]) -> List[str]:
+        """The C learner's --model for --torch-model (none without it).
+        ValueError when argv names a --model too."""
+        if self.torch_model is None:
+            return []
+        if any(a.partition("=")[0] == "--model" for a in argv):
+            raise ValueError("--torch-model and --model both name the network: give one")
+        return ["--model", custom.model_text(self.torch_model)]
+
     def open(self, config: E.Config) -> TorchEngine:
-        """The engine for the learner's config."""
+        """The engine for the learner's config: volley.torch's network of its
+        model spec, or for a torch:MOD:FN spec the module MOD.FN builds."""
         torch.set_num_threads(config.threads or 1)
-        engine = TorchEngine(config, device=self.device, compile=self.compile, amp=self.amp)
+        module = None
+        if custom.is_model_text(config.model):
+            module = custom.build_net(config.model, config, seed=config.seed)
+        engine = TorchEngine(config, device=self.device, compile=self.compile, amp=self.amp,
+                             module=module)
         if E._lib.has("vl_engine_set_device"):  # the learner's progress line names it
             E._lib.lib.vl_engine_set_device(str(engine.device).encode())
         _log(f"torch engine: {config.model} on {engine.device} (torch {torch.__version__}, "
@@ -182,12 +209,12 @@ def split_argv(argv: Sequence[str]) -> Tuple[List[str], TorchOptions]:
             pass
         elif a == "--compile":
             opts.compile = True
-        elif key in ("--device", "--amp"):
+        elif key in ("--device", "--amp", "--torch-model"):
             if not eq:
                 if i + 1 >= len(argv):
                     raise ValueError(f"{key}: needs a value")
                 i, val = i + 1, argv[i + 1]
-            setattr(opts, key[2:], val)
+            setattr(opts, key[2:].replace("-", "_"), val)
         else:
             rest.append(a)
         i += 1
@@ -205,6 +232,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         rest, opts = split_argv(argv)
         opts.check()
+        rest += opts.model_args(rest)
     except ValueError as e:
         print(f"volley learner --torch: {e}", file=sys.stderr)
         return 2
@@ -237,16 +265,19 @@ class TorchLearner:
     "HOST[:PORT]", policy, and any flag of `volley learner` as a keyword
     (env="cartpole", run_dir="runs/x", max_steps=100000, lr=3e-4,
     resume=True ...: underscores for dashes, True for a flag alone); device,
-    compile and amp as the command's torch options. run() trains until the
-    run ends (--max-steps, SIGINT or SIGTERM) and returns the exit code;
+    compile, amp and torch_model ("pkg.mod:build", a module of one's own:
+    volley.torch.custom) as the command's torch options. run() trains until
+    the run ends (--max-steps, SIGINT or SIGTERM) and returns the exit code;
     engine is then the TorchEngine that trained."""
 
     def __init__(self, broker: str = "127.0.0.1:7600", policy: str = "default",
                  device: Any = None, compile: bool = False, amp: Optional[str] = None,
-                 **flags: Any) -> None:
-        self.options = TorchOptions(None if device is None else str(device), compile, amp)
+                 torch_model: Optional[str] = None, **flags: Any) -> None:
+        self.options = TorchOptions(None if device is None else str(device), compile, amp,
+                                    torch_model)
         self.options.check()
         self.argv = ["learner", "--broker", broker, "--policy", policy] + _flag_args(flags)
+        self.argv += self.options.model_args(self.argv)
         self.engine: Optional[TorchEngine] = None
 
     def _open(self, config: E.Config) -> TorchEngine:
