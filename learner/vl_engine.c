@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/vl_proc.h"
+
 static char s_device[64] = "cpu"; // where this process's updates run
 
 void vl_engine_set_device(const char *name)
@@ -17,6 +19,11 @@ void vl_engine_set_device(const char *name)
 const char *vl_engine_device(void)
 {
     return s_device;
+}
+
+int vl_learner_stopping(void)
+{
+    return vl_interrupted != 0;
 }
 
 struct vl_engine_s {

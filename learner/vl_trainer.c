@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../common/vl_log.h"
+#include "../common/vl_proc.h"
 #include "../common/vl_rng.h"
 #include "../models/vl_dist.h"
 #include "../store/vtrace.h"
@@ -580,7 +581,11 @@ int vl_trainer_update(vl_trainer_t *self, const vl_segment_t *const *segs, int n
             acc.approx_kl += ls.approx_kl;
             acc.clip_frac += ls.clip_frac;
             steps++;
+            if (vl_interrupted) // a stop ends the update here: a long one would outlast its grace
+                break;
         }
+        if (vl_interrupted)
+            break;
     }
     if (stats) {
         float k = steps ? 1.0f / (float)steps : 0;

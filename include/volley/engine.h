@@ -193,6 +193,11 @@ VL_EXPORT vl_engine_batch_t *vl_engine_batch_new(const vl_engine_config_t *confi
 /* Frees the batch and nulls the pointer; safe on NULL and twice. */
 VL_EXPORT void vl_engine_batch_destroy(vl_engine_batch_t **self_p);
 
+/* Returns 1 once the learner has been asked to stop (SIGINT or SIGTERM): an
+   outside engine ends a long update at its next minibatch, as the C engine
+   does, so the learner checkpoints within its grace. */
+VL_EXPORT int vl_learner_stopping(void);
+
 /* Names the device this process's engine trains on ("cuda:0"), shown in the
    learner's progress line; NULL or "" names the CPU. Copied (63 bytes at most). */
 VL_EXPORT void vl_engine_set_device(const char *name);

@@ -87,6 +87,7 @@ class _arrays(ctypes.Structure):
 
 _lib.bind({
     "vl_engine_set_device": (None, [ctypes.c_char_p]),
+    "vl_learner_stopping": (c_int, []),
     "vl_engine_batch_size": (c_uint32, [_P]),
     "vl_engine_batch_bytes": (c_size_t, [_P, c_int]),
     "vl_engine_batch_gather": (c_int, [_P, c_int, _P, c_size_t]),
@@ -215,6 +216,12 @@ class Batch:
         perm = np.empty(N, np.uint32)
         _lib.lib.vl_engine_batch_shuffle(self.ptr, N, perm.ctypes.data)
         return perm
+
+
+def stopping() -> bool:
+    """True once the learner this process runs was asked to stop (SIGINT or
+    SIGTERM): a long update ends at its next minibatch."""
+    return bool(_lib.has("vl_learner_stopping") and _lib.lib.vl_learner_stopping())
 
 
 def _write_why(why: Optional[int], size: int, text: str) -> None:

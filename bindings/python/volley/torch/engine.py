@@ -423,6 +423,10 @@ class TorchEngine:
                 self._step(lr)
                 acc += st.double()
                 steps += 1
+                if E.stopping():  # the learner checkpoints within its grace
+                    break
+            if E.stopping():
+                break
         mean = (acc / max(steps, 1)).cpu().numpy()
         figures.update(zip(("policy_loss", "value_loss", "entropy", "approx_kl", "clip_frac"),
                            (float(x) for x in mean)))
