@@ -18,6 +18,7 @@
 #include "../models/vl_dist.h"
 #include "vl_plot.h"
 #include "vl_render.h"
+#include "vl_up_config.h"
 
 #define S_MAX_ENVS        16                    // envs stepped together when not rendering
 #define S_EPISODES        100                   // the solved criterion's episodes
@@ -82,7 +83,9 @@ static const vl_flag_t s_flags[] = {
     {"env", 0, VL_FLAG_TEXT, offsetof(s_args_t, env), 0, 0, "NAME|PATH.so|MOD:FN",
      "the env: a built-in, a plugin, or a Python env (package.module:function returning one env "
      "with Gymnasium's API, as `python3 -m volley actor --env`), played by the Python package "
-     "(python3 on PATH, numpy) with the C policy; a run whose actors were Python records it",
+     "with the C policy, on the Python `volley up` runs Python actors on ($VOLLEY_PYTHON, the "
+     "checkout's .venv, else a python3 on PATH with numpy); a run whose actors were Python "
+     "records it",
      "the run's; for a bare checkpoint, the built-in of the network's shape: cartpole, catch", 0,
      NULL},
     {"env-arg", 0, VL_FLAG_TEXT, offsetof(s_args_t, env_arg), 0, 0, "TEXT",
@@ -316,6 +319,18 @@ static void s_report(const vl_kept_t *kept, const vl_env_ops_t *env, const vl_ev
            st->ret_min, st->ret_max, lm, ls, st->len_min, st->len_max);
 }
 
+/* Has a Python env played by the Python that `volley up` runs its actors
+   on (the checkout's .venv, where the env's own packages are): sets
+   $VOLLEY_PYTHON to it unless set, or none is found (then the first
+   python3 on PATH that has numpy). */
+static void s_python_as_up(void)
+{
+    char python[1200];
+    vl_up_config_python(python, sizeof python);
+    if (strcmp(python, "python3") != 0)
+        setenv("VOLLEY_PYTHON", python, 0);
+}
+
 int vl_eval_main(int argc, char **argv)
 {
     s_args_t a = {.seed = 1, .fps = S_FPS};
@@ -330,6 +345,7 @@ int vl_eval_main(int argc, char **argv)
     }
     if (vl_kept_python_env(a.env, kept)) { // played by the Python package, on the C policy
         vl_kept_destroy(&kept);
+        s_python_as_up();
         return vl_python_exec("eval", "volley.evaluate", "import numpy", argc, argv);
     }
     const vl_env_ops_t *env = s_resolve_env(&a, kept);

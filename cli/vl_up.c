@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ typedef struct {
     char record[S_PATH_MAX];      // the broker's --record FILE, or ""
     char broker_log[S_PATH_MAX];  // the broker's log, for its reason when it does not start
     char learner_log[S_PATH_MAX]; // the learner's log, for its reason when it stops
+    char actor_log[VL_UP_MAX_ACTORS][S_PATH_MAX]; // actor i+1's, for why none fed the learner
 } s_run_t;
 
 /* A child's command line under construction: numbers are formatted into
@@ -77,6 +79,20 @@ static void s_note_command(s_run_t *r, const char *role, char *const *argv)
     fputc('\n', r->config);
 }
 
+/* Returns where the path of the child's log called name (broker, learner,
+   actor-N) is kept, or NULL. */
+static char *s_log_slot(s_run_t *r, const char *name)
+{
+    int i;
+    if (strcmp(name, "broker") == 0)
+        return r->broker_log;
+    if (strcmp(name, "learner") == 0)
+        return r->learner_log;
+    if (sscanf(name, "actor-%d", &i) == 1 && i >= 1 && i <= VL_UP_MAX_ACTORS)
+        return r->actor_log[i - 1];
+    return NULL;
+}
+
 /* Opens the run's log for a child (logs/<name>.log, numbered when taken).
    Returns its descriptor, or -1 with --verbose (the child keeps our
    terminal) or when it cannot be made (logged). */
@@ -84,43 +100,94 @@ static int s_open_log(s_run_t *r, const char *name)
 {
     if (r->c.verbose)
         return -1;
-    char stem[64], path[S_PATH_MAX];
+    char stem[64], path[S_PATH_MAX], *slot = s_log_slot(r, name);
     snprintf(stem, sizeof stem, "logs/%s", name);
     int fd = vl_rundir_create(r->dir, stem, ".log", path, sizeof path);
-    if (fd >= 0 && strcmp(name, "broker") == 0)
-        snprintf(r->broker_log, sizeof r->broker_log, "%s", path);
-    if (fd >= 0 && strcmp(name, "learner") == 0)
-        snprintf(r->learner_log, sizeof r->learner_log, "%s", path);
+    if (fd >= 0 && slot)
+        snprintf(slot, S_PATH_MAX, "%s", path);
     return fd;
+}
+
+/* Writes the last line of the log at path that holds word (any non-empty
+   line when word is NULL) into out[size], without its newline; "" when
+   there is none. Returns out. */
+static char *s_log_last(const char *path, const char *word, char *out, size_t size)
+{
+    FILE *f = path[0] ? fopen(path, "r") : NULL;
+    char line[1024];
+    out[0] = '\0';
+    while (f && fgets(line, sizeof line, f))
+        if (line[0] != '\n' && (!word || strstr(line, word)))
+            snprintf(out, size, "%.*s", (int)strcspn(line, "\n"), line);
+    if (f)
+        fclose(f);
+    return out;
 }
 
 /* Prints the broker log's last error line, if any: why it did not start. */
 static void s_broker_reason(const s_run_t *r)
 {
-    FILE *f = r->broker_log[0] ? fopen(r->broker_log, "r") : NULL;
-    char line[512], last[512] = "";
-    while (f && fgets(line, sizeof line, f))
-        if (strstr(line, "error:"))
-            snprintf(last, sizeof last, "%s", line);
-    if (f)
-        fclose(f);
-    if (last[0])
-        fprintf(stderr, "volley up: the broker said: %s", strstr(last, "error:") + 7);
+    char last[1024];
+    if (s_log_last(r->broker_log, "error:", last, sizeof last)[0])
+        fprintf(stderr, "volley up: the broker said: %s\n", strstr(last, "error:") + 7);
 }
 
 /* Prints the learner log's last line, if any: why it stopped (a refused
    --device, a traceback's last line, a C learner's error). */
 static void s_learner_reason(const s_run_t *r)
 {
-    FILE *f = r->learner_log[0] ? fopen(r->learner_log, "r") : NULL;
-    char line[1024], last[1024] = "";
-    while (f && fgets(line, sizeof line, f))
-        if (line[0] != '\n')
-            snprintf(last, sizeof last, "%s", line);
-    if (f)
-        fclose(f);
-    if (last[0])
-        fprintf(stderr, "volley up: the learner said: %s%s", last, strchr(last, '\n') ? "" : "\n");
+    char last[1024];
+    if (s_log_last(r->learner_log, NULL, last, sizeof last)[0])
+        fprintf(stderr, "volley up: the learner said: %s\n", last);
+}
+
+/* Says which child stopped and how, in words ("exit 2", "killed by signal
+   9 (SIGKILL)"); for an actor that stopped before any segment reached the
+   learner (an env that does not import, a refused spec), its log and that
+   log's last line. An actor of a plugin env that a fatal signal ended may
+   have died in the plugin: its log says so when it did ("... in env plugin
+   PATH"). */
+static void s_child_stopped(const s_run_t *r, const vl_up_end_t *end)
+{
+    static const char *const roles[] = {"broker", "learner", "actor"};
+    const vl_up_config_t *c = &r->c;
+    int which = end->stopped, sig = WIFSIGNALED(end->status) ? WTERMSIG(end->status) : 0;
+    int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
+    const char *log = which >= 2 ? r->actor_log[which - 2] : "";
+    char how[64], last[1024];
+    vl_proc_describe(end->status, how, sizeof how);
+    if (which >= 2 && !end->fed)
+        fprintf(stderr,
+                "volley up: the actor process stopped (%s) before any segment reached the "
+                "learner; %s%s%s\n",
+                how, log[0] ? log : "its output", log[0] ? " ends: " : " above says why",
+                s_log_last(log, NULL, last, sizeof last));
+    else
+        fprintf(stderr, "volley up: the %s process stopped (%s); stopping the run\n",
+                roles[which < 2 ? which : 2], how);
+    if (which >= 2 && fault && c->env && c->env->path)
+        fprintf(stderr,
+                "volley up: its env is the plugin %s: logs/actor-%d.log in the run's "
+                "directory says whether the fault was in it\n",
+                c->env->path, which - 1);
+}
+
+/* Says, in one line, that no segment reached the learner by the end of its
+   budget, and where to look: actor 1's log and its last line; with
+   --actors 0, that no actor came to the broker at broker. */
+static void s_unfed(const s_run_t *r, const vl_up_end_t *end, const char *broker)
+{
+    const char *log = r->actor_log[0];
+    char last[1024];
+    if (!r->c.actors)
+        fprintf(stderr,
+                "volley up: no actor sent a segment in %.1f s: none came to the broker on "
+                "%s (--actors 0: start them elsewhere with --broker %s)\n",
+                end->secs, broker, broker);
+    else
+        fprintf(stderr, "volley up: no segment reached the learner in %.1f s; %s%s%s\n", end->secs,
+                log[0] ? log : "the actors' output", log[0] ? " ends: " : " above may say why",
+                s_log_last(log, NULL, last, sizeof last));
 }
 
 /* Writes where this box reaches the broker, "HOST:PORT", into out[size]:
@@ -148,72 +215,78 @@ static void s_add_keys(s_args_t *a, const vl_up_config_t *c, const char *cert,
     s_add(a, store[1]);
 }
 
-/* Finds the Python that runs the PyTorch learner into out[size]:
-   $VOLLEY_PYTHON; else the .venv of the checkout this volley was built in
-   (BUILD/../.venv/bin/python, which compose/setup.sh makes); else python3
-   from PATH. Points $VOLLEY_LIB at the libvolley beside this executable
-   (unless set), so that the learner runs the library the rest of the run
-   does. */
-static void s_torch_python(char *out, size_t size)
+/* Appends a role's env flags: a C env's (--env and --env-arg) for every
+   role; a Python env's --env MOD:FN for its actors only, the learner taking
+   the spec they declare from the broker (its host needs no env code). */
+static void s_add_env(s_args_t *a, const vl_up_config_t *c, const char *role)
 {
-    char exe[S_PATH_MAX], path[S_PATH_MAX + 32];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
-    if (slash)
-        *slash = '\0'; // the executable's folder
-    snprintf(path, sizeof path, "%s/libvolley.so", exe);
-    if (slash && access(path, R_OK) == 0)
-        setenv("VOLLEY_LIB", path, 0);
-    snprintf(path, sizeof path, "%s/../.venv/bin/python", exe);
-    if (getenv("VOLLEY_PYTHON") && *getenv("VOLLEY_PYTHON"))
-        snprintf(out, size, "%s", getenv("VOLLEY_PYTHON"));
-    else
-        snprintf(out, size, "%s", slash && access(path, X_OK) == 0 ? path : "python3");
+    if (c->python_env && strcmp(role, "actor") == 0) {
+        s_add(a, "--env");
+        s_add(a, c->python_env);
+        if (c->torch_model) { // acting with the module the learner trains
+            s_add(a, "--torch-model");
+            s_add(a, c->torch_model);
+        }
+    }
+    if (!c->env)
+        return;
+    s_add(a, "--env");
+    s_add(a, c->env->path ? c->env->path : c->env->name);
+    if (c->env_arg) {
+        s_add(a, "--env-arg");
+        s_add(a, c->env_arg);
+    }
+}
+
+/* Returns 1 when the role runs in Python (`PYTHON -m volley ROLE`): the
+   learner with --learner torch, the actors of a Python env. */
+static int s_in_python(const vl_up_config_t *c, const char *role)
+{
+    return strcmp(role, "learner") == 0 ? c->torch : strcmp(role, "actor") == 0 && c->python_env;
 }
 
 /* Starts `volley <role> --broker <host>:<port>` (s_broker_addr) plus what is common to
    every child (for the learner with --learner torch, `PYTHON -m volley
-   learner --torch` with the same flags); `a` holds the role's own flags;
-   its output goes to the run's logs/<log>.log. */
+   learner --torch` with the same flags; for a Python env's actors, `PYTHON
+   -m volley actor`); `a` holds the role's own flags; its output goes to the
+   run's logs/<log>.log. */
 static pid_t s_spawn(s_run_t *r, const char *role, const char *log, s_args_t *a)
 {
     const vl_up_config_t *c = &r->c;
     char broker[300];
     static char python[S_PATH_MAX + 32];
     static char keys[2][S_PATH_MAX];
-    int torch = c->torch && strcmp(role, "learner") == 0;
+    int in_python = s_in_python(c, role);
     s_broker_addr(c, broker, sizeof broker);
     s_args_t full = {.argc = 0};
-    if (torch) {
-        s_torch_python(python, sizeof python);
+    if (in_python) {
+        vl_up_config_python(python, sizeof python);
         s_add(&full, python);
         s_add(&full, "-m");
     }
     s_add(&full, "volley");
     s_add(&full, role);
-    if (torch)
+    if (in_python && strcmp(role, "learner") == 0)
         s_add(&full, "--torch");
     if (strcmp(role, "broker") != 0) {
         s_add(&full, "--broker");
         s_add(&full, broker);
-        s_add(&full, "--env");
-        s_add(&full, c->env->path ? c->env->path : c->env->name);
-        if (c->env_arg) {
-            s_add(&full, "--env-arg");
-            s_add(&full, c->env_arg);
-        }
+        s_add_env(&full, c, role);
         s_add_long(&full, "--horizon", c->horizon);
         s_add_long(&full, "--hidden", c->hidden);
-        s_add(&full, "--model");
-        s_add(&full, c->model_text);
+        if (c->model_text[0]) { // a Python env's without --model: each role's default
+            s_add(&full, "--model");
+            s_add(&full, c->model_text);
+        }
         s_add_keys(&full, c, strcmp(role, "learner") == 0 ? "learner.cert" : "actor.cert", keys);
     }
     for (int i = 0; i < a->argc; i++)
         s_add(&full, a->argv[i]);
     int fd = s_open_log(r, log);
-    if (fd < 0 && !c->verbose)
+    if (fd < 0 && !c->verbose && !(c->python_env && strcmp(role, "actor") == 0))
         s_add(&full, "--quiet"); // no log file: warnings still reach the terminal
-    pid_t pid = torch ? vl_proc_spawn_exec(python, full.argv, fd) : vl_proc_spawn_to(full.argv, fd);
+    pid_t pid =
+        in_python ? vl_proc_spawn_exec(python, full.argv, fd) : vl_proc_spawn_to(full.argv, fd);
     if (fd >= 0)
         close(fd);
     if (pid > 0 && strcmp(role, "broker") != 0)
@@ -282,7 +355,7 @@ static pid_t s_start_broker(s_run_t *r)
     return ready ? pid : -1;
 }
 
-/* Appends the torch learner's own flags (--device, --compile, --amp) as
+/* Appends the torch learner's own flags (--device, --compile, --amp, --torch-model) as
    given; nothing for the C learner, which up refused them for. */
 static void s_add_torch(s_args_t *a, const vl_up_config_t *c)
 {
@@ -297,6 +370,10 @@ static void s_add_torch(s_args_t *a, const vl_up_config_t *c)
     if (c->amp) {
         s_add(a, "--amp");
         s_add(a, c->amp);
+    }
+    if (c->torch_model) {
+        s_add(a, "--torch-model");
+        s_add(a, c->torch_model);
     }
 }
 
@@ -324,8 +401,12 @@ static int s_start_rest(s_run_t *r, pid_t *pids)
     s_add_long(&a, "--seed", c->seed);
     if (c->max_steps) // takes nothing past it: the budget is exact
         s_add_long(&a, "--max-steps", c->max_steps);
-    s_add_long(&a, "--batch", batch);
-    s_add_long(&a, "--capacity", 4 * batch + 4 * acting + c->retain);
+    // A Python vector env steps its own count of envs, which up cannot know: the learner then
+    // sizes its batch and buffer for a round of up to 256 (unless --batch says).
+    if (!c->python_env || c->batch) {
+        s_add_long(&a, "--batch", batch);
+        s_add_long(&a, "--capacity", 4 * batch + 4 * acting + c->retain);
+    }
     s_add_long(&a, "--retain", c->retain);
     s_add(&a, "--checkpoint");
     s_add(&a, r->checkpoint);
@@ -416,17 +497,31 @@ static pid_t s_broker_up(s_run_t *r, int *rc)
 static int s_check_checkpoint(const vl_up_config_t *c, const char *dir)
 {
     vl_learner_config_t lc = vl_learner_config_default();
-    vl_learner_config_set_env(&lc, c->env);
+    if (c->env) // a Python env's spec comes from its actors: the learner checks it then
+        vl_learner_config_set_env(&lc, c->env);
     lc.hidden = (uint32_t)c->hidden;
     lc.horizon = (uint32_t)c->horizon;
     lc.checkpoint_dir = dir;
     lc.resume = c->resume;
     lc.force = c->force;
     char why[1024];
-    if (vl_keeper_check(&lc, 1, why, sizeof why) == 0)
+    if (vl_keeper_check(&lc, c->env != NULL, why, sizeof why) == 0)
         return 0;
     fprintf(stderr, "volley up: %s\n", why);
     return -1;
+}
+
+/* Writes the env's word in a generated run name into out[size]: a Python
+   env's module's last part (screens for volley.envs.screens:make_env), else
+   the C env's name. Returns out. */
+static const char *s_run_label(const vl_up_config_t *c, char *out, size_t size)
+{
+    const char *text = vl_up_config_env_name(c);
+    size_t end = c->python_env ? strcspn(text, ":") : strlen(text), start = end;
+    while (c->python_env && start > 0 && text[start - 1] != '.')
+        start--;
+    snprintf(out, size, "%.*s", (int)(end - start), text + start);
+    return out;
 }
 
 /* Opens the run directory and settles the paths it hands out; writes the
@@ -442,7 +537,9 @@ static int s_prepare(s_run_t *r)
     }
     if (c->checkpoint && s_check_checkpoint(c, c->checkpoint) != 0)
         return -1;
-    r->dir = vl_rundir_open(c->runs, c->name, c->env->name, c->resume, why, sizeof why);
+    char label[80];
+    r->dir = vl_rundir_open(c->runs, c->name, s_run_label(c, label, sizeof label), c->resume, why,
+                            sizeof why);
     if (!r->dir) {
         fprintf(stderr, "volley up: %s\n", why);
         return -1;
@@ -534,15 +631,21 @@ static int s_run(s_run_t *r)
         fprintf(stderr, "volley up: could not start the run\n");
         rc = 1;
     } else {
-        printf("volley up: %s, broker on %s:%ld, 1 %slearner, %ld actors x %ld envs; run "
+        printf("volley up: %s, broker on %s:%ld, 1 %slearner, %ld %sactors x %ld envs; run "
                "directory %s\n",
-               c->env->name, c->bind ? c->bind : "127.0.0.1", c->port, c->torch ? "PyTorch " : "",
-               c->actors, c->envs, vl_rundir_path(r->dir));
+               vl_up_config_env_name(c), c->bind ? c->bind : "127.0.0.1", c->port,
+               c->torch ? "PyTorch " : "", c->actors, c->python_env ? "Python " : "", c->envs,
+               vl_rundir_path(r->dir));
         s_gpu_note(c);
         fflush(stdout);
-        rc = vl_up_watch(c, sub, pids, n, start, last, sizeof last);
-        if (rc == 1 && pids[1] == 0) // the learner stopped on its own: its last word
+        vl_up_end_t end;
+        rc = vl_up_watch(c, sub, pids, n, start, last, sizeof last, &end);
+        if (rc == 1 && end.stopped >= 0)
+            s_child_stopped(r, &end);
+        if (rc == 1 && end.stopped == 1) // the learner stopped on its own: its last word
             s_learner_reason(r);
+        else if (rc == 1 && end.stopped < 0 && !end.fed) // nothing came: where to look
+            s_unfed(r, &end, broker);
     }
     // Stop in reverse order of start: actors, then the learner (its last checkpoint is the
     // run's result: a learner that could not write it has failed the run), then the broker.

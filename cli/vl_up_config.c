@@ -13,7 +13,9 @@
 #include "../common/vl_file_id.h"
 #include "../common/vl_ini.h"
 #include "../common/vl_opts.h"
+#include "../learner/vl_kept.h"
 #include "../learner/vl_learner.h"
+#include "../models/vl_model_spec.h"
 
 #define S_OPT(name, field, lo, hi, help)                                                           \
     VL_NUM_OPT(vl_up_config_t, name, VL_OPT_LONG, field, lo, hi, help)
@@ -21,7 +23,8 @@
 static const vl_num_opt_t s_nums[] = {
     S_OPT("actors", actors, 0, VL_UP_MAX_ACTORS,
           "actor processes on this box (0: only remote ones, which needs --bind and --batch)"),
-    S_OPT("envs", envs, 1, 4096, "environments per actor"),
+    S_OPT("envs", envs, 1, 4096,
+          "environments per actor (a Python vector env steps its own number)"),
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
           "broker base port; it and the 4 after it must be free (0: pick free ports)"),
     S_OPT("max-steps", max_steps, 1, 1L << 50,
@@ -37,7 +40,8 @@ static const vl_num_opt_t s_nums[] = {
           "actor: segments per env on one weights version before waiting (-1: the actor's)"),
     S_OPT("wait-ms", wait_ms, -1, 3600000, "actor: longest such wait (-1: the actor's)"),
 };
-#define S_NNUMS ((int)(sizeof s_nums / sizeof s_nums[0]))
+#define S_NNUMS    ((int)(sizeof s_nums / sizeof s_nums[0]))
+#define S_PATH_MAX 1100 // this executable's path
 
 static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at start
                                           .actors = 2,
@@ -54,7 +58,8 @@ static const vl_up_config_t s_defaults = {.env = NULL, // cartpole, looked up at
 /* The flags that take a text (checked where they are used) or nothing. */
 static const char *const s_texts[] = {"env",     "env-arg", "until",     "checkpoint", "record",
                                       "name",    "runs",    "lr-anneal", "obs-check",  "model",
-                                      "learner", "bind",    "keys",      "device",     "amp"};
+                                      "learner", "bind",    "keys",      "device",     "amp",
+                                      "torch-model"};
 static const char *const s_bools[] = {"resume", "verbose", "deterministic", "force", "compile"};
 /* Where each of s_bools is kept, in its order. */
 static const size_t s_bool_at[] = {
@@ -62,7 +67,7 @@ static const size_t s_bool_at[] = {
     offsetof(vl_up_config_t, deterministic), offsetof(vl_up_config_t, force),
     offsetof(vl_up_config_t, compile)};
 /* The torch learner's own flags, passed to it as given: refused with the C learner. */
-static const char *const s_torch_only[] = {"device", "compile", "amp"};
+static const char *const s_torch_only[] = {"device", "compile", "amp", "torch-model"};
 /* What --amp takes: the autocast dtypes the torch learner offers. */
 static const char *const s_amps[] = {"bf16"};
 #define S_NAMPS  ((int)(sizeof s_amps / sizeof s_amps[0]))
@@ -101,8 +106,8 @@ static void s_usage(FILE *out)
 {
     fprintf(
         out,
-        "usage: volley up [--env NAME|PATH.so [--env-arg TEXT]] [--until solved|steps|seconds]\n"
-        "                 [--name NAME] [--runs DIR] [--config FILE] [numeric options]\n"
+        "usage: volley up [--env NAME|PATH.so|MOD:FN [--env-arg TEXT]] [--name NAME] [--runs DIR]\n"
+        "                 [--until solved|steps|seconds] [--config FILE] [numeric options]\n"
         "                 [learner options] [--checkpoint DIR] [--resume] [--record FILE]\n"
         "                 [--verbose]\n"
         "\n"
@@ -128,6 +133,16 @@ static void s_usage(FILE *out)
         "Every run keeps a directory, RUNS/NAME: config.ini (the resolved configuration:\n"
         "`volley up --config RUNS/NAME/config.ini` runs it again), checkpoints/, the\n"
         "processes' logs in logs/, the learner's metrics, and the recording if asked.\n"
+        "\n"
+        "--env MOD:FN (package.module:function returning an env with Gymnasium's API, or a\n"
+        "vector env) runs Python actors, `PYTHON -m volley actor --env MOD:FN` (PYTHON as\n"
+        "for --learner torch), imported from this directory; the learner takes the spec\n"
+        "they declare (no --env). A vector env steps its own num_envs, whatever --envs\n"
+        "says, so unless --batch is given the learner sizes its batch to take each round\n"
+        "whole (up to 256 envs). Such an env has no solved return: the run ends at\n"
+        "--max-steps or --max-seconds. A run that no actor feeds (an actor stopped\n"
+        "before any segment arrived, or none arrived within its budget) says so in one\n"
+        "line naming an actor's log, and exits 1.\n"
         "\n");
     vl_env_print_help(out, NULL);
     vl_opt_print(out, s_nums, S_NNUMS, &s_defaults);
@@ -171,6 +186,9 @@ static void s_usage(FILE *out)
             "  --compile          with --learner torch: torch.compile its module (PyTorch 2)\n"
             "  --amp bf16         with --learner torch: forward and loss under bfloat16\n"
             "                     autocast\n"
+            "  --torch-model MOD:FN  with --learner torch and a Python env: your own torch\n"
+            "                     module, built by MOD.FN(spec), trained by the learner and\n"
+            "                     acted with by the actors (python3 -m volley learner --help)\n"
             "  --obs-check MODE   the actors' check of observations against their declared\n"
             "                     ranges: error (default), warn or off (see volley actor --help)\n"
             "  --lr-anneal linear|none  the learning rate falls linearly to 0 at --max-steps\n"
@@ -247,8 +265,11 @@ static int s_check_text(const char *key, const char *value, char *why, size_t wh
         snprintf(why, why_size, "amp wants bf16, not '%s'", value);
         return -1;
     }
-    if (strcmp(key, "env") == 0 && !vl_env_find(value) && access(value, R_OK) != 0) {
-        snprintf(why, why_size, "env: no built-in '%s' and no plugin file there", value);
+    if (strcmp(key, "env") == 0 && !vl_env_find(value) && access(value, R_OK) != 0 &&
+        !vl_kept_is_python_env(value)) {
+        snprintf(why, why_size,
+                 "env: no built-in '%s', no plugin file there, and not package.module:function",
+                 value);
         return -1;
     }
     return 0;
@@ -529,10 +550,11 @@ static int s_parse_until(const char *text, vl_until_t *out)
 }
 
 /* Refuses the torch learner's own flags (s_torch_only) without --learner
-   torch. Returns 0, or -1 after printing why. */
+   torch, and --torch-model without Python actors or beside --model. Returns
+   0, or -1 after printing why. */
 static int s_check_torch_only(const vl_up_config_t *c)
 {
-    const int given[] = {c->device != NULL, c->compile, c->amp != NULL};
+    const int given[] = {c->device != NULL, c->compile, c->amp != NULL, c->torch_model != NULL};
     for (int i = 0; i < (int)(sizeof given / sizeof given[0]) && !c->torch; i++)
         if (given[i]) {
             fprintf(stderr,
@@ -541,13 +563,65 @@ static int s_check_torch_only(const vl_up_config_t *c)
                     s_torch_only[i]);
             return -1;
         }
+    if (c->torch_model && !c->python_env) {
+        fprintf(stderr, "volley up: --torch-model needs Python actors (--env MOD:FN): C actors "
+                        "run only the networks a model spec says\n");
+        return -1;
+    }
+    if (c->torch_model && c->model_text[0]) {
+        fprintf(stderr, "volley up: --torch-model and --model name two networks: give one\n");
+        return -1;
+    }
     return 0;
 }
 
-/* Checks what the flags cannot check one by one; settles --until's default.
-   Returns 0, or -1 after printing why. */
-static int s_check(vl_up_config_t *c)
+/* Refuses what a Python env's actors cannot do. Returns 0, or -1 after
+   printing why. */
+static int s_check_python(const vl_up_config_t *c)
 {
+    const struct {
+        int given;
+        const char *flag, *why;
+    } refused[] = {
+        {c->env_arg != NULL, "--env-arg", "the env's function takes no argument"},
+        {c->deterministic, "--deterministic", "a Python env's steps are its own to repeat"},
+    };
+    for (size_t i = 0; c->python_env && i < sizeof refused / sizeof refused[0]; i++)
+        if (refused[i].given) {
+            fprintf(stderr, "volley up: %s is not available with a Python env (--env %s): %s\n",
+                    refused[i].flag, c->python_env, refused[i].why);
+            return -1;
+        }
+    return 0;
+}
+
+/* Settles a Python env's model into c->model_text: --model as given, its
+   grammar checked ("" without one: each role's default). Its observations
+   are known only once its actors declare them, and the learner and the
+   actors resolve it then. Returns 0, or -1 after printing why. */
+static int s_python_model(vl_up_config_t *c)
+{
+    char why[512] = "";
+    size_t n = c->model ? strlen(c->model) : 0;
+    vl_model_spec_t *spec =
+        n && n < sizeof c->model_text ? vl_model_spec_parse(c->model, why, sizeof why) : NULL;
+    if (n && !spec) {
+        fprintf(stderr, "volley up: --model: %s\n",
+                why[0] ? why : "longer than a model spec may be");
+        return -1;
+    }
+    vl_model_spec_destroy(&spec);
+    snprintf(c->model_text, sizeof c->model_text, "%s", n ? c->model : "");
+    return 0;
+}
+
+/* Settles the model every role gets into c->model_text: the C env's
+   resolved, a Python env's as given (s_python_model). Returns 0, or -1
+   after printing why. */
+static int s_settle_model(vl_up_config_t *c)
+{
+    if (c->python_env)
+        return s_python_model(c);
     vl_learner_config_t lc = vl_learner_config_default();
     vl_learner_config_set_env(&lc, c->env);
     lc.hidden = (uint32_t)c->hidden;
@@ -556,13 +630,21 @@ static int s_check(vl_up_config_t *c)
         fprintf(stderr, "volley up: --model: %s (env %s)\n", why, c->env->name);
         return -1;
     }
-    if (s_check_torch_only(c) != 0)
+    return 0;
+}
+
+/* Checks what the flags cannot check one by one; settles --until's default.
+   Returns 0, or -1 after printing why. */
+static int s_check(vl_up_config_t *c)
+{
+    if (s_check_python(c) != 0 || s_settle_model(c) != 0 || s_check_torch_only(c) != 0)
         return -1;
+    int solvable = c->env && c->env->has_solved_return; // a Python env has no solved return here
     if (c->until == VL_UNTIL_DEFAULT)
-        c->until = c->env->has_solved_return ? VL_UNTIL_SOLVED : VL_UNTIL_STEPS;
-    if (c->until == VL_UNTIL_SOLVED && !c->env->has_solved_return) {
+        c->until = solvable ? VL_UNTIL_SOLVED : VL_UNTIL_STEPS;
+    if (c->until == VL_UNTIL_SOLVED && !solvable) {
         fprintf(stderr, "volley up: --until solved: %s has no solved return; use --until steps\n",
-                c->env->name);
+                vl_up_config_env_name(c));
         return -1;
     }
     if (c->until == VL_UNTIL_SECONDS && c->max_seconds == 0) {
@@ -600,8 +682,10 @@ static int s_check(vl_up_config_t *c)
 static int s_set_text(vl_up_config_t *c, int which, const char *text)
 {
     switch (which) {
-    case 0:
-        return (c->env = vl_env_lookup("up", text)) ? 0 : -1;
+    case 0: // MOD:FN as eval and export tell a Python env, else a built-in or a plugin
+        c->python_env = vl_kept_is_python_env(text) ? text : NULL;
+        c->env = c->python_env ? NULL : vl_env_lookup("up", text);
+        return c->env || c->python_env ? 0 : -1;
     case 1:
         c->env_arg = text;
         return 0;
@@ -652,6 +736,9 @@ static int s_set_text(vl_up_config_t *c, int which, const char *text)
         }
         c->amp = text;
         return 0;
+    case 15:
+        c->torch_model = text; // MOD:FN: the torch learner imports it and checks it
+        return 0;
     default: {
         vl_obs_check_t mode;
         if (vl_obs_check_parse(text, &mode) != 0) {
@@ -693,7 +780,7 @@ int vl_up_config_parse(int argc, char **argv, vl_up_config_t *c)
             return -1;
         }
     }
-    if (!bad && !c->env)
+    if (!bad && !c->env && !c->python_env)
         bad = !(c->env = vl_env_lookup("up", "cartpole"));
     if (!bad && optind < c->argc) {
         fprintf(stderr, "volley up: unexpected argument '%s'\n", c->argv[optind]);
@@ -756,23 +843,24 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     static const char *const until[] = {"solved", "solved", "steps", "seconds"};
     char value[64];
     // A plugin by its absolute path: eval, export and a resume find it from any directory.
-    char *plugin = c->env->path ? realpath(c->env->path, NULL) : NULL;
+    char *plugin = c->env && c->env->path ? realpath(c->env->path, NULL) : NULL;
     fprintf(out, "# volley up: the resolved configuration of this run. Run it again with\n"
                  "#   volley up --config THIS_FILE [flags that override it]\n"
                  "# Keys are `volley up` flags without their --; [up] is all that is read.\n"
                  "[up]\n");
     if (plugin)
         s_kv(out, "env", plugin);
-    else if (c->env->path)
+    else if (c->env && c->env->path)
         s_path(out, "env", c->env->path);
     else
-        s_kv(out, "env", c->env->name);
+        s_kv(out, "env", vl_up_config_env_name(c)); // MOD:FN: eval plays it in Python
     s_kv(out, "env-arg", c->env_arg);
     s_kv(out, "obs-check", c->obs_check);
-    s_kv(out, "model", c->model_text); // resolved: a rerun builds the same network
+    s_kv(out, "model", c->model_text[0] ? c->model_text : NULL); // a rerun builds the same network
     s_kv(out, "learner", c->torch ? "torch" : "c");
     s_kv(out, "device", c->device);
     s_kv(out, "amp", c->amp);
+    s_kv(out, "torch-model", c->torch_model);
     if (c->compile)
         s_kv(out, "compile", "true");
     s_kv(out, "until", until[c->until]);
@@ -791,7 +879,8 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         vl_opt_set("up", o, &learner, c->pass[i + 1]);
         given |= o && o - vl_learner_opts < 64 ? 1ull << (o - vl_learner_opts) : 0;
     }
-    vl_learner_config_set_env(&learner, c->env); // the learner's defaults follow the model
+    if (c->env) // the learner's defaults follow the model
+        vl_learner_config_set_env(&learner, c->env);
     snprintf(learner.model, sizeof learner.model, "%s", c->model_text);
     vl_learner_config_settle(&learner, given);
     for (int i = 0; i < vl_learner_n_opts; i++) {
@@ -800,8 +889,9 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
         for (int k = 0; k + 1 < c->n_pass; k += 2)
             passed |= strcmp(c->pass[k], o->name) == 0;
         // capacity, threads: up sizes them from actors, envs, batch and cores unless told;
-        // minibatch: the torch learner sizes it for its device unless told
-        if (!s_learner_opt(o->name) ||
+        // minibatch: the torch learner sizes it for its device unless told; a Python env's
+        // defaults follow a model and observations only its actors' spec settles
+        if (!s_learner_opt(o->name) || (c->python_env && !passed) ||
             ((strcmp(o->name, "capacity") == 0 || strcmp(o->name, "threads") == 0) && !passed) ||
             (c->torch && strcmp(o->name, "minibatch") == 0 && !passed))
             continue;
@@ -816,4 +906,26 @@ void vl_up_config_write(FILE *out, const vl_up_config_t *c)
     s_kv(out, "record", c->record);
     s_plugin_record(out, plugin);
     free(plugin);
+}
+
+const char *vl_up_config_env_name(const vl_up_config_t *c)
+{
+    return c->python_env ? c->python_env : c->env->name;
+}
+
+void vl_up_config_python(char *out, size_t size)
+{
+    char exe[S_PATH_MAX], path[S_PATH_MAX + 32];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    char *slash = n > 0 ? (exe[n] = '\0', strrchr(exe, '/')) : NULL;
+    if (slash)
+        *slash = '\0'; // the executable's folder
+    snprintf(path, sizeof path, "%s/libvolley.so", exe);
+    if (slash && access(path, R_OK) == 0)
+        setenv("VOLLEY_LIB", path, 0);
+    snprintf(path, sizeof path, "%s/../.venv/bin/python", exe);
+    if (getenv("VOLLEY_PYTHON") && *getenv("VOLLEY_PYTHON"))
+        snprintf(out, size, "%s", getenv("VOLLEY_PYTHON"));
+    else
+        snprintf(out, size, "%s", slash && access(path, X_OK) == 0 ? path : "python3");
 }

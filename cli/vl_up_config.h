@@ -16,12 +16,14 @@
 typedef enum { VL_UNTIL_DEFAULT, VL_UNTIL_SOLVED, VL_UNTIL_STEPS, VL_UNTIL_SECONDS } vl_until_t;
 
 typedef struct {
-    const vl_env_ops_t *env;
-    const char *env_arg; // passed through: --env-arg TEXT
+    const vl_env_ops_t *env; // a C env (NULL for a Python env)
+    const char *python_env;  // --env MOD:FN: the actors are Python's, stepping MOD.FN() (or NULL)
+    const char *env_arg;     // passed through: --env-arg TEXT
     /* passed through to the actors: --obs-check MODE (NULL: theirs) */
     const char *obs_check;
     const char *model;                  // --model SPEC as given (NULL: the env's default)
     char model_text[VL_SPEC_MODEL_MAX]; // the model resolved: canonical, passed to every role
+                                        // (a Python env's: --model as given, "" for none)
     long actors, envs, port, horizon, hidden, seed, max_steps, max_seconds, batch, retain;
     long max_ahead, wait_ms; // the actors' (-1: theirs)
     vl_until_t until;
@@ -42,6 +44,7 @@ typedef struct {
     int torch;          // 1: the learner is the PyTorch engine's (--learner torch)
     const char *device; // the torch learner's --device D (NULL: its own choice)
     const char *amp;    // the torch learner's --amp MODE (NULL: off)
+    const char *torch_model; // --torch-model MOD:FN: the user's torch module (NULL: the spec's)
     int compile;        // 1: the torch learner's --compile
     char **argv;        // the arguments parsed (the config file's first), owned
     char *notes;        // owned: lines said after parsing (a resume's overrides), or NULL
@@ -61,5 +64,18 @@ void vl_up_config_free(vl_up_config_t *c);
    key (learner flags at their effective values), so that reading it back
    runs the same thing. */
 void vl_up_config_write(FILE *out, const vl_up_config_t *c);
+
+/* Returns the env's name as a run says it: MOD:FN for a Python env, else
+   the C env's name. */
+const char *vl_up_config_env_name(const vl_up_config_t *c);
+
+/* Writes the Python that runs up's Python children (the PyTorch learner,
+   the actors of a Python env) and `volley eval` of a Python env into
+   out[size]: $VOLLEY_PYTHON; else the .venv of the checkout this volley
+   was built in (BUILD/../.venv/bin/python, which compose/setup.sh makes);
+   else python3 from PATH. Points $VOLLEY_LIB at the libvolley beside this
+   executable (unless set), so that Python runs the library the rest of the
+   run does. */
+void vl_up_config_python(char *out, size_t size);
 
 #endif

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <zmq.h>
 
@@ -17,11 +15,13 @@
 
 #define S_SUMS       64         // weights versions whose checksums are kept
 #define S_MAX_WEIGHT (16 << 20) // bytes of a weights message up reads
+#define S_FIRST_S    3.0        // seconds past a clock budget an unfed run waits for a segment
 
 /* What a run has seen of the learner's reports. */
 typedef struct {
     vl_stats_t last;
     int have;
+    int fed;                               // a report counted a segment of this run
     uint64_t first_steps;                  // env steps in the first report: a resumed run's start
     uint64_t prev_steps;                   // env steps at the previous progress line
     double prev_uptime;                    // the learner's uptime then, in seconds
@@ -123,6 +123,7 @@ static int s_recv(void *sub, s_watch_t *w)
     if (!w->have)
         w->first_steps = w->last.env_steps;
     w->have = 1;
+    w->fed |= w->last.segments_arrived > 0 || w->last.env_steps > w->first_steps;
     return 1;
 }
 
@@ -164,17 +165,21 @@ static void s_final_weights(void *sub, s_watch_t *w)
 
 /* Judges the run at secs: returns 0 when done (solved, the --until budget
    reached, or any budget spent by an env with no solved return), 1 when
-   the budget is spent unsolved, -1 to go on. */
+   the budget is spent unsolved or unfed (unsaid: the caller names a log),
+   -1 to go on. */
 static int s_judge(const vl_up_config_t *c, void *sub, s_watch_t *w, double secs)
 {
     const vl_stats_t *s = &w->last;
     int over_steps = w->have && c->max_steps && s->env_steps >= (uint64_t)c->max_steps;
     int over_time = c->max_seconds && secs >= (double)c->max_seconds;
+    if (over_time && !over_steps && !w->fed) // a first segment may be on its way: not for long
+        return secs < (double)c->max_seconds + S_FIRST_S ? -1 : 1;
     int done =
         (c->until == VL_UNTIL_STEPS && over_steps) || (c->until == VL_UNTIL_SECONDS && over_time);
+    int solvable = c->env && c->env->has_solved_return; // a Python env's: none here
     int solved = !done && !over_steps && !over_time && c->until == VL_UNTIL_SOLVED && w->have &&
                  s->window >= 100 && s->mean_return >= c->env->solved_return;
-    if (!done && (over_steps || over_time) && !c->env->has_solved_return) {
+    if (!done && (over_steps || over_time) && !solvable) {
         // Nothing to solve, so nothing missed: the budget ends the run as its --until would.
         printf("budget spent: --%s after %llu steps in %.1f s (mean return %.1f over %u "
                "episodes)\n",
@@ -186,8 +191,8 @@ static int s_judge(const vl_up_config_t *c, void *sub, s_watch_t *w, double secs
         // The budget first: a report that shows it solved past the budget did not solve in time.
         printf("not solved: budget spent after %llu steps in %.1f s "
                "(mean return %.1f over %u episodes, %s needs %g over 100)\n",
-               (unsigned long long)s->env_steps, secs, s->mean_return, s->window, c->env->name,
-               c->env->solved_return);
+               (unsigned long long)s->env_steps, secs, s->mean_return, s->window,
+               vl_up_config_env_name(c), solvable ? c->env->solved_return : 0.0f);
         return 1;
     }
     if (!done && !solved)
@@ -200,31 +205,13 @@ static int s_judge(const vl_up_config_t *c, void *sub, s_watch_t *w, double secs
     return 0;
 }
 
-/* Says which child stopped and how, in words ("exit 2", "killed by signal 9 (SIGKILL)").
-   An actor of a plugin env that a fatal signal ended may have died in the plugin: its log
-   says so when it did ("... in env plugin PATH"). */
-static void s_child_stopped(const vl_up_config_t *c, int which, int status)
-{
-    char how[64];
-    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
-    fprintf(stderr, "volley up: the %s process stopped (%s); stopping the run\n",
-            which == 0   ? "broker"
-            : which == 1 ? "learner"
-                         : "actor",
-            vl_proc_describe(status, how, sizeof how));
-    if (which >= 2 && fault && c->env->path)
-        fprintf(stderr, "volley up: its env is the plugin %s: logs/actor-%d.log in the run's "
-                        "directory says whether the fault was in it\n",
-                c->env->path, which - 1);
-}
-
 int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t start, char *last,
-                size_t last_size)
+                size_t last_size, vl_up_end_t *end)
 {
     s_watch_t w = {
         .have = 0, .body = malloc(S_MAX_WEIGHT), .last_line = last, .last_size = last_size};
     last[0] = 0;
+    *end = (vl_up_end_t){.stopped = -1};
     int64_t next_line = start + 1000000000LL;
     int rc = w.body ? -1 : 1;
     while (rc < 0 && !vl_interrupted) {
@@ -240,8 +227,8 @@ int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t 
         int status, dead = vl_proc_reap(pids, n, &status);
         if (rc >= 0 || (dead >= 0 && vl_interrupted))
             break; // done; or Ctrl-C reached the children too: they stop, not fail
-        if (dead >= 0) {
-            s_child_stopped(c, dead, status);
+        if (dead >= 0) { // the caller says which and how, naming its log
+            *end = (vl_up_end_t){.stopped = dead, .status = status};
             rc = 1;
             break;
         }
@@ -254,5 +241,7 @@ int vl_up_watch(const vl_up_config_t *c, void *sub, pid_t *pids, int n, int64_t 
         }
     }
     free(w.body);
+    end->fed = w.fed;
+    end->secs = (double)(vl_now_ns() - start) / 1e9;
     return rc >= 0 ? rc : 130;
 }

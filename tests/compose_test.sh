@@ -10,6 +10,11 @@
 # survived, the learner leaves a checkpoint and the broker a recording; then the
 # same with CURVE keys laid out per host as docs/deploy.md says. An actor that dies
 # stops its host's others (so the restart policy starts them all again).
+# A Python env: python-env.yml over actor-host.yml mounts ENVS on the actors'
+# PYTHONPATH and is refused without it; as processes, the actors run
+# `python -m volley actor --env MODULE:FUNCTION` on that module and the learner,
+# given no --env, trains on the spec they declare; with keys they get the
+# actor's --cert and --broker-key.
 # No Docker engine is needed.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +59,7 @@ if what == "argv":
         print(host(str(a)))
 elif what == "env":
     for k, v in (s.get("environment") or {}).items():
-        print("%s=%s" % (k, "" if v is None else v))
+        print("%s=%s" % (k, "" if v is None else host(str(v))))
     print("VOLLEY_DATA=" + mounts.get("/data", "/nonexistent"))
     print("VOLLEY_KEYS=" + mounts.get("/keys", "/nonexistent"))
 elif what == "get":
@@ -64,13 +69,14 @@ elif what == "volumes":
     print("\n".join(s.get("volumes", [])))
 EOF
 q() { "$PY" "$TMP/q.py" "$@" "$ROOT"; }
-# render NAME YML ENVFILE [VAR=value...]: docker-compose config, in a clean
-# environment but for the given variables, into $TMP/NAME.yml.
+# render NAME YML[,YML...] ENVFILE [VAR=value...]: docker-compose config of the files (each
+# over the one before), in a clean environment but for the given variables, into $TMP/NAME.yml.
 render() {
-    local name=$1 yml=$2 envfile=$3
+    local name=$1 yml=$2 envfile=$3 files=() y
     shift 3
+    for y in ${yml//,/ }; do files+=(-f "$D/$y"); done
     env -i PATH="$PATH" HOME="$TMP" "$@" \
-        docker-compose -f "$D/$yml" --env-file "$envfile" config > "$TMP/$name.yml" 2> "$TMP/$name.err"
+        docker-compose "${files[@]}" --env-file "$envfile" config > "$TMP/$name.yml" 2> "$TMP/$name.err"
 }
 argv_of() { q "$TMP/$1.yml" argv "$2" | tr '\n' ' '; }
 
@@ -221,6 +227,45 @@ n=$(ls "$TMP"/data/recordings/broker-*.vlrec 2> /dev/null | wc -l)
 [ "$n" -eq 2 ] || fail "wanted a recording per broker start in DATA/recordings, found $n"
 pass "an actor that dies stops the other (exit 1: restart); checkpoint and $n recordings in DATA"
 
+# --- a Python env: python-env.yml over actor-host.yml, the module in ENVS ---
+mkdir -p "$TMP/envs" "$TMP/pydata"
+printf 'from volley.envs.cartpole import make_env  # a Python env, MODULE:FUNCTION\n' > "$TMP/envs/my_env.py"
+PYENV=(VOLLEY_ENV=my_env:make_env)
+render pyenv actor-host.yml,python-env.yml "$D/actor-host.env" "${PYENV[@]}" && fail "python-env.yml without ENVS was accepted"
+grep -q "set ENVS=" "$TMP/pyenv.err" || fail "python-env.yml without ENVS: $(cat "$TMP/pyenv.err")"
+PORT=$(free_port)
+render pl learner-host.yml "$D/learner-host.env" VOLLEY_PORT=$PORT DATA="$TMP/pydata" KEYS="$TMP/nokeys" "${PYENV[@]}" ||
+    fail "render: $(cat "$TMP/pl.err")"
+render pa actor-host.yml,python-env.yml "$D/actor-host.env" BROKER=127.0.0.1:$PORT ACTORS=1 ACTOR_ENVS=4 \
+    ENVS="$TMP/envs" "${PYENV[@]}" || fail "actor-host.yml with python-env.yml: $(cat "$TMP/pa.err")"
+[[ $(argv_of pa actors) == *" --env my_env:make_env "* ]] || fail "the Python env's actors command: $(argv_of pa actors)"
+q "$TMP/pa.yml" volumes actors | grep -qx "$TMP/envs:/envs:ro" || fail "ENVS is not mounted on /envs: $(q "$TMP/pa.yml" volumes actors)"
+q "$TMP/pa.yml" env actors | grep -qx "PYTHONPATH=$TMP/envs" || fail "/envs is not on the actors' PYTHONPATH"
+start pybroker pl broker
+BROKER_PID=$LAST
+wait_for "$TMP/pybroker.log" 10 "listening on ports $PORT " || fail "the broker did not start: $(argv_of pl broker)"
+start pylearner pl learner
+LEARNER_PID=$LAST
+start pyactors pa actors
+ACTORS_PID=$LAST
+wait_status 60 "kind=learner .* version=[1-9]" || fail "no training on the Python actor: $(cat "$TMP/status.txt") $(tail -5 "$TMP/pyactors.log" "$TMP/pylearner.log")"
+PIDS+=($(pgrep -P "$ACTORS_PID" | tr '\n' ' '))
+ps -o args= -p "$(pgrep -P "$ACTORS_PID" | head -1)" | grep -q -- "-m volley actor --id [0-9]* --broker 127.0.0.1:$PORT .*--env my_env:make_env" ||
+    fail "the actor is not Python's: $(ps -o args= --ppid "$ACTORS_PID")"
+grep -q "my_env:make_env is a Python env: the learner takes the spec its actors declare" "$TMP/pylearner.log" &&
+    grep -q "policy 'default' from the broker: .* env my_env:make_env" "$TMP/pylearner.log" ||
+    fail "the learner did not take the Python actors' spec: $(head -5 "$TMP/pylearner.log")"
+stop $ACTORS_PID
+stop $LEARNER_PID
+stop $BROKER_PID
+mkdir -p "$TMP/pykeys" && touch "$TMP/pykeys/broker.cert" "$TMP/pykeys/actor.cert" "$TMP/pykeys/actor.cert_secret"
+VOLLEY_DRY_RUN=1 VOLLEY_KEYS=$TMP/pykeys VOLLEY_BIN=$VOLLEY ACTORS=1 bash "$D/entrypoint.sh" actors \
+    --broker 127.0.0.1:1 --env my_env:make_env > "$TMP/pycurve.log" 2>&1 ||
+    fail "Python actors with keys: $(cat "$TMP/pycurve.log")"
+grep -q -- "-m volley actor --id [0-9]* --cert $TMP/pykeys/actor.cert --broker-key $TMP/pykeys/broker.cert --broker" \
+    "$TMP/pycurve.log" || fail "Python actors without their key: $(cat "$TMP/pycurve.log")"
+pass "a Python env: python-env.yml mounts ENVS on PYTHONPATH (refused without it); a Python actor trains the learner, which takes its spec; with keys it gets the actor's"
+
 # --- CURVE: keys laid out as docs/deploy.md distributes them ---
 K=$TMP/keygen
 "$VOLLEY" keygen "$K" > /dev/null || fail "keygen"
@@ -262,4 +307,4 @@ VOLLEY_KEYS=$TMP/akeys VOLLEY_BIN=$VOLLEY bash "$D/entrypoint.sh" actor --broker
     fail "an actor started without its secret key"
 grep -q "actor.cert_secret is not" "$TMP/half.log" || fail "half a key set: $(cat "$TMP/half.log")"
 pass "a keys directory without the role's secret key is refused with the reason"
-echo "7 passed, 0 failed"
+echo "8 passed, 0 failed"

@@ -11,7 +11,12 @@
 # learner's liveness probe passes, and a learner restarted on the same volume
 # resumes from its checkpoint. The gpu overlay's learner (--torch --device cuda)
 # trains with --device cpu, and as rendered refuses a torch without CUDA
-# (exit 2, one line). No cluster is needed.
+# (exit 2, one line). The python overlay renders and validates too, holds the
+# same keys, probes and limits, ships its env's module as a ConfigMap on the
+# actors' PYTHONPATH and gives the learner no --env; its containers, run alike
+# (the ConfigMap's files laid out as the kubelet mounts them), train with CURVE
+# on: Python actors on that module, the learner on the spec they declare.
+# No cluster is needed.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 K=$ROOT/deploy/k8s
@@ -48,7 +53,40 @@ if ! kubectl kustomize "$TMP/k8s/overlays/cpu" > /dev/null 2> "$TMP/probe.err" &
     done
     echo "     this kubectl's kustomize predates directories under resources: overlays rendered in kustomize 2's form"
 fi
-for o in base cpu gpu; do
+# The python overlay: the checks that hold for every overlay, and its own (python_check RENDER).
+python_check() {
+    "$PY" - "$ROOT/tests" "$1" << 'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import k8s_check as k
+docs = k.load(sys.argv[2])
+k.check_no_keys(docs)
+k.check_secrets(docs)
+k.check_security(docs)
+k.check_gpu(docs, "python")
+maps = {d["metadata"]["name"].rsplit("-", 1)[0]: d for d in docs if d["kind"] == "ConfigMap"}
+env = maps["volley-params"]["data"]["VOLLEY_ENV"]
+assert env == "my_env:make_env", env
+code = maps["volley-env-code"]
+assert env.split(":")[0] + ".py" in code["data"], "the ConfigMap lacks the module %s" % env
+spec = k.find(docs, "Deployment", "volley-actor")["spec"]["template"]["spec"]
+a = spec["containers"][0]
+argv = a["args"]
+assert argv[:4] == ["/volley/.venv/bin/python", "-m", "volley", "actor"], argv
+assert argv[argv.index("--env") + 1] == "$(VOLLEY_ENV)" and "--cert" in argv, argv
+vols = {v["name"]: v for v in spec["volumes"]}
+m = next(m for m in a["volumeMounts"] if m["mountPath"] == "/envs")
+assert vols[m["name"]]["configMap"]["name"] == code["metadata"]["name"], vols[m["name"]]
+assert "/envs" in next(e["value"] for e in a["env"] if e["name"] == "PYTHONPATH").split(":")
+learner = next(c for c in k.find(docs, "StatefulSet", "volley")["spec"]["template"]["spec"]["containers"]
+               if c["name"] == "learner")
+assert "--env" not in learner["args"] and "--cert" in learner["args"], learner["args"]
+print("python: the actors `python -m volley actor --env %s` with %s from ConfigMap %s on /envs; "
+      "the learner without --env; keys, probes, non-root, resources as the base's" % (
+          env, env.split(":")[0] + ".py", code["metadata"]["name"]))
+EOF
+}
+for o in base cpu gpu python; do
     d=$TMP/k8s/overlays/$o
     [ $o = base ] && d=$TMP/k8s/base
     kubectl kustomize "$d" > "$TMP/$o.yaml" 2> "$TMP/$o.err" || fail "kubectl kustomize $o: $(cat "$TMP/$o.err")"
@@ -56,12 +94,16 @@ for o in base cpu gpu; do
         "$PY" -m kubernetes_validate --strict --quiet -k "$v" "$TMP/$o.yaml" > "$TMP/validate.log" 2>&1 ||
             fail "$o does not validate against Kubernetes $v: $(cat "$TMP/validate.log")"
     done
-    "$PY" "$ROOT/tests/k8s_check.py" check $o "$TMP/$o.yaml" || fail "$o's manifests"
+    if [ $o = python ]; then
+        python_check "$TMP/$o.yaml" || fail "python's manifests"
+    else
+        "$PY" "$ROOT/tests/k8s_check.py" check $o "$TMP/$o.yaml" || fail "$o's manifests"
+    fi
 done
 sed 's/^\(  *\)serviceName:/\1serviceNmae:/' "$TMP/cpu.yaml" > "$TMP/typo.yaml"
 "$PY" -m kubernetes_validate --strict --quiet -k 1.37.0 "$TMP/typo.yaml" > /dev/null 2>&1 &&
     fail "kubernetes-validate --strict let a misspelt field through"
-pass "base, cpu and gpu render and validate (--strict, Kubernetes ${VERSIONS// /, }); a misspelt field is caught"
+pass "base, cpu, gpu and python render and validate (--strict, Kubernetes ${VERSIONS// /, }); a misspelt field is caught"
 
 # --- keys ---
 KEYS=$TMP/keys
@@ -216,4 +258,52 @@ sleep 1
 kill -0 $LEARNER_PID 2> /dev/null || fail "the learner did not start fresh: $(tail -5 "$TMP/learner3.log")"
 stop $LEARNER_PID
 pass "a restarted learner resumes from the claim's checkpoint; a run left without one is moved aside; the gpu overlay's PyTorch learner (on the CPU) trains, and as rendered (--device cuda) refuses a torch without CUDA"
-echo "6 passed, 0 failed"
+
+# --- the python overlay's containers as processes ---
+# The actor's ConfigMap volume as the kubelet lays it out: its files in the volume's directory
+# (k8s_check.py run takes it for an emptyDir there).
+RENDER=$TMP/python-run.yaml
+PYPOD=$TMP/python-actor-pod
+"$PY" - "$TMP/python.yaml" "$RENDER" "$PYPOD/env-code" << 'EOF' || fail "the python overlay's ConfigMap volume"
+import os, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+code = next(d for d in docs if d["metadata"]["name"].startswith("volley-env-code-"))
+os.makedirs(sys.argv[3])
+for name, text in code["data"].items():
+    open(os.path.join(sys.argv[3], name), "w").write(text)
+for d in docs:
+    for v in d.get("spec", {}).get("template", {}).get("spec", {}).get("volumes", []):
+        if v.get("configMap", {}).get("name") == code["metadata"]["name"]:
+            del v["configMap"]
+            v["emptyDir"] = {}
+yaml.safe_dump_all(docs, open(sys.argv[2], "w"))
+EOF
+PORT=$(free_port)
+SET=(--set VOLLEY_PORT=$PORT --set VOLLEY_BROKER=127.0.0.1:$PORT)
+VOLS=$TMP/python-pod
+container pybroker broker --vols "$VOLS"
+BROKER_PID=$LAST
+wait_for "$TMP/pybroker.log" 10 "listening on ports $PORT " || fail "the python overlay's broker did not start"
+container pylearner learner --vols "$VOLS"
+LEARNER_PID=$LAST
+# PYTHONPATH: the mount /envs (k8s_check.py run moves no path out of the pod's "/envs:/opt/envs"),
+# and this build's libvolley
+container pyactor actor --vols "$PYPOD" --set POD_NAME=volley-actor-7d9f8c6b5-py \
+    --set PYTHONPATH=/envs --set VOLLEY_LIB="$(dirname "$VOLLEY")/libvolley.so"
+ACTOR_PID=$LAST
+metrics=$VOLS/volley-data/run/metrics.jsonl
+for _ in $(seq 60); do
+    grep -qE '"version": *[1-9]' "$metrics" 2> /dev/null && break
+    for p in $BROKER_PID $LEARNER_PID $ACTOR_PID; do kill -0 $p 2> /dev/null || fail "a python overlay container exited"; done
+    sleep 1
+done
+grep -qE '"version": *[1-9]' "$metrics" 2> /dev/null || fail "the python overlay did not train: $(tail -3 "$TMP/pyactor.log" "$TMP/pylearner.log")"
+grep -q "policy 'default' from the broker: .* env my_env:make_env" "$TMP/pylearner.log" ||
+    fail "the python overlay's learner did not take the actors' spec: $(head -5 "$TMP/pylearner.log")"
+grep -q "acting for policy 'default' with 8 my_env:make_env envs" "$TMP/pyactor.log" ||
+    fail "the python overlay's actor: $(tail -3 "$TMP/pyactor.log")"
+stop $ACTOR_PID
+stop $LEARNER_PID
+stop $BROKER_PID
+pass "the python overlay's containers train with CURVE on: a Python actor on my_env.py from the ConfigMap, the learner on the spec it declares"
+echo "7 passed, 0 failed"

@@ -19,6 +19,13 @@
 # The broker records every segment into a new DATA/recordings/broker-<UTC time>.vlrec
 # when RECORD=on.
 #
+# A Python env, --env package.module:function (python-env.yml): the actors run
+# `PYTHON -m volley actor` with the same flags (PYTHON: VOLLEY_PYTHON, else the
+# image's .venv/bin/python), importing the module from PYTHONPATH; the learner is
+# given no --env and takes the spec they declare from the broker. With keys they
+# get --cert and --broker-key as C actors do (refused, with the reason, by a
+# Python whose `volley actor` takes no --broker-key).
+#
 # Outside a container (tests/compose_test.sh runs these same commands as plain
 # processes) the paths come from VOLLEY_BIN (default: this repository's
 # build/volley), VOLLEY_KEYS (default /keys) and VOLLEY_DATA (default /data).
@@ -28,6 +35,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=${VOLLEY_BIN:-$here/build/volley}
+PY=${VOLLEY_PYTHON:-$here/.venv/bin/python}
 KEYS=${VOLLEY_KEYS:-/keys}
 DATA=${VOLLEY_DATA:-/data}
 say() { echo "entrypoint: $*" >&2; }
@@ -40,6 +48,21 @@ case $role in
     broker | learner | actor | actors | top | ctl) ;;
     *) exec "$BIN" "$role" "$@" ;; # --help, keygen, replay, up: volley as it is
 esac
+
+# The Python env --env names (package.module:function), or "".
+python_env=""
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+    [ "${args[i]}" = --env ] &&
+        [[ ${args[i + 1]} =~ ^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$ ]] &&
+        python_env=${args[i + 1]}
+done
+actor=("$BIN" actor)
+if [ -n "$python_env" ]; then
+    # The Python package runs the libvolley of this volley, as `volley up` has it do.
+    [ -f "$(dirname "$BIN")/libvolley.so" ] && export VOLLEY_LIB=${VOLLEY_LIB:-$(dirname "$BIN")/libvolley.so}
+    actor=("$PY" -m volley actor)
+fi
 
 extra=()
 if [ -f "$KEYS/broker.cert" ]; then
@@ -57,6 +80,10 @@ if [ -f "$KEYS/broker.cert" ]; then
         [ -f "$KEYS/$name.cert_secret" ] ||
             die "CURVE: $KEYS/broker.cert is here but $KEYS/$name.cert_secret is not (set VOLLEY_CERT=NAME for $KEYS/NAME.cert)"
         extra=(--cert "$KEYS/$name.cert" --broker-key "$KEYS/broker.cert")
+    fi
+    if [ -n "$python_env" ] && [[ $role == actor* ]] &&
+        [[ $("$PY" -m volley actor --help 2> /dev/null || true) != *--broker-key* ]]; then
+        die "CURVE: $KEYS/broker.cert is here, but $PY's volley actor ($python_env) takes no --broker-key: unset KEYS on every host, or use a newer volley"
     fi
     say "$role: CURVE on, keys from $KEYS"
 else
@@ -93,6 +120,19 @@ if [ "$role" = learner ]; then
     fi
 fi
 
+if [ "$role" = learner ] && [ -n "$python_env" ]; then
+    kept=() skip=0
+    for a in "$@"; do
+        if [ $skip = 1 ]; then skip=0; elif [ "$a" = --env ]; then skip=1; else kept+=("$a"); fi
+    done
+    say "learner: $python_env is a Python env: the learner takes the spec its actors declare"
+    set -- "${kept[@]}"
+fi
+
+if [ "$role" = actor ]; then
+    [ -n "${VOLLEY_DRY_RUN:-}" ] && { run "${actor[@]}" "${extra[@]}" "$@"; exit 0; }
+    exec "${actor[@]}" "${extra[@]}" "$@"
+fi
 if [ "$role" != actors ]; then
     [ -n "${VOLLEY_DRY_RUN:-}" ] && { run "$BIN" "$role" "${extra[@]}" "$@"; exit 0; }
     exec "$BIN" "$role" "${extra[@]}" "$@"
@@ -125,9 +165,9 @@ stop() {
 trap 'stop 0' TERM INT
 for ((i = 1; i <= n; i++)); do
     if [ -n "${VOLLEY_DRY_RUN:-}" ]; then
-        run "$BIN" actor --id $((base + i)) "${extra[@]}" "$@"
+        run "${actor[@]}" --id $((base + i)) "${extra[@]}" "$@"
     else
-        "$BIN" actor --id $((base + i)) "${extra[@]}" "$@" &
+        "${actor[@]}" --id $((base + i)) "${extra[@]}" "$@" &
         pids+=($!)
     fi
 done

@@ -7,9 +7,9 @@ its last line, the mean ± std of the episodes' return and length, in
 `volley eval`'s words. The policy's forward pass is libvolley's (the C policy
 of the checkpoint; a recurrent one carries each env's state, zeroed at each
 episode's start); Python steps the envs. Episodes are spread evenly over up
-to 16 envs, each playing its own fixed number (taking the first N to end would
-favour short ones). Exit 0 after the episodes, 1 when the env fails, 2 on bad
-usage or input.
+to 16 envs (a vector env: over its own num_envs), each playing its own fixed
+number (taking the first N to end would favour short ones). Exit 0 after the
+episodes, 1 when the env fails, 2 on bad usage or input.
 """
 import argparse
 import ctypes
@@ -160,45 +160,54 @@ class Kept:
     __del__ = close
 
 
+def _stepper(make_env: Callable[[], Any], n: int, seed: int) -> Tuple[Any, Any, str, int]:
+    """The envs make_env makes, reset: (stepper, spec, env name, envs). A
+    vector env is one (its own num_envs, reset with seed), else n single
+    envs, env i reset with seed + i * SEED_STRIDE as `volley eval` seeds
+    them; stepper.obs is their observations, stepper.step(actions) steps
+    them all, resetting each ended one, as the actors step them."""
+    from .actor import _EnvList, _VectorEnv, _as_spec, env_name, is_vector
+    first = make_env()
+    spec = _as_spec(first)
+    if is_vector(first):
+        return _VectorEnv(first, spec, seed), spec, env_name(first), int(first.num_envs)
+    envs = [first] + [make_env() for _ in range(n - 1)]
+    seeds = [(seed + i * SEED_STRIDE) % 2**63 for i in range(n)]
+    return _EnvList(envs, spec, seeds), spec, env_name(first), n
+
+
 def play(kept: Kept, make_env: Callable[[], Any], episodes: int, seed: int = 1,
          greedy: bool = False) -> Tuple[np.ndarray, np.ndarray, str]:
-    """Plays episodes on up to MAX_ENVS envs made by make_env; returns
-    (returns, lengths, env name). Raises ValueError when the env's spaces do
-    not fit the policy; what an env raises passes through. A recurrent
-    policy carries each env's state, zeroed at each of its episodes' start."""
-    from .actor import spec_from_spaces, env_name
-    n = min(episodes, MAX_ENVS)
-    envs = [make_env() for _ in range(n)]
-    spec = spec_from_spaces(envs[0].observation_space, envs[0].action_space)
+    """Plays episodes on up to MAX_ENVS envs made by make_env (a vector env:
+    on its own num_envs); returns (returns, lengths, env name). Raises
+    ValueError when the env's spaces do not fit the policy; what an env
+    raises passes through. A recurrent policy carries each env's state,
+    zeroed at each of its episodes' start."""
+    envs, spec, name, n = _stepper(make_env, min(episodes, MAX_ENVS), seed)
     if spec.obs_dim != kept.obs_dim or spec.action != kept.action:
         raise ValueError(f"the policy takes {kept.obs_dim} observations and acts in "
                          f"{kept.action}; the env gives {spec.obs_dim} and acts in {spec.action}")
     quota = [episodes // n + (i < episodes % n) for i in range(n)]
-    obs = np.stack([spec.flatten(e.reset(seed=(seed + i * SEED_STRIDE) % 2**63)[0])
-                    for i, e in enumerate(envs)])
+    obs = envs.obs
     rng = kept.new_rng(seed ^ 0x5DEECE66D)  # as `volley eval` seeds its draws
     ret, length = np.zeros(n), np.zeros(n, np.int64)
     state, first = kept.new_state(n), np.ones(n, np.uint8)
     returns, lengths = [], []
     while any(quota):
         outputs = kept.step(obs, state, first)
-        first[:] = 0
         acts = kept.pick(outputs, greedy, rng)
-        for i, env in enumerate(envs):
-            if not quota[i]:
-                continue
-            o, r, term, trunc, _ = env.step(spec.action.to_env_one(acts[i]))
-            ret[i] += float(r)
+        obs, rewards, terminated, truncated, _ = envs.step(acts)
+        ended = np.asarray(terminated, bool) | np.asarray(truncated, bool)
+        first[:] = ended  # a recurrent policy's state starts again with each episode
+        for i in np.flatnonzero(np.asarray(quota) > 0):
+            ret[i] += float(rewards[i])
             length[i] += 1
-            if term or trunc:
+            if ended[i]:
                 returns.append(ret[i])
                 lengths.append(int(length[i]))
                 quota[i] -= 1
                 ret[i], length[i] = 0, 0
-                first[i] = 1
-                o, _ = env.reset()
-            obs[i] = spec.flatten(o)
-    return np.array(returns), np.array(lengths), env_name(envs[0])
+    return np.array(returns), np.array(lengths), name
 
 
 def _report(kept: Kept, env_text: str, a: argparse.Namespace, returns: np.ndarray,
