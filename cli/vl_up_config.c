@@ -22,7 +22,7 @@
 
 static const vl_num_opt_t s_nums[] = {
     S_OPT("actors", actors, 0, VL_UP_MAX_ACTORS,
-          "actor processes on this box (0: only remote ones, which needs --bind and --batch)"),
+          "actor processes on this box (0: only remote ones: --bind, and --batch for a C env)"),
     S_OPT("envs", envs, 1, 4096,
           "environments per actor (a Python vector env steps its own number)"),
     S_OPT("port", port, 0, 65535 - VL_PORT_COUNT,
@@ -666,9 +666,10 @@ static int s_check(vl_up_config_t *c)
     }
     if (c->deterministic)
         c->actors = 1;
-    if (c->actors == 0 && (!c->bind || !c->batch)) {
+    if (c->actors == 0 && (!c->bind || (!c->batch && !c->python_env))) {
         fprintf(stderr, "volley up: --actors 0 trains on remote actors: give --bind ADDR (where "
-                        "they reach the broker) and --batch N (their actors x envs)\n");
+                        "they reach the broker) and, for a C env, --batch N (their actors x "
+                        "envs)\n");
         return -1;
     }
     if (c->name && (!*c->name || strchr(c->name, '/') || c->name[0] == '.')) {
