@@ -83,9 +83,9 @@ static const vl_flag_t s_flags[] = {
     {"env", 0, VL_FLAG_TEXT, offsetof(s_args_t, env), 0, 0, "NAME|PATH.so|MOD:FN",
      "the env: a built-in, a plugin, or a Python env (package.module:function returning one env "
      "with Gymnasium's API, as `python3 -m volley actor --env`), played by the Python package "
-     "with the C policy, on the Python `volley up` runs Python actors on ($VOLLEY_PYTHON, the "
-     "checkout's .venv, else a python3 on PATH with numpy); a run whose actors were Python "
-     "records it",
+     "with the C policy (a --torch-model run's own module, which only a Python env plays), on "
+     "the Python `volley up` runs Python actors on ($VOLLEY_PYTHON, the checkout's .venv, else "
+     "a python3 on PATH with numpy); a run whose actors were Python records it",
      "the run's; for a bare checkpoint, the built-in of the network's shape: cartpole, catch", 0,
      NULL},
     {"env-arg", 0, VL_FLAG_TEXT, offsetof(s_args_t, env_arg), 0, 0, "TEXT",
@@ -343,7 +343,17 @@ int vl_eval_main(int argc, char **argv)
         fprintf(stderr, "volley eval: %s\n", why);
         return 2;
     }
-    if (vl_kept_python_env(a.env, kept)) { // played by the Python package, on the C policy
+    if (kept->torch && !vl_kept_python_env(a.env, kept)) {
+        char model[VL_SPEC_MODEL_MAX];
+        fprintf(stderr,
+                "volley eval: %s holds %s, a PyTorch module Python plays: name its Python env "
+                "with --env package.module:function (the run records %s)\n",
+                kept->checkpoint, vl_kept_model(kept, model, sizeof model),
+                kept->env[0] ? kept->env : "none");
+        vl_kept_destroy(&kept);
+        return 2;
+    }
+    if (vl_kept_python_env(a.env, kept)) { // played by the Python package (C policy or torch)
         vl_kept_destroy(&kept);
         s_python_as_up();
         return vl_python_exec("eval", "volley.evaluate", "import numpy", argc, argv);

@@ -156,7 +156,10 @@ static char *s_spec_json(const vl_kept_t *kept, const vl_env_ops_t *env)
     vl_kept_model(kept, model, sizeof model);
     int conv = strstr(model, "conv(") != NULL;
     fprintf(f, ", \"version\": %llu,\n \"architecture\": {\"type\": \"%s\", \"model\": ",
-            (unsigned long long)kept->weights->version, conv ? "cnn" : "mlp");
+            (unsigned long long)kept->weights->version,
+            kept->torch ? "torch"
+            : conv      ? "cnn"
+                        : "mlp");
     s_json_str(f, model);
     fputs(", \"observation_fields\": ", f);
     s_json_net_fields(f, kept);
@@ -445,6 +448,8 @@ int vl_export_main(int argc, char **argv)
     }
     int none = 0;
     const char *python = vl_kept_python_env(a.env, kept);
+    if (!python && !a.env && kept->torch && kept->env[0] && !vl_env_find(kept->env))
+        python = kept->env; // a PyTorch module's env is Python's (its vector env's name): named
     const vl_env_ops_t *env = python ? NULL : vl_kept_env("export", a.env, kept, &none);
     rc = 2;
     if (python && python != kept->env) // the spec names it; its spaces are Python's to tell

@@ -11,7 +11,10 @@
                         name order, without gaps. Weights are [out][in]: a
                         layer computes x W^T + b (PyTorch's nn.Linear); each
                         tensor's "shape" has all its dimensions (a conv
-                        weight's four: [out, in, kh, kw]).
+                        weight's four: [out, in, kh, kw]). A torch:MOD:FN
+                        policy's are its module's own state_dict tensors,
+                        its architecture's type "torch" and model the text
+                        that names the module (hidden 0).
       FILE.json         the architecture and spec (FILE minus .safetensors,
                         plus .json): format, policy, version, env, the
                         observation's fields and encodings when the env is

@@ -1,7 +1,9 @@
 /*  vl_export_test: kept policies read from checkpoints and run directories
     (and refused when bad), the safetensors file read back byte by byte, the
     action space and normalisation the JSON spec states (a box policy's
-    log-std and statistics exported with it), and eval's statistics. */
+    log-std and statistics exported with it), a torch:MOD:FN module's
+    checkpoint kept and exported without a C network, and eval's
+    statistics. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +365,52 @@ static void test_export_box_policy_with_norm(void)
     vl_policy_destroy(&p);
 }
 
+/* A torch:MOD:FN checkpoint (a module of the user's own): kept as its spec
+   and tensors with no C network, which the forward pass refuses; its export
+   holds those tensors under their own names and names the model. */
+static void test_kept_torch_module(void)
+{
+    char ckpt[512], out[512], why[1024];
+    s_path(ckpt, sizeof ckpt, "torch.ckpt");
+    s_path(out, sizeof out, "torch.safetensors");
+    vl_spec_t spec = {.policy_id = "default",
+                      .obs_spec = vl_obs_spec_flat(OBS),
+                      .action = vl_action_discrete(ACTS),
+                      .horizon = 16,
+                      .hidden = HIDDEN,
+                      .model = "torch:nets:build"};
+    float w[ACTS * OBS], b[1] = {0.5f};
+    for (uint32_t i = 0; i < ACTS * OBS; i++)
+        w[i] = (float)i;
+    vl_tensor_t t[2] = {{.name = "head.weight", .data = w}, {.name = "calls", .data = b}};
+    VL_CHECK(vl_tensor_set_shape(&t[0], 2, (uint32_t[]){ACTS, OBS}) == 0);
+    VL_CHECK(vl_tensor_set_shape(&t[1], 1, (uint32_t[]){1}) == 0);
+    vl_resume_state_t st = {.version = 5};
+    VL_CHECK(vl_resume_write(ckpt, "default", t, 2, NULL, 0, &st, NULL, &spec) == 0);
+    vl_kept_t *k = vl_kept_load(ckpt, NULL, why, sizeof why);
+    VL_CHECK(k && vl_kept_is_torch(k) && k->obs_dim == OBS && k->num_actions == ACTS);
+    VL_CHECK(vl_kept_policy(k) == NULL && vl_kept_tensor_count(k) == 2);
+    uint32_t dims[4], ndim = 0;
+    const float *data = NULL;
+    VL_CHECK(strcmp(vl_kept_tensor_at(k, 0, dims, &ndim, &data), "head.weight") == 0);
+    VL_CHECK(ndim == 2 && dims[0] == ACTS && dims[1] == OBS && data[5] == 5.0f);
+    VL_CHECK(vl_kept_tensor_at(k, 2, dims, &ndim, &data) == NULL);
+    vl_env_field_t field;
+    VL_CHECK(vl_kept_field(k, 0, &field) == 0 && field.ndim == 1 && field.shape[0] == OBS);
+    VL_CHECK(vl_kept_field(k, 1, &field) == -1);
+    float obs[OBS] = {0}, logp[ACTS];
+    VL_CHECK(vl_kept_forward(ckpt, 1, OBS, ACTS, obs, logp, NULL, why, sizeof why) == -1 &&
+             strstr(why, "torch:nets:build is a PyTorch module"));
+    VL_CHECK(vl_export_write(k, NULL, out, why, sizeof why) == 0);
+    size_t size = 0;
+    char *text = (char *)s_slurp(out, &size);
+    VL_CHECK(text && strstr(text + 8, "\\\"type\\\": \\\"torch\\\", \\\"model\\\": "
+                                      "\\\"torch:nets:build\\\""));
+    VL_CHECK(strstr(text + 8, "\"head.weight\": {\"dtype\": \"F32\", \"shape\": [3, 4]"));
+    free(text);
+    vl_kept_destroy(&k);
+}
+
 static void test_eval_stats(void)
 {
     vl_eval_stats_t st = {0};
@@ -389,6 +437,7 @@ int main(void)
     VL_RUN(test_export_gives_every_dimension);
     VL_RUN(test_kept_fits_the_env_by_fields);
     VL_RUN(test_export_box_policy_with_norm);
+    VL_RUN(test_kept_torch_module);
     VL_RUN(test_eval_stats);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", s_dir);

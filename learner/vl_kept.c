@@ -307,6 +307,57 @@ static int s_spec_arch(vl_kept_t *self, char *why, size_t why_size)
     return 0;
 }
 
+/* Returns 1 if the checkpoint's spec names a PyTorch module of the user's
+   own (torch:MOD:FN: a model spec of no layers), else 0. */
+static int s_spec_is_torch(const vl_kept_t *self)
+{
+    char model[VL_SPEC_MODEL_MAX];
+    vl_spec_model(&self->spec, model, sizeof model);
+    vl_model_spec_t *spec = vl_model_spec_parse(model, NULL, 0);
+    int torch = spec && vl_model_spec_count(spec) == 0;
+    vl_model_spec_destroy(&spec);
+    return torch;
+}
+
+/* Reads the sizes of a torch:MOD:FN checkpoint off its spec, building no
+   network (only Python builds the module; its tensors are its own).
+   Returns 0, or -1 with why when the spec gives no observation or the
+   checkpoint no tensors. */
+static int s_torch_arch(vl_kept_t *self, char *why, size_t why_size)
+{
+    const vl_obs_spec_t *obs = &self->spec.obs_spec;
+    uint64_t dim = 0;
+    for (uint32_t i = 0; i < obs->n_fields; i++) {
+        uint64_t n = 1;
+        for (uint32_t d = 0; d < obs->fields[i].ndim; d++)
+            n *= obs->fields[i].shape[d];
+        dim += n;
+    }
+    if (dim == 0 || dim > UINT32_MAX || self->weights->n_tensors == 0) {
+        snprintf(why, why_size, "its spec gives %llu observation values and it keeps %u tensors",
+                 (unsigned long long)dim, self->weights->n_tensors);
+        return -1;
+    }
+    self->torch = 1;
+    self->obs_dim = (uint32_t)dim;
+    self->num_actions = vl_action_outputs(&self->spec.action);
+    self->action = self->spec.action;
+    self->hidden = 0; // no MLP: the spec's hidden is a placeholder
+    return 0;
+}
+
+/* Reads the kept network's sizes: off the spec (a C network built and
+   checked, or a torch module's spec alone), else off volley's MLP's
+   tensors. Returns 0, or -1 with why. */
+static int s_arch(vl_kept_t *self, char *why, size_t why_size)
+{
+    if (!self->has_spec)
+        return vl_kept_arch(self->weights, &self->obs_dim, &self->num_actions, &self->hidden, why,
+                            why_size);
+    return s_spec_is_torch(self) ? s_torch_arch(self, why, why_size)
+                                 : s_spec_arch(self, why, why_size);
+}
+
 vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t why_size)
 {
     vl_kept_t *self = calloc(1, sizeof *self);
@@ -326,9 +377,7 @@ vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t 
                  self->weights->policy_id, policy);
         goto err;
     }
-    if (self->has_spec ? s_spec_arch(self, reason, sizeof reason) != 0
-                       : vl_kept_arch(self->weights, &self->obs_dim, &self->num_actions,
-                                      &self->hidden, reason, sizeof reason) != 0) {
+    if (s_arch(self, reason, sizeof reason) != 0) {
         snprintf(why, why_size, "%s: %s", self->checkpoint, reason);
         goto err;
     }
@@ -367,6 +416,8 @@ vl_policy_t *vl_kept_policy(vl_kept_t *self)
         self->policy = NULL;
         return held;
     }
+    if (self->torch)
+        return NULL;
     if (self->has_spec)
         return s_spec_policy(self, why, sizeof why);
     vl_policy_t *p = vl_policy_new(self->obs_dim, self->num_actions, self->hidden, 0);
@@ -409,7 +460,11 @@ int vl_kept_forward(const char *path, uint32_t n, uint32_t obs_dim, uint32_t num
         return -1;
     int rc = -1;
     vl_policy_t *p = NULL;
-    if (kept->obs_dim != obs_dim || kept->num_actions != num_actions)
+    char model[VL_SPEC_MODEL_MAX];
+    if (kept->torch)
+        snprintf(why, why_size, "%s: its model %.200s is a PyTorch module; only Python runs it",
+                 kept->checkpoint, vl_kept_model(kept, model, sizeof model));
+    else if (kept->obs_dim != obs_dim || kept->num_actions != num_actions)
         snprintf(why, why_size, "the policy takes %u observations and %u actions, not %u and %u",
                  kept->obs_dim, kept->num_actions, obs_dim, num_actions);
     else if (!(p = vl_kept_policy(kept)) ||
@@ -564,6 +619,41 @@ const char *vl_kept_policy_id(const vl_kept_t *self)
 void vl_kept_action(const vl_kept_t *self, vl_env_action_t *action)
 {
     *action = self->action;
+}
+
+int vl_kept_is_torch(const vl_kept_t *self)
+{
+    return self->torch;
+}
+
+int vl_kept_field(const vl_kept_t *self, uint32_t i, vl_env_field_t *field)
+{
+    vl_obs_spec_t flat = vl_obs_spec_flat(self->obs_dim);
+    const vl_obs_spec_t *obs = self->has_spec ? &self->spec.obs_spec : &flat;
+    if (i >= obs->n_fields)
+        return -1;
+    const vl_obs_field_t *f = &obs->fields[i];
+    memset(field, 0, sizeof *field);
+    field->encoding = f->encoding;
+    field->ndim = f->ndim;
+    memcpy(field->shape, f->shape, f->ndim * sizeof f->shape[0]);
+    return 0;
+}
+
+uint32_t vl_kept_tensor_count(const vl_kept_t *self)
+{
+    return self->weights->n_tensors;
+}
+
+const char *vl_kept_tensor_at(const vl_kept_t *self, uint32_t i, uint32_t dims[4], uint32_t *ndim,
+                              const float **data)
+{
+    if (i >= self->weights->n_tensors)
+        return NULL;
+    const vl_tensor_t *t = &self->weights->tensors[i];
+    *ndim = vl_tensor_dims(t, dims);
+    *data = t->data;
+    return t->name;
 }
 
 /* Returns the network self holds, built on first use; NULL on no memory. */

@@ -35,6 +35,8 @@ struct vl_kept_s {
                                        // vl_kept_step made (vl_kept_policy hands it over)
     int has_spec;                      // the checkpoint carries its policy's spec:
     vl_spec_t spec;                    // its fields, actions and model rebuild the network
+    int torch;                         // its model is torch:MOD:FN, a PyTorch module only
+                                       // Python builds: no C network, policy stays NULL
 };
 
 /* Checks that env gives what the kept policy reads: its observation size
@@ -69,14 +71,9 @@ const char *vl_kept_python_env(const char *given, const vl_kept_t *kept);
 int vl_kept_arch(const vl_weights_t *w, uint32_t *obs_dim, uint32_t *num_actions, uint32_t *hidden,
                  char *why, size_t why_size);
 
-/* Writes the canonical text of the kept network's model spec into
-   out[size]: its spec's, or volley's MLP of its hidden size for a
-   checkpoint from before specs were kept. Returns out. */
-const char *vl_kept_model(const vl_kept_t *self, char *out, size_t size);
-
 /* Returns a policy holding the kept weights (caller destroys): the one
    vl_kept_load checked them against, handed over once, else a new one.
-   NULL on no memory. */
+   NULL on no memory, and always for a torch: model (no C network). */
 vl_policy_t *vl_kept_policy(vl_kept_t *self);
 
 #endif

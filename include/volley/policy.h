@@ -23,8 +23,11 @@ typedef struct vl_kept_s vl_kept_t;
    (DIR/<policy>.ckpt where its config.ini records `checkpoint = DIR`, else
    RUN/checkpoints/<policy>.ckpt, else RUN/<policy>.ckpt as `--checkpoint
    DIR` leaves it; policy NULL means "default") and, for a run, its
-   config.ini's env. Checks the file, the weights and that they form
-   volley's MLP. Returns a new object (caller destroys), or NULL with a
+   config.ini's env. Checks the file, the weights and that they form the
+   network the checkpoint's spec names (volley's MLP before specs were
+   kept); a torch:MOD:FN model, a PyTorch module only Python builds, is
+   kept as its spec and tensors, unchecked, with no C network (see
+   vl_kept_is_torch). Returns a new object (caller destroys), or NULL with a
    one-line reason in why[why_size]. */
 VL_EXPORT vl_kept_t *vl_kept_load(const char *path, const char *policy, char *why, size_t why_size);
 
@@ -43,12 +46,36 @@ VL_EXPORT const char *vl_kept_info(const vl_kept_t *self, uint32_t dims[3], uint
 /* Returns the policy id of the kept weights; self keeps it. */
 VL_EXPORT const char *vl_kept_policy_id(const vl_kept_t *self);
 
+/* Writes the canonical text of the kept network's model spec into
+   out[size]: its spec's (e.g. "torch:MOD:FN"), or volley's MLP of its
+   hidden size for a checkpoint from before specs were kept. Returns out. */
+VL_EXPORT const char *vl_kept_model(const vl_kept_t *self, char *out, size_t size);
+
+/* Returns 1 when the kept model is torch:MOD:FN (a PyTorch module of the
+   user's own: Python plays it from vl_kept_tensor_at's tensors, and the
+   forward pass, step and pick functions fail), else 0. */
+VL_EXPORT int vl_kept_is_torch(const vl_kept_t *self);
+
+/* Writes observation field i of the kept policy (its spec's; one f32 field
+   of obs_dim before specs were kept) into *field, with no range. Returns
+   0, or -1 when there is no field i. */
+VL_EXPORT int vl_kept_field(const vl_kept_t *self, uint32_t i, vl_env_field_t *field);
+
+/* Returns the number of kept tensors. */
+VL_EXPORT uint32_t vl_kept_tensor_count(const vl_kept_t *self);
+
+/* Returns the name of kept tensor i and writes its rank into *ndim, its
+   dimensions into dims[4] and its row-major floats into *data (self keeps
+   name and data); NULL when there is no tensor i. */
+VL_EXPORT const char *vl_kept_tensor_at(const vl_kept_t *self, uint32_t i, uint32_t dims[4],
+                                        uint32_t *ndim, const float **data);
+
 /* Writes the policy's head outputs [n][outputs] (the logits of every
    discrete dimension in turn, or a box's means) for n observations obs
    [n][obs_dim] (normalised first with the statistics the weights carry,
    when they carry them), through the C forward pass; a recurrent policy
    runs one step from the zero state (vl_kept_step carries it). Returns 0,
-   or -1 on no memory. */
+   or -1 on no memory or a torch: model. */
 VL_EXPORT int vl_kept_logits(vl_kept_t *self, uint32_t n, const float *obs, float *logits);
 
 /* Returns the floats of one env's recurrent state (2H for an lstm core: h

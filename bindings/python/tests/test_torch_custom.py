@@ -17,8 +17,12 @@ torch_custom_nets.py's, beside this file.
     declare (model torch:MOD:FN, acting with torch_policy), trains CartPole
     well above chance (a mean return >= 100; random play is about 22), with
     the actors acting on versions > 0 and a checkpoint written; --resume
-    loads that checkpoint and goes on from its version. Wall-clock bounds
-    only end a broken run."""
+    loads that checkpoint and goes on from its version; `volley eval RUN`
+    plays it with its module on the Python env (well above chance, greedy),
+    refusing in one line without a Python env, and `volley export RUN`
+    writes the module's own tensors and names its model, which
+    volley.load_torch_policy builds back. Wall-clock bounds only end a
+    broken run."""
 import json
 import os
 import re
@@ -29,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from procs import PYTHON, REPO, free_port, top_kind, top_rows
+from procs import PYTHON, REPO, VOLLEY, free_port, top_kind, top_rows
 
 torch = pytest.importorskip("torch", reason="torch is not installed (Debian: python3-torch)")
 
@@ -259,3 +263,43 @@ def test_python_actors_train_it_and_resume_goes_on(procs, tmp_path):
     later = metrics(run)[len(rows):]
     assert later and later[0]["version"] >= version and later[-1]["version"] > version, later
     assert all(a.poll() is None for a in actors), procs.dump()
+    check_eval(run)
+    check_export(run, tmp_path / "out.safetensors")
+
+
+def volley_cli(*args):
+    """(exit code, stdout, stderr's lines) of the volley binary run in HERE."""
+    env = dict(os.environ)
+    env.setdefault("PYTHONPATH", str(REPO / "bindings" / "python"))
+    out = subprocess.run([VOLLEY, *map(str, args)], capture_output=True, text=True, timeout=120,
+                         cwd=HERE, env=env)
+    return out.returncode, out.stdout, [x for x in out.stderr.splitlines() if x.strip()]
+
+
+def check_eval(run):
+    """volley eval of a torch:MOD:FN run: its module plays the Python env
+    (the learner recorded only the vector env's name, so --env names it);
+    without a Python env, one line asking for one."""
+    rc, out, err = volley_cli("eval", run, "--episodes", 3, "--greedy",
+                              "--env", "volley.envs.cartpole:make_env")
+    assert rc == 0, (out, err)
+    assert f"model torch:{MODEL}" in out, out
+    got = re.search(r"^return (\S+) ± ", out, re.M)
+    assert got and float(got.group(1)) >= ABOVE_CHANCE / 2, out  # random play: about 22
+    rc, out, err = volley_cli("eval", run, "--episodes", 3)
+    assert rc == 2 and len(err) == 1 and f"torch:{MODEL}" in err[0] and "--env" in err[0], err
+
+
+def check_export(run, to):
+    """volley export of a torch:MOD:FN run: the module's tensors and its model."""
+    rc, out, err = volley_cli("export", run, "--to", to)
+    assert rc == 0 and f"model torch:{MODEL}" in out, (out, err)
+    tensors = volley.load_safetensors(to)
+    net = custom.build_net(MODEL, cartpole_spec())
+    assert set(tensors) == set(net.state_dict()), sorted(tensors)
+    arch = volley.load_export_spec(to)["architecture"]
+    assert arch["model"] == f"torch:{MODEL}" and arch["type"] == "torch", arch
+    assert json.loads(to.with_suffix(".json").read_text())["architecture"] == arch
+    back = volley.load_torch_policy(to)
+    assert all(torch.equal(v, torch.from_numpy(tensors[k]))
+               for k, v in back.state_dict().items()), "not the exported tensors"

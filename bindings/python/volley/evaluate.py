@@ -6,7 +6,10 @@ with Gymnasium's API, as `python3 -m volley actor --env` takes) and prints, as
 its last line, the mean ± std of the episodes' return and length, in
 `volley eval`'s words. The policy's forward pass is libvolley's (the C policy
 of the checkpoint; a recurrent one carries each env's state, zeroed at each
-episode's start); Python steps the envs. Episodes are spread evenly over up
+episode's start), or for a run trained with --torch-model MOD:FN (model
+torch:MOD:FN) the user's module, built as the learner built it and fed the
+checkpoint's tensors (volley.torch.actor.torch_policy, on the CPU); Python
+steps the envs. Episodes are spread evenly over up
 to 16 envs (a vector env: over its own num_envs), each playing its own fixed
 number (taking the first N to end would favour short ones). Exit 0 after the
 episodes, 1 when the env fails, 2 on bad usage or input.
@@ -16,17 +19,19 @@ import ctypes
 import os
 import sys
 import traceback
-from typing import Any, Callable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _lib
 from .action import ActionSpace, CAction, BOX
 from .env_fn import load_env_fn
+from ._types import ENCODING_NAMES, MODEL_MAX, NDIM_MAX, EnvField
 
 MAX_ENVS = 16
 SEED_STRIDE = 0x9E3779B97F4A7C15  # env i's seed: seed + i * stride, as `volley eval`'s
 U32x3 = ctypes.c_uint32 * 3
+U32x4 = ctypes.c_uint32 * 4
 _P = ctypes.c_void_p  # every pointer crosses as an address
 
 _lib.bind({
@@ -45,6 +50,13 @@ _lib.bind({
     "vl_kept_pick": (ctypes.c_int, [_P, ctypes.c_uint32, _P, ctypes.c_int, _P, _P]),
     "vl_kept_tensor": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p, _P, ctypes.c_size_t,
                                       ctypes.c_char_p, ctypes.c_size_t]),
+    "vl_kept_model": (ctypes.c_char_p, [_P, ctypes.c_char_p, ctypes.c_size_t]),
+    "vl_kept_is_torch": (ctypes.c_int, [_P]),
+    "vl_kept_field": (ctypes.c_int, [_P, ctypes.c_uint32, ctypes.POINTER(EnvField)]),
+    "vl_kept_tensor_count": (ctypes.c_uint32, [_P]),
+    "vl_kept_tensor_at": (ctypes.c_char_p, [_P, ctypes.c_uint32, ctypes.POINTER(U32x4),
+                                            ctypes.POINTER(ctypes.c_uint32),
+                                            ctypes.POINTER(ctypes.POINTER(ctypes.c_float))]),
 })
 
 
@@ -54,6 +66,9 @@ class Kept:
     env (the run's, "" when unknown), action (its ActionSpace), logstd (a
     box's pi.logstd [dims], else None), state_size (floats of one env's
     recurrent state, 0 for a memoryless policy), recurrent (state_size > 0),
+    model (the model spec's text), torch (True for torch:MOD:FN: a module of
+    one's own, which only fields() and tensors() serve; the C forward pass
+    and pick fail on it),
     logits(obs [n, obs_dim]) by the C forward pass (observations normalised
     as the weights say; one step from the zero state) and step(obs, state,
     first), the same carrying each env's state; pick(outputs, greedy, rng),
@@ -84,7 +99,12 @@ class Kept:
         if self.action.outputs != self.num_actions:
             raise _lib.VolleyError(f"{path}: {self.num_actions} head outputs for the action "
                                    f"space {self.action}")
-        if self.action.kind == BOX:
+        self.model, self.torch = "", False
+        if _lib.has("vl_kept_is_torch"):
+            text = ctypes.create_string_buffer(MODEL_MAX)
+            self.model = _lib.lib.vl_kept_model(self._h, text, len(text)).decode(errors="replace")
+            self.torch = bool(_lib.lib.vl_kept_is_torch(self._h))
+        if self.action.kind == BOX and not self.torch:  # a module's log-std is its own tensor
             self.logstd = self._tensor(path, "pi.logstd", self.action.dims)
         if not _lib.has("vl_kept_pick"):
             raise _lib.VolleyError(f"{_lib.path} is older than this package (no vl_kept_pick): "
@@ -100,6 +120,29 @@ class Kept:
             raise _lib.VolleyError(f"{name}: {why.value.decode(errors='replace')}")
         if not np.all(np.isfinite(out)):
             raise _lib.VolleyError(f"{path}: {name} holds a value that is not finite")
+        return out
+
+    def fields(self) -> List[Tuple[Tuple[int, ...], str]]:
+        """The observation fields the policy reads: [(shape, encoding name)]."""
+        out: List[Tuple[Tuple[int, ...], str]] = []
+        f = EnvField()
+        while _lib.lib.vl_kept_field(self._h, len(out), ctypes.byref(f)) == 0:
+            ndim = min(int(f.ndim), NDIM_MAX)
+            out.append((tuple(int(d) for d in f.shape[:ndim]), ENCODING_NAMES[int(f.encoding)]))
+        return out
+
+    def tensors(self) -> Dict[str, np.ndarray]:
+        """The kept tensors, {name: float32 array of its shape} (copies), in
+        the checkpoint's order: a torch:MOD:FN policy's module state_dict."""
+        out: Dict[str, np.ndarray] = {}
+        dims, ndim = U32x4(), ctypes.c_uint32()
+        data = ctypes.POINTER(ctypes.c_float)()
+        for i in range(int(_lib.lib.vl_kept_tensor_count(self._h))):
+            name = _lib.lib.vl_kept_tensor_at(self._h, i, ctypes.byref(dims), ctypes.byref(ndim),
+                                              ctypes.byref(data))
+            shape = tuple(int(d) for d in dims[:int(ndim.value)])
+            flat = np.ctypeslib.as_array(data, (int(np.prod(shape)),))
+            out[name.decode(errors="replace")] = flat.reshape(shape).copy()
         return out
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
@@ -176,26 +219,71 @@ def _stepper(make_env: Callable[[], Any], n: int, seed: int) -> Tuple[Any, Any, 
     return _EnvList(envs, spec, seeds), spec, env_name(first), n
 
 
+# acts(obs [n, obs_dim], first [n]) -> actions float32 [n, dims]: a policy's choices for n envs
+Acts = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+def _c_acts(kept: Kept, n: int, greedy: bool, seed: int) -> Acts:
+    """The C policy acting for n envs, carrying each env's recurrent state
+    (zeroed where first is set) and drawing as `volley eval` draws."""
+    rng = kept.new_rng(seed ^ 0x5DEECE66D)  # as `volley eval` seeds its draws
+    state = kept.new_state(n)
+
+    def acts(obs: np.ndarray, first: np.ndarray) -> np.ndarray:
+        return kept.pick(kept.step(obs, state, first), greedy, rng)
+
+    return acts
+
+
+def _torch_acts(kept: Kept, spec: Any, greedy: bool, seed: int) -> Acts:
+    """The torch:MOD:FN module of kept, built for its observation fields
+    and actions as the learner built it, holding kept's tensors, acting on
+    the CPU with draws from a torch generator seeded by seed. ValueError of
+    one line when the env's fields are not the policy's, or the module
+    cannot be built or does not take the tensors."""
+    import torch
+    from .model import model_fields
+    from .torch.actor import torch_policy
+    from .torch.custom import ModelSpec
+    fields = kept.fields()
+    if model_fields(spec) != fields:
+        raise ValueError(f"the policy reads observation fields {fields}; the env gives "
+                         f"{model_fields(spec)}")
+    policy_fn = torch_policy(kept.model, ModelSpec(tuple(fields), kept.action), "cpu", greedy)
+    weights = kept.tensors()
+    rng_state = torch.Generator().manual_seed(seed ^ 0x5DEECE66D).get_state()
+
+    def acts(obs: np.ndarray, first: np.ndarray) -> np.ndarray:
+        nonlocal rng_state
+        with torch.random.fork_rng(devices=[]):  # the draws' own stream, the caller's untouched
+            torch.random.set_rng_state(rng_state)
+            a, _ = policy_fn(obs, weights)
+            rng_state = torch.random.get_rng_state()
+        return np.asarray(a, np.float32).reshape(len(obs), -1)
+
+    return acts
+
+
 def play(kept: Kept, make_env: Callable[[], Any], episodes: int, seed: int = 1,
          greedy: bool = False) -> Tuple[np.ndarray, np.ndarray, str]:
     """Plays episodes on up to MAX_ENVS envs made by make_env (a vector env:
     on its own num_envs); returns (returns, lengths, env name). Raises
     ValueError when the env's spaces do not fit the policy; what an env
     raises passes through. A recurrent policy carries each env's state,
-    zeroed at each of its episodes' start."""
+    zeroed at each of its episodes' start; a torch:MOD:FN policy acts with
+    its module (ValueError also when it cannot be built)."""
     envs, spec, name, n = _stepper(make_env, min(episodes, MAX_ENVS), seed)
     if spec.obs_dim != kept.obs_dim or spec.action != kept.action:
         raise ValueError(f"the policy takes {kept.obs_dim} observations and acts in "
                          f"{kept.action}; the env gives {spec.obs_dim} and acts in {spec.action}")
+    act = _torch_acts(kept, spec, greedy, seed) if kept.torch else _c_acts(kept, n, greedy, seed)
     quota = [episodes // n + (i < episodes % n) for i in range(n)]
     obs = envs.obs
-    rng = kept.new_rng(seed ^ 0x5DEECE66D)  # as `volley eval` seeds its draws
     ret, length = np.zeros(n), np.zeros(n, np.int64)
-    state, first = kept.new_state(n), np.ones(n, np.uint8)
+    first = np.ones(n, np.uint8)
     returns, lengths = [], []
     while any(quota):
-        outputs = kept.step(obs, state, first)
-        acts = kept.pick(outputs, greedy, rng)
+        acts = act(obs, first)
         obs, rewards, terminated, truncated, _ = envs.step(acts)
         ended = np.asarray(terminated, bool) | np.asarray(truncated, bool)
         first[:] = ended  # a recurrent policy's state starts again with each episode
@@ -212,8 +300,9 @@ def play(kept: Kept, make_env: Callable[[], Any], episodes: int, seed: int = 1,
 
 def _report(kept: Kept, env_text: str, a: argparse.Namespace, returns: np.ndarray,
             lengths: np.ndarray) -> None:
+    net = f"model {kept.model}" if kept.torch else f"hidden {kept.hidden}"
     print(f"eval: {env_text}, policy {kept.policy_id} version {kept.version} "
-          f"(obs {kept.obs_dim}, hidden {kept.hidden}, actions {kept.action}), "
+          f"(obs {kept.obs_dim}, {net}, actions {kept.action}), "
           f"{len(returns)} episodes, {'greedy' if a.greedy else 'sampled'} actions, seed {a.seed}")
     print(f"return {returns.mean():.2f} ± {returns.std():.2f} (min {returns.min():.2f}, max "
           f"{returns.max():.2f})  length {lengths.mean():.1f} ± {lengths.std():.1f} "

@@ -210,12 +210,17 @@ def load_torch_policy(path: _Path, device: Any = "cpu") -> VolleyNet:
     An export whose "core" is {"kind": "lstm", "hidden": H} is a recurrent
     module (state_size 2H): act(obs, greedy, first) carries a state per env
     (row of obs), zero at first and where first marks an episode's first
-    observation; forward_seq runs whole sequences. ValueError when the core
-    the export names is not its model's."""
+    observation, forward_seq runs whole sequences. An export of a
+    torch:MOD:FN model is that module (volley.torch.custom.CustomNet:
+    forward and dist), built by MOD:FN as the learner built it. ValueError
+    when the core the export names is not its model's, or the module cannot
+    be built or does not take the tensors."""
     from . import torch as vtorch
     where = os.fspath(path)
     spec = load_export_spec(where)
     model, fields, action = _net_of(spec, where)
+    if model.startswith("torch:"):
+        return _load_custom(model, fields, action, where).to(device).eval()
     hidden = _core_of(spec, where)
     module = vtorch.build(model, fields, action=action, seed=None)
     if module.hidden != hidden:
@@ -224,6 +229,17 @@ def load_torch_policy(path: _Path, device: Any = "cpu") -> VolleyNet:
                          f"{'ends in lstm(%d)' % module.hidden if module.hidden else 'has none'}")
     vtorch.load_weights(module, load_safetensors(where))
     return module.to(device).eval()
+
+
+def _load_custom(model: str, fields: List[Tuple[Tuple[int, ...], str]], action: ActionSpace,
+                 where: str) -> Any:
+    """The module torch:MOD:FN builds for fields and action, holding the
+    tensors of the export at where."""
+    from .torch.actor import load_published
+    from .torch.custom import ModelSpec, build_net
+    net = build_net(model, ModelSpec(tuple(fields), action))
+    load_published(net, load_safetensors(where))
+    return net
 
 
 _lib.bind({
