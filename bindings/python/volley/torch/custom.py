@@ -52,7 +52,7 @@ from torch import nn
 
 from ..action import ActionSpace, BOX
 from ..model import action_of, model_fields
-from .model import NORM_CLIP, NORM_EPS, NORM_TENSORS, ActionDist
+from .model import NORM_TENSORS, ActionDist, ObsNorm
 
 __all__ = ["ModelSpec", "CustomNet", "spec_of", "load_build", "build_net", "model_text",
            "is_model_text", "PREFIX", "MAX_TENSORS"]
@@ -181,7 +181,7 @@ def _flat(v: torch.Tensor) -> torch.Tensor:
     return v.reshape(1) if v.dim() == 0 else v
 
 
-class CustomNet(nn.Module):
+class CustomNet(ObsNorm, nn.Module):
     """module (build(spec)'s) with what volley's engine and actors ask of a
     network: forward(obs [n, obs_dim]) -> (outputs [n, num_actions], values
     [n]), dist(outputs), num_actions, state_size 0, set_norm and normalize
@@ -218,27 +218,6 @@ class CustomNet(nn.Module):
     def state_size(self) -> int:
         """0: a module of one's own is memoryless."""
         return 0
-
-    def set_norm(self, on: bool) -> None:
-        """Turns observation normalisation on (statistics 0 and 1 until loaded,
-        buffers norm.* of the module) or off."""
-        if on and not self.norm:
-            dev = self.norm_mask.device
-            self.register_buffer("norm_obs_mean", torch.zeros(self.obs_dim, device=dev))
-            self.register_buffer("norm_obs_var", torch.ones(self.obs_dim, device=dev))
-            self.register_buffer("norm_state", torch.zeros(4, device=dev))
-        elif not on and self.norm:
-            for name in ("norm_obs_mean", "norm_obs_var", "norm_state"):
-                delattr(self, name)
-        self.norm = bool(on)
-
-    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs [n, obs_dim] as the module sees it: the f32 values normalised
-        with the statistics while normalisation is on, else obs itself."""
-        if not self.norm:
-            return obs
-        z = (obs - self.norm_obs_mean) / torch.sqrt(self.norm_obs_var + NORM_EPS)
-        return torch.where(self.norm_mask, z.clamp(-NORM_CLIP, NORM_CLIP), obs)
 
     def forward(self, obs: Any) -> Tuple[torch.Tensor, torch.Tensor]:
         """(outputs [n, num_actions], values [n]) of obs [n, obs_dim]."""

@@ -263,7 +263,42 @@ class ActionDist:
         return torch.stack([c.logits.argmax(-1) for c in self.cats], dim=-1)
 
 
-class VolleyNet(nn.Module):
+class ObsNorm:
+    """Observation normalisation a network carries for its actors: set_norm
+    makes the statistics (norm.* once published) buffers of the module, and
+    normalize applies them to the f32 values (norm_mask) of [n, obs_dim]
+    observations. The network sets obs_dim, norm_mask and norm (False)."""
+
+    obs_dim: int
+    norm_mask: torch.Tensor
+    norm_obs_mean: torch.Tensor  # buffers while normalisation is on
+    norm_obs_var: torch.Tensor
+    norm: bool
+    register_buffer: Any
+
+    def set_norm(self, on: bool) -> None:
+        """Turns observation normalisation on (the statistics, norm.obs.mean
+        0 and var 1 until loaded, become buffers of the module) or off."""
+        if on and not self.norm:
+            dev = self.norm_mask.device
+            self.register_buffer("norm_obs_mean", torch.zeros(self.obs_dim, device=dev))
+            self.register_buffer("norm_obs_var", torch.ones(self.obs_dim, device=dev))
+            self.register_buffer("norm_state", torch.zeros(4, device=dev))
+        elif not on and self.norm:
+            for name in ("norm_obs_mean", "norm_obs_var", "norm_state"):
+                delattr(self, name)
+        self.norm = bool(on)
+
+    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs [n, obs_dim] as the network sees it: the f32 values normalised
+        with the statistics when normalisation is on, else obs itself."""
+        if not self.norm:
+            return obs
+        z = ((obs - self.norm_obs_mean) / torch.sqrt(self.norm_obs_var + NORM_EPS))
+        return torch.where(self.norm_mask, z.clamp(-NORM_CLIP, NORM_CLIP), obs)
+
+
+class VolleyNet(ObsNorm, nn.Module):
     """volley's actor-critic network for a canonical layer list over fields
     [(shape, encoding)] acting in an action space (a volley.ActionSpace, or
     an int: that many discrete choices; see the module's docstring);
@@ -318,27 +353,6 @@ class VolleyNet(nn.Module):
         self.norm = False
         self._register_state_dict_hook(_c_names)
         self._register_load_state_dict_pre_hook(_module_names)
-
-    def set_norm(self, on: bool) -> None:
-        """Turns observation normalisation on (the statistics, norm.obs.mean
-        0 and var 1 until loaded, become buffers of the module) or off."""
-        if on and not self.norm:
-            dev = self.norm_mask.device
-            self.register_buffer("norm_obs_mean", torch.zeros(self.obs_dim, device=dev))
-            self.register_buffer("norm_obs_var", torch.ones(self.obs_dim, device=dev))
-            self.register_buffer("norm_state", torch.zeros(4, device=dev))
-        elif not on and self.norm:
-            for name in ("norm_obs_mean", "norm_obs_var", "norm_state"):
-                delattr(self, name)
-        self.norm = bool(on)
-
-    def normalize(self, obs: torch.Tensor) -> torch.Tensor:
-        """obs [n, obs_dim] as the network sees it: the f32 values normalised
-        with the statistics when normalisation is on, else obs itself."""
-        if not self.norm:
-            return obs
-        z = ((obs - self.norm_obs_mean) / torch.sqrt(self.norm_obs_var + NORM_EPS))
-        return torch.where(self.norm_mask, z.clamp(-NORM_CLIP, NORM_CLIP), obs)
 
     def _build_convnet(self, widths: List[int]) -> None:
         convs = [layer for layer in self.layers if layer.kind == "conv"]
