@@ -20,6 +20,14 @@
 # (c) volley.sbatch -N 3 requeued midway (`scontrol requeue`): the second start
 #     resumes from the checkpoint the first wrote as it stopped, and its
 #     versions and steps go on from there.
+# (d) a pixel game with your own torch module: volley.sbatch -N 3 with
+#     VOLLEY_ENV=volley.envs.screens:make_env (16 Game-Boy-shaped screens,
+#     1x72x80 u2, 7 buttons), VOLLEY_LEARNER=torch and VOLLEY_TORCH_MODEL=
+#     tiny_screens_net:build (tests/data, on PYTHONPATH): the PyTorch learner
+#     on node1 trains that module, the Python actors on node2 and node3 act
+#     with it, in step with the learner (--wait-ms) for --steps each; the
+#     learner takes every step they stepped (none dropped) and the mean return
+#     rises well above a random policy's (about 73).
 #
 # Needs root (network namespaces, Slurm's daemons; it installs slurm-wlm and
 # munge when missing) and says SKIP otherwise. Nothing outside the
@@ -340,4 +348,52 @@ read -r first_v first_s last_v last_s rows <<< "$cont"
 [ "$last_v" -gt "$ck_version" ] || fail "no version past the checkpoint's $ck_version after the requeue: $cont"
 pass "job $JOB requeued (scontrol requeue) at: $before; it started again ${back} s later and $resumed;" \
     "its metrics go on ($rows rows) from version $first_v at $first_s steps to version $last_v at $last_s steps; $last"
-echo "4 passed, 0 failed"
+
+# ---- (d) a pixel game, your own torch module: learner on node1, Python actors on node2, node3 --
+NET_FN=tiny_screens_net:build
+SCREENS=volley.envs.screens:make_env
+STEPS=24576 # per actor: 24 rounds of the env's 16 envs x 64 steps, 3 episodes an env
+said=$(cd / && PYTHONPATH="$ROOT/tests/data" "$PY" -c "import torch, volley.envs.screens, ${NET_FN%:*}" 2>&1) ||
+    fail "$PY cannot import torch, volley.envs.screens and ${NET_FN%:*}: $(echo "$said" | tail -1)"
+# VOLLEY_DEVICE=cpu: node1's stand-in GPU comes with the exclusive node (Slurm gives an --exclusive
+# job all of a node's GRES), and the checkout's torch may have no CUDA.
+t0=$(date +%s.%N)
+JOB=$(submit pixels "$ROOT/deploy/slurm/volley.sbatch" -N 3 -- VOLLEY_PORT=7630 VOLLEY_ENV=$SCREENS \
+    VOLLEY_LEARNER=torch VOLLEY_DEVICE=cpu VOLLEY_TORCH_MODEL=$NET_FN PYTHONPATH="$ROOT/tests/data" \
+    VOLLEY_PYTHON="$PY" VOLLEY_BATCH=32 VOLLEY_UNTIL=steps VOLLEY_MAX_STEPS=$((2 * STEPS)) VOLLEY_MAX_SECONDS=150 \
+    VOLLEY_ACTOR_ARGS="--steps $STEPS --wait-ms 10000") || fail "sbatch refused the pixels job"
+JOBS+=("$JOB")
+learner="-m volley learner --torch .*--torch-model $NET_FN"
+actor="$PY -m volley actor --broker $NET.1:7630 .*--env $SCREENS .*--torch-model $NET_FN"
+where=$(sightings "$JOB" "^node1 .*$learner" "^node2 .*$actor" "^node3 .*$actor")
+echo "$where" | grep -qE "^node1 .*$learner" || fail "no torch learner of $NET_FN on node1: $where"
+for n in node2 node3; do echo "$where" | grep -qE "^$n .*$actor" || fail "no Python actor with $NET_FN on $n: $where"; done
+echo "$where" | grep -E "^node1 " | grep -q " actor " && fail "an actor on the learner's node1: $where"
+state=$(wait_job "$JOB" 200)
+secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+last=$(grep -E '^(done|not done):' "$TMP/pixels.out" | tail -1)
+[ "$state" = COMPLETED ] && echo "$last" | grep -qE "^done: $((2 * STEPS)) steps" ||
+    fail "pixels job $JOB: $state, '$last': $(tail -20 "$TMP/pixels.out")"
+R=$TMP/runs/pixels
+grep -qE "policy 'default' from the broker: obs u2\[1x72x80\] actions discrete\(7\) .*model torch:$NET_FN env $SCREENS" \
+    "$R/logs/learner.log" && grep -q "torch engine: torch:$NET_FN on cpu" "$R/logs/learner.log" ||
+    fail "the learner did not train torch:$NET_FN on u2[1x72x80]: $(grep -E 'from the broker|engine' "$R/logs/learner.log")"
+grep -q "^torch-model = $NET_FN$" "$R/config.ini" || fail "the run's config.ini lacks torch-model = $NET_FN"
+version=$(last_metric pixels version) dropped=$(last_metric pixels segments_dropped)
+steps=$(last_metric pixels env_steps) trained=$(last_metric pixels segments_trained)
+share=$(grep "progress:" "$R/logs/learner.log" | tail -1 | grep -oE 'dropped [0-9]+ of [0-9]+ arrived \([0-9]+%[^)]*\)')
+[ "${version:-0}" -gt 0 ] && [ "$dropped" = 0 ] && [ "$trained" = $((2 * STEPS / 64)) ] ||
+    fail "the learner: version '$version', $trained segments trained of $((2 * STEPS / 64)), $dropped dropped ($share)"
+n2=$(sed -n 's/^volley actor: \([0-9]*\) env steps$/\1/p' "$R.actors/node2.log")
+n3=$(sed -n 's/^volley actor: \([0-9]*\) env steps$/\1/p' "$R.actors/node3.log")
+[ "$n2" = $STEPS ] && [ "$n3" = $STEPS ] && [ "$steps" = $((n2 + n3)) ] ||
+    fail "the actors stepped '$n2' (node2) and '$n3' (node3) env steps, the learner took $steps"
+returns=$(grep -oE '"return_mean":[0-9.]+' "$R/metrics.jsonl" | cut -d: -f2 | awk '$1 > 0' | uniq)
+first=$(echo "$returns" | head -1) final=$(echo "$returns" | tail -1)
+awk -v a="$first" -v b="$final" 'BEGIN { exit !(b >= 110 && b > a + 20) }' ||
+    fail "no return trend: mean return $first -> $final (random scores about 73): $(echo $returns)"
+pass "job $JOB (-N 3, VOLLEY_LEARNER=torch, VOLLEY_TORCH_MODEL=$NET_FN): the learner on node1 trained" \
+    "torch:$NET_FN on u2[1x72x80] to version $version, $trained segments, $steps env steps = node2's $n2 +" \
+    "node3's $n3 (Python actors acting with the module), $share; mean return $first -> $final (random:" \
+    "about 73); $last; ${secs} s from sbatch to done"
+echo "5 passed, 0 failed"

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# A pixel-game user's whole path across three machines (network namespaces h1,
+# h2, h3 on a bridge in a fourth, as multihost_test.sh builds them): h1 runs
+# `volley up --env volley.envs.screens:make_env --learner torch --torch-model
+# tiny_screens_net:build --actors 0 --bind ADDR` (the broker and the PyTorch
+# learner training a user's own nn.Module, tests/data/tiny_screens_net.py),
+# h2 and h3 each a Python actor, `python -m volley actor --env
+# volley.envs.screens:make_env --torch-model tiny_screens_net:build`, acting
+# with that module on 16 Game-Boy-shaped screens (1x72x80, four shades: u2 on
+# the wire, 7 buttons; a random policy scores about 73 per 512-step episode).
+#
+# The actors run in step with the learner (--wait-ms: each waits for the next
+# weights version rather than acting on the old one, so that on two cores no
+# segment grows too old to train on) for --steps each, and the run's step
+# budget is their sum: it ends when the learner has taken every segment they
+# sent. Checked: the learner on h1 trained versions > 0 of torch:MOD:FN on
+# u2[1x72x80] (its log, config.ini, metrics.jsonl); each actor is a Python
+# process in its own namespace, connected over TCP from its host's address,
+# and says how many env steps it stepped; the learner took all of them (none
+# dropped: 0 %, and env_steps = the actors' sum); the mean return rose over
+# the run to well above random's (at least 110; it reaches about 300).
+#
+# Needs root (CAP_NET_ADMIN) for `ip netns` and a checkout Python with torch;
+# skips (exit 0) without either. About 80 s on two cores.
+. "$(dirname "$0")/lib.sh"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+NS=vlmp$$ # namespaces $NS-br (the bridge), $NS-h1 .. $NS-h3
+NET=10.78.0
+PORT=7600
+HOSTS="h1 h2 h3"
+PY=${VOLLEY_PYTHON:-$ROOT/.venv/bin/python}
+ENV=volley.envs.screens:make_env
+NET_FN=tiny_screens_net:build
+STEPS=24576 # per actor: 24 rounds of 16 envs x 64 steps, 3 episodes an env
+
+teardown() {
+    cleanup # kills the processes (in PIDS) first: a namespace lives while a process is in it
+    for n in br $HOSTS; do # and any left in our namespaces, which only this run started
+        for p in $(ip netns pids "$NS-$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+        ip netns del "$NS-$n" 2>/dev/null
+    done
+}
+trap teardown EXIT
+
+# Namespaces left by a run of this test that was killed (SIGKILL skips the trap).
+for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^vlmp[0-9]+-(br|h[1-3])$'); do
+    owner=${n#vlmp}; owner=${owner%%-*}
+    kill -0 "$owner" 2>/dev/null && continue
+    for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    ip netns del "$n" 2>/dev/null
+done
+
+VOLLEY_LIB=$(dirname "$VOLLEY")/libvolley.so
+export VOLLEY_LIB VOLLEY_PYTHON=$PY PYTHONPATH=$ROOT/tests/data
+said=$(cd / && "$PY" -c "import torch, volley.actor_cmd, volley.envs.screens, ${NET_FN%:*}" 2>&1) ||
+    { echo "SKIP: $PY cannot import torch, volley's actor and ${NET_FN%:*}: $(echo "$said" | tail -1)"; exit 0; }
+if ! ip netns add "$NS-br" 2> "$TMP/netns.err"; then
+    echo "SKIP: cannot create network namespaces (need root and CAP_NET_ADMIN): $(cat "$TMP/netns.err")"
+    exit 0
+fi
+net() { # a command building the virtual network; without veth or bridges, a skip too
+    "$@" 2> "$TMP/net.err" && return
+    echo "SKIP: cannot create network namespaces with veth links and a bridge: '$*': $(cat "$TMP/net.err")"
+    exit 0
+}
+net ip -n "$NS-br" link add br0 type bridge
+net ip -n "$NS-br" link set br0 up
+i=0
+for h in $HOSTS; do
+    i=$((i + 1))
+    net ip netns add "$NS-$h"
+    net ip -n "$NS-$h" link set lo up
+    net ip link add eth0 netns "$NS-$h" type veth peer name "v$h" netns "$NS-br"
+    net ip -n "$NS-$h" addr add "$NET.$i/24" dev eth0
+    net ip -n "$NS-$h" link set eth0 up
+    net ip -n "$NS-br" link set "v$h" master br0
+    net ip -n "$NS-br" link set "v$h" up
+done
+
+# ---- the run: up on h1, a Python actor on h2 and on h3 ----------------------------------------
+cd "$TMP" || fail "no $TMP"
+t0=$(date +%s.%N)
+ip netns exec "$NS-h1" "$VOLLEY" up --env $ENV --learner torch --torch-model $NET_FN --actors 0 \
+    --bind $NET.1 --port $PORT --batch 32 --runs "$TMP/runs" --name pixels --until steps \
+    --max-steps $((2 * STEPS)) --max-seconds 150 > "$TMP/up.log" 2>&1 &
+UP=$!
+PIDS+=("$UP")
+wait_for "$TMP/up.log" 15 "broker on $NET.1:$PORT" || fail "volley up did not start on $NET.1: $(cat "$TMP/up.log")"
+# `ip netns exec` execs the command: $! is the Python process itself.
+for a in 2 3; do
+    ip netns exec "$NS-h$a" "$PY" -m volley actor --env $ENV --torch-model $NET_FN --broker $NET.1:$PORT \
+        --id $a --steps $STEPS --wait-ms 10000 > "$TMP/actor-$a.log" 2>&1 &
+    PIDS+=($!)
+    ACTOR[a]=$!
+done
+wait_for "$TMP/up.log" 60 "version=[1-9]" || fail "no weights version trained across the hosts"
+for a in 2 3; do
+    pid=${ACTOR[a]}
+    [ "$(ip netns identify "$pid")" = "$NS-h$a" ] || fail "actor $a (pid $pid) is not in $NS-h$a"
+    cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline")
+    echo "$cmd" | grep -qE "python[0-9.]* -m volley actor --env $ENV --torch-model $NET_FN" ||
+        fail "actor $a is not a Python actor with $NET_FN: $cmd"
+    conn=$(ip netns exec "$NS-h$a" ss -Htnp state established "( dport = :$PORT )" |
+        awk -v p="pid=$pid," 'index($0, p) { print $3; exit }')
+    [ "${conn%:*}" = "$NET.$a" ] || fail "actor $a has no TCP connection from $NET.$a to $NET.1:$PORT: '$conn'"
+done
+pass "up on h1 ($NET.1:$PORT) trains on Python actors in h2 and h3 (pids ${ACTOR[2]}, ${ACTOR[3]}), each connected from its own address"
+
+wait "$UP"
+rc=$?
+secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+last=$(tail -n 1 "$TMP/up.log")
+[ $rc -eq 0 ] && echo "$last" | grep -qE "^done: $((2 * STEPS)) steps" || fail "volley up: exit $rc, '$last'"
+R=$TMP/runs/pixels
+L=$R/logs/learner.log
+grep -qE "policy 'default' from the broker: obs u2\[1x72x80\] actions discrete\(7\) .*model torch:$NET_FN env $ENV" "$L" ||
+    fail "the learner did not take the actors' spec (u2[1x72x80], torch:$NET_FN): $(grep -m1 'from the broker' "$L")"
+grep -q "torch engine: torch:$NET_FN on cpu" "$L" || fail "the learner did not train $NET_FN: $(grep -m1 'engine' "$L")"
+grep -q "^torch-model = $NET_FN$" "$R/config.ini" && grep -q "^learner = torch$" "$R/config.ini" ||
+    fail "config.ini lacks learner = torch, torch-model = $NET_FN"
+m() { tail -n 1 "$R/metrics.jsonl" | sed -n "s/.*\"$1\":\([-0-9.e+]*\).*/\1/p"; }
+version=$(m version) steps=$(m env_steps) dropped=$(m segments_dropped) trained=$(m segments_trained)
+[ "${version:-0}" -gt 0 ] || fail "no version trained: $(tail -n 1 "$R/metrics.jsonl")"
+share=$(grep "progress:" "$L" | tail -1 | grep -oE 'dropped [0-9]+ of [0-9]+ arrived \([0-9]+%[^)]*\)')
+[ "$dropped" = 0 ] && [ "$trained" = $((2 * STEPS / 64)) ] ||
+    fail "the learner dropped $dropped segments and trained $trained of $((2 * STEPS / 64)): $share"
+n2=$(sed -n 's/^volley actor: \([0-9]*\) env steps$/\1/p' "$TMP/actor-2.log")
+n3=$(sed -n 's/^volley actor: \([0-9]*\) env steps$/\1/p' "$TMP/actor-3.log")
+[ "$n2" = $STEPS ] && [ "$n3" = $STEPS ] || fail "the actors did not report $STEPS env steps each: '$n2', '$n3'"
+[ "$steps" = $((n2 + n3)) ] || fail "the learner's env_steps $steps != the actors' $n2 + $n3"
+pass "the learner on h1 trained torch:$NET_FN on u2[1x72x80] to version $version, $trained segments," \
+    "$steps env steps = actor 2's $n2 + actor 3's $n3, $share; ${secs} s from start to '$last'"
+
+# ---- it learns: random scores about 73; the first episodes end 8 updates in --------------------
+returns=$(grep -oE '"return_mean":[0-9.]+' "$R/metrics.jsonl" | cut -d: -f2 | awk '$1 > 0' | uniq)
+first=$(echo "$returns" | head -1) final=$(echo "$returns" | tail -1)
+awk -v a="$first" -v b="$final" 'BEGIN { exit !(b >= 110 && b > a + 20) }' ||
+    fail "no return trend: mean return $first -> $final (random scores about 73): $(echo $returns)"
+pass "it learns from the pixels: mean return $first -> $final (random: about 73; windows $(echo $returns | tr ' ' ','))"
+echo "3 passed, 0 failed"
