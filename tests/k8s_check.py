@@ -7,7 +7,7 @@
       overlay, no key material in the manifests, each container mounting only its
       own Secret, probes, non-root and read-only, resources; prints what it checked.
   k8s_check.py run RENDER.yaml CONTAINER [--probe] --root ROOT --vols DIR --keys DIR [--set VAR=VALUE...]
-                  [--replace-arg OLD=NEW...]
+                  [--host VAR=VALUE...] [--replace-arg OLD=NEW...]
       runs CONTAINER's command and arguments (or, with --probe, its liveness probe's
       command) as a local process: the environment as the kubelet makes it (the
       ConfigMaps' envFrom, env, then --set), $(VAR) expanded in them as Kubernetes
@@ -15,7 +15,8 @@
       Secret volumes written there from the manifests in --keys (volley keygen
       --k8s-secrets) as the kubelet lays them out (links into a hidden directory),
       the volume claim and emptyDirs as plain directories; --replace-arg swaps an
-      argument (the gpu overlay's learner on --device cpu). /volley
+      argument (the gpu overlay's learner on --device cpu); --host sets a variable to a
+      path of this machine's, never moved (a clone under /tmp is not the pod's /tmp). /volley
       (the image's copy of the repository) is ROOT; `volley` is the first on PATH.
 """
 import base64
@@ -218,7 +219,7 @@ def run(argv):
     while i < len(argv):
         if argv[i] == "--probe":
             probe, i = True, i + 1
-        elif argv[i] in ("--set", "--replace-arg"):
+        elif argv[i] in ("--set", "--host", "--replace-arg"):
             opts.setdefault(argv[i], []).append(argv[i + 1])
             i += 2
         else:
@@ -261,6 +262,9 @@ def run(argv):
         assert old in cmd, "no argument %r to replace in %s" % (old, cmd)
         cmd = [new if a == old else a for a in cmd]
     env = {k: local(v) for k, v in env.items()}
+    for kv in opts.get("--host", []):
+        k, v = kv.split("=", 1)
+        env[k] = v
     env["PATH"] = os.environ["PATH"]  # the image's, with this build's volley first
     sys.stdout.flush()
     os.execvpe(cmd[0], cmd, env)

@@ -289,7 +289,7 @@ LEARNER_PID=$LAST
 # PYTHONPATH: the mount /envs (k8s_check.py run moves no path out of the pod's "/envs:/opt/envs"),
 # and this build's libvolley
 container pyactor actor --vols "$PYPOD" --set POD_NAME=volley-actor-7d9f8c6b5-py \
-    --set PYTHONPATH=/envs --set VOLLEY_LIB="$(dirname "$VOLLEY")/libvolley.so"
+    --set PYTHONPATH=/envs --host VOLLEY_LIB="$(dirname "$VOLLEY")/libvolley.so"
 ACTOR_PID=$LAST
 metrics=$VOLS/volley-data/run/metrics.jsonl
 for _ in $(seq 60); do
