@@ -93,3 +93,45 @@ watch_flood() {
     done
     echo "$rss0 $peak $r $slowest $back"
 }
+# Deletes the namespaces TAG<pid>-NAME (NAME matching the regex $2) that a killed run of a test
+# left (SIGKILL skips its trap), with every process in them, where that run's pid is gone.
+netns_sweep() {
+    local tag=$1 names=$2 n owner p
+    for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$tag[0-9]+-($names)\$"); do
+        owner=${n#"$tag"}; owner=${owner%%-*}
+        kill -0 "$owner" 2>/dev/null && continue
+        for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+        ip netns del "$n" 2>/dev/null
+    done
+}
+# Builds hosts on one machine from network namespaces: $NS-$1 holds a bridge br0 (with the
+# address $2 on it unless empty), and each further name h a host $NS-h whose eth0, a veth to the
+# bridge, is $NET.i (i counting the hosts from 1). Says SKIP and exits 0 where namespaces, veth
+# links or bridges cannot be made.
+netns_build() {
+    local br=$1 addr=$2 h i=0
+    shift 2
+    if ! ip netns add "$NS-$br" 2> "$TMP/netns.err"; then
+        echo "SKIP: cannot create network namespaces (need root and CAP_NET_ADMIN): $(cat "$TMP/netns.err")"
+        exit 0
+    fi
+    s_net ip -n "$NS-$br" link set lo up
+    s_net ip -n "$NS-$br" link add br0 type bridge
+    [ -z "$addr" ] || s_net ip -n "$NS-$br" addr add "$addr/24" dev br0
+    s_net ip -n "$NS-$br" link set br0 up
+    for h in "$@"; do
+        i=$((i + 1))
+        s_net ip netns add "$NS-$h"
+        s_net ip -n "$NS-$h" link set lo up
+        s_net ip link add eth0 netns "$NS-$h" type veth peer name "v$h" netns "$NS-$br"
+        s_net ip -n "$NS-$h" addr add "$NET.$i/24" dev eth0
+        s_net ip -n "$NS-$h" link set eth0 up
+        s_net ip -n "$NS-$br" link set "v$h" master br0
+        s_net ip -n "$NS-$br" link set "v$h" up
+    done
+}
+s_net() { # a command building netns_build's network; without veth or bridges, a skip
+    "$@" 2> "$TMP/net.err" && return
+    echo "SKIP: cannot create network namespaces with veth links and a bridge: '$*': $(cat "$TMP/net.err")"
+    exit 0
+}

@@ -42,40 +42,13 @@ teardown() {
 }
 trap teardown EXIT
 
-# Namespaces left by a run of this test that was killed (SIGKILL skips the trap).
-for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^vlmp[0-9]+-(br|h[1-3])$'); do
-    owner=${n#vlmp}; owner=${owner%%-*}
-    kill -0 "$owner" 2>/dev/null && continue
-    for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    ip netns del "$n" 2>/dev/null
-done
+netns_sweep vlmp 'br|h[1-3]' # namespaces a killed run left
 
 VOLLEY_LIB=$(dirname "$VOLLEY")/libvolley.so
 export VOLLEY_LIB VOLLEY_PYTHON=$PY PYTHONPATH=$ROOT/tests/data
 said=$(cd / && "$PY" -c "import torch, volley.actor_cmd, volley.envs.screens, ${NET_FN%:*}" 2>&1) ||
     { echo "SKIP: $PY cannot import torch, volley's actor and ${NET_FN%:*}: $(echo "$said" | tail -1)"; exit 0; }
-if ! ip netns add "$NS-br" 2> "$TMP/netns.err"; then
-    echo "SKIP: cannot create network namespaces (need root and CAP_NET_ADMIN): $(cat "$TMP/netns.err")"
-    exit 0
-fi
-net() { # a command building the virtual network; without veth or bridges, a skip too
-    "$@" 2> "$TMP/net.err" && return
-    echo "SKIP: cannot create network namespaces with veth links and a bridge: '$*': $(cat "$TMP/net.err")"
-    exit 0
-}
-net ip -n "$NS-br" link add br0 type bridge
-net ip -n "$NS-br" link set br0 up
-i=0
-for h in $HOSTS; do
-    i=$((i + 1))
-    net ip netns add "$NS-$h"
-    net ip -n "$NS-$h" link set lo up
-    net ip link add eth0 netns "$NS-$h" type veth peer name "v$h" netns "$NS-br"
-    net ip -n "$NS-$h" addr add "$NET.$i/24" dev eth0
-    net ip -n "$NS-$h" link set eth0 up
-    net ip -n "$NS-br" link set "v$h" master br0
-    net ip -n "$NS-br" link set "v$h" up
-done
+netns_build br '' $HOSTS
 
 # ---- the run: up on h1, a Python actor on h2 and on h3 ----------------------------------------
 cd "$TMP" || fail "no $TMP"

@@ -41,36 +41,9 @@ teardown() {
 }
 trap teardown EXIT
 
-# Namespaces left by a run of this test that was killed (SIGKILL skips the trap).
-for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^vlmh[0-9]+-(br|h[1-4])$'); do
-    owner=${n#vlmh}; owner=${owner%%-*}
-    kill -0 "$owner" 2>/dev/null && continue
-    for p in $(ip netns pids "$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-    ip netns del "$n" 2>/dev/null
-done
+netns_sweep vlmh 'br|h[1-4]' # namespaces a killed run left
 
-if ! ip netns add "$NS-br" 2> "$TMP/netns.err"; then
-    echo "SKIP: cannot create network namespaces (need root and CAP_NET_ADMIN): $(cat "$TMP/netns.err")"
-    exit 0
-fi
-net() { # a command building the virtual network; without veth or bridges, a skip too
-    "$@" 2> "$TMP/net.err" && return
-    echo "SKIP: cannot create network namespaces with veth links and a bridge: '$*': $(cat "$TMP/net.err")"
-    exit 0
-}
-net ip -n "$NS-br" link add br0 type bridge
-net ip -n "$NS-br" link set br0 up
-i=0
-for h in $HOSTS; do
-    i=$((i + 1))
-    net ip netns add "$NS-$h"
-    net ip -n "$NS-$h" link set lo up
-    net ip link add eth0 netns "$NS-$h" type veth peer name "v$h" netns "$NS-br"
-    net ip -n "$NS-$h" addr add "$NET.$i/24" dev eth0
-    net ip -n "$NS-$h" link set eth0 up
-    net ip -n "$NS-br" link set "v$h" master br0
-    net ip -n "$NS-br" link set "v$h" up
-done
+netns_build br '' $HOSTS
 in_ns() { local h=$1; shift; ip netns exec "$NS-$h" "$@"; }
 
 # `ip netns exec` execs the command, so $! is the volley process itself (not

@@ -77,39 +77,10 @@ trap 'exit 143' TERM INT # a stopped test still tears down (the EXIT trap)
 
 # Namespaces left by a run of this test that was killed (SIGKILL skips the trap), and every daemon
 # and job process in them: each one runs in a namespace of its run.
-for n in $(ip netns list 2> /dev/null | awk '{print $1}' | grep -E '^vlsm[0-9]+-(ctl|node[1-3])$'); do
-    owner=${n#vlsm}
-    owner=${owner%%-*}
-    kill -0 "$owner" 2> /dev/null && continue
-    for p in $(ip netns pids "$n" 2> /dev/null); do kill -KILL "$p" 2> /dev/null; done
-    ip netns del "$n" 2> /dev/null
-done
+netns_sweep vlsm 'ctl|node[1-3]'
 
 # ---- the network: a bridge in ctl ($NET.254), a veth from each node's eth0 to it ----------------
-if ! ip netns add "$NS-ctl" 2> "$TMP/netns.err"; then
-    echo "SKIP: cannot create network namespaces (need root and CAP_NET_ADMIN): $(cat "$TMP/netns.err")"
-    exit 0
-fi
-net() { # a command building the virtual network; without veth or bridges, a skip too
-    "$@" 2> "$TMP/net.err" && return
-    echo "SKIP: cannot create network namespaces with veth links and a bridge: '$*': $(cat "$TMP/net.err")"
-    exit 0
-}
-net ip -n "$NS-ctl" link set lo up
-net ip -n "$NS-ctl" link add br0 type bridge
-net ip -n "$NS-ctl" addr add "$NET.254/24" dev br0
-net ip -n "$NS-ctl" link set br0 up
-i=0
-for n in $NODES; do
-    i=$((i + 1))
-    net ip netns add "$NS-$n"
-    net ip -n "$NS-$n" link set lo up
-    net ip link add eth0 netns "$NS-$n" type veth peer name "v$n" netns "$NS-ctl"
-    net ip -n "$NS-$n" addr add "$NET.$i/24" dev eth0
-    net ip -n "$NS-$n" link set eth0 up
-    net ip -n "$NS-ctl" link set "v$n" master br0
-    net ip -n "$NS-ctl" link set "v$n" up
-done
+netns_build ctl "$NET.254" $NODES
 
 # ---- the cluster -----------------------------------------------------------------------------
 mkdir -p "$S/state" "$S/munge" "$S/log" "$S/spool/node1" "$S/spool/node2" "$S/spool/node3"
