@@ -58,8 +58,10 @@ static void *s_bind_xpub(vl_broker_t *self, const vl_broker_config_t *c, int off
     if (zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, first, &len) != 0 ||
         zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 || zmq_bind(s, endpoint) != 0 ||
         zmq_unbind(s, first) != 0) {
-        vl_error("cannot listen on %s: %s", endpoint, zmq_strerror(zmq_errno()));
+        int err = zmq_errno();
+        vl_error("cannot listen on %s: %s", endpoint, zmq_strerror(err));
         zmq_close(s);
+        errno = err;
         return NULL;
     }
     return s;
@@ -131,6 +133,7 @@ int vl_broker_stop_recording(vl_broker_t *self)
 
 vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
 {
+    int why;
     vl_broker_t *self = calloc(1, sizeof *self);
     if (!self)
         return NULL;
@@ -160,12 +163,12 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
     self->notify = vl_notify_new(c->max_actors);
     if (!self->ctx || !self->inspect || !self->roster || !self->specs || !self->notify)
         goto err;
-    self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS);
-    self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS);
-    self->xsub = s_bind(self, c, ZMQ_XSUB, VL_PORT_WEIGHTS_IN);
-    self->xpub = s_bind_xpub(self, c, VL_PORT_WEIGHTS_OUT);
-    self->control = s_bind(self, c, ZMQ_ROUTER, VL_PORT_CONTROL);
-    if (!self->pull || !self->router || !self->xsub || !self->xpub || !self->control)
+    // The first port that cannot be bound ends it: one line says why, errno stays its reason.
+    if (!(self->pull = s_bind(self, c, ZMQ_PULL, VL_PORT_SEGMENTS)) ||
+        !(self->router = s_bind(self, c, ZMQ_ROUTER, VL_PORT_LEARNERS)) ||
+        !(self->xsub = s_bind(self, c, ZMQ_XSUB, VL_PORT_WEIGHTS_IN)) ||
+        !(self->xpub = s_bind_xpub(self, c, VL_PORT_WEIGHTS_OUT)) ||
+        !(self->control = s_bind(self, c, ZMQ_ROUTER, VL_PORT_CONTROL)))
         goto err;
     void *ports[VLB_PORTS] = {self->pull, self->router, self->xsub, self->xpub, self->control};
     if (vl_conns_watch(self, ports, VLB_PORTS) != 0)
@@ -191,7 +194,9 @@ vl_broker_t *vl_broker_new(const vl_broker_config_t *c)
             c->port, c->port + 1, c->port + 2, c->port + 3, c->port + 4);
     return self;
 err:
+    why = errno; // kept through the cleanup: the caller's reason (EADDRINUSE: a port in use)
     vl_broker_destroy(&self);
+    errno = why;
     return NULL;
 }
 

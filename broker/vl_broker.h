@@ -39,7 +39,8 @@ typedef struct {
 vl_broker_config_t vl_broker_config_default(void);
 
 /* Creates a broker and binds its sockets. Returns NULL after logging why
-   (e.g. a port in use). Caller destroys. */
+   (e.g. a port in use: errno EADDRINUSE, the first such port named). Caller
+   destroys. */
 vl_broker_t *vl_broker_new(const vl_broker_config_t *config);
 
 /* Serves until vl_broker_stop is called or a SHUTDOWN request comes. Returns 0, or -1 on a

@@ -1,8 +1,11 @@
 /*  `volley broker`: flags, start, serve until SIGINT/SIGTERM, stop. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "../common/vl_flags.h"
@@ -138,6 +141,44 @@ static int s_parse(int argc, char **argv, s_args_t *a)
     return 0;
 }
 
+/* Returns 1 when another process listens on TCP port of host ("*" or an
+   IPv4 address) so that the broker's bind would fail: a listener as libzmq
+   makes one (SO_REUSEADDR) cannot bind it. 0 when it can, or when host is
+   a name or an IPv6 address, which the broker's own bind then answers. */
+static int s_port_taken(const char *host, int port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (strcmp(host, "*") == 0)
+        a.sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        return 0;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), on = 1;
+    if (fd < 0)
+        return 0;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    int taken = bind(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno == EADDRINUSE;
+    close(fd);
+    return taken;
+}
+
+/* Says, in one line, which of the broker's ports another process holds and
+   what to do. Returns 1 when one is held (the broker is not started), 0. */
+static int s_ports_taken(const vl_broker_config_t *c)
+{
+    static const char *const uses[VL_PORT_COUNT] = {"segments", "learners", "weights in",
+                                                    "weights out", "control"};
+    for (int i = 0; i < VL_PORT_COUNT; i++)
+        if (s_port_taken(c->bind_host, c->port + i)) {
+            fprintf(stderr,
+                    "volley broker: --port %d: port %d (%s) is in use on this box; choose "
+                    "another --port (ports %d-%d must all be free), or stop the process "
+                    "listening there\n",
+                    c->port, c->port + i, uses[i], c->port, c->port + VL_PORT_COUNT - 1);
+            return 1;
+        }
+    return 0;
+}
+
 /* The broker the process serves with, stopped by SIGINT and SIGTERM (NULL once destroyed). */
 static vl_broker_t *volatile s_broker;
 
@@ -170,11 +211,13 @@ int vl_broker_main(int argc, char **argv)
         return rc > 0 ? 0 : 2;
     vl_broker_config_t c = a.c;
     int ready_fd = a.ready_fd;
+    if (s_ports_taken(&c))
+        return 2;
     vl_log_init("broker", (vl_log_level_t)a.level);
     vl_proc_catch_signals();
     vl_broker_t *broker = vl_broker_new(&c);
-    if (!broker)
-        return 1;
+    if (!broker) // a port taken since, or on an interface s_ports_taken cannot try: as above
+        return errno == EADDRINUSE ? 2 : 1;
     if (ready_fd >= 0) { // every port is bound: tell the launcher
         if (write(ready_fd, "ready\n", 6) != 6)
             vl_warn("--ready-fd %d: %s", ready_fd, strerror(errno));

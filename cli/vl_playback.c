@@ -50,8 +50,10 @@ static void s_usage(FILE *out)
             "  --pace fast|recorded  as fast as possible (default), or with the recorded gaps\n"
             "                     between messages\n"
             "  --broker HOST[:PORT]  send the records to a running broker's segment port\n"
-            "                     instead (a load test with real traffic); no learner here\n");
-    vl_opt_print_role(out, "policy whose segments train the learner");
+            "                     (default port %d) instead (a load test with real traffic);\n"
+            "                     no learner here\n"
+            "  --policy NAME      policy whose segments train the learner (default 'default')\n",
+            VL_DEFAULT_PORT);
     vl_opt_print_curve(out);
     vl_env_print_help(out, "cartpole; the recording's spec must match it");
     vl_opt_print_model(out);

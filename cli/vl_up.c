@@ -27,6 +27,8 @@
 #define S_MAX_ARGS   128
 #define S_PORT_TRIES 5 // free base ports tried when another process takes the one picked
 #define S_PATH_MAX   1100
+#define S_LINE       1024 // a log line quoted, at most
+#define S_CONTEXT    2    // log lines shown above the last one a report quotes
 
 /* A run: what it was told, its directory and the paths it hands out. */
 typedef struct {
@@ -114,7 +116,7 @@ static int s_open_log(s_run_t *r, const char *name)
 static char *s_log_last(const char *path, const char *word, char *out, size_t size)
 {
     FILE *f = path[0] ? fopen(path, "r") : NULL;
-    char line[1024];
+    char line[S_LINE];
     out[0] = '\0';
     while (f && fgets(line, sizeof line, f))
         if (line[0] != '\n' && (!word || strstr(line, word)))
@@ -124,47 +126,104 @@ static char *s_log_last(const char *path, const char *word, char *out, size_t si
     return out;
 }
 
-/* Prints the broker log's last error line, if any: why it did not start. */
-static void s_broker_reason(const s_run_t *r)
+/* Prints, indented on stderr, the up to S_CONTEXT non-empty lines of the log
+   at path before its last one: the cause a process's closing line may only
+   summarise (a plugin's own message above "cannot start the actor", a
+   traceback above its exception). */
+static void s_log_context(const char *path)
 {
-    char last[1024];
-    if (s_log_last(r->broker_log, "error:", last, sizeof last)[0])
-        fprintf(stderr, "volley up: the broker said: %s\n", strstr(last, "error:") + 7);
+    char ring[S_CONTEXT + 1][S_LINE];
+    long n = 0;
+    FILE *f = path[0] ? fopen(path, "r") : NULL;
+    while (f && fgets(ring[n % (S_CONTEXT + 1)], S_LINE, f))
+        if (ring[n % (S_CONTEXT + 1)][0] != '\n')
+            n++;
+    if (f)
+        fclose(f);
+    for (long i = n > S_CONTEXT ? n - S_CONTEXT - 1 : 0; i < n - 1; i++) {
+        const char *line = ring[i % (S_CONTEXT + 1)];
+        fprintf(stderr, "    %.*s\n", (int)strcspn(line, "\n"), line);
+    }
 }
 
-/* Prints the learner log's last line, if any: why it stopped (a refused
-   --device, a traceback's last line, a C learner's error). */
+/* Writes where a child's own words are, "PATH ends: LAST", into out[size]
+   (with --verbose, which keeps no log, "its output above says why"), after
+   printing the lines above LAST (s_log_context). Returns out. */
+static const char *s_log_end(const char *path, char *out, size_t size)
+{
+    char last[S_LINE];
+    if (!path[0])
+        snprintf(out, size, "its output above says why");
+    else if (s_log_last(path, NULL, last, sizeof last)[0]) {
+        s_log_context(path);
+        snprintf(out, size, "%s ends: %s", path, last);
+    } else
+        snprintf(out, size, "%s is empty", path);
+    return out;
+}
+
+/* Returns the path of child which's log (0 the broker, 1 the learner, then
+   the actors), "" when it keeps none. */
+static const char *s_child_log(const s_run_t *r, int which)
+{
+    return which == 0 ? r->broker_log : which == 1 ? r->learner_log : r->actor_log[which - 2];
+}
+
+/* Returns child which's role in words. */
+static const char *s_child_role(int which)
+{
+    return which == 0 ? "broker" : which == 1 ? "learner" : "actor";
+}
+
+/* Prints the broker log's last error line, or its refusal of a port in
+   use, if any: why it did not start. */
+static void s_broker_reason(const s_run_t *r)
+{
+    char last[S_LINE];
+    if (s_log_last(r->broker_log, "error:", last, sizeof last)[0])
+        fprintf(stderr, "volley up: the broker said: %s\n", strstr(last, "error:") + 7);
+    else if (s_log_last(r->broker_log, "volley broker: ", last, sizeof last)[0])
+        fprintf(stderr, "volley up: the broker said: %s\n",
+                strstr(last, "volley broker: ") + strlen("volley broker: "));
+}
+
+/* Prints the learner log's last line, if any, after the lines above it: why
+   it stopped (a refused --device, a traceback's last line, a C learner's
+   error). */
 static void s_learner_reason(const s_run_t *r)
 {
-    char last[1024];
-    if (s_log_last(r->learner_log, NULL, last, sizeof last)[0])
+    char last[S_LINE];
+    if (s_log_last(r->learner_log, NULL, last, sizeof last)[0]) {
+        s_log_context(r->learner_log);
         fprintf(stderr, "volley up: the learner said: %s\n", last);
+    }
 }
 
 /* Says which child stopped and how, in words ("exit 2", "killed by signal
-   9 (SIGKILL)"); for an actor that stopped before any segment reached the
-   learner (an env that does not import, a refused spec), its log and that
-   log's last line. An actor of a plugin env that a fatal signal ended may
-   have died in the plugin: its log says so when it did ("... in env plugin
-   PATH"). */
+   9 (SIGKILL)"), with its log's path and last line (the learner's as what
+   it said); for an actor, whether it stopped before any segment reached
+   the learner (an env that does not import, a refused spec). An actor of a
+   plugin env that a fatal signal ended may have died in the plugin: its log
+   says so when it did ("... in env plugin PATH"). */
 static void s_child_stopped(const s_run_t *r, const vl_up_end_t *end)
 {
-    static const char *const roles[] = {"broker", "learner", "actor"};
     const vl_up_config_t *c = &r->c;
     int which = end->stopped, sig = WIFSIGNALED(end->status) ? WTERMSIG(end->status) : 0;
     int fault = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT;
-    const char *log = which >= 2 ? r->actor_log[which - 2] : "";
-    char how[64], last[1024];
+    const char *log = s_child_log(r, which);
+    char how[64], said[S_LINE + S_PATH_MAX];
     vl_proc_describe(end->status, how, sizeof how);
-    if (which >= 2 && !end->fed)
-        fprintf(stderr,
-                "volley up: the actor process stopped (%s) before any segment reached the "
-                "learner; %s%s%s\n",
-                how, log[0] ? log : "its output", log[0] ? " ends: " : " above says why",
-                s_log_last(log, NULL, last, sizeof last));
-    else
-        fprintf(stderr, "volley up: the %s process stopped (%s); stopping the run\n",
-                roles[which < 2 ? which : 2], how);
+    if (which == 1) {
+        fprintf(stderr, "volley up: the learner process stopped (%s); stopping the run; %s%s\n",
+                how, log[0] ? "its log is " : "its output above says why", log);
+        s_learner_reason(r);
+    } else {
+        s_log_end(log, said, sizeof said);
+        fprintf(stderr, "volley up: the %s process stopped (%s)%s; %s\n", s_child_role(which), how,
+                which >= 2 && !end->fed ? " before any segment reached the learner"
+                                        : "; stopping the run",
+                said);
+    }
     if (which >= 2 && fault && c->env && c->env->path)
         fprintf(stderr,
                 "volley up: its env is the plugin %s: logs/actor-%d.log in the run's "
@@ -172,22 +231,57 @@ static void s_child_stopped(const s_run_t *r, const vl_up_end_t *end)
                 c->env->path, which - 1);
 }
 
+/* Returns 1 when a child's wait status at the run's end says it failed: a
+   non-zero exit, or a signal other than the SIGTERM that stopped it or the
+   SIGKILL that followed (any signal for the learner, whose last checkpoint
+   a signal may have cut short). */
+static int s_stop_failed(int which, int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status) != 0;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return which == 1 ? 1 : sig != SIGTERM && sig != SIGKILL;
+}
+
+/* Says that child which failed as the run stopped it (status its wait
+   status), with its log's path and last line; when the run was done
+   (*rc 0), prints "not done: ..." as the last line and sets *rc to 1. */
+static void s_stop_report(const s_run_t *r, int which, int status, int *rc)
+{
+    char how[64], said[S_LINE + S_PATH_MAX];
+    const char *log = s_child_log(r, which);
+    vl_proc_describe(status, how, sizeof how);
+    s_log_end(log, said, sizeof said);
+    fprintf(stderr, "volley up: the %s process failed as it stopped (%s); %s\n",
+            s_child_role(which), how, said);
+    if (*rc != 0)
+        return;
+    printf("not done: the %s failed at exit (%s)%s; see %s\n", s_child_role(which), how,
+           which == 1 ? ": its last checkpoint may not be written" : "",
+           log[0] ? log : "its output above");
+    *rc = 1;
+}
+
 /* Says, in one line, that no segment reached the learner by the end of its
    budget, and where to look: actor 1's log and its last line; with
    --actors 0, that no actor came to the broker at broker. */
 static void s_unfed(const s_run_t *r, const vl_up_end_t *end, const char *broker)
 {
-    const char *log = r->actor_log[0];
-    char last[1024];
+    char said[S_LINE + S_PATH_MAX];
     if (!r->c.actors)
         fprintf(stderr,
                 "volley up: no actor sent a segment in %.1f s: none came to the broker on "
                 "%s (--actors 0: start them elsewhere with --broker %s)\n",
                 end->secs, broker, broker);
-    else
-        fprintf(stderr, "volley up: no segment reached the learner in %.1f s; %s%s%s\n", end->secs,
-                log[0] ? log : "the actors' output", log[0] ? " ends: " : " above may say why",
-                s_log_last(log, NULL, last, sizeof last));
+    else if (r->actor_log[0][0]) {
+        s_log_end(r->actor_log[0], said, sizeof said);
+        fprintf(stderr, "volley up: no segment reached the learner in %.1f s; %s\n", end->secs,
+                said);
+    } else
+        fprintf(stderr,
+                "volley up: no segment reached the learner in %.1f s; the actors' output above "
+                "may say why\n",
+                end->secs);
 }
 
 /* Writes where this box reaches the broker, "HOST:PORT", into out[size]:
@@ -598,6 +692,30 @@ static void s_gpu_note(const vl_up_config_t *c)
            "insists on it\n");
 }
 
+/* Stops the run's n children in reverse order of start: the actors, then
+   the learner (its last checkpoint is the run's result: a learner that
+   could not write it has failed the run), then the broker. In a run that
+   was done (*rc 0), each that failed as it stopped is reported
+   (s_stop_report) and *rc becomes 1; a run that failed has said why, and
+   its other children may have failed of the same cause. */
+static void s_stop_all(const s_run_t *r, pid_t *pids, int n, int *rc)
+{
+    int status[2 + VL_UP_MAX_ACTORS] = {0}, ran[2 + VL_UP_MAX_ACTORS], done = *rc == 0;
+    for (int i = 0; i < n; i++)
+        ran[i] = pids[i] > 0; // not the one that stopped on its own: it was reported
+    if (n > 2)
+        vl_proc_stop_all(pids + 2, n - 2, 3000, status + 2);
+    if (pids[1] > 0)
+        vl_proc_stop_one(&pids[1], 10000, &status[1]);
+    if (pids[0] > 0)
+        vl_proc_stop_one(&pids[0], 3000, &status[0]);
+    for (int i = 1; i <= n && done && !vl_interrupted; i++) {
+        int which = i < n ? i : 0; // the learner, the actors, then the broker
+        if (ran[which] && s_stop_failed(which, status[which]))
+            s_stop_report(r, which, status[which], rc);
+    }
+}
+
 /* Starts every process, watches the run, stops them. Returns the exit code. */
 static int s_run(s_run_t *r)
 {
@@ -647,20 +765,8 @@ static int s_run(s_run_t *r)
         else if (rc == 1 && end.stopped < 0 && !end.fed) // nothing came: where to look
             s_unfed(r, &end, broker);
     }
-    // Stop in reverse order of start: actors, then the learner (its last checkpoint is the
-    // run's result: a learner that could not write it has failed the run), then the broker.
-    for (int i = n - 1; i >= 2; i--)
-        vl_proc_stop(&pids[i], 1, 3000);
-    int learner_status = 0;
-    int learner_rc = pids[1] > 0 ? vl_proc_stop_one(&pids[1], 10000, &learner_status) : 0;
-    vl_proc_stop(&pids[0], 1, 3000);
-    if (rc == 0 && learner_rc != 0) {
-        char how[64];
-        printf("not done: the learner failed at exit (%s): its last checkpoint may not "
-               "be written; see %s/logs\n",
-               vl_proc_describe(learner_status, how, sizeof how), vl_rundir_path(r->dir));
-        rc = 1;
-    } else if (rc == 0)
+    s_stop_all(r, pids, n, &rc);
+    if (rc == 0)
         printf("%s\n", last);
     if (sub)
         zmq_close(sub);

@@ -65,17 +65,6 @@ int vl_proc_reap(pid_t *pids, int n, int *status)
     return -1;
 }
 
-/* Returns how many of the n children are still running, reaping the rest. */
-static int s_running(pid_t *pids, int n)
-{
-    int status, running = 0;
-    while (vl_proc_reap(pids, n, &status) >= 0)
-        ;
-    for (int i = 0; i < n; i++)
-        running += pids[i] > 0;
-    return running;
-}
-
 int vl_proc_stop_one(pid_t *pid, int grace_ms, int *status)
 {
     int st = 0;
@@ -115,16 +104,43 @@ const char *vl_proc_describe(int status, char *out, size_t size)
 
 void vl_proc_stop(pid_t *pids, int n, int grace_ms)
 {
-    for (int i = 0; i < n; i++)
+    vl_proc_stop_all(pids, n, grace_ms, NULL);
+}
+
+/* Reaps, without waiting, each child of pids that exited, keeping its wait
+   status in status[i] (when status is not NULL). Returns how many run on. */
+static int s_reap_each(pid_t *pids, int n, int *status)
+{
+    int st, running = 0;
+    for (int i = 0; i < n; i++) {
+        if (pids[i] > 0 && waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+            pids[i] = 0;
+            if (status)
+                status[i] = st;
+        }
+        running += pids[i] > 0;
+    }
+    return running;
+}
+
+void vl_proc_stop_all(pid_t *pids, int n, int grace_ms, int *status)
+{
+    for (int i = 0; i < n; i++) {
+        if (status)
+            status[i] = 0;
         if (pids[i] > 0)
             kill(pids[i], SIGTERM);
+    }
     struct timespec tick = {0, 10 * 1000 * 1000};
-    for (int waited = 0; waited < grace_ms && s_running(pids, n); waited += 10)
+    for (int waited = 0; waited < grace_ms && s_reap_each(pids, n, status); waited += 10)
         nanosleep(&tick, NULL);
     for (int i = 0; i < n; i++) {
         if (pids[i] > 0) {
+            int st = 0;
             kill(pids[i], SIGKILL);
-            waitpid(pids[i], NULL, 0);
+            waitpid(pids[i], &st, 0);
+            if (status)
+                status[i] = st;
             pids[i] = 0;
         }
     }

@@ -32,6 +32,11 @@ pid_t vl_proc_spawn_exec(const char *path, char *const argv[], int out_fd);
    reaped. */
 void vl_proc_stop(pid_t *pids, int n, int grace_ms);
 
+/* Stops the n children as vl_proc_stop does, all at once. When status is
+   not NULL, status[i] gets child i's wait status: how it ended, SIGKILL's
+   when it had to be killed, 0 for an entry that was not running. */
+void vl_proc_stop_all(pid_t *pids, int n, int grace_ms, int *status);
+
 /* Stops one child as vl_proc_stop does. Returns its exit code, or -1 when
    a signal ended it (or it had to be killed); *pid becomes 0. When status is
    not NULL it gets the child's wait status (SIGKILL's when it was killed). */

@@ -1,6 +1,7 @@
 /*  vl_sock: socket creation with volley's options. */
 #include "vl_sock.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <zmq.h>
 
@@ -83,10 +84,12 @@ static void *s_open(const vl_curve_t *curve, void *ctx, int type, const char *en
         curve_ok = !curve || vl_curve_apply(curve, s) == 0;
     }
     if (!s || !curve_ok || (bind ? zmq_bind(s, endpoint) : zmq_connect(s, endpoint)) != 0) {
+        int err = zmq_errno();
         vl_error("cannot %s %s: %s", bind ? "listen on" : "connect to", endpoint,
-                 zmq_strerror(zmq_errno()));
+                 zmq_strerror(err));
         if (s)
             zmq_close(s);
+        errno = err; // the caller's reason (EADDRINUSE: the port is taken)
         return NULL;
     }
     return s;

@@ -47,7 +47,8 @@ void *vl_sock_connect_as(const vl_curve_t *curve, int lossy, void *ctx, int type
                          const char *broker, int offset, int linger_ms, int64_t max_msg);
 
 /* Creates a socket like vl_sock_connect and binds it to tcp://host:port.
-   Returns it, or NULL after logging why (e.g. the port is in use). */
+   Returns it, or NULL after logging why, errno saying it (EADDRINUSE: the
+   port is in use). */
 void *vl_sock_bind(void *ctx, int type, const char *host, int port, int linger_ms, int64_t max_msg);
 
 #endif
