@@ -10,14 +10,15 @@ OCEAN_URL=https://files.pythonhosted.org/packages/7c/e1/5292f9b69c6263707b40ba04
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 # Unpacks the sdist into $TMP/pufferlib-3.0.0 (OCEAN, RAYLIB set); exits 0
-# with "skip:" when it is neither cached nor reachable.
+# with "SKIP: <reason>" (ctest's skip pattern for the ocean tests) when it
+# is neither cached nor reachable.
 ocean_fetch() {
     local cache=${XDG_CACHE_HOME:-$HOME/.cache}/volley
     mkdir -p "$cache" || fail "cannot make the cache $cache"
     if ! echo "$OCEAN_SHA256  $cache/$OCEAN_SDIST" | sha256sum -c --status 2>/dev/null; then
         if ! curl -fsSL --max-time 120 -o "$cache/$OCEAN_SDIST.part" "$OCEAN_URL"; then
             rm -f "$cache/$OCEAN_SDIST.part"
-            echo "skip: $OCEAN_SDIST is not in $cache and PyPI is not reachable"
+            echo "SKIP: $OCEAN_SDIST is not in $cache and PyPI is not reachable"
             exit 0
         fi
         echo "$OCEAN_SHA256  $cache/$OCEAN_SDIST.part" | sha256sum -c --status ||
