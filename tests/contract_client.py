@@ -477,9 +477,14 @@ class Client:
                       (self.stats.mean_return, self.stats.window, self.stats.version,
                        self.stats.env_steps, self.steps, el, self.steps / el), flush=True)
                 return 0
+            if self.steps >= a.max_steps:
+                self.progress(force=True)
+                print("not reached within %d env steps" % a.max_steps, flush=True)
+                return 1
             if time.monotonic() > deadline:
                 self.progress(force=True)
-                print("not reached within %d s" % a.max_seconds, flush=True)
+                print("hung: not reached within %d s, %d of its %d env steps stepped" %
+                      (a.max_seconds, self.steps, a.max_steps), flush=True)
                 return 1
 
     def summary(self):
@@ -512,7 +517,10 @@ def main():
     p.add_argument("--max-ahead", type=int, default=1)
     p.add_argument("--wait-ms", type=int, default=500)
     p.add_argument("--target", type=float, default=475.0)
-    p.add_argument("--max-seconds", type=float, default=240)
+    p.add_argument("--max-steps", type=int, default=2000000,
+                   help="env steps within which --target must be reached")
+    p.add_argument("--max-seconds", type=float, default=900,
+                   help="a hang guard far above the seconds --max-steps takes")
     p.add_argument("--print-every", type=float, default=2.0)
     p.add_argument("--choices", type=int, default=2,
                    help="declare the space DISCRETE(N): CartPole's is 2 (push left 0, right 1); "

@@ -34,8 +34,8 @@ PIDS+=($!)
 wait_for "$TMP/learner.log" 10 "training policy" || fail "learner did not start"
 
 t0=$(date +%s)
-timeout 260 $PY "$CLIENT" --broker "$B" --id 4242 --seed 1 --envs $ENVS --horizon $HORIZON \
-    --hidden $HIDDEN --target $TARGET --max-seconds 240 --schema2-rounds 1 > "$TMP/client.log" 2>&1
+timeout 420 $PY "$CLIENT" --broker "$B" --id 4242 --seed 1 --envs $ENVS --horizon $HORIZON \
+    --hidden $HIDDEN --target $TARGET --max-seconds 400 --schema2-rounds 1 > "$TMP/client.log" 2>&1
 rc=$?
 secs=$(($(date +%s) - t0))
 tail -4 "$TMP/client.log"
@@ -103,8 +103,8 @@ pass "a client with another action space is refused: $(grep -m1 '^REFUSED spec' 
     --seed 1 --norm-obs 1 --norm-reward 0 > "$TMP/learner_norm.log" 2>&1 &
 PIDS+=($!)
 wait_for "$TMP/learner_norm.log" 10 "training policy" || fail "the normalising learner did not start"
-timeout 110 $PY "$CLIENT" --broker "$B" --policy normed --id 4245 --seed 2 --envs $ENVS \
-    --horizon $HORIZON --hidden $HIDDEN --target $TARGET --max-seconds 100 > "$TMP/norm.log" 2>&1
+timeout 420 $PY "$CLIENT" --broker "$B" --policy normed --id 4245 --seed 2 --envs $ENVS \
+    --horizon $HORIZON --hidden $HIDDEN --target $TARGET --max-seconds 400 > "$TMP/norm.log" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "the client on normalised observations exited $rc: $(tail -3 "$TMP/norm.log")"
 normed=$(sed -n 's/^weights normalising observations: \([0-9]*\) of .*/\1/p' "$TMP/norm.log")
