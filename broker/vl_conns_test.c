@@ -9,15 +9,20 @@
 #include "../tests/vl_test.h"
 #include "vl_conns.h"
 
-/* Returns the IPv4 socket address 127.a.b.c. */
+/* Returns the IPv4 socket address 127.a.b.c. Written as a sockaddr_in and
+   copied in, as accept() fills the storage: stores through a sockaddr_in
+   pointer into a sockaddr_storage break strict aliasing, and an optimising
+   build then returned some addresses unwritten. */
 static struct sockaddr_storage s_v4(int a, int b, int c)
 {
+    struct sockaddr_in in;
+    memset(&in, 0, sizeof in);
+    in.sin_family = AF_INET;
+    in.sin_addr.s_addr =
+        htonl((127u << 24) | ((unsigned)a << 16) | ((unsigned)b << 8) | (unsigned)c);
     struct sockaddr_storage s;
     memset(&s, 0, sizeof s);
-    struct sockaddr_in *in = (struct sockaddr_in *)&s;
-    in->sin_family = AF_INET;
-    in->sin_addr.s_addr =
-        htonl((127u << 24) | ((unsigned)a << 16) | ((unsigned)b << 8) | (unsigned)c);
+    memcpy(&s, &in, sizeof in);
     return s;
 }
 
