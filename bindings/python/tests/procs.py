@@ -104,19 +104,22 @@ class Procs:
             time.sleep(0.1)
         return False
 
-    def wait_solved(self, port, actors, secs=300):
-        """Waits (up to secs, a bound only so that a broken run ends) until the learner on port
-        reports a mean return >= 475 over 100 episodes, asserting every actor still runs;
-        returns the learner's last stats."""
-        stats = {}
-        for _ in range(secs):
+    def wait_solved(self, port, actors, secs=300, steps=1_000_000):
+        """Waits until the learner on port reports a mean return >= 475 over 100 episodes,
+        asserting every actor still runs; fails when its env steps pass steps first (CartPole
+        solves in about 260k), or as hung after secs (a bound only so that a broken run ends).
+        Returns the learner's last stats."""
+        stats, start = {}, time.monotonic()
+        while int(stats.get("env_steps", 0)) <= steps:
+            assert time.monotonic() - start < secs, f"hung: {stats}\n{self.dump()}"
             time.sleep(1)
             assert all(a.poll() is None for a in actors), self.dump()
             stats = top_kind(port, "learner")
             if int(stats.get("window", 0)) >= 100 and float(stats.get("mean_return", 0)) >= 475:
-                print("solved:", {k: stats.get(k) for k in ("env_steps", "mean_return", "window")})
+                print(f"solved in {time.monotonic() - start:.0f} s:",
+                      {k: stats.get(k) for k in ("env_steps", "mean_return", "window")})
                 return stats
-        raise AssertionError(f"not solved: {stats}\n{self.dump()}")
+        raise AssertionError(f"not solved within {steps} env steps: {stats}\n{self.dump()}")
 
     def dump(self):
         """Every log's tail, for a failing assertion's message."""
@@ -125,8 +128,9 @@ class Procs:
             out.append(f"--- {p.name} (rc {p.poll()})\n" + self.text(p)[-3000:])
         return "\n".join(out)
 
-    def stop(self, p, sig=signal.SIGTERM, timeout=10):
-        """Signals p and waits for it; returns its exit code (SIGKILL after timeout)."""
+    def stop(self, p, sig=signal.SIGTERM, timeout=60):
+        """Signals p and waits for it; returns its exit code (SIGKILL after timeout, which only
+        ends one that hangs: a learner finishes its update first, seconds on a busy box)."""
         if p.poll() is None:
             p.send_signal(sig)
             try:

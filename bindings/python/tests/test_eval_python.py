@@ -2,7 +2,9 @@
 be evaluated and exported: the learner's run records MOD:FN (the actors'
 spec names it), `volley eval RUN` plays that env in Python with the C policy
 of the run's checkpoint, `--env MOD:FN` names one outright, and `volley
-export RUN` writes it. A wrong or missing env is one line, exit 2."""
+export RUN` writes it. A wrong or missing env is one line, exit 2. Training
+is bounded by env steps (STEP_BUDGET; about 20k measured, seconds); HANG_S
+only ends a run that hangs."""
 import json
 import os
 import subprocess
@@ -13,6 +15,8 @@ from procs import REPO, VOLLEY, free_port, top_kind
 
 TESTS = Path(__file__).resolve().parent
 ENV = "eval_envs:make_guess"
+STEP_BUDGET = 100_000
+HANG_S = 120
 
 
 def _env():
@@ -39,13 +43,17 @@ def _train(procs, run):
     actor = procs.python("actor", "-m", "volley", "actor", "--env", ENV, "--broker",
                          f"127.0.0.1:{port}", "--envs", 8, env={"PYTHONPATH": _env()["PYTHONPATH"]})
     stats, start = {}, time.monotonic()
-    while time.monotonic() - start < 60:
+    while int(stats.get("env_steps", 0)) <= STEP_BUDGET:
+        assert time.monotonic() - start < HANG_S, f"hung: {stats}\n{procs.dump()}"
         time.sleep(0.5)
         assert actor.poll() is None and learner.poll() is None, procs.dump()
         stats = top_kind(port, "learner")
         if int(stats.get("window", 0)) >= 50 and float(stats.get("mean_return", 0)) >= 7.5:
             break
-    assert float(stats.get("mean_return", 0)) >= 7.5, f"not learnt: {stats}\n{procs.dump()}"
+    print(f"trained in {time.monotonic() - start:.0f} s:",
+          {k: stats.get(k) for k in ("env_steps", "mean_return", "window", "version")})
+    assert int(stats.get("window", 0)) >= 50 and float(stats.get("mean_return", 0)) >= 7.5, \
+        f"not learnt within {STEP_BUDGET} env steps: {stats}\n{procs.dump()}"
     assert procs.stop(actor) == 0 and procs.stop(learner) == 0, procs.dump()
 
 

@@ -140,9 +140,9 @@ def test_partial_take_after_the_timeout(procs):
         learner.publish(mlp_weights(), 0)
         b = take(learner, 2, procs)  # the first round: both segments
         learner.publish(mlp_weights(), 1)
-        for _ in range(40):
-            if learner.counters["waiting"] == 2:
-                break
+        deadline = time.monotonic() + 60  # the round comes at once; this only ends a hang
+        while learner.counters["waiting"] != 2:
+            assert time.monotonic() < deadline, f"hung: {learner.counters}\n{procs.dump()}"
             time.sleep(0.1)
         assert learner.take(4, timeout=0.3) is None
         b = learner.take(4, timeout=0.3, partial=True)
