@@ -82,7 +82,7 @@ static const vl_flag_arg_t s_operands[] = {
 static const vl_flag_t s_flags[] = {
     {"env", 0, VL_FLAG_TEXT, offsetof(s_args_t, env), 0, 0, "NAME|PATH.so|MOD:FN",
      "the env: a built-in, a plugin, or a Python env (package.module:function returning one env "
-     "with Gymnasium's API, as `python3 -m volley actor --env`), played by the Python package "
+     "with Gymnasium's API, as `.venv/bin/python -m volley actor --env`), played by the Python package "
      "with the C policy (a --torch-model run's own module, which only a Python env plays), on "
      "the Python `volley up` runs Python actors on ($VOLLEY_PYTHON, the checkout's .venv, else "
      "a python3 on PATH with numpy); a run whose actors were Python records it",

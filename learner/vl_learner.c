@@ -373,6 +373,18 @@ static int s_train_once(vl_learner_t *self)
     return rc;
 }
 
+/* Returns 1 while the step budget is spent and segments taken within it still
+   wait to be trained: the next report (which `volley up` may end the run on)
+   waits for them, so that no segment the budget took goes untrained. */
+static int s_budget_untrained(vl_learner_t *self)
+{
+    if (!self->c.max_steps || !vl_buffer_waiting(self->buf))
+        return 0;
+    vl_inlet_counts_t counts;
+    vl_inlet_counts(self->inlet, &counts);
+    return counts.env_steps >= self->c.max_steps;
+}
+
 int vl_learner_run(vl_learner_t *self)
 {
     vl_info("training policy '%s' on %s: %u segments x %u steps per update", self->c.policy,
@@ -398,7 +410,7 @@ int vl_learner_run(vl_learner_t *self)
             vl_curve_watch_poll(self->pub_watch);
             next_heartbeat = vl_now_ns() + S_HEARTBEAT_NS;
         }
-        if (self->c.report_ms && vl_now_ns() >= next_report) {
+        if (self->c.report_ms && vl_now_ns() >= next_report && !s_budget_untrained(self)) {
             s_publish_stats(self);
             next_report = vl_now_ns() + (int64_t)self->c.report_ms * 1000000;
         }

@@ -697,7 +697,8 @@ int vl_model_spec_shapes(const vl_model_spec_t *self, const vl_obs_spec_t *obs,
     if (self->torch[0]) {
         vl_why(err, errlen,
                "a PyTorch module of your own, which volley's C network cannot run: act with "
-               "python3 -m volley actor --torch-model %s",
+               "PYTHON -m volley actor --torch-model %s (the Python with volley's package: "
+               "the checkout's .venv/bin/python after compose/setup.sh)",
                self->torch);
         return -1;
     }

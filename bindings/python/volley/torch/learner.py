@@ -57,8 +57,9 @@ torch options (python3 -m volley learner --torch):
   --amp bf16         forward and loss under bfloat16 autocast on the device
   --torch-model MOD:FN
                      train the nn.Module MOD.FN(spec) returns (the policy's model
-                     becomes torch:MOD:FN; act with python3 -m volley actor
-                     --torch-model MOD:FN; C actors refuse it)
+                     becomes torch:MOD:FN; act with PYTHON -m volley actor
+                     --torch-model MOD:FN, this same PYTHON; C actors refuse
+                     it)
 torch's CPU threads: --threads, else 1. On cuda, --minibatch defaults to {CUDA_MINIBATCH}.
 """
 
