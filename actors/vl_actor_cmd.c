@@ -7,6 +7,7 @@
 #include "../common/vl_opts.h"
 #include "../common/vl_proc.h"
 #include "../common/vl_sock.h"
+#include "../models/vl_model_spec.h"
 #include "vl_actor.h"
 #include "vl_actor_check.h"
 
@@ -94,6 +95,21 @@ static void s_usage(FILE *out)
                  "  -h, --help         this text\n");
 }
 
+/* Returns 0 when a --model text parses, else -1 after saying why in one
+   line: a usage error, refused before the actor starts (its fit to the
+   env's observations is checked once the env is made). */
+static int s_check_model(const char *text)
+{
+    char why[512];
+    vl_model_spec_t *spec = vl_model_spec_parse(text, why, sizeof why);
+    if (!spec) {
+        fprintf(stderr, "volley actor: --model '%s': %s\n", text, why);
+        return -1;
+    }
+    vl_model_spec_destroy(&spec);
+    return 0;
+}
+
 int vl_actor_main(int argc, char **argv)
 {
     vl_actor_config_t c = vl_actor_config_default();
@@ -109,6 +125,8 @@ int vl_actor_main(int argc, char **argv)
     c.policy = role.policy;
     c.env_arg = role.env_arg;
     c.model = role.model;
+    if (c.model && s_check_model(c.model) != 0)
+        return 2;
     if (c.actor_id == 0)
         c.actor_id = (uint32_t)getpid();
     char name[32];

@@ -123,6 +123,14 @@ twice=$(grep -E '^  (-[a-z], )?--[a-z]' replay.txt | sed -E 's/^  //; s/  .*//' 
 pass "volley replay --help lists each flag once"
 n=$((n + 1))
 
+# 7b. The C actor's --model that does not parse: one line, exit 2 (a usage error), before it starts.
+"$VOLLEY" actor --broker 127.0.0.1:1 --env cartpole --model 'bogus(3)' > model.out 2>&1
+rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l < model.out)" -eq 1 ] && grep -q "^volley actor: --model 'bogus(3)': unknown layer" model.out ||
+    fail "volley actor --model 'bogus(3)': exit $rc, $(cat model.out)"
+pass "volley actor with a bad --model: exit 2, $(cat model.out)"
+n=$((n + 1))
+
 # 8. PufferLib's pong with a misspelt key (where the sdist is cached): the Ocean header's reason.
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/volley/pufferlib-3.0.0.tar.gz
 if [ -f "$cache" ] && tar -xzf "$cache" pufferlib-3.0.0/pufferlib/ocean/pong pufferlib-3.0.0/raylib-5.5_linux_amd64/include 2> tar.log; then

@@ -18,8 +18,9 @@ NumPy arrays (with .version) and returns (actions, logps).
 
 run_actor() drives Gymnasium-style envs (a list of factories, or a vector
 env) through an Actor; `python3 -m volley actor --env pkg.mod:make_env` is
-its command line. Gymnasium itself is never imported: spaces are read by
-their attributes.
+its command line. Spaces are read by their attributes, without Gymnasium;
+volley.env_loop steps the envs (Gymnasium's vector envs in each autoreset
+mode).
 
 Screens: a uint8 Box of (H, W), (H, W, C) or (C, H, W) is read as an image
 and sent channels first, (C, H, W), as volley's networks take it; the
@@ -50,11 +51,13 @@ PolicyFn = Callable[[np.ndarray, "Weights"], Tuple[ArrayLike, ArrayLike]]
 from . import _lib
 from ._lib import VolleyError
 from .action import ActionSpace, CAction, DISCRETE
+from .env_loop import _EnvList, _VectorEnv, is_vector
 from ._types import (ENCODING_NAMES, ENV_ABI_VERSION, F32, FIELDS_MAX, NDIM_MAX, U1, U2, U8,
                      ActorParams, EnvTable)
 
 __all__ = ["Actor", "Spec", "Screen", "Weights", "run_actor", "spec_from_spaces",
-           "ActorInterrupted", "SpecRefused", "KeyRefused", "LAYOUTS"]
+           "ActorInterrupted", "SpecRefused", "KeyRefused", "ParamsRefused", "ValueRefused",
+           "LAYOUTS"]
 
 OK, EINVAL, EFAIL, EREFUSED, EINTR = 0, -1, -2, -3, -4
 
@@ -70,6 +73,22 @@ class SpecRefused(VolleyError):
 class KeyRefused(VolleyError):
     """The broker refused this actor's CURVE key: a certificate it does not
     allow, or a broker_key that is not the broker's."""
+
+
+class ParamsRefused(VolleyError, ValueError):
+    """libvolley refused to open the actor with its parameters: reason says
+    what was wrong and what it takes; param and value name the parameter
+    when it is known to be the one ("model" and its spec), else ""."""
+
+    def __init__(self, reason: str, param: str = "", value: str = "") -> None:
+        self.reason, self.param, self.value = reason, param, value
+        super().__init__(f"volley.Actor: {f'{param} {value!r}: ' if param else ''}{reason}")
+
+
+class ValueRefused(VolleyError, ValueError):
+    """libvolley refused a value act or observe was given (an observation
+    outside its field's range or encoding, NaN, a reward that is not
+    finite); the message names the value and what it must be."""
 
 
 OBS_CHECKS = ("error", "warn", "off")  # include/volley/actor.h: vl_actor_set_obs_check's 0, 1, 2
@@ -609,7 +628,9 @@ class Actor:
         self._h = c_void_p(_lib.lib.vl_actor_open(ctypes.byref(p), self._why, len(self._why)))
         if not self._h.value:
             self._wake.close()
-            raise ValueError(f"volley.Actor: {self._why.value.decode(errors='replace')}")
+            why = self._why.value.decode(errors="replace")
+            raise ParamsRefused(why, *(("model", model) if model and
+                                       not self._model_builds(model) else ()))
         # Each value's own declared range (copied by C), and what breaking it does.
         if _lib.lib.vl_actor_set_obs_check(self._h, OBS_CHECKS.index(obs_check),
                                            _ptr(self.spec.low), _ptr(self.spec.high), self._why,
@@ -633,6 +654,19 @@ class Actor:
         self._model_noted = policy_fn is not None  # an external network is the caller's
         self.last_logps = self._logps
         self.raw_actions = self._actions.copy()
+
+    def _model_builds(self, model: str) -> bool:
+        """Whether volley's network builds from the model spec for this
+        actor's spec (vl_model_new); a torch:MOD:FN module's text is the
+        caller's to check, taken as building."""
+        from .model import Model
+        if model.startswith("torch:"):
+            return True
+        try:
+            Model(model, self.spec)
+        except (VolleyError, ValueError, TypeError):
+            return False
+        return True
 
     # -- lifecycle
 
@@ -668,7 +702,7 @@ class Actor:
                 return True  # Python runs the signal's handler before the retry
             raise ActorInterrupted(why)
         if rc == EINVAL:
-            raise ValueError(self._name_field(why))
+            raise ValueRefused(self._name_field(why))
         if rc == EREFUSED:
             raise KeyRefused(why) if why.startswith("CURVE: ") else SpecRefused(why)
         raise VolleyError(why)
@@ -861,126 +895,6 @@ def _seeds(seed: int, actor_id: int, n: int) -> List[int]:
     return [int(s) for s in np.random.SeedSequence([int(seed), int(actor_id)]).generate_state(n)]
 
 
-# A step of N envs: (next obs [N, D], rewards, terminated, truncated, final obs [N, D]).
-_StepArrays = Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-class _EnvList:
-    """N single envs stepped one by one; reset on done, final obs = step's obs."""
-
-    def __init__(self, envs: List[Any], spec: Spec, seeds: Sequence[int]) -> None:
-        self.envs, self.spec = envs, spec
-        self.obs = np.stack([spec.flatten(e.reset(seed=s)[0]) for e, s in zip(envs, seeds)])
-
-    def step(self, actions: np.ndarray) -> _StepArrays:
-        """Steps env i with float actions[i] [dims] as the space's env takes it."""
-        N, spec = len(self.envs), self.spec
-        nxt = np.empty_like(self.obs)
-        final = np.zeros_like(self.obs)
-        rew = np.empty(N, np.float64)
-        term = np.zeros(N, bool)
-        trunc = np.zeros(N, bool)
-        for i, env in enumerate(self.envs):
-            o, r, te, tr, _ = env.step(spec.action.to_env_one(actions[i]))
-            rew[i], term[i], trunc[i] = r, bool(te), bool(tr)
-            if te or tr:
-                final[i] = spec.flatten(o)
-                o, _ = env.reset()
-            nxt[i] = spec.flatten(o)
-        self.obs = nxt
-        return nxt, rew, term, trunc, final
-
-
-def _autoreset_mode(venv: Any) -> Optional[str]:
-    mode = (getattr(venv, "metadata", None) or {}).get("autoreset_mode")
-    if mode is None:
-        return None
-    text = str(getattr(mode, "value", mode)) + str(getattr(mode, "name", ""))
-    return text.lower().replace("_", "").replace("autoresetmode.", "")
-
-
-def _has_reset_mask() -> bool:
-    """Whether the installed Gymnasium's vector envs reset only the envs
-    options["reset_mask"] names (Gymnasium 1.1 and later)."""
-    try:
-        import gymnasium
-    except ImportError:
-        return False
-    major, minor = (int(x) if x.isdigit() else 0 for x in gymnasium.__version__.split(".")[:2])
-    return (major, minor) >= (1, 1)
-
-
-class _VectorEnv:
-    """A Gymnasium vector env in any autoreset mode. Pre-1.0
-    (info["final_observation"]) and 1.0's SAME_STEP (info["final_obs"]):
-    the step that ends an episode returns the next one's first observation.
-    NEXT_STEP (Gymnasium 1.x's default) and DISABLED: the step that ends an
-    episode returns its final observation, and the ended envs are reset
-    there and then (reset with options["reset_mask"]), so the step after an
-    end, which NEXT_STEP would spend on the reset, is experience like any
-    other."""
-
-    def __init__(self, venv: Any, spec: Spec, seed: int) -> None:
-        mode = _autoreset_mode(venv)
-        self.reset_ended = mode is not None and "samestep" not in mode
-        if mode is not None and self.reset_ended and not _has_reset_mask():
-            style = "NEXT_STEP" if "next" in mode else "DISABLED" if "disab" in mode else mode
-            raise ValueError(
-                f"vector env autoreset mode {style}: volley resets the ended envs with "
-                f"reset(options={{'reset_mask': ...}}), which needs Gymnasium 1.1 or later. "
-                f"Make it with autoreset_mode=AutoresetMode.SAME_STEP, or pass a list of env "
-                f"factories")
-        self.key = "final_obs" if mode is not None else "final_observation"
-        self.venv, self.spec = venv, spec
-        self.obs = spec.flatten_batch(venv.reset(seed=int(seed))[0])
-
-    def _infos_final(self, info: Dict[str, Any], done: np.ndarray, final: np.ndarray) -> None:
-        """Copies the ended envs' final observations out of info into final."""
-        key = self.key
-        if key not in info and self.key == "final_observation" and "final_obs" in info:
-            key = self.key = "final_obs"  # 1.0 SAME_STEP without metadata
-        if key not in info:
-            raise ValueError(
-                "vector env ended an episode without info['final_observation'] (or "
-                "'final_obs') and declares no metadata['autoreset_mode']: volley cannot "
-                "tell its final observation; use SAME_STEP autoreset or env factories")
-        mask = np.asarray(info.get("_" + key, done), bool)
-        if not np.array_equal(mask & done, done):
-            raise ValueError(f"vector env: info['_{key}'] does not cover every ended episode")
-        for i in np.flatnonzero(done):
-            final[i] = self.spec.flatten(info[key][i])
-
-    def _reset_ended(self, obs: np.ndarray, done: np.ndarray, final: np.ndarray) -> np.ndarray:
-        """The step's observations [N, D] with the ended envs' (their final
-        ones, into final) replaced by a reset's first ones."""
-        final[done] = obs[done]
-        fresh = self.spec.flatten_batch(self.venv.reset(options={"reset_mask": done.copy()})[0])
-        if not np.array_equal(fresh[~done], obs[~done]):
-            raise ValueError("vector env: reset(options={'reset_mask': ...}) changed envs the "
-                             "mask left out; use SAME_STEP autoreset or env factories")
-        return fresh
-
-    def step(self, actions: np.ndarray) -> _StepArrays:
-        """Steps with float actions [N, dims] as the space's env takes them."""
-        o, r, te_given, tr_given, info = self.venv.step(self.spec.action.to_env(actions))
-        te, tr = np.asarray(te_given, bool), np.asarray(tr_given, bool)
-        done = te | tr
-        final = np.zeros_like(self.obs)
-        obs = self.spec.flatten_batch(o)
-        if done.any():
-            if self.reset_ended:
-                obs = self._reset_ended(obs, done, final)
-            else:
-                self._infos_final(info, done, final)
-        self.obs = obs
-        return self.obs, np.asarray(r, np.float64), te, tr, final
-
-
-def is_vector(env: Any) -> bool:
-    """True when env is a vector env (num_envs and single_observation_space)."""
-    return hasattr(env, "num_envs") and hasattr(env, "single_observation_space")
-
-
 def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", horizon: int = 64,
               hidden: int = 64, actor_id: Optional[int] = None, seed: int = 1,
               policy_fn: Optional[PolicyFn] = None, max_steps: Optional[int] = None,
@@ -1017,11 +931,14 @@ def run_actor(envs: Any, broker: str = "127.0.0.1", policy: str = "default", hor
         loop = _VectorEnv(envs, spec, seed) if is_vector(envs) else \
             _EnvList(envs, spec, _seeds(seed, aid, n))
         steps = 0
-        while max_steps is None or steps < max_steps:
-            actor.act(loop.obs)
-            nxt, rew, term, trunc, final = loop.step(actor.raw_actions)
-            actor.observe(rew, term, trunc, nxt, final_obs=final)
-            steps += n
-            if on_step:
-                on_step(actor, steps)
+        try:
+            while max_steps is None or steps < max_steps:
+                actor.act(loop.obs)
+                nxt, rew, term, trunc, final = loop.step(actor.raw_actions)
+                actor.observe(rew, term, trunc, nxt, final_obs=final)
+                steps += n
+                if on_step:
+                    on_step(actor, steps)
+        finally:
+            loop.close()
     return steps

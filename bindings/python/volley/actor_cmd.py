@@ -3,8 +3,10 @@
 Steps N Gymnasium-style envs from Python with volley's policy (in C) and
 pushes their segments to the broker, as `volley actor` does with C envs.
 Exit codes as `volley actor`'s: 0 after SIGINT/SIGTERM (or --steps done), 1
-on an error (an env that raises: its traceback), 2 on bad usage or when the
-broker refused this actor's spec or its CURVE key.
+on an error (an env that raises: its traceback), 2 on bad usage (a flag the
+actor cannot open with, such as a --model spec that does not build), an
+observation volley refuses (outside its field's range or encoding), or when
+the broker refused this actor's spec or its CURVE key: one line saying why.
 """
 import argparse
 import os
@@ -128,11 +130,12 @@ def main(argv: Sequence[str]) -> int:
         return 0
     except (KeyboardInterrupt, _Stop, va.ActorInterrupted):
         return 0
-    except va.SpecRefused as e:
-        print(f"volley actor: the broker refused this actor: {e}", file=sys.stderr)
+    except va.ParamsRefused as e:
+        what = f"--{e.param} '{e.value}': " if e.param else ""
+        print(f"volley actor: {what}{e.reason}", file=sys.stderr)
         return 2
-    except va.KeyRefused as e:
-        print(f"volley actor: {e}", file=sys.stderr)
+    except (va.SpecRefused, va.KeyRefused, va.ValueRefused) as e:
+        print(f"volley actor: {e}", file=sys.stderr)  # libvolley's reason says who refused
         return 2
     except Exception:
         traceback.print_exc()

@@ -273,10 +273,22 @@ def play(kept: Kept, make_env: Callable[[], Any], episodes: int, seed: int = 1,
     zeroed at each of its episodes' start; a torch:MOD:FN policy acts with
     its module (ValueError also when it cannot be built)."""
     envs, spec, name, n = _stepper(make_env, min(episodes, MAX_ENVS), seed)
-    if spec.obs_dim != kept.obs_dim or spec.action != kept.action:
-        raise ValueError(f"the policy takes {kept.obs_dim} observations and acts in "
-                         f"{kept.action}; the env gives {spec.obs_dim} and acts in {spec.action}")
-    act = _torch_acts(kept, spec, greedy, seed) if kept.torch else _c_acts(kept, n, greedy, seed)
+    try:
+        if spec.obs_dim != kept.obs_dim or spec.action != kept.action:
+            raise ValueError(f"the policy takes {kept.obs_dim} observations and acts in "
+                             f"{kept.action}; the env gives {spec.obs_dim} and acts in "
+                             f"{spec.action}")
+        act = _torch_acts(kept, spec, greedy, seed) if kept.torch else \
+            _c_acts(kept, n, greedy, seed)
+        returns, lengths = _episodes(envs, act, n, episodes)
+    finally:
+        envs.close()  # a vector env the stepper made again (the one make_env made stays open)
+    return returns, lengths, name
+
+
+def _episodes(envs: Any, act: Acts, n: int, episodes: int) -> Tuple[np.ndarray, np.ndarray]:
+    """(returns, lengths) of episodes played by act on the n envs, each env
+    playing its share."""
     quota = [episodes // n + (i < episodes % n) for i in range(n)]
     obs = envs.obs
     ret, length = np.zeros(n), np.zeros(n, np.int64)
@@ -295,12 +307,14 @@ def play(kept: Kept, make_env: Callable[[], Any], episodes: int, seed: int = 1,
                 lengths.append(int(length[i]))
                 quota[i] -= 1
                 ret[i], length[i] = 0, 0
-    return np.array(returns), np.array(lengths), name
+    return np.array(returns), np.array(lengths)
 
 
 def _report(kept: Kept, env_text: str, a: argparse.Namespace, returns: np.ndarray,
             lengths: np.ndarray) -> None:
-    net = f"model {kept.model}" if kept.torch else f"hidden {kept.hidden}"
+    # as `volley eval` says it: the kept network's model spec (a libvolley without
+    # vl_kept_model leaves it empty: then its hidden size, all such a policy had)
+    net = f"model {kept.model}" if kept.model else f"hidden {kept.hidden}"
     print(f"eval: {env_text}, policy {kept.policy_id} version {kept.version} "
           f"(obs {kept.obs_dim}, {net}, actions {kept.action}), "
           f"{len(returns)} episodes, {'greedy' if a.greedy else 'sampled'} actions, seed {a.seed}")
