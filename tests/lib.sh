@@ -139,3 +139,13 @@ s_net() { # a command building netns_build's network; without veth or bridges, a
     echo "SKIP: cannot create network namespaces with veth links and a bridge: '$*': $(cat "$TMP/net.err")"
     exit 0
 }
+
+# doc_block PAGE WORD: the text of PAGE's ```sh WORD block (docs/pixels.md's ```sh learner-host),
+# which readme_test leaves to the test that runs it on its hosts; where the page has none, says
+# so and returns 1 (`b=$(doc_block P W) || fail "$b"`).
+doc_block() {
+    local text
+    text=$(awk -v open="\`\`\`sh $2" '$0 == open { on = 1; next } on && /^```/ { exit } on' "$1")
+    [ -n "$text" ] || { echo "$1 has no \`\`\`sh $2 block"; return 1; }
+    printf '%s\n' "$text"
+}

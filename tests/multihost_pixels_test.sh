@@ -1,36 +1,44 @@
 #!/usr/bin/env bash
 # A pixel-game user's whole path across three machines (network namespaces h1,
-# h2, h3 on a bridge in a fourth, as multihost_test.sh builds them): h1 runs
-# `volley up --env volley.envs.screens:make_env --learner torch --torch-model
-# tiny_screens_net:build --actors 0 --bind ADDR` (the broker and the PyTorch
-# learner training a user's own nn.Module, tests/data/tiny_screens_net.py),
-# h2 and h3 each a Python actor, `python -m volley actor --env
-# volley.envs.screens:make_env --torch-model tiny_screens_net:build`, acting
-# with that module on 16 Game-Boy-shaped screens (1x72x80, four shades: u2 on
-# the wire, 7 buttons; a random policy scores about 73 per 512-step episode).
+# h2, h3 on a bridge in a fourth, as multihost_test.sh builds them), run from
+# docs/pixels.md's own blocks: its ```sh learner-host block on h1 (`volley up
+# --env volley.envs.screens:make_env --learner torch --torch-model
+# screens_net:build --actors 0 --bind ADDR`: the broker and the PyTorch
+# learner training a user's own nn.Module, bindings/python/examples/
+# screens_net.py) and its ```sh actor-host block on h2 and on h3 (Python
+# actors, `.venv/bin/python -m volley actor --env volley.envs.screens:make_env
+# --torch-model screens_net:build`, acting with that module on 16 Game-Boy-
+# shaped screens: 1x72x80, four shades, u2 on the wire, 7 buttons; a random
+# policy scores about 73 per 512-step episode). Each block runs as written in
+# a folder that looks like the checkout, but for what the page says this test
+# changes: the page's learner address 10.0.0.10 is h1's; the CPU, not
+# `--device cuda`; one actor a host, not 8 (two cores); the page's CNN swapped
+# for a smaller module of the same contract, tests/data/tiny_screens_net.py
+# (one strided conv, linear(32)), which learns these screens within the
+# test's budget on two cores where screens_net takes many times the steps
+# (readme_test runs the page's one-box block with screens_net itself); and
+# budgets.
 #
-# The actors run in step with the learner (--wait-ms: each waits for the next
-# weights version rather than acting on the old one, so that on two cores no
-# segment grows too old to train on) for --steps each, and the run's step
-# budget is their sum: it ends when the learner has taken every segment they
-# sent. Checked: the learner on h1 trained versions > 0 of torch:MOD:FN on
-# u2[1x72x80] (its log, config.ini, metrics.jsonl); each actor is a Python
-# process in its own namespace, connected over TCP from its host's address,
-# and says how many env steps it stepped; the learner took all of them (none
-# dropped: 0 %, and env_steps = the actors' sum); the mean return rose over
-# the run to well above random's (at least 110; it reaches about 300).
+# The budgets: the actors run in step with the learner (--wait-ms: each waits
+# for the next weights version rather than acting on the old one, so that on
+# two cores no segment grows too old to train on) for --steps each, and the
+# run's step budget is their sum: it ends when the learner has taken every
+# segment they sent. Checked: the learner on h1 trained versions > 0 of
+# torch:MOD:FN on u2[1x72x80] (its log, config.ini, metrics.jsonl); each actor
+# is a Python process in its own namespace, connected over TCP from its host's
+# address, and says how many env steps it stepped; the learner took all of
+# them (none dropped: 0 %, and env_steps = the actors' sum); the mean return
+# rose over the run to well above random's (at least 110).
 #
 # Needs root (CAP_NET_ADMIN) for `ip netns` and a checkout Python with torch;
-# skips (exit 0) without either. About 80 s on two cores.
+# skips (exit 0) without either.
 . "$(dirname "$0")/lib.sh"
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 NS=vlmp$$ # namespaces $NS-br (the bridge), $NS-h1 .. $NS-h3
 NET=10.78.0
-PORT=7600
 HOSTS="h1 h2 h3"
 PY=${VOLLEY_PYTHON:-$ROOT/.venv/bin/python}
-ENV=volley.envs.screens:make_env
-NET_FN=tiny_screens_net:build
+PAGE=$ROOT/docs/pixels.md
 STEPS=24576 # per actor: 24 rounds of 16 envs x 64 steps, 3 episodes an env
 
 teardown() {
@@ -42,34 +50,71 @@ teardown() {
 }
 trap teardown EXIT
 
+# ---- the page's blocks, and what they name ------------------------------------------------------
+LEARNER=$(doc_block "$PAGE" learner-host) || fail "$LEARNER"
+ACTORS=$(doc_block "$PAGE" actor-host) || fail "$ACTORS"
+ENV=$(echo "$LEARNER" | grep -oE -- '--env [^ ]+' | cut -d' ' -f2)
+NET_FN=$(echo "$LEARNER" | grep -oE -- '--torch-model [^ ]+' | cut -d' ' -f2)
+NAME=$(echo "$LEARNER" | grep -oE -- '--name [^ ]+' | cut -d' ' -f2)
+PORT=$(echo "$LEARNER" | grep -oE -- '--port [0-9]+' | cut -d' ' -f2)
+MODPATH=$(echo "$LEARNER" | sed -n 's/^export PYTHONPATH=//p')
+[ -n "$ENV" ] && [ -n "$NET_FN" ] && [ -n "$NAME" ] && [ -n "$PORT" ] && [ -n "$MODPATH" ] ||
+    fail "$PAGE's learner-host block lacks --env, --torch-model, --name, --port or PYTHONPATH: $LEARNER"
+echo "$ACTORS" | grep -q -- "--env $ENV --torch-model $NET_FN" ||
+    fail "$PAGE's actor-host block runs no actor of $ENV with $NET_FN: $ACTORS"
+# The changes, each of which must find its text (a page that moved on fails here, not later).
+change() { # change TEXT SED: TEXT through SED, which must change it
+    local out
+    out=$(printf '%s\n' "$1" | sed -E "$2")
+    [ "$out" != "$1" ] || { echo "'$2' changes nothing in: $1"; return 1; }
+    printf '%s\n' "$out"
+}
+TINY=tiny_screens_net:build
+for b in LEARNER ACTORS; do
+    text=$(change "${!b}" "s/$NET_FN/$TINY/; s|^export PYTHONPATH=$MODPATH\$|export PYTHONPATH=$ROOT/tests/data|") ||
+        fail "$text"
+    printf -v "$b" '%s' "$text"
+done
+NET_FN=$TINY MODPATH=$ROOT/tests/data
+LEARNER=$(change "$LEARNER" "s/10\.0\.0\.10/$NET.1/g") || fail "$LEARNER"
+LEARNER=$(change "$LEARNER" 's/ --device cuda//') || fail "$LEARNER"
+LEARNER=$(change "$LEARNER" "\$ s/\$/ --until steps --max-steps $((2 * STEPS)) --max-seconds 400/") || fail "$LEARNER"
+ACTORS=$(change "$ACTORS" "s/10\.0\.0\.10/$NET.1/g") || fail "$ACTORS"
+ACTORS=$(change "$ACTORS" 's/\$\(seq [0-9]+\)/$(seq 1)/') || fail "$ACTORS"
+ACTORS=$(change "$ACTORS" "s|^( *)\.venv/bin/python |\1$PY |") || fail "$ACTORS"
+ACTORS=$(change "$ACTORS" "s/ &\$/ --steps $STEPS --wait-ms 60000 \&/") || fail "$ACTORS"
+
 netns_sweep vlmp 'br|h[1-3]' # namespaces a killed run left
 
+# A folder that looks like the checkout (the blocks' relative paths), with `volley` on PATH.
+mkdir -p "$TMP/bin" && ln -s "$VOLLEY" "$TMP/bin/volley" && ln -s "$ROOT/bindings" "$TMP/bindings" ||
+    fail "cannot make the checkout's look-alike in $TMP"
 VOLLEY_LIB=$(dirname "$VOLLEY")/libvolley.so
-export VOLLEY_LIB VOLLEY_PYTHON=$PY PYTHONPATH=$ROOT/tests/data
-said=$(cd / && "$PY" -c "import torch, volley.actor_cmd, volley.envs.screens, ${NET_FN%:*}" 2>&1) ||
-    { echo "SKIP: $PY cannot import torch, volley's actor and ${NET_FN%:*}: $(echo "$said" | tail -1)"; exit 0; }
+export VOLLEY_LIB VOLLEY_PYTHON=$PY PATH=$TMP/bin:$PATH
+said=$(cd "$TMP" && PYTHONPATH=$MODPATH "$PY" -c "import torch, volley.actor_cmd, ${ENV%:*}, ${NET_FN%:*}" 2>&1) ||
+    { echo "SKIP: $PY cannot import torch, volley's actor, ${ENV%:*} and ${NET_FN%:*}: $(echo "$said" | tail -1)"; exit 0; }
 netns_build br '' $HOSTS
 
-# ---- the run: up on h1, a Python actor on h2 and on h3 ----------------------------------------
+# ---- the run: the learner-host block on h1, the actor-host block on h2 and on h3 ----------------
 cd "$TMP" || fail "no $TMP"
+printf '%s\n' "$LEARNER" > learner-host.sh
+printf '%s\nwait\n' "$ACTORS" > actor-host.sh
 t0=$(date +%s.%N)
-ip netns exec "$NS-h1" "$VOLLEY" up --env $ENV --learner torch --torch-model $NET_FN --actors 0 \
-    --bind $NET.1 --port $PORT --batch 32 --runs "$TMP/runs" --name pixels --until steps \
-    --max-steps $((2 * STEPS)) --max-seconds 150 > "$TMP/up.log" 2>&1 &
+ip netns exec "$NS-h1" bash -e learner-host.sh > "$TMP/up.log" 2>&1 &
 UP=$!
 PIDS+=("$UP")
 wait_for "$TMP/up.log" 15 "broker on $NET.1:$PORT" || fail "volley up did not start on $NET.1: $(cat "$TMP/up.log")"
-# `ip netns exec` execs the command: $! is the Python process itself.
 for a in 2 3; do
-    ip netns exec "$NS-h$a" "$PY" -m volley actor --env $ENV --torch-model $NET_FN --broker $NET.1:$PORT \
-        --id $a --steps $STEPS --wait-ms 10000 > "$TMP/actor-$a.log" 2>&1 &
+    ip netns exec "$NS-h$a" env N=$a bash -e actor-host.sh > "$TMP/actor-$a.log" 2>&1 &
     PIDS+=($!)
-    ACTOR[a]=$!
 done
 wait_for "$TMP/up.log" 60 "version=[1-9]" || fail "no weights version trained across the hosts"
 for a in 2 3; do
-    pid=${ACTOR[a]}
-    [ "$(ip netns identify "$pid")" = "$NS-h$a" ] || fail "actor $a (pid $pid) is not in $NS-h$a"
+    pid=$(for p in $(ip netns pids "$NS-h$a"); do
+        tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null | grep -q -- "-m volley actor" && echo "$p"
+    done | head -1)
+    [ -n "$pid" ] || fail "no Python actor runs in $NS-h$a"
+    ACTOR[a]=$pid
     cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline")
     echo "$cmd" | grep -qE "python[0-9.]* -m volley actor --env $ENV --torch-model $NET_FN" ||
         fail "actor $a is not a Python actor with $NET_FN: $cmd"
@@ -84,7 +129,7 @@ rc=$?
 secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 last=$(tail -n 1 "$TMP/up.log")
 [ $rc -eq 0 ] && echo "$last" | grep -qE "^done: $((2 * STEPS)) steps" || fail "volley up: exit $rc, '$last'"
-R=$TMP/runs/pixels
+R=$TMP/runs/$NAME
 L=$R/logs/learner.log
 grep -qE "policy 'default' from the broker: obs u2\[1x72x80\] actions discrete\(7\) .*model torch:$NET_FN env $ENV" "$L" ||
     fail "the learner did not take the actors' spec (u2[1x72x80], torch:$NET_FN): $(grep -m1 'from the broker' "$L")"

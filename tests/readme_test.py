@@ -6,6 +6,9 @@ usage: readme_test.py SRC_DIR BUILD_DIR [[FILE:]LINE | FILE.md | -FILE.md ...]  
 
 Every page of docs/ must be linked from README.md, and every relative link of README.md and
 docs/*.md must name a file that exists (and a heading of it, after #): else the test fails.
+A ```sh block with a second word (```sh learner-host, ```sh actor-host, ```sh slurm) is not run
+here: it runs on the hosts it names, in the test ELSEWHERE names, which reads it from its page;
+here its word must be one of those.
 Each block runs as one bash script (set -e: a failing command fails the test) in a sandbox
 directory that looks like the checkout after `bash compose/setup.sh`: build/ (the real build),
 bindings/, bench/, compose/, messages/ and .venv/ are links to the checkout's, tests/ is a
@@ -75,11 +78,19 @@ done
 '''
 
 
+# A ```sh block with a second word runs elsewhere, on the hosts it names, by the test that reads
+# it from its page (tests/lib.sh's doc_block); this test checks only that its word is one of these.
+ELSEWHERE = {"learner-host": "tests/multihost_pixels_test.sh",
+             "actor-host": "tests/multihost_pixels_test.sh",
+             "slurm": "tests/slurm_multihost_test.sh"}
+
+
 def blocks(readme):
-    """[(line, language, text)] of every fenced block."""
+    """[(line, language, text)] of every fenced block; language keeps a block's second word
+    ("sh slurm")."""
     out, lang, start, buf = [], None, 0, []
     for i, line in enumerate(readme.splitlines(), 1):
-        m = re.match(r"^```(\w*)\s*$", line)
+        m = re.match(r"^```(\w*(?: [\w-]+)?)\s*$", line)
         if m and lang is None:
             lang, start, buf = m.group(1), i, []
         elif line.startswith("```") and lang is not None:
@@ -313,6 +324,13 @@ def main():
         print(f"FAIL {p}", flush=True)
     sh_blocks = [(name, line, text, c_before) for name in files
                  for line, text, c_before in sh_blocks_of((src / name).read_text())]
+    for name in files:
+        for line, lang, _ in blocks((src / name).read_text()):
+            word = lang.split(" ")[1] if lang.startswith("sh ") else None
+            if word and word not in ELSEWHERE:
+                problems.append(f"{name}:{line}: ```{lang}: no test runs a sh block of "
+                                f"'{word}' (known: {', '.join(sorted(ELSEWHERE))})")
+                print(f"FAIL {problems[-1]}", flush=True)
     missing = sorted(f"{f}:{n}" for f, n in only - {(f, n) for f, n, _, _ in sh_blocks})
     for m in missing:
         print(f"FAIL {m}: no ```sh block starts there", flush=True)

@@ -20,14 +20,16 @@
 # (c) volley.sbatch -N 3 requeued midway (`scontrol requeue`): the second start
 #     resumes from the checkpoint the first wrote as it stopped, and its
 #     versions and steps go on from there.
-# (d) a pixel game with your own torch module: volley.sbatch -N 3 with
-#     VOLLEY_ENV=volley.envs.screens:make_env (16 Game-Boy-shaped screens,
-#     1x72x80 u2, 7 buttons), VOLLEY_LEARNER=torch and VOLLEY_TORCH_MODEL=
-#     tiny_screens_net:build (tests/data, on PYTHONPATH): the PyTorch learner
-#     on node1 trains that module, the Python actors on node2 and node3 act
-#     with it, in step with the learner (--wait-ms) for --steps each; the
-#     learner takes every step they stepped (none dropped) and the mean return
-#     rises well above a random policy's (about 73).
+# (d) a pixel game with your own torch module, as docs/pixels.md's ```sh
+#     slurm block submits it (volley-het.sbatch, VOLLEY_ENV=volley.envs.
+#     screens:make_env: 16 Game-Boy-shaped screens, 1x72x80 u2, 7 buttons;
+#     VOLLEY_LEARNER=torch and VOLLEY_TORCH_MODEL, the page's screens_net
+#     swapped for tests/data/tiny_screens_net.py, which learns within this
+#     test's budget on two cores): the PyTorch learner on node1 trains that
+#     module, the Python actors on node2 and node3 act with it, in step with
+#     the learner (--wait-ms) for --steps each; the learner takes every step
+#     they stepped (none dropped) and the mean return rises well above a
+#     random policy's (about 73).
 #
 # Needs root (network namespaces, Slurm's daemons; it installs slurm-wlm and
 # munge when missing) and says SKIP otherwise. Nothing outside the
@@ -320,19 +322,38 @@ read -r first_v first_s last_v last_s rows <<< "$cont"
 pass "job $JOB requeued (scontrol requeue) at: $before; it started again ${back} s later and $resumed;" \
     "its metrics go on ($rows rows) from version $first_v at $first_s steps to version $last_v at $last_s steps; $last"
 
-# ---- (d) a pixel game, your own torch module: learner on node1, Python actors on node2, node3 --
-NET_FN=tiny_screens_net:build
-SCREENS=volley.envs.screens:make_env
+# ---- (d) docs/pixels.md's ```sh slurm block: your own torch module, learner on node1, Python
+# actors on node2 and node3. The block's VAR=VALUE words and its sbatch command are the job's, $PWD
+# the checkout; to them this test adds what (a) to (c) have (a port, an actor of 8 envs a node), and
+# VOLLEY_DEVICE=cpu (node1's stand-in GPU is /dev/null, and the checkout's torch may have no CUDA),
+# a step budget and the actors in step with the learner (--wait-ms).
+BLOCK=$(doc_block "$ROOT/docs/pixels.md" slurm) || fail "$BLOCK"
+read -r -a WORDS <<< "$(printf '%s\n' "$BLOCK" | sed 's/\\$//' | tr '\n' ' ')"
+VARS=() OPTS=() SCRIPT=
+for w in "${WORDS[@]}"; do
+    w=${w//\$PWD/$ROOT}
+    if [ -z "$SCRIPT" ] && [ ${#OPTS[@]} -eq 0 ] && [[ $w == VOLLEY_*=* || $w == PYTHONPATH=* ]]; then VARS+=("$w")
+    elif [ "$w" = sbatch ]; then OPTS+=(sbatch)
+    elif [[ $w == *.sbatch ]]; then SCRIPT=$ROOT/$w
+    else OPTS+=("$w"); fi
+done
+OPTS=("${OPTS[@]:1}") # sbatch's own options, after the word sbatch
+get() { for v in "${VARS[@]}"; do [ "${v%%=*}" = "$1" ] && echo "${v#*=}"; done; }
+SCREENS=$(get VOLLEY_ENV)
+[ -f "$SCRIPT" ] && [ -n "$(get VOLLEY_TORCH_MODEL)" ] && [ -n "$SCREENS" ] && [ -n "$(get PYTHONPATH)" ] &&
+    [ "$(get VOLLEY_LEARNER)" = torch ] ||
+    fail "docs/pixels.md's slurm block has no script, VOLLEY_TORCH_MODEL, PYTHONPATH, VOLLEY_ENV or VOLLEY_LEARNER=torch: $BLOCK"
+# The page's CNN swapped for a module of the same contract that learns these screens within this
+# test's budget on two cores (as multihost_pixels_test.sh does), and this test's Python.
+NET_FN=tiny_screens_net:build MODPATH=$ROOT/tests/data
+VARS+=("VOLLEY_TORCH_MODEL=$NET_FN" "PYTHONPATH=$MODPATH" "VOLLEY_PYTHON=$PY") # later words win
 STEPS=24576 # per actor: 24 rounds of the env's 16 envs x 64 steps, 3 episodes an env
-said=$(cd / && PYTHONPATH="$ROOT/tests/data" "$PY" -c "import torch, volley.envs.screens, ${NET_FN%:*}" 2>&1) ||
-    fail "$PY cannot import torch, volley.envs.screens and ${NET_FN%:*}: $(echo "$said" | tail -1)"
-# VOLLEY_DEVICE=cpu: node1's stand-in GPU comes with the exclusive node (Slurm gives an --exclusive
-# job all of a node's GRES), and the checkout's torch may have no CUDA.
+said=$(cd / && PYTHONPATH="$MODPATH" "$PY" -c "import torch, ${SCREENS%:*}, ${NET_FN%:*}" 2>&1) ||
+    fail "$PY cannot import torch, ${SCREENS%:*} and ${NET_FN%:*}: $(echo "$said" | tail -1)"
 t0=$(date +%s.%N)
-JOB=$(submit pixels "$ROOT/deploy/slurm/volley.sbatch" -N 3 -- VOLLEY_PORT=7630 VOLLEY_ENV=$SCREENS \
-    VOLLEY_LEARNER=torch VOLLEY_DEVICE=cpu VOLLEY_TORCH_MODEL=$NET_FN PYTHONPATH="$ROOT/tests/data" \
-    VOLLEY_PYTHON="$PY" VOLLEY_BATCH=32 VOLLEY_UNTIL=steps VOLLEY_MAX_STEPS=$((2 * STEPS)) VOLLEY_MAX_SECONDS=150 \
-    VOLLEY_ACTOR_ARGS="--steps $STEPS --wait-ms 10000") || fail "sbatch refused the pixels job"
+JOB=$(submit pixels "$SCRIPT" "${OPTS[@]}" -- VOLLEY_HOME="$ROOT" VOLLEY_PORT=7630 "${VARS[@]}" VOLLEY_DEVICE=cpu \
+    VOLLEY_UNTIL=steps VOLLEY_MAX_STEPS=$((2 * STEPS)) VOLLEY_MAX_SECONDS=400 \
+    VOLLEY_ACTOR_ARGS="--steps $STEPS --wait-ms 60000") || fail "sbatch refused the pixels job: ${OPTS[*]} $SCRIPT"
 JOBS+=("$JOB")
 learner="-m volley learner --torch .*--torch-model $NET_FN"
 actor="$PY -m volley actor --broker $NET.1:7630 .*--env $SCREENS .*--torch-model $NET_FN"
@@ -340,7 +361,7 @@ where=$(sightings "$JOB" "^node1 .*$learner" "^node2 .*$actor" "^node3 .*$actor"
 echo "$where" | grep -qE "^node1 .*$learner" || fail "no torch learner of $NET_FN on node1: $where"
 for n in node2 node3; do echo "$where" | grep -qE "^$n .*$actor" || fail "no Python actor with $NET_FN on $n: $where"; done
 echo "$where" | grep -E "^node1 " | grep -q " actor " && fail "an actor on the learner's node1: $where"
-state=$(wait_job "$JOB" 200)
+state=$(wait_job "$JOB" 460)
 secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 last=$(grep -E '^(done|not done):' "$TMP/pixels.out" | tail -1)
 [ "$state" = COMPLETED ] && echo "$last" | grep -qE "^done: $((2 * STEPS)) steps" ||
@@ -363,7 +384,7 @@ returns=$(grep -oE '"return_mean":[0-9.]+' "$R/metrics.jsonl" | cut -d: -f2 | aw
 first=$(echo "$returns" | head -1) final=$(echo "$returns" | tail -1)
 awk -v a="$first" -v b="$final" 'BEGIN { exit !(b >= 110 && b > a + 20) }' ||
     fail "no return trend: mean return $first -> $final (random scores about 73): $(echo $returns)"
-pass "job $JOB (-N 3, VOLLEY_LEARNER=torch, VOLLEY_TORCH_MODEL=$NET_FN): the learner on node1 trained" \
+pass "job $JOB (docs/pixels.md's block: $(basename "$SCRIPT"), VOLLEY_LEARNER=torch, VOLLEY_TORCH_MODEL=$NET_FN): the learner on node1 trained" \
     "torch:$NET_FN on u2[1x72x80] to version $version, $trained segments, $steps env steps = node2's $n2 +" \
     "node3's $n3 (Python actors acting with the module), $share; mean return $first -> $final (random:" \
     "about 73); $last; ${secs} s from sbatch to done"

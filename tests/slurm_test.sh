@@ -55,9 +55,18 @@ generated het VOLLEY_LEARNER=torch SLURM_JOB_GPUS=0 SLURM_JOB_NODELIST_HET_GROUP
 [[ $HEAD == *" --het-group=0 "*" --learner torch --device cuda "* ]] ||
     fail "the hetjob's learner is not on component 0 with --device cuda: $HEAD"
 [[ $ACTORS == *" --het-group=1 "*" --gres=none "* ]] || fail "the hetjob's actors: $ACTORS"
+generated python VOLLEY_LEARNER=torch VOLLEY_ENV=mygame.env:make_env VOLLEY_TORCH_MODEL=mynet:build
+[[ $HEAD == *" --env mygame.env:make_env "* && $HEAD == *" --torch-model mynet:build"* ]] ||
+    fail "a Python env's learner is not given its env and VOLLEY_TORCH_MODEL: $HEAD"
+[[ $HEAD != *--batch* ]] || fail "a Python env's learner is given a --batch (its vector env sets the round): $HEAD"
+generated python-batch VOLLEY_ENV=mygame.env:make_env VOLLEY_BATCH=48
+[[ $HEAD == *" --batch 48 "* ]] || fail "VOLLEY_BATCH=48 is not the learner's --batch: $HEAD"
+generated c-env VOLLEY_ENV=cartpole
+[[ $HEAD == *" --batch 32 "* ]] || fail "a C env's batch is not its 4 actors x 8 envs: $HEAD"
 pass "volley.sbatch's commands: the PyTorch learner gets --device cuda with a GPU (SLURM_JOB_GPUS," \
     "CUDA_VISIBLE_DEVICES; VOLLEY_DEVICE overrides it), none without one or for the C learner;" \
-    "the actors' step takes no GPU (--gres=none); the hetjob's learner on component 0"
+    "the actors' step takes no GPU (--gres=none); the hetjob's learner on component 0; a Python" \
+    "env's learner takes VOLLEY_TORCH_MODEL and sizes its own batch"
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: not root: cannot run Slurm's daemons or install them"; exit 0; }
 if ! command -v slurmctld > /dev/null || ! command -v munged > /dev/null; then
