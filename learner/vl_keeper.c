@@ -49,6 +49,10 @@ int vl_keeper_config_text(const vl_learner_config_t *c, char *out, size_t size)
         if (strcmp(name, "hidden") == 0 || strcmp(name, "horizon") == 0)
             continue;
         vl_opt_format(&vl_learner_opts[i], c, value, sizeof value);
+        if (strcmp(name, "norm-obs") == 0) // as trained, not "-1": defaults change over time
+            snprintf(value, sizeof value, "%d", vl_learner_config_norm_obs(c));
+        else if (strcmp(name, "norm-reward") == 0)
+            snprintf(value, sizeof value, "%d", vl_learner_config_norm_reward(c));
         n += snprintf(out + n, size - (size_t)n, "%s = %s\n", name, value);
     }
     return n > 0 && (size_t)n < size ? n : -1;
@@ -291,6 +295,13 @@ int vl_keeper_load(vl_keeper_t *self, vl_engine_t *engine, vl_resume_state_t *st
                 vl_info("resuming with %s = %s (the checkpoint was trained with %s)", mine->key[i],
                         mine->value[i], was);
         }
+    const char *was_obs = theirs ? s_get(theirs, "norm-obs") : NULL;
+    if (was_obs && strcmp(was_obs, "-1") == 0 && self->c.norm_obs < 0 &&
+        vl_learner_config_norm_obs_newly_on(&self->c))
+        vl_warn("%s was trained before observations were normalised by default for this model "
+                "(an MLP on discrete actions): they are normalised from now on; resume with "
+                "--norm-obs 0 to train on as before",
+                self->path);
     free(theirs);
     return 0;
 }

@@ -58,7 +58,8 @@ const vl_num_opt_t vl_learner_opts[] = {
     S_OPT("burn-in", VL_OPT_U32, burn_in, 0, 4095,
           "an lstm: first steps of a segment that only rebuild its state (no loss)"),
     S_OPT("norm-obs", VL_OPT_INT, norm_obs, -1, 1,
-          "normalise observations by running stats: 1 on, 0 off, -1 on for box or lstm"),
+          "normalise observations by running stats: 1 on, 0 off, -1 on but for a conv "
+          "net or a torch:MOD:FN module with discrete actions and no lstm"),
     S_OPT("norm-reward", VL_OPT_INT, norm_reward, -1, 1,
           "scale rewards by the return's running std: 1, 0, -1 on for box or lstm"),
 };
@@ -88,8 +89,9 @@ static void s_usage(FILE *out)
                  "Without --env it takes the spec from the broker, waiting until an actor has\n"
                  "declared it; the learner host needs no environment code.\n"
                  "\n"
-                 "`python3 -m volley learner --torch` takes the same flags and trains with a\n"
-                 "PyTorch engine in this same loop (checkpoints, resume, reports, budget).\n"
+                 "`.venv/bin/python -m volley learner --torch` takes the same flags and trains\n"
+                 "with a PyTorch engine in this same loop (checkpoints, resume, reports,\n"
+                 "budget).\n"
                  "\n");
     vl_opt_print_role(out, "policy to train");
     fprintf(out,

@@ -53,9 +53,35 @@ static int s_norm_default(const vl_learner_config_t *c)
     return vl_action_is_box(&c->action) || vl_learner_config_state_size(c) > 0;
 }
 
+/* Returns 1 if the network scales its own observations: conv layers (pixels,
+   whose encoding already fixes their scale and whose kernels share weights
+   across positions) or a PyTorch module of the user's own (torch:MOD:FN). */
+static int s_scales_own_obs(const vl_learner_config_t *c)
+{
+    if (strncmp(c->model, "torch:", 6) == 0)
+        return 1;
+    char why[256];
+    vl_model_spec_t *spec = NULL;
+    int conv = vl_learner_config_model(c, &spec, NULL, why, sizeof why) == 0 &&
+               vl_model_spec_has_conv(spec);
+    vl_model_spec_destroy(&spec);
+    return conv;
+}
+
+/* Observations are normalised unless told, except where a conv net or the
+   user's own module reads them for discrete actions without a recurrent
+   core: features that sit in a corner of their range (pong's lie in [0, 1]
+   with its paddle a tenth of it) otherwise leave an MLP's first layer blind
+   to the small differences that matter, and its policy settles,
+   deterministic, on what it can see. */
 int vl_learner_config_norm_obs(const vl_learner_config_t *c)
 {
-    return c->norm_obs < 0 ? s_norm_default(c) : c->norm_obs != 0;
+    return c->norm_obs < 0 ? s_norm_default(c) || !s_scales_own_obs(c) : c->norm_obs != 0;
+}
+
+int vl_learner_config_norm_obs_newly_on(const vl_learner_config_t *c)
+{
+    return !s_norm_default(c) && !s_scales_own_obs(c);
 }
 
 int vl_learner_config_norm_reward(const vl_learner_config_t *c)

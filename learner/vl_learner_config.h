@@ -49,9 +49,11 @@ typedef struct {
     const char *metrics_dir;    // NULL: none; else DIR/metrics.jsonl and TensorBoard events
     uint64_t lr_anneal_steps;   // 0: constant lr; N: lr falls linearly to 0 at N env steps
     uint64_t max_steps;         // 0: no budget; N: no segment is taken once env steps reach N
-    int norm_obs;               // observation normalisation: 1 on, 0 off, -1 on for a box
+    int norm_obs;               // observation normalisation: 1 on, 0 off, -1 on but for a
+                                // conv net or a torch:MOD:FN module with discrete actions
+                                // and no recurrent core
+    int norm_reward;            // reward scaling by the return's std: 1, 0, -1 on for a box
                                 // or a recurrent core
-    int norm_reward;            // reward scaling by the return's std: the same
     uint32_t burn_in;           // a recurrent policy: steps of each segment that only rebuild
                                 // its state from the stored one (no loss), < horizon
 } vl_learner_config_t;
@@ -95,9 +97,15 @@ int vl_learner_config_set_spec(vl_learner_config_t *c, const vl_spec_t *spec);
    segment (vl_model_spec_state_size; 0 when its model does not parse). */
 uint32_t vl_learner_config_state_size(const vl_learner_config_t *c);
 
-/* Returns 1 if observations are normalised (norm_obs, or by default for a
-   box space), else 0. */
+/* Returns 1 if observations are normalised (norm_obs, or by default but for
+   a conv net or a torch:MOD:FN module with discrete actions and no
+   recurrent core), else 0. */
 int vl_learner_config_norm_obs(const vl_learner_config_t *c);
+
+/* Returns 1 when observations are normalised by default only since that
+   default took in MLPs on discrete actions (a checkpoint whose config says
+   norm-obs = -1 was trained without), else 0. */
+int vl_learner_config_norm_obs_newly_on(const vl_learner_config_t *c);
 
 /* Returns 1 if rewards are scaled (norm_reward, or by default for a box
    space), else 0. */
