@@ -32,16 +32,16 @@ SOURCES names what each source holds. Exits 0 when every check holds, 1 otherwis
 """
 import difflib
 import os
-import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from readme_test import free_port  # tests/, this file's folder, is on sys.path
 
 # What each output source is: files of the runs' scratch directory.
 SOURCES = {
@@ -252,22 +252,6 @@ def output_blocks(src):
     return out, problems
 
 
-def free_base(taken):
-    """A base port with the four after it free (and none of taken's)."""
-    for _ in range(500):
-        base = 20000 + random.randrange(2500) * 5
-        if any(abs(base - t) < 5 for t in taken):
-            continue
-        try:
-            for p in range(base, base + 5):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-    raise SystemExit("FAIL no free port range")
-
-
 def wait_for(path, pattern, proc, what):
     """Waits until a line of path matches pattern; fails if proc ends first or HANG_S pass."""
     end = time.monotonic() + HANG_S
@@ -302,7 +286,7 @@ def make_outputs(build, root):
     volley = str(build / "volley")
     ports = []
     for _ in range(3):
-        ports.append(free_base(ports))
+        ports.append(free_port(ports))
     runs = {
         "A": ["--until", "seconds", "--max-seconds", "15", "--max-lag", "1000"],
         "B": ["--until", "seconds", "--max-seconds", "15", "--batch", "2", "--max-lag", "1"],

@@ -113,11 +113,14 @@ def sh_blocks_of(page):
     return out
 
 
-def free_port():
-    """A base port below the ephemeral range with the four after it free."""
+def free_port(taken=()):
+    """A base port below the ephemeral range with the four after it free (and none of taken's
+    five)."""
     import random
-    for _ in range(200):
+    for _ in range(500):
         base = 20000 + random.randrange(2500) * 5
+        if any(abs(base - t) < 5 for t in taken):
+            continue
         try:
             for p in range(base, base + 5):
                 with socket.socket() as s:
