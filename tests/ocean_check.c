@@ -3,7 +3,8 @@
     (c_reset, c_step on arrays of its own), with the same config, seed and
     actions: every observation, reward, terminal, truncation, kept final
     observation and episode figure must be equal, bit for bit. Built by
-    tests/ocean_test.sh once per env, the plugin's source included:
+    tests/ocean_test.sh and tests/ocean_more_test.sh once per env, the
+    plugin's source included:
 
         cc -DVL_OCEAN_PLUGIN='"pong.c"' ... ocean_check.c -ldl -lm
         ocean_check ./libpong.so "max_score=2" STEPS
@@ -11,8 +12,13 @@
     The direct loop is what a caller of the header does: zero the terminal
     flags, c_step, and where an episode ended (its terminal; with
     VL_OCEAN_LOG_ENDS a Log entry; a time limit) empty the Log and, for a
-    time limit or VL_OCEAN_DEFERRED_RESET, c_reset. Prints the episodes and
-    truncations seen; exits 1 at the first difference, naming it. */
+    time limit or VL_OCEAN_DEFERRED_RESET, c_reset (the plugin's names for
+    them: VL_OCEAN_STEP, VL_OCEAN_RESET; its figures, with
+    VL_OCEAN_LOG_RESET, from the Log before the step where the env emptied
+    it). Each env is its own calloc'd block, given its index, and closed
+    (and freed, unless VL_OCEAN_CLOSE_FREES) at the end. Prints the
+    episodes and truncations seen; exits 1 at the first difference, naming
+    it. */
 #include VL_OCEAN_PLUGIN
 
 #include <dlfcn.h>
@@ -93,11 +99,11 @@ static void s_run_plugin(const char *path, const char *arg, uint64_t seed, uint3
 
 /* The direct loop's envs and their own arrays. */
 typedef struct {
-    vl_ocean_env_t env[N];
+    vl_ocean_env_t *env[N];
     vl_ocean_obs_t obs[N][VL_OCEAN_OBS];
     vl_ocean_act_t act[N];
     float rew[N];
-    unsigned char term[N];
+    vl_ocean_term_t term[N];
     uint32_t steps[N];
 } s_direct_t;
 
@@ -108,26 +114,27 @@ static void s_take(const s_direct_t *d, int i, float *out)
         out[k] = (float)d->obs[i][k];
 }
 
-/* Writes env i's Log as figures to out (NaN where it logged no episode). */
-static void s_figures(const s_direct_t *d, int i, float *out)
+/* Writes a Log as figures to out (NaN where it logged no episode). */
+static void s_figures(const vl_ocean_log_t *log, float *out)
 {
 #ifdef VL_OCEAN_FIGURES
     static const size_t at[] = {VL_OCEAN_FIGURES(VL_OCEAN_OFFSET_OF)};
-    const float *log = (const float *)(const void *)&d->env[i].log;
+    const float *f = (const float *)(const void *)log;
     for (int k = 0; k < VL_OCEAN_N_FIGURES; k++)
-        out[k] = d->env[i].log.n > 0 ? log[at[k] / sizeof(float)] / d->env[i].log.n : NAN;
+        out[k] = log->n > 0 ? f[at[k] / sizeof(float)] / log->n : NAN;
 #else
-    (void)d, (void)i, (void)out;
+    (void)log, (void)out;
 #endif
 }
 
 /* Steps env i once, as a caller of the header does. */
 static void s_direct_step(s_direct_t *d, int i, uint32_t max_steps, size_t at, s_run_t *r)
 {
-    vl_ocean_env_t *e = &d->env[i];
+    vl_ocean_env_t *e = d->env[i];
     d->term[i] = 0;
-    c_step(e);
-    int ended = d->term[i] || (VL_OCEAN_LOG_ENDS && e->log.n > 0);
+    vl_ocean_log_t before = e->log;
+    VL_OCEAN_STEP(e);
+    int ended = d->term[i] != 0 || (VL_OCEAN_LOG_ENDS && e->log.n > 0);
     int cut = !ended && max_steps && ++d->steps[i] >= max_steps;
     float *obs = r->obs + (at + N + (size_t)i) * VL_OCEAN_OBS;
     s_take(d, i, obs);
@@ -138,12 +145,13 @@ static void s_direct_step(s_direct_t *d, int i, uint32_t max_steps, size_t at, s
         d->steps[i] = 0;
     if (!ended && !cut)
         return;
-    s_figures(d, i, r->fig + (at + (size_t)i) * VL_ENV_FIGURES_MAX);
+    int emptied = VL_OCEAN_LOG_RESET && !(e->log.n > 0);
+    s_figures(emptied ? &before : &e->log, r->fig + (at + (size_t)i) * VL_ENV_FIGURES_MAX);
     memset(&e->log, 0, sizeof e->log);
     d->steps[i] = 0;
     if (cut || VL_OCEAN_DEFERRED_RESET) {
         memcpy(r->final + (at + (size_t)i) * VL_OCEAN_OBS, obs, VL_OCEAN_OBS * sizeof(float));
-        c_reset(e);
+        VL_OCEAN_RESET(e);
         s_take(d, i, obs);
     }
 }
@@ -159,16 +167,20 @@ static void s_run_direct(const char *arg, uint64_t seed, uint32_t steps, const f
     uint32_t max_steps = (uint32_t)vl_ocean_arg(&args, "max_steps", 0);
     for (int i = 0; i < N; i++) {
         vl_ocean_args_t mine = args;
-        d.env[i].observations = (void *)d.obs[i];
-        d.env[i].actions = &d.act[i];
-        d.env[i].rewards = &d.rew[i];
-        d.env[i].terminals = &d.term[i];
-        if (vl_ocean_init(&d.env[i], &mine) != 0)
+        mine.index = (uint32_t)i;
+        d.env[i] = calloc(1, sizeof *d.env[i]);
+        if (!d.env[i])
+            S_FAIL("out of memory for env %d", i);
+        d.env[i]->observations = (void *)d.obs[i];
+        d.env[i]->actions = &d.act[i];
+        d.env[i]->rewards = &d.rew[i];
+        d.env[i]->terminals = &d.term[i];
+        if (vl_ocean_init(d.env[i], &mine) != 0)
             S_FAIL("init failed");
     }
     srand((unsigned)seed);
     for (int i = 0; i < N; i++) {
-        c_reset(&d.env[i]);
+        VL_OCEAN_RESET(d.env[i]);
         s_take(&d, i, r->obs + (size_t)i * VL_OCEAN_OBS);
     }
     for (uint32_t s = 0; s < steps; s++) {
@@ -178,8 +190,11 @@ static void s_run_direct(const char *arg, uint64_t seed, uint32_t steps, const f
         for (int i = 0; i < N; i++)
             s_direct_step(&d, i, max_steps, at, r);
     }
-    for (int i = 0; i < N; i++)
-        c_close(&d.env[i]);
+    for (int i = 0; i < N; i++) {
+        VL_OCEAN_CLOSE(d.env[i]);
+        if (!VL_OCEAN_CLOSE_FREES)
+            free(d.env[i]);
+    }
 }
 
 /* Returns 1 if floats a and b are the same bits, or both NaN. */
