@@ -61,7 +61,9 @@ def test_numpy_gets_exactly_the_checkpoints_weights(kept):
     _, ckpt, out = kept
     tensors = volley.load_safetensors(out)
     names = [f"{n}.{i}.{k}" for n in ("pi", "v") for i in range(3) for k in ("weight", "bias")]
+    names += ["norm.obs.mean", "norm.obs.var", "norm.state"]  # an mlp normalises by default
     assert sorted(tensors) == sorted(names)
+    assert tensors["norm.obs.mean"].shape == (4,) and tensors["norm.obs.var"].shape == (4,)
     assert tensors["pi.0.weight"].shape == (64, 4) and tensors["v.2.weight"].shape == (1, 64)
     for name, a in tensors.items():
         assert a.dtype == np.float32
@@ -75,7 +77,7 @@ def test_spec_in_the_header_and_beside_it(kept):
     arch = spec["architecture"]
     assert (arch["type"], arch["model"], arch["obs_dim"], arch["hidden"],
             arch["num_actions"]) == ("mlp", "linear(64) tanh linear(64) tanh", 4, 64, 2)
-    assert len(arch["tensors"]) == 12 and spec["policy"] == "default" and spec["version"] > 0
+    assert len(arch["tensors"]) == 15 and spec["policy"] == "default" and spec["version"] > 0
     tensors = volley.load_safetensors(out)
     assert arch["shapes"] == {k: list(v.shape) for k, v in tensors.items()}
     assert arch["shapes"]["pi.0.weight"] == [64, 4] and arch["shapes"]["v.2.bias"] == [1]
@@ -114,7 +116,8 @@ def test_torch_log_probs_equal_the_c_policy(kept):
 def test_torch_policy_names_are_volleys(kept):
     _, _, out = kept
     module = volley.TorchPolicy(4, 2, 64)
-    assert set(module.state_dict()) == set(volley.load_safetensors(out))
+    weights = {k for k in volley.load_safetensors(out) if not k.startswith("norm.")}
+    assert set(module.state_dict()) == weights  # norm.*: the statistics load_torch_policy uses
     acts = volley.load_torch_policy(out).act(_observations(10), greedy=True)
     assert acts.shape == (10,) and set(acts.tolist()) <= {0, 1}
 

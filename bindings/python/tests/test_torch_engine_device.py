@@ -59,10 +59,11 @@ def test_a_2bit_screen_crosses_in_a_quarter_of_its_rows():
 def test_the_engine_gathers_packed_only_without_normalisation():
     cfg = E.config_default(FIELDS, 2, horizon=4, model="mlp")
     b, obs = batch_of(cfg, 3)
-    eng = TorchEngine(cfg, device="cpu")
+    eng = TorchEngine(cfg.replace(norm_obs=False), device="cpu")
     assert eng.packed
     assert np.array_equal(eng.load_batch(b)["obs"].numpy(), obs)
-    normed = TorchEngine(cfg.replace(norm_obs=True), device="cpu")
+    assert cfg.norm_obs  # an mlp on discrete actions normalises by default
+    normed = TorchEngine(cfg, device="cpu")
     assert not normed.packed
     assert not TorchEngine(E.config_default([((4,), "f32")], 2, horizon=4), device="cpu").packed
 
