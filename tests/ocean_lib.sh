@@ -45,3 +45,17 @@ ocean_build() {
         cc -O2 -shared -fPIC -fvisibility=hidden -ffunction-sections -Wl,--gc-sections -o lib$e.so $e.c -I"$OCEAN/$e" -I"$RAYLIB/include" $(pkg-config --cflags volley) -lm) \
         > "$TMP/cc_$e.log" 2>&1 || fail "lib$e.so does not build: $(grep -m3 error "$TMP/cc_$e.log")"
 }
+
+# ocean_up NAME [FLAGS...]: `volley up --env ./libNAME.so FLAGS` for 3 s in $TMP (run NAME under
+# $TMP/runs); fails unless it exits 0, steps, and its stderr holds no error, refusal or abort.
+ocean_up() {
+    local e=$1
+    shift
+    (cd "$TMP" && "$VOLLEY" up --env ./lib$e.so "$@" --port 0 --until seconds --max-seconds 3 \
+        --runs "$TMP/runs" --name $e > "$TMP/up_$e.log" 2> "$TMP/up_$e.err") ||
+        fail "volley up --env ./lib$e.so $* exited non-zero: $(tail -3 "$TMP/up_$e.err")"
+    grep -q "steps=" "$TMP/up_$e.log" || fail "volley up --env ./lib$e.so stepped nothing"
+    grep -qiE "error|refused|abort" "$TMP/up_$e.err" &&
+        fail "volley up --env ./lib$e.so: $(grep -m2 -iE 'error|refused|abort' "$TMP/up_$e.err")"
+    pass "volley up --env ./lib$e.so ${*##*/}: $(tail -1 "$TMP/up_$e.log" | cut -c1-90)"
+}

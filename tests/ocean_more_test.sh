@@ -74,11 +74,6 @@ check squared_f32 "max_steps=7" 3000
 for e in squared pacman blastar grid tower_climb; do
     arg=()
     [ $e = tower_climb ] && arg=(--env-arg "num_maps=2") # its puzzles take a while to make
-    (cd "$TMP" && "$VOLLEY" up --env ./lib$e.so "${arg[@]}" --port 0 --until seconds --max-seconds 3 \
-        --runs "$TMP/runs" --name $e > "$TMP/up_$e.log" 2> "$TMP/up_$e.err") ||
-        fail "volley up --env ./lib$e.so exited non-zero: $(tail -3 "$TMP/up_$e.err")"
-    grep -q "steps=" "$TMP/up_$e.log" || fail "volley up --env ./lib$e.so stepped nothing"
-    grep -qiE "error|refused|abort" "$TMP/up_$e.err" && fail "volley up --env ./lib$e.so: $(grep -m2 -iE 'error|refused|abort' "$TMP/up_$e.err")"
-    pass "volley up --env ./lib$e.so: $(tail -1 "$TMP/up_$e.log" | cut -c1-90)"
+    ocean_up $e "${arg[@]}"
 done
 echo "20 passed, 0 failed"

@@ -39,12 +39,7 @@ for e in pong breakout snake connect4; do
     # An env with a recipe beside its adapter (envs/ocean/NAME.ini) runs with it, as docs/envs.md says.
     conf=()
     [ -f "$SRC/envs/ocean/$e.ini" ] && conf=(--config "$SRC/envs/ocean/$e.ini")
-    (cd "$TMP" && "$VOLLEY" up --env ./lib$e.so "${conf[@]}" --port 0 --until seconds --max-seconds 3 \
-        --runs "$TMP/runs" --name $e > "$TMP/up_$e.log" 2> "$TMP/up_$e.err") ||
-        fail "volley up --env ./lib$e.so ${conf[*]} exited non-zero: $(tail -2 "$TMP/up_$e.err")"
-    grep -q "steps=" "$TMP/up_$e.log" || fail "volley up --env ./lib$e.so stepped nothing"
-    grep -qiE "error|refused" "$TMP/up_$e.err" && fail "volley up --env ./lib$e.so: $(grep -m2 -iE 'error|refused' "$TMP/up_$e.err")"
-    pass "volley up --env ./lib$e.so ${conf[*]##*/}: $(tail -1 "$TMP/up_$e.log" | cut -c1-90)"
+    ocean_up $e "${conf[@]}"
 done
 # The recipes' keys reach the run's config and the learner.
 grep -q "^ent-coef = 0.002" "$TMP/runs/breakout/config.ini" ||
