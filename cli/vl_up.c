@@ -612,6 +612,8 @@ static const char *s_run_label(const vl_up_config_t *c, char *out, size_t size)
 {
     const char *text = vl_up_config_env_name(c);
     size_t end = c->python_env ? strcspn(text, ":") : strlen(text), start = end;
+    if (!c->python_env)
+        start = 0;
     while (c->python_env && start > 0 && text[start - 1] != '.')
         start--;
     snprintf(out, size, "%.*s", (int)(end - start), text + start);

@@ -14,6 +14,9 @@ echo "$last" | grep -qE '^solved: [0-9]+ steps in [0-9]+\.[0-9] s \([0-9]+ steps
     fail "last line is not the solved line: '$last'"
 grep -qE '^[0-2][0-9]:[0-5][0-9]:[0-6][0-9] steps=[0-9]+ sps=[0-9]+ episodes=[0-9]+ return=' "$TMP/up.log" || fail "no progress lines (HH:MM:SS steps=...)"
 pass "volley up solves CartPole: $last"
+grep -qE "run directory runs/[0-9]{8}-[0-9]{6}-cartpole$" "$TMP/up.log" ||
+    fail "the generated run name is not TIME-cartpole: $(grep -m1 'run directory' "$TMP/up.log")"
+pass "a run without --name is runs/TIME-ENV: $(grep -m1 -oE 'runs/[^ ]+$' "$TMP/up.log")"
 
 port=$(sed -n 's/.*broker on 127.0.0.1:\([0-9]*\).*/\1/p' "$TMP/up.log")
 sleep 0.5
@@ -28,6 +31,8 @@ last=$(tail -n 1 "$TMP/catch.log")
 [ $rc -eq 0 ] || fail "volley up --env catch exited $rc: $last"
 echo "$last" | grep -qE '^solved: ' || fail "catch: last line is not the solved line: '$last'"
 pass "volley up --env catch solves the pixel game: $last"
+grep -qE "run directory runs/[0-9]{8}-[0-9]{6}-catch$" "$TMP/catch.log" ||
+    fail "the generated run name is not TIME-catch: $(grep -m1 'run directory' "$TMP/catch.log")"
 
 "$VOLLEY" up --retain 64 --port 0 --max-steps 3000000 --max-seconds 240 > "$TMP/ring.log" 2>&1
 rc=$?
