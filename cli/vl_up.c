@@ -760,10 +760,8 @@ static int s_run(s_run_t *r)
         fflush(stdout);
         vl_up_end_t end;
         rc = vl_up_watch(c, sub, pids, n, start, last, sizeof last, &end);
-        if (rc == 1 && end.stopped >= 0)
+        if (rc == 1 && end.stopped >= 0) // with its log's last words (the learner's too)
             s_child_stopped(r, &end);
-        if (rc == 1 && end.stopped == 1) // the learner stopped on its own: its last word
-            s_learner_reason(r);
         else if (rc == 1 && end.stopped < 0 && !end.fed) // nothing came: where to look
             s_unfed(r, &end, broker);
     }
