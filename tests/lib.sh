@@ -140,6 +140,17 @@ s_net() { # a command building netns_build's network; without veth or bridges, a
     exit 0
 }
 
+# netns_teardown: the EXIT trap of a test on netns_build's hosts ($NS-br and $NS-HOST for each of
+# $HOSTS): cleanup kills the processes in PIDS first (a namespace lives while a process is in it),
+# then any left in these namespaces, which only this run started, and deletes them.
+netns_teardown() {
+    cleanup
+    for n in br $HOSTS; do
+        for p in $(ip netns pids "$NS-$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+        ip netns del "$NS-$n" 2>/dev/null
+    done
+}
+
 # doc_block PAGE WORD: the text of PAGE's ```sh WORD block (docs/pixels.md's ```sh learner-host),
 # which readme_test leaves to the test that runs it on its hosts; where the page has none, says
 # so and returns 1 (`b=$(doc_block P W) || fail "$b"`).

@@ -41,14 +41,7 @@ PY=${VOLLEY_PYTHON:-$ROOT/.venv/bin/python}
 PAGE=$ROOT/docs/pixels.md
 STEPS=24576 # per actor: 24 rounds of 16 envs x 64 steps, 3 episodes an env
 
-teardown() {
-    cleanup # kills the processes (in PIDS) first: a namespace lives while a process is in it
-    for n in br $HOSTS; do # and any left in our namespaces, which only this run started
-        for p in $(ip netns pids "$NS-$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-        ip netns del "$NS-$n" 2>/dev/null
-    done
-}
-trap teardown EXIT
+trap netns_teardown EXIT
 
 # ---- the page's blocks, and what they name ------------------------------------------------------
 LEARNER=$(doc_block "$PAGE" learner-host) || fail "$LEARNER"

@@ -32,14 +32,7 @@ PORT=7600
 B=$NET.1:$PORT
 HOSTS="h1 h2 h3 h4"
 
-teardown() {
-    cleanup # kills the processes (in PIDS) first: a namespace lives while a process is in it
-    for n in br $HOSTS; do # and any left in our namespaces, which only this run started
-        for p in $(ip netns pids "$NS-$n" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
-        ip netns del "$NS-$n" 2>/dev/null
-    done
-}
-trap teardown EXIT
+trap netns_teardown EXIT
 
 netns_sweep vlmh 'br|h[1-4]' # namespaces a killed run left
 
